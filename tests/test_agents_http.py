@@ -301,7 +301,7 @@ def test_an_error_message_never_holds_the_token(server: Served, monkeypatch: pyt
         ({"request": {"q": "{{question}}"}}, r"request\.q: unknown variable \{\{question\}\}"),
         ({"request": ["{{sly_data.x}}"]}, r"request\[0\]: unknown variable"),
         ({"response": {"answer": "$.a"}}, r"response\.answer: unknown reply field"),
-        ({"response": {"text": "$..[?"}}, r"response\.text: bad JSONPath"),
+        ({"response": {"text": "$..[?"}}, r"response\.text: invalid JSONPath"),
         ({"timeout": "soon"}, r"timeout: expected a duration"),
     ],
 )
@@ -368,3 +368,13 @@ def test_raw_holds_the_exchange_with_secrets_masked(server: Served) -> None:
     dumped = leaky.model_dump_json()
     assert secret not in dumped
     assert leaky.raw["request"]["body"]["sly_data"] == {"key": "***", "***": ["x***y"]}
+
+
+def test_manifest_response_paths_use_the_suites_jsonpath_grammar() -> None:
+    # Filters ([?...]) parse in suites (jsonpath_ng.ext); manifests use the same grammar.
+    from farm.agents.http import apply_response_paths, compile_response_paths
+
+    paths = compile_response_paths({"text": "$.items[?kind = 'answer'].text"}, where="response")
+    reply = apply_response_paths({"items": [{"kind": "note", "text": "n"}, {"kind": "answer", "text": "42"}]},
+                                 paths, raw=None)
+    assert reply.text == "42"

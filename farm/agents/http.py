@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from jsonpath_ng import parse as parse_jsonpath
 from pydantic import ValidationError
 
 from farm.agents.base import AgentRequest
@@ -39,6 +38,7 @@ from farm.agents.secrets import (
     redact_value,
     register_secret,
 )
+from farm.checks.extract import compile_path
 from farm.errors import AgentError, AgentResolutionError
 from farm.models import JsonValue, Message, Reply
 
@@ -312,9 +312,9 @@ def compile_response_paths(paths: Any, *, where: str) -> dict[str, Any]:
         if field not in REPLY_KEYS:
             raise AgentResolutionError(f"{where}.{field}: unknown reply field (one of {sorted(REPLY_KEYS)})")
         try:
-            compiled[field] = parse_jsonpath(path)
-        except Exception as exc:  # jsonpath-ng raises several types (lexer, parser, ValueError)
-            raise AgentResolutionError(f"{where}.{field}: bad JSONPath {path!r}: {exc}") from None
+            compiled[field] = compile_path(path)  # the suites' grammar: filters work in manifests too
+        except ValueError as exc:
+            raise AgentResolutionError(f"{where}.{field}: {exc}") from None
     return compiled
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 from jsonpath_ng import JSONPath
-from jsonpath_ng.ext import parse as _parse_jsonpath
+from jsonpath_ng.ext.parser import parse as _parse_jsonpath  # 1.16 stopped re-exporting it
 
 from farm.models import JsonValue
 
