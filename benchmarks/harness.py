@@ -369,15 +369,14 @@ class SweepTiming:
 def sweep_in_process(suite: Path, agent: str, *, runs: int, parallel: int, out: Path,
                      broker: str | None = None) -> SweepTiming:
     """``farm test`` as a library call (load, plan, execute, JSONL stream): no interpreter start-up."""
-    from farm.cli import JsonlObserver, _executor
-    from farm.executors.base import Observers
-    from farm.sweep import TestSettings, prepare_sweep
+    from farm.observers import JsonlObserver, Observers
+    from farm.sweep import TestSettings, create_executor, prepare_sweep
 
     settings = TestSettings(input=str(suite), name=agent, runs=runs, parallel=parallel, output=str(out),
                             broker=broker, cwd=str(ROOT))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     prepared = prepare_sweep(settings)
     with out.open("w", encoding="utf-8") as stream:
-        report = _executor(settings).run(prepared.plan, Observers(JsonlObserver(stream)))
+        report = create_executor(settings).run(prepared.plan, Observers(JsonlObserver(stream)))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     return SweepTiming(wall, cpu, report.summary.total_runs, dict(report.summary.by_status))

@@ -19,8 +19,9 @@ from farm.agents.resolve import AgentRef, create_agent, parse_reference, resolve
 from farm.agents.retry import attempts_from_env
 from farm.errors import AgentResolutionError, InputError, SettingsError
 from farm.execute import RunEnvironment
-from farm.executors.base import Executor, Observers, SweepObserver, SweepPlan, new_sweep_id
+from farm.executors.base import Executor, SweepPlan, new_sweep_id
 from farm.models import Case, SweepReport
+from farm.observers import Observers, SweepObserver
 from farm.reports import BUILTIN_REPORTERS, format_for_path
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
 from farm.suites import LoadedInput, load_input
@@ -201,7 +202,7 @@ def create_executor(settings: TestSettings) -> Executor:
 def run_sweep(settings: TestSettings, observer: SweepObserver | None = None) -> SweepReport:
     """``farm test`` from Python: validate, run (in-process or distributed), return the report.
 
-    Writes no file; pass an observer (e.g. ``farm.cli.JsonlObserver``) to follow the runs.
+    Writes no file; pass an observer (e.g. ``farm.observers.JsonlObserver``) to follow the runs.
     """
     prepared = prepare_sweep(settings)
     return create_executor(settings).run(prepared.plan, observer or Observers())

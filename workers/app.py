@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from workers.config import celery_settings
+from farm.celery_config import celery_settings
 
 app = Celery("farm", include=["workers.tasks"])
 app.conf.update(celery_settings())

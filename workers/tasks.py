@@ -30,11 +30,11 @@ from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
+from farm.celery_config import visibility_timeout
 from farm.distributed import SweepStore, store_url
 from farm.redis_keys import report_latch_ttl
 from workers import runtime
 from workers.app import app
-from workers.config import visibility_timeout
 
 AGGREGATE_RETRY_S = 2
 AGGREGATE_MAX_RETRIES = 30

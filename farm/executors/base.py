@@ -15,7 +15,8 @@ from typing import Any, Protocol
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef
 from farm.execute import RunEnvironment
-from farm.models import Case, CaseStats, RunResult, SweepReport
+from farm.models import Case, SweepReport
+from farm.observers import SweepObserver
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
 
 
@@ -56,50 +57,6 @@ class SweepPlan:
     def agent_label(self) -> str:
         labels = sorted({ref.label for ref in self.agents.values()})
         return labels[0] if len(labels) == 1 else ", ".join(labels)
-
-
-@dataclass(frozen=True)
-class SweepStart:
-    sweep_id: str
-    agent_id: str
-    total_cases: int
-    total_runs: int
-    timestamp: str
-
-
-class SweepObserver(Protocol):
-    """Receives a sweep's events; implementations write JSONL, move a bar, print."""
-
-    def on_start(self, start: SweepStart) -> None: ...
-
-    def on_result(self, result: RunResult) -> None: ...
-
-    def on_case(self, stats: CaseStats) -> None: ...
-
-    def on_finish(self, report: SweepReport) -> None: ...
-
-
-class Observers:
-    """Fans events out to several observers, in order."""
-
-    def __init__(self, *observers: SweepObserver) -> None:
-        self._observers = observers
-
-    def on_start(self, start: SweepStart) -> None:
-        for o in self._observers:
-            o.on_start(start)
-
-    def on_result(self, result: RunResult) -> None:
-        for o in self._observers:
-            o.on_result(result)
-
-    def on_case(self, stats: CaseStats) -> None:
-        for o in self._observers:
-            o.on_case(stats)
-
-    def on_finish(self, report: SweepReport) -> None:
-        for o in self._observers:
-            o.on_finish(report)
 
 
 class Executor(Protocol):

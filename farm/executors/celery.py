@@ -37,8 +37,9 @@ from farm.distributed import (
     store_url,
 )
 from farm.errors import BrokerError, InputError, SettingsError, WorkerLostError
-from farm.executors.base import SweepObserver, SweepPlan, SweepStart, report_metadata, utc_now
+from farm.executors.base import SweepPlan, report_metadata, utc_now
 from farm.models import CaseStats, RunResult, SweepReport
+from farm.observers import SweepObserver, SweepStart
 from farm.redis_keys import STOP_CANCELLED
 
 log = logging.getLogger("farm.celery")
@@ -74,7 +75,7 @@ def create_celery_app(broker_url: str, result_backend: str | None = None) -> Any
     """A private Celery app with the workers' settings, for publishing and inspecting."""
     from celery import Celery
 
-    from workers.config import celery_settings
+    from farm.celery_config import celery_settings
 
     settings = celery_settings(broker_url)
     if result_backend:
@@ -321,7 +322,7 @@ class CeleryExecutor:
 
 
 def _visibility_timeout() -> int:
-    from workers.config import visibility_timeout
+    from farm.celery_config import visibility_timeout
 
     return visibility_timeout()
 

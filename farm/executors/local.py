@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from farm.agents.resolve import AgentPool
 from farm.checks.base import JudgeResolver
 from farm.execute import execute_run
-from farm.executors.base import SweepObserver, SweepPlan, SweepStart, report_metadata, utc_now
+from farm.executors.base import SweepPlan, report_metadata, utc_now
 from farm.models import Case, CaseStats, RunResult, SweepReport
+from farm.observers import SweepObserver, SweepStart
 from farm.stats import CaseAccumulator, build_report
 
 

@@ -1,26 +1,24 @@
-"""The ``farm`` command line: flags → settings → library → exit code.
-
-The only module that prints to the user or exits. Library code raises ``FarmError``; here it
-becomes one message on stderr and the exit code of SPEC 3 (0 passed, 1 failed, 2 bad input,
-3 runtime error; 130 on Ctrl-C).
-"""
+"""``farm test``: flags → ``TestSettings`` → a prepared sweep → an executor → reports → exit code."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import sys
-import traceback
-from typing import Any, NoReturn, TextIO
+from typing import Any
 
 import click
 from rich.console import Console
 
-from farm.errors import ExitCode, FarmError
-from farm.executors.base import Observers, SweepObserver, SweepStart
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport
-from farm.progress import ProgressBar, VerbosePrinter, print_summary
+from farm.cli.run import run_command
+from farm.errors import ExitCode
+from farm.models import SweepReport
+from farm.observers import (
+    JsonlObserver,
+    Observers,
+    ProgressBar,
+    StdoutPrinter,
+    SweepObserver,
+    VerbosePrinter,
+    print_summary,
+)
 from farm.sweep import PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
 
 EXAMPLES = """
@@ -43,51 +41,6 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         return parse_duration(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-
-
-class JsonlObserver:
-    """Writes the JSONL event stream to a file as the sweep goes (flushed per line)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        from farm.reports.jsonl import JsonlWriter
-
-        self._writer = JsonlWriter(stream)
-
-    def on_start(self, start: SweepStart) -> None:
-        self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
-                           total_runs=start.total_runs, sweep_id=start.sweep_id)
-
-    def on_result(self, result: RunResult) -> None:
-        self._writer.result(result)
-
-    def on_case(self, stats: CaseStats) -> None:
-        self._writer.stability(stats)
-
-    def on_finish(self, report: SweepReport) -> None:
-        self._writer.summary(report)
-
-
-class StdoutPrinter:
-    """Direct message mode: the agent's output on stdout, errors on stderr."""
-
-    def __init__(self, err: Console) -> None:
-        self._err = err
-
-    def on_start(self, start: SweepStart) -> None:
-        return None
-
-    def on_result(self, result: RunResult) -> None:
-        if result.status in (RunStatus.ERROR, RunStatus.TIMEOUT) and result.error:
-            self._err.print(f"{result.status.value}: {result.error.message}", markup=False, highlight=False)
-            return
-        out = result.output
-        click.echo(out if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False))
-
-    def on_case(self, stats: CaseStats) -> None:
-        return None
-
-    def on_finish(self, report: SweepReport) -> None:
-        return None
 
 
 def _write_report(prepared: PreparedSweep, report: SweepReport, settings: TestSettings) -> None:
@@ -143,17 +96,7 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
     return int(exit_code_for(report))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="agent-farm", prog_name="farm")
-def main() -> None:
-    """agent-farm: run AI-agent test suites many times and report how often they pass.
-
-    Runs in-process by default; give --broker (or FARM_BROKER_URL) to spread a sweep over
-    Celery workers. See `farm test --help`.
-    """
-
-
-@main.command(epilog=EXAMPLES)
+@click.command(epilog=EXAMPLES)
 @click.option("-i", "--input", "input_", required=True, metavar="PATH|MESSAGE",
               help="A .jsonl (Yao) or .hocon/.conf (neuro-san) suite, a directory of suites, or a literal "
                    "message to send once (printed to stdout unless -o).")
@@ -193,45 +136,8 @@ def main() -> None:
 def test(input_: str, no_progress: bool, **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
     settings = TestSettings(input=input_, **flags)
-    _exit(lambda: run_test(settings, progress=not no_progress), verbose=settings.verbose)
+    run_command(lambda: run_test(settings, progress=not no_progress), verbose=settings.verbose)
 
 
-def _exit(action: Any, *, verbose: bool = False) -> NoReturn:
-    """Run a command body and exit with its code, mapping errors to SPEC 3's codes."""
-    try:
-        code = action()
-    except FarmError as exc:
-        if verbose:
-            traceback.print_exc()
-        prefix = "farm: error" if exc.exit_code == ExitCode.INPUT_ERROR else "farm: runtime error"
-        click.echo(f"{prefix}: {exc.message}" if "\n" not in exc.message else f"{prefix}:\n{exc.message}",
-                   err=True)
-        sys.exit(int(exc.exit_code))
-    except BrokenPipeError:  # `farm … | head`: the reader left; that is not a failure of ours
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
-        sys.exit(int(ExitCode.OK))
-    except KeyboardInterrupt:
-        click.echo("farm: interrupted", err=True)
-        sys.exit(int(ExitCode.INTERRUPTED))
-    except Exception:
-        traceback.print_exc()
-        click.echo("farm: runtime error: unexpected failure (traceback above)", err=True)
-        sys.exit(int(ExitCode.RUNTIME_ERROR))
-    sys.exit(int(code or 0))
 
-
-def _register_distributed() -> None:
-    try:
-        from farm import cli_distributed
-    except ImportError:
-        return
-    for name in ("worker", "results", "cancel", "status", "flower"):
-        command = getattr(cli_distributed, name, None)
-        if isinstance(command, click.Command):
-            main.add_command(command, name)
-
-
-_register_distributed()
-
-__all__ = ["main", "run_test"]
+__all__ = ["run_test", "test"]

@@ -1,20 +1,118 @@
-"""Terminal feedback for a running sweep: a rich progress bar and a closing summary table.
+"""What a sweep tells as it runs: the observer protocol and the observers the CLI plugs in.
 
-Everything goes to stderr so that stdout stays clean for direct-message output and pipes.
+Both executors emit the same events in the same order per case: ``on_start`` once,
+``on_result`` for every run as it completes, ``on_case`` once a case's runs are all in,
+``on_finish`` last. Observers write the JSONL stream, move a progress bar, print. Terminal
+output goes to stderr so that stdout stays clean for direct-message output and pipes.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from typing import Protocol, TextIO
+
+import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from farm.executors.base import SweepStart
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
 
 
+@dataclass(frozen=True)
+class SweepStart:
+    """The ``start`` event: what is about to run."""
+
+    sweep_id: str
+    agent_id: str
+    total_cases: int
+    total_runs: int
+    timestamp: str
+
+
+class SweepObserver(Protocol):
+    """Receives a sweep's events; implementations write JSONL, move a bar, print."""
+
+    def on_start(self, start: SweepStart) -> None: ...
+
+    def on_result(self, result: RunResult) -> None: ...
+
+    def on_case(self, stats: CaseStats) -> None: ...
+
+    def on_finish(self, report: SweepReport) -> None: ...
+
+
+class Observers:
+    """Fans events out to several observers, in order."""
+
+    def __init__(self, *observers: SweepObserver) -> None:
+        self._observers = observers
+
+    def on_start(self, start: SweepStart) -> None:
+        for o in self._observers:
+            o.on_start(start)
+
+    def on_result(self, result: RunResult) -> None:
+        for o in self._observers:
+            o.on_result(result)
+
+    def on_case(self, stats: CaseStats) -> None:
+        for o in self._observers:
+            o.on_case(stats)
+
+    def on_finish(self, report: SweepReport) -> None:
+        for o in self._observers:
+            o.on_finish(report)
+
+
+class JsonlObserver:
+    """Writes the JSONL event stream to a text stream as the sweep goes (flushed per line)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from farm.reports.jsonl import JsonlWriter
+
+        self._writer = JsonlWriter(stream)
+
+    def on_start(self, start: SweepStart) -> None:
+        self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
+                           total_runs=start.total_runs, sweep_id=start.sweep_id)
+
+    def on_result(self, result: RunResult) -> None:
+        self._writer.result(result)
+
+    def on_case(self, stats: CaseStats) -> None:
+        self._writer.stability(stats)
+
+    def on_finish(self, report: SweepReport) -> None:
+        self._writer.summary(report)
+
+
+class StdoutPrinter:
+    """Direct message mode: the agent's output on stdout, errors on stderr."""
+
+    def __init__(self, err: Console) -> None:
+        self._err = err
+
+    def on_start(self, start: SweepStart) -> None:
+        return None
+
+    def on_result(self, result: RunResult) -> None:
+        if result.status in (RunStatus.ERROR, RunStatus.TIMEOUT) and result.error:
+            self._err.print(f"{result.status.value}: {result.error.message}", markup=False, highlight=False)
+            return
+        out = result.output
+        click.echo(out if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False))
+
+    def on_case(self, stats: CaseStats) -> None:
+        return None
+
+    def on_finish(self, report: SweepReport) -> None:
+        return None
+
+
 class ProgressBar:
-    """A sweep observer that moves a progress bar with pass/fail counts and an ETA."""
+    """A progress bar with pass/fail counts and an ETA."""
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
@@ -105,3 +203,15 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         highlight=False,
         soft_wrap=True,  # one line, whatever the width: CI logs grep it
     )
+
+
+__all__ = [
+    "JsonlObserver",
+    "Observers",
+    "ProgressBar",
+    "StdoutPrinter",
+    "SweepObserver",
+    "SweepStart",
+    "VerbosePrinter",
+    "print_summary",
+]

@@ -1,7 +1,6 @@
-"""The distributed commands: ``farm worker``, ``results``, ``cancel``, ``status``, ``flower``.
+"""Commands on distributed sweeps: ``farm results``, ``cancel``, ``status`` and ``flower``.
 
-``farm.cli`` adds them to the ``farm`` group. Like the rest of the CLI they print, and exit
-with SPEC 3's codes through ``farm.cli._exit``; the work is in ``farm.executors.celery``.
+The work is in ``farm.executors.celery`` and ``farm.distributed``; these print and return exit codes.
 """
 
 from __future__ import annotations
@@ -15,54 +14,12 @@ from typing import Any
 
 import click
 
+from farm.cli.run import run_command
+from farm.cli.worker import PASS_THROUGH, broker_option
 from farm.errors import ExitCode, SettingsError
 
-DEFAULT_BROKER_URL = "redis://localhost:6379/0"
-DEFAULT_CONCURRENCY = 64
-"""Runs in flight per worker process: runs wait on the network, not on the CPU."""
 DEFAULT_FLOWER_MAX_TASKS = 10_000
 """Flower keeps this many tasks in memory (its default, 100,000, costs hundreds of MB)."""
-
-PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": ["-h", "--help"]}
-
-broker_option = click.option(
-    "--broker", envvar="FARM_BROKER_URL", default=DEFAULT_BROKER_URL, show_default=True, metavar="URL",
-    help="Redis broker of the farm. Env: FARM_BROKER_URL.",
-)
-
-
-def _run(action: Any) -> None:
-    from farm.cli import _exit  # late: farm.cli imports this module while it loads
-
-    _exit(action)
-
-
-@click.command(context_settings=PASS_THROUGH)
-@broker_option
-@click.option("-Q", "--queues", default="farm", show_default=True, help="Queues to consume, comma-separated.")
-@click.option("-c", "--concurrency", type=int, default=DEFAULT_CONCURRENCY, show_default=True,
-              help="Runs in flight in this worker (threads).")
-@click.option("-P", "--pool", default="threads", show_default=True, help="Celery pool: threads, prefork, solo, …")
-@click.option("-l", "--loglevel", default="INFO", show_default=True)
-@click.option("-n", "--hostname", default=None, help="Worker name (default: farm-PID@HOST, unique).")
-@click.option("--events", is_flag=True, envvar="FARM_TASK_EVENTS",
-              help="Send Celery task events from the start (Flower). Off by default: they cost CPU per run, "
-                   "and a running Flower turns them on anyway. Env: FARM_TASK_EVENTS=1.")
-@click.pass_context
-def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool: str, loglevel: str,
-           hostname: str | None, events: bool) -> None:
-    """Start a Celery worker with the farm's defaults; other arguments go to Celery as they are."""
-    os.environ["FARM_BROKER_URL"] = broker  # before workers.app reads its settings
-    if events:
-        os.environ["FARM_TASK_EVENTS"] = "1"
-    from workers.app import app
-    from workers.config import celery_settings
-
-    app.conf.update(celery_settings(broker))
-    argv = ["worker", f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}",
-            f"--loglevel={loglevel}", f"--hostname={hostname or f'farm-{os.getpid()}@%h'}",
-            *(["--task-events"] if events else []), *ctx.args]
-    app.worker_main(argv)
 
 
 def _executor(broker: str) -> Any:
@@ -75,9 +32,7 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
     """``farm results``: follow a sweep (live or finished) into ``-o`` (or JSONL on stdout)."""
     from rich.console import Console
 
-    from farm.cli import JsonlObserver
-    from farm.executors.base import Observers, SweepObserver
-    from farm.progress import ProgressBar, print_summary
+    from farm.observers import JsonlObserver, Observers, ProgressBar, SweepObserver, print_summary
     from farm.reports import format_for_path, render_report
     from farm.stats import exit_code_for
 
@@ -115,7 +70,7 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def results(sweep_id: str, output: str | None, broker: str, no_progress: bool) -> None:
     """Re-attach to a distributed sweep, live or finished, and write its results."""
-    _run(lambda: fetch_results(sweep_id, broker, output, progress=not no_progress))
+    run_command(lambda: fetch_results(sweep_id, broker, output, progress=not no_progress))
 
 
 def cancel_sweep(sweep_id: str, broker: str) -> int:
@@ -132,7 +87,7 @@ def cancel_sweep(sweep_id: str, broker: str) -> int:
 @broker_option
 def cancel(sweep_id: str, broker: str) -> None:
     """Cancel a distributed sweep: runs not started yet are dropped."""
-    _run(lambda: cancel_sweep(sweep_id, broker))
+    run_command(lambda: cancel_sweep(sweep_id, broker))
 
 
 def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
@@ -187,7 +142,7 @@ def status(broker: str, as_json: bool, timeout: float) -> None:
             _print_status(data)
         return int(ExitCode.OK)
 
-    _run(show)
+    run_command(show)
 
 
 def flower_command(
@@ -224,7 +179,7 @@ def flower(ctx: click.Context, broker: str, port: int, address: str, max_tasks: 
         argv, env = flower_command(broker, port, address, max_tasks, list(ctx.args))
         os.execve(sys.executable, argv, env)  # the password travels in the environment, not argv
 
-    _run(start)
+    run_command(start)
 
 
-__all__ = ["cancel", "flower", "results", "status", "worker"]
+__all__ = ["cancel", "collect_status", "fetch_results", "flower", "flower_command", "results", "status"]

@@ -1,0 +1,12 @@
+"""The ``farm`` command line: one module per command group, all ending in ``run_command``.
+
+    main.py     the ``farm`` group, which gathers the commands below
+    run.py      run_command: a body's exit code, or FarmError → exit code (SPEC 10's table)
+    test.py     farm test
+    worker.py   farm worker
+    sweeps.py   farm results, cancel, status, flower (distributed sweeps)
+"""
+
+from farm.cli.main import main
+
+__all__ = ["main"]
