@@ -7,6 +7,10 @@ Conversation rules (SPEC 4.1): turns of a run share one conversation; a turn wit
 ``continue_conversation: false`` makes the *next* turn start a fresh one (new chat id, empty
 history, no carried sly_data). Returned ``sly_data`` merges into what the next turn sends.
 Each run builds its state from the immutable ``Case``, so no run sees another run's state.
+
+A Yao dynamic case (``case.dynamic``) is played by ``farm.dynamic`` instead: a simulator writes
+the user's turns. A case's ``before``/``after`` hooks run around each run (``farm.hooks``). Every
+run that does not pass gets its failure class and turn (``farm.failures``).
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from typing import Any
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
+from farm.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
 from farm.errors import AgentError
-from farm.models import Case, CheckOutcome, ErrorInfo, JsonValue, Reply, RunResult, RunStatus, Turn
+from farm.failures import classify_run
+from farm.hooks import HookFailedError, RunHooks
+from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
 """A run's whole time budget when neither the case nor ``--timeout`` sets one (Yao: 5m)."""
@@ -41,12 +48,20 @@ class RunEnvironment:
     timeout_s: float | None = None
     """``--timeout``: default whole-run timeout for cases that set none."""
     neuro_san_compat: bool = False
+    yao_compat: bool = False
+    """``--yao-compat``: dynamic cases behave as Yao's code does where its documentation disagrees."""
     sweep_id: str | None = None
     locale: str = "en-us"
     client_type: str = "test"
     client_ip: str = "127.0.0.1"
     referer: str = "test"
     accept: str = "standard"
+    chat_id: str | None = None
+    """``--ctx`` ``chat_id``: run 1's chat id, ``<chat_id>-run<n>`` for the others (Yao's rule)."""
+    authorized: dict[str, JsonValue] | None = None
+    """``--ctx`` ``authorized`` (user, team, constraints…), given to agents as ``context.authorized``."""
+    metadata: dict[str, JsonValue] | None = None
+    """``--ctx`` ``metadata``, under each case's own ``metadata``."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -73,13 +88,15 @@ class RunEnvironment:
 
 
 class _RunState:
-    """Mutable per-run state: the conversation, its history and the carried sly_data."""
+    """Mutable per-run state: the conversation, its history, the carried sly_data, the turn."""
 
-    def __init__(self) -> None:
-        self.conversation = Conversation(chat_id=uuid.uuid4().hex)
+    def __init__(self, chat_id: str | None = None) -> None:
+        self.conversation = Conversation(chat_id=chat_id or uuid.uuid4().hex)
         self.history: list[dict[str, JsonValue]] = []
         self.sly_data: dict[str, JsonValue] | None = None
         self.retries = 0
+        self.turn = 0
+        """The turn in progress (1-based; 0 before the first)."""
 
     def start_fresh(self) -> None:
         """A new conversation: new chat id, empty history, nothing carried; retries kept."""
@@ -92,10 +109,22 @@ class _RunState:
         return self.retries + self.conversation.retries
 
 
+def _granted(env: RunEnvironment, key: str) -> str | None:
+    """A string of the ``--ctx`` ``authorized`` block (flags and the case's own fields win over it)."""
+    value = (env.authorized or {}).get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _first_chat_id(env: RunEnvironment, run: int) -> str | None:
+    if env.chat_id is None:
+        return None
+    return env.chat_id if run == 1 else f"{env.chat_id}-run{run}"
+
+
 def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None) -> AgentContext:
     return AgentContext(
-        user_id=env.user or case.user or "test-user",
-        team_id=env.team or case.team or "test-team",
+        user_id=env.user or case.user or _granted(env, "user_id") or "test-user",
+        team_id=env.team or case.team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team",
         locale=env.locale,
         client_type=env.client_type,
         client_ip=env.client_ip,
@@ -104,9 +133,11 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
         case_id=case.id,
         run=run,
         chat_id=chat_id,
-        metadata=case.metadata,
+        metadata=_merge(env.metadata, case.metadata),
         sly_data=sly,
         connector=env.connector,
+        options=case.options,
+        authorized=env.authorized,
     )
 
 
@@ -209,12 +240,50 @@ async def _run_turns(
     for index, turn in enumerate(case.turns, start=1):
         if fresh_next:
             state.start_fresh()
+        state.turn = index
         reply = await _send_turn(agent, case, run, turn, index, state, env, deadline)
         result.output = reply.output
         result.usage = _add_usage(result.usage, reply.usage)
         result.turns_completed = index
         result.checks.extend(await _check_turn(turn, reply, ctx, index, deadline))
         fresh_next = not turn.continue_conversation
+    result.status = RunStatus.PASSED if all(c.passed for c in result.checks) else RunStatus.FAILED
+
+
+async def _run_dynamic(
+    agent: Agent, case: Case, run: int, env: RunEnvironment, ctx: CheckContext,
+    state: _RunState, result: RunResult, deadline: float, simulators: SimulatorResolver | None,
+) -> None:
+    """A Yao dynamic case: the simulator writes the user's turns (``farm.dynamic``)."""
+    assert case.dynamic is not None
+
+    async def send(messages: list[Message], index: int) -> Reply:
+        state.turn = index
+        reply = await _send_turn(agent, case, run, Turn(messages=messages), index, state, env, deadline)
+        result.output = reply.output
+        result.usage = _add_usage(result.usage, reply.usage)
+        result.turns_completed = index
+        return reply
+
+    async def check(assertions: list[Assertion], reply: Reply, index: int) -> list[CheckOutcome]:
+        return await _check_turn(Turn(messages=[], assertions=assertions), reply, ctx, index, deadline)
+
+    loop = DynamicLoop(case.dynamic, case.turns[0].messages if case.turns else [], result, yao_compat=env.yao_compat)
+    simulator = _simulator(case, simulators)
+    status, error = await loop.run(simulator, send, check, lambda: list(state.history), deadline,
+                                   env.case_timeout(case))
+    result.status, result.error = status, error
+
+
+def _simulator(case: Case, simulators: SimulatorResolver | None) -> Simulator:
+    assert case.dynamic is not None
+    spec = case.dynamic.simulator
+    if simulators is not None:
+        return simulators(spec)
+    if spec.use is None:  # scripted only: no resolver needed
+        return ScriptedSimulator(spec.fixed_responses)
+    raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentResolutionError",
+                                              message=f"simulator {spec.use}: no simulator resolver in this executor"))
 
 
 def _add_usage(
@@ -232,9 +301,14 @@ def _add_usage(
 
 
 async def execute_run(
-    case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None = None
+    case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None = None,
+    simulators: SimulatorResolver | None = None,
 ) -> RunResult:
-    """Run every turn of ``case`` once against ``agent``; return the outcome as data."""
+    """Run every turn of ``case`` once against ``agent``; return the outcome as data.
+
+    ``simulators`` builds the simulated users of dynamic cases (``farm.simulators``); without
+    it only scripted simulators (``fixed_responses``) can play.
+    """
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     result = RunResult(case_id=case.id, run=run, status=RunStatus.PASSED, started_at=started_at,
                        sweep_id=env.sweep_id)
@@ -243,18 +317,27 @@ async def execute_run(
         return result
     ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
                        neuro_san_compat=env.neuro_san_compat, judges=judges)
-    state = _RunState()
+    state = _RunState(_first_chat_id(env, run))
+    hooks = RunHooks(case)
+    hook_context = _context(case, run, env, state.conversation.chat_id, None)
     start = time.monotonic()
     deadline = start + env.case_timeout(case)
     try:
-        await _run_turns(agent, case, run, env, ctx, state, result, deadline)
-        result.status = RunStatus.PASSED if all(c.passed for c in result.checks) else RunStatus.FAILED
+        await hooks.before(hook_context)
+        if case.dynamic is not None:
+            await _run_dynamic(agent, case, run, env, ctx, state, result, deadline, simulators)
+        else:
+            await _run_turns(agent, case, run, env, ctx, state, result, deadline)
     except _Outcome as outcome:
         result.status, result.error = outcome.status, outcome.error
+    except HookFailedError as exc:
+        result.status, result.error = RunStatus.ERROR, ErrorInfo(type="HookError", message=str(exc))
     except Exception as exc:  # a bug in a check or in the farm: still one run, not a dead sweep
         result.status = RunStatus.ERROR
         result.error = ErrorInfo(type=type(exc).__name__, message=str(exc),
                                  traceback=traceback.format_exc(limit=20))
     result.duration_ms = round((time.monotonic() - start) * 1000, 3)
     result.retries = state.total_retries()
+    result.failure_class, result.failed_turn = classify_run(result, state.turn)
+    await hooks.after(hook_context, result)
     return result

@@ -8,9 +8,18 @@ formats (Yao JSONL, neuro-san HOCON) load into the same ``Case``.
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # re-exported below, after the models they build on
+    from farm.models_dynamic import Checkpoint as Checkpoint
+    from farm.models_dynamic import CheckpointResult as CheckpointResult
+    from farm.models_dynamic import CheckpointStats as CheckpointStats
+    from farm.models_dynamic import DynamicSpec as DynamicSpec
+    from farm.models_dynamic import SimulatorReply as SimulatorReply
+    from farm.models_dynamic import SimulatorSpec as SimulatorSpec
+    from farm.models_dynamic import TurnRecord as TurnRecord
 
 JsonValue = Any
 """Any JSON value: None, bool, int, float, str, list, dict."""
@@ -65,6 +74,9 @@ class Assertion(FarmModel):
     """``module:function`` or ``file.py:function``, for ``script``."""
     use: str | None = None
     """Judge for ``agent``: a connector id or ``agents:<agent id>``."""
+    options: dict[str, JsonValue] | None = None
+    """Yao's judge ``options`` of an ``agent`` check: ``connector`` (the judge when ``use`` names
+    none), ``metadata`` (accepted, not sent: the farm's judges get ``{output, input, criteria}``)."""
     message: str | None = None
     """Custom failure message."""
     negate: bool = False
@@ -156,8 +168,21 @@ class Case(FarmModel):
     """Whole-run timeout (``timeout`` / ``timeout_in_seconds``); None: the sweep default."""
     agent: str | None = None
     """Agent reference from the file (neuro-san ``agent`` key), before resolution."""
-    connection: Literal["direct", "http", "https"] | None = None
+    connection: Literal["direct", "http", "https", "grpc", "service", "mcp"] | None = None
+    """neuro-san ``connections`` entry; grpc, service and mcp cases are skipped (not spoken)."""
     success_ratio: SuccessRatio | None = None
+    name: str | None = None
+    """A Yao case's ``name`` (its own tests write one): shown beside the id."""
+    options: dict[str, JsonValue] | None = None
+    """Yao's per-case ``options`` (``connector``, ``mode``, ``metadata``, …), passed to the agent."""
+    before: str | None = None
+    """Yao ``before`` hook: a Python callable (``module:function``), run before each run."""
+    after: str | None = None
+    """Yao ``after`` hook, run after each run whose ``before`` succeeded."""
+    dynamic: DynamicSpec | None = None
+    """A Yao dynamic case: a simulator plays the user until the checkpoints are reached."""
+    skip_reason: str | None = None
+    """Why a case is skipped when the farm decided it (e.g. a connection it does not speak)."""
 
 
 # ------------------------------------------------------------------------------------ replies
@@ -232,6 +257,15 @@ class RunResult(FarmModel):
     turns_completed: int = 0
     started_at: str | None = None
     sweep_id: str | None = None
+    failure_class: str | None = None
+    """Why a run did not pass, decided before any LLM (SPEC 14.2): ``infra:…``, ``harness:…``,
+    ``assertion:<type>[:<path or checkpoint>]``, ``judge:…`` or ``crashed``."""
+    failed_turn: int | None = None
+    """1-based turn the failure happened in."""
+    turns: list[TurnRecord] | None = None
+    """Dynamic runs: the conversation, turn by turn."""
+    checkpoints: dict[str, CheckpointResult] | None = None
+    """Dynamic runs: every checkpoint by id, in the case's order."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:
@@ -260,6 +294,26 @@ class RunDetail(FarmModel):
     judged_checks: list[CheckOutcome] = Field(default_factory=list)
     """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
     retries: int = 0
+    failure_class: str | None = None
+    failed_turn: int | None = None
+    turns: list[TurnRecord] | None = None
+    checkpoints: dict[str, CheckpointResult] | None = None
+
+
+class FailureExample(FarmModel):
+    """One failed run standing for its failure class."""
+
+    case_id: str
+    run: int
+    turn: int | None = None
+    message: str = ""
+
+
+class FailureClassStats(FarmModel):
+    """How often a failure class occurred, with the first example seen."""
+
+    count: int
+    example: FailureExample
 
 
 class CaseStats(FarmModel):
@@ -299,6 +353,10 @@ class CaseStats(FarmModel):
     run_details: list[RunDetail] = Field(default_factory=list)
     run_details_truncated: int = 0
     """How many runs were counted but not kept in ``run_details``."""
+    failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
+    """Failed runs by failure class (SPEC 14.2), most frequent first."""
+    checkpoints: list[CheckpointStats] = Field(default_factory=list)
+    """Dynamic cases: each checkpoint's reach rate over the runs, in the case's order."""
 
 
 class SweepSummary(FarmModel):
@@ -318,6 +376,8 @@ class SweepSummary(FarmModel):
     duration_ms: float
     by_status: dict[str, int]
     """Run counts by status: passed, failed, error, timeout, skipped."""
+    failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
+    """Failed runs of the whole sweep by failure class, most frequent first."""
 
 
 class SweepReport(FarmModel):
@@ -329,3 +389,11 @@ class SweepReport(FarmModel):
     metadata: dict[str, JsonValue]
     """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
     ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
+
+
+# Dynamic-case models live in their own module (they need ``Assertion`` from this one) and are
+# re-exported here: ``from farm.models import DynamicSpec`` works like any other model.
+from farm.models_dynamic import *  # noqa: E402, F403
+
+for _model in (Case, RunResult, RunDetail, CaseStats):
+    _model.model_rebuild()

@@ -40,6 +40,10 @@ class AgentContext(BaseModel):
     sly_data: dict[str, JsonValue] | None = None
     connector: str | None = None
     """The ``-c`` override, or None."""
+    options: dict[str, JsonValue] | None = None
+    """A Yao case's ``options`` (``connector``, ``mode``, ``metadata``, ``skip``, …), as Yao passes them."""
+    authorized: dict[str, JsonValue] | None = None
+    """``--ctx``'s ``authorized`` block (``user_id``, ``team_id``, ``constraints``, …), or None."""
 
 
 @dataclass

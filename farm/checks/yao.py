@@ -194,7 +194,8 @@ async def check_script(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
 async def check_agent(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
     """An LLM judge decides whether the output meets the criterion in ``value``."""
     output = reply.output
-    call = await ask_judge(ctx, a.use, a.value, output)
+    connector = (a.options or {}).get("connector")
+    call = await ask_judge(ctx, a.use or (connector if isinstance(connector, str) else None), a.value, output)
     if call.verdict is None:
         return Result(False, call.error, output, error=True)
     verdict, reason = call.verdict.verdict, call.verdict.reason

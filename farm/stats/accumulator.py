@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus
-from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_interval
+from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
+from farm.stats.failures import CheckpointTally, FailureTally
+from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -117,7 +118,14 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         output=bounded(result.output, limit), error=error,
         failed_checks=[_bounded_check(c) for c in failed],
         judged_checks=[_bounded_check(c) for c in judged], retries=result.retries,
+        failure_class=result.failure_class, failed_turn=result.failed_turn,
+        turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
+        checkpoints=result.checkpoints,
     )
+
+
+def _bounded_turn(turn: TurnRecord, limit: int) -> TurnRecord:
+    return turn.model_copy(update={"input": bounded(turn.input, limit), "output": bounded(turn.output, limit)})
 
 
 class CaseAccumulator:
@@ -136,6 +144,8 @@ class CaseAccumulator:
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
+        self._failures = FailureTally()
+        self._checkpoints = CheckpointTally()
 
     def _claim(self, run: int) -> bool:
         if not 1 <= run <= self.plan.runs:
@@ -161,6 +171,8 @@ class CaseAccumulator:
             output = None if status in _NO_OUTPUT else result.output
             self._outputs.add(output_digest(output))
         self._details.offer(result)
+        self._failures.add(result)
+        self._checkpoints.add(result)
         return True
 
     @property
@@ -190,7 +202,6 @@ class CaseAccumulator:
         passed = s[RunStatus.PASSED]
         scored = self._counted - s[RunStatus.SKIPPED]
         label = label_for(passed, scored)
-        low, high = wilson_interval(passed, scored)
         exact_rate = Fraction(100 * passed, scored) if scored else Fraction(0)
         d = self._durations.figures()
         return CaseStats(
@@ -198,7 +209,7 @@ class CaseAccumulator:
             failed=s[RunStatus.FAILED] + s[RunStatus.ERROR] + s[RunStatus.TIMEOUT],
             errors=s[RunStatus.ERROR], timeouts=s[RunStatus.TIMEOUT], skipped=s[RunStatus.SKIPPED],
             pass_rate=percent(passed, scored),
-            pass_rate_ci=(round_half_up(Fraction(low * 100), 1), round_half_up(Fraction(high * 100), 1)),
+            pass_rate_ci=wilson_percent(passed, scored),
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
             required_passes=self.plan.required,
@@ -206,4 +217,5 @@ class CaseAccumulator:
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
             std_deviation_ms=d["std"], retries=self._retries,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
+            failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
         )

@@ -1,0 +1,126 @@
+"""Failure classes (SPEC 14.2): why a run did not pass, decided from data, before any LLM.
+
+``classify_run`` looks at a finished run: a timeout is ``infra:timeout``; an error is classed by
+its type and message; a failed run by its first failed check, in the order the checks ran:
+
+    infra:connect | infra:5xx | infra:429 | infra:quota | infra:timeout
+        the path to the agent failed (after the retries of SPEC 6)
+    harness:parse | harness:config
+        the farm could not read an answer, or the test itself is wrong (a bad reference, a
+        hook or script that raised, a 4xx the request earned)
+    assertion:<type>[:<path or checkpoint>]
+        a check held false: ``assertion:contains``, ``assertion:json_path:$.a``,
+        ``assertion:keywords:text``, ``assertion:value:structure.answer``,
+        ``assertion:checkpoint:<id>`` (the first required checkpoint a dynamic run missed)
+    judge:equivocal | judge:error
+        a judge check could not decide (no pass/fail) or could not be asked
+    crashed
+        the agent failed on its own (an exception, a non-zero exit, an answer that is an
+        error) or the worker running it died
+
+The same run always gets the same class: the rules below read only the run's data.
+"""
+
+from __future__ import annotations
+
+import re
+
+from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
+
+__all__ = ["FAILURE_FAMILIES", "classify_check", "classify_error", "classify_run", "failure_message"]
+
+FAILURE_FAMILIES = ("infra", "harness", "assertion", "judge", "crashed")
+"""The first part of every failure class."""
+
+CHECKPOINT_PREFIX = "checkpoint:"
+"""Check outcomes of dynamic runs are named ``checkpoint:<id>``."""
+
+_JUDGE_CHECKS = frozenset({"agent", "gist", "not_gist"})
+_ERROR_TYPES = {
+    "Timeout": "infra:timeout",
+    "HookError": "harness:config",
+    "SimulatorReplyError": "harness:parse",
+    "crashed": "crashed",
+    "WorkerLost": "crashed",
+}
+# Adapter errors (``AgentError``) carry their cause in the message only; the first rule that
+# matches wins, so the order matters (an OpenAI quota error also says HTTP 429).
+_MESSAGE_RULES = (
+    ("infra:quota", re.compile(r"quota", re.IGNORECASE)),
+    ("infra:429", re.compile(r"\bHTTP 429\b|rate.?limit|too many requests", re.IGNORECASE)),
+    ("infra:5xx", re.compile(r"\bHTTP 5\d\d\b|server error", re.IGNORECASE)),
+    ("infra:timeout", re.compile(r"no answer within|timed out", re.IGNORECASE)),
+    ("infra:connect", re.compile(
+        r"Connect(?:Error|Timeout)|ClientConnector|cannot connect|connection (?:refused|reset|lost|error|closed|"
+        r"attempts)|refused|reset by peer|disconnected|stream was cut|RemoteProtocolError|ReadError|unreachable|"
+        r"name or service not known|cannot start", re.IGNORECASE)),
+    ("harness:parse", re.compile(
+        r"not JSON|does not parse|bad answer|no choices|without an answer|malformed|no Reply", re.IGNORECASE)),
+    ("harness:config", re.compile(r"\bHTTP 4\d\d\b|unknown agent|cannot be an HTTP header|chat_filter",
+                                  re.IGNORECASE)),
+)
+_MESSAGE_LIMIT = 300
+
+
+def classify_run(result: RunResult, current_turn: int | None = None) -> tuple[str | None, int | None]:
+    """``(failure class, failed turn)`` of a finished run; ``(None, None)`` when it passed or was skipped.
+
+    ``current_turn`` is the turn in progress when the run ended (errors and timeouts happen in it).
+    """
+    status = RunStatus(result.status)
+    turn = current_turn or (result.turns_completed + 1 if result.turns_completed else 1)
+    if status in (RunStatus.PASSED, RunStatus.SKIPPED):
+        return None, None
+    if status is RunStatus.TIMEOUT:
+        return "infra:timeout", turn
+    if status is RunStatus.ERROR:
+        return classify_error(result.error), turn
+    failed = result.failed_checks
+    if not failed:
+        return "assertion:unknown", turn
+    return classify_check(failed[0]), failed[0].turn
+
+
+def classify_error(error: ErrorInfo | None) -> str:
+    """The class of a run error: by its type, else (adapter errors) by its message."""
+    if error is None:
+        return "crashed"
+    known = _ERROR_TYPES.get(error.type)
+    if known is not None:
+        return known
+    if error.type != "AgentError":
+        return "crashed"  # an exception raised by the agent's own code
+    for name, pattern in _MESSAGE_RULES:
+        if pattern.search(error.message):
+            return name
+    return "crashed"
+
+
+def classify_check(check: CheckOutcome) -> str:
+    """The class of a failed check (see the module docstring for the names)."""
+    name = check.name.removesuffix(" (negated)")
+    if name.startswith(CHECKPOINT_PREFIX):
+        return f"assertion:checkpoint:{name[len(CHECKPOINT_PREFIX):]}"
+    target, _, test = name.rpartition(".")
+    if test in _JUDGE_CHECKS:
+        if check.verdict == "equivocal":
+            return "judge:equivocal"
+        if check.verdict is None:
+            return "judge:error"
+    if target:  # a neuro-san stock test: text.keywords, structure.answer.value
+        return f"assertion:{test}:{target}"
+    if name == "script" and " raised " in check.message:
+        return "harness:config"
+    path = check.expected.get("path") if isinstance(check.expected, dict) and name == "json_path" else None
+    return f"assertion:{name}:{path}" if path else f"assertion:{name}"
+
+
+def failure_message(result: RunResult) -> str:
+    """One line saying what went wrong in a run: its error, else its first failed check."""
+    if result.error is not None:
+        text = result.error.message or result.error.type
+    else:
+        failed = result.failed_checks
+        text = f"{failed[0].name}: {failed[0].message}" if failed else ""
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
