@@ -141,6 +141,17 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
     )
 
 
+def sweep_context(env: RunEnvironment) -> AgentContext:
+    """The test environment of the sweep as a whole (given to ``--before``/``--after`` hooks)."""
+    return AgentContext(
+        user_id=env.user or _granted(env, "user_id") or "test-user",
+        team_id=env.team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team",
+        locale=env.locale, client_type=env.client_type, client_ip=env.client_ip, referer=env.referer,
+        accept=env.accept, chat_id=env.chat_id or env.sweep_id or "", metadata=env.metadata,
+        connector=env.connector, authorized=env.authorized,
+    )
+
+
 def _merge(base: dict[str, JsonValue] | None, extra: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
     if base is None and extra is None:
         return None

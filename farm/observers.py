@@ -14,10 +14,12 @@ from typing import Protocol, TextIO
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
+from farm.reports.failures import class_counts, failure_lines
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     """A short table of the cases that need attention first, then the totals."""
     s = report.summary
     table = Table(title=None, show_edge=False, pad_edge=False)
-    for name in ("case", "runs", "pass rate", "label", "verdict"):
+    for name in ("case", "runs", "pass rate", "label", "verdict", "failure classes"):
         table.add_column(name, justify="right" if name in ("runs", "pass rate") else "left")
     rows = sorted(report.results, key=lambda c: (c.case_passed, c.pass_rate, c.id))
     for stats in rows[:max_rows]:
@@ -188,10 +190,13 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         if stats.label == "skipped":
             verdict = "[dim]skip[/]"
         table.add_row(stats.id, str(stats.runs), f"{stats.pass_rate:.1f}%",
-                      f"[{style}]{stats.label}[/]" if style else stats.label, verdict)
+                      f"[{style}]{stats.label}[/]" if style else stats.label, verdict,
+                      escape(class_counts(stats.failure_classes)))
     console.print(table)
     if len(rows) > max_rows:
         console.print(f"… {len(rows) - max_rows} more cases in the report", highlight=False)
+    for line in failure_lines(report):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     stopped = report.metadata.get("stopped")
     if stopped:
         not_run = report.metadata.get("not_run") or []

@@ -23,8 +23,10 @@ from farm.executors.base import Executor, SweepPlan, new_sweep_id
 from farm.models import Case, SweepReport
 from farm.observers import Observers, SweepObserver
 from farm.reports import BUILTIN_REPORTERS, format_for_path
+from farm.simulators import check_simulators
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
-from farm.suites import LoadedInput, load_input
+from farm.suites import LoadedInput, LoadOptions, load_input
+from farm.yao_options import filter_by_regex, load_context_file
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,16 @@ class TestSettings:
     server: str | None = None
     pattern: str | None = None
     neuro_san_compat: bool = False
+    run_pattern: str | None = None
+    """``--run REGEX`` (Yao's case filter)."""
+    ctx: str | None = None
+    """``--ctx FILE``: Yao's context file for every call."""
+    dry_run: bool = False
+    simulator: str | None = None
+    """``--simulator REF``: the simulator of every dynamic case."""
+    before: str | None = None
+    after: str | None = None
+    yao_compat: bool = False
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
 
@@ -160,8 +172,9 @@ def agent_options(settings: TestSettings) -> AgentOptions:
 def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> PreparedSweep:
     """Load, validate, resolve and plan; raises InputError (exit 2) before anything runs."""
     _check_numbers(settings)
-    loaded = load_input(settings.input, cwd=Path(settings.cwd))
-    cases = _filter(loaded.cases, settings.pattern)
+    load_options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
+    loaded = load_input(settings.input, cwd=Path(settings.cwd), options=load_options)
+    cases = filter_by_regex(_filter(loaded.cases, settings.pattern), settings.run_pattern)
     if not cases:
         what = f"no case matches -k {settings.pattern!r}" if settings.pattern else "no test cases"
         raise InputError(f"{settings.input}: {what}")
@@ -169,13 +182,15 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     options = agent_options(settings)
     agents = _resolve_agents(cases, settings, options)
     _check_agents_and_judges(cases, agents, options)
+    check_simulators(cases, options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
     plans = {c.id: plan_case(c, settings.runs, settings.min_pass_rate) for c in cases}
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
-        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid,
+        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
+        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
     )
     plan = SweepPlan(
         sweep_id=sid, cases=cases, case_plans=plans, agents=agents, env=env, options=options,
@@ -214,6 +229,8 @@ def _metadata(settings: TestSettings, loaded: LoadedInput) -> dict[str, Any]:
         "min_pass_rate": settings.min_pass_rate,
         "runs": settings.runs,
         "reporter": settings.reporter,
+        **({"yao_compat": True} if settings.yao_compat else {}),
+        **({"notes": loaded.notes} if loaded.notes else {}),
     }
 
 

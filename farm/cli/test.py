@@ -67,6 +67,21 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
     """``farm test``: returns the exit code."""
     prepared = prepare_sweep(settings)
     err = Console(stderr=True)
+    for note in prepared.loaded.notes:
+        err.print(f"farm: note: {note}", markup=False, highlight=False)
+    if settings.dry_run:
+        from farm.yao_options import dry_run_lines
+
+        labels = {case_id: ref.label for case_id, ref in prepared.plan.agents.items()}
+        click.echo("\n".join(dry_run_lines(prepared.plan.cases, prepared.plan.case_plans, labels)))
+        return ExitCode.OK
+    from farm.hooks import SweepHooks
+
+    hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
+    from farm.execute import sweep_context
+
+    hook_context = sweep_context(prepared.plan.env)
+    hook_data = hooks.before_all(hook_context, prepared.plan.cases)
     executor: Any = create_executor(settings)  # the Celery one also has submit (--detach)
     if settings.detach:
         click.echo(executor.submit(prepared.plan))
@@ -82,11 +97,14 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
         observers.append(ProgressBar(err))
     if settings.verbose:
         observers.append(VerbosePrinter(err))
+    report = None
     try:
         report = executor.run(prepared.plan, Observers(*observers))
     finally:
         if stream is not None:
             stream.close()
+        if warning := hooks.after_all(hook_context, report, hook_data):
+            err.print(f"farm: warning: {warning}", markup=False, highlight=False)
     _write_report(prepared, report, settings)
     if prepared.output_path is not None:
         print_summary(err, report)
@@ -133,6 +151,19 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
 @click.option("--no-progress", is_flag=True, help="No progress bar (off anyway when stderr is not a terminal).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
+@click.option("--run", "run_pattern", default=None, metavar="REGEX",
+              help="Run only cases whose id the regular expression matches (Yao's --run).")
+@click.option("--ctx", default=None, metavar="FILE",
+              help="Yao context file (JSON: chat_id, authorized, metadata, client, locale, referer) for every call.")
+@click.option("--dry-run", is_flag=True, help="Load, validate and resolve everything, list the cases; call no agent.")
+@click.option("--simulator", default=None, metavar="AGENT",
+              help="Simulator of every dynamic case: an agent reference, or llm:CONNECTOR for the built-in one.")
+@click.option("--before", default=None, metavar="module:function",
+              help="Python callable run once before the sweep: before(context, cases) (Yao's BeforeAll).")
+@click.option("--after", default=None, metavar="module:function",
+              help="Python callable run once after the sweep: after(context, report, before_data) (Yao's AfterAll).")
+@click.option("--yao-compat", is_flag=True,
+              help="Dynamic cases as Yao's code runs them where its documentation disagrees (see the README).")
 def test(input_: str, no_progress: bool, **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
     settings = TestSettings(input=input_, **flags)

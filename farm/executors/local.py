@@ -18,6 +18,7 @@ from farm.execute import execute_run
 from farm.executors.base import SweepPlan, report_metadata, utc_now
 from farm.models import Case, CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
+from farm.simulators import create_simulator_pool
 from farm.stats import CaseAccumulator, build_report
 
 
@@ -44,6 +45,7 @@ class _Sweep:
         for ref in dict.fromkeys(plan.agents.values()):
             self.pool.get(ref)  # fail on a bad agent before anything runs
         self.judges = _judges(plan)
+        self.simulators = create_simulator_pool(plan.options)
 
     def runs(self) -> Iterator[tuple[Case, int]]:
         for case in self.plan.cases:
@@ -55,7 +57,8 @@ class _Sweep:
     async def worker(self, queue: Iterator[tuple[Case, int]]) -> None:
         for case, run in queue:
             agent = self.pool.get(self.plan.agents[case.id])
-            result = await execute_run(case, run, agent, self.plan.env, judges=self.judges)
+            result = await execute_run(case, run, agent, self.plan.env, judges=self.judges,
+                                       simulators=self.simulators)
             self.record(result)
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
@@ -105,6 +108,7 @@ class LocalExecutor:
             await asyncio.gather(*(sweep.worker(queue) for _ in range(max(plan.parallel, 1))))
         finally:
             await sweep.pool.aclose()
+            await sweep.simulators.aclose()
             close_judges = getattr(sweep.judges, "aclose", None)
             if close_judges is not None:
                 await close_judges()

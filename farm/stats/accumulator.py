@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from farm.failures import classify_run
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
@@ -163,6 +164,9 @@ class CaseAccumulator:
         if not self._claim(result.run):
             return False
         status = RunStatus(result.status)  # tolerate model_construct'ed plain strings
+        if result.failure_class is None and status not in (RunStatus.PASSED, RunStatus.SKIPPED):
+            # made outside execute_run (a worker's cut-off, a crashed run): classed here, the same way
+            result.failure_class, result.failed_turn = classify_run(result)
         self._counted += 1
         self._status[status] += 1
         self._retries += result.retries

@@ -21,7 +21,8 @@ def _ranked(classes: dict[str, FailureClassStats]) -> dict[str, FailureClassStat
 
 
 class FailureTally:
-    """Failed runs by failure class, with the first run seen as each class's example."""
+    """Failed runs by failure class; each class's example is its lowest-numbered run, so the
+    statistics do not depend on the order runs arrive in."""
 
     def __init__(self) -> None:
         self._classes: dict[str, FailureClassStats] = {}
@@ -33,10 +34,11 @@ class FailureTally:
         seen = self._classes.get(name)
         if seen is not None:
             seen.count += 1
-            return
+            if result.run >= seen.example.run:
+                return
         example = FailureExample(case_id=result.case_id, run=result.run, turn=result.failed_turn,
                                  message=failure_message(result))
-        self._classes[name] = FailureClassStats(count=1, example=example)
+        self._classes[name] = FailureClassStats(count=seen.count if seen else 1, example=example)
 
     def stats(self) -> dict[str, FailureClassStats]:
         return _ranked({k: v.model_copy(deep=True) for k, v in self._classes.items()})
