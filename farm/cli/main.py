@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from farm.cli import sweeps, test, worker
+from farm.cli import assess, sweeps, test, worker
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,6 +19,7 @@ def main() -> None:
 
 main.add_command(test.test)
 main.add_command(worker.worker)
+main.add_command(assess.assess)
 for command in (sweeps.results, sweeps.cancel, sweeps.status, sweeps.flower):
     main.add_command(command)
 

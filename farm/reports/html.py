@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from farm.models import CaseStats, SweepReport, SweepSummary
 
-__all__ = ["render_html", "script_safe_json"]
+__all__ = ["asset", "render_html", "script_safe_json", "template_environment"]
 
 _SCRIPT_ESCAPES = (
     ("<", "\\u003c"),
@@ -52,7 +52,7 @@ def render_html(report: SweepReport) -> str:
     meta = report.metadata
     agent = _text(meta.get("agent_id") or "agent")
     multi_run = summary.runs_per_case > 1
-    return _environment().get_template("report.html.j2").render(
+    return template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
         verdict=_verdict(summary),
@@ -66,8 +66,8 @@ def render_html(report: SweepReport) -> str:
         metadata=_rows(meta),
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
         data_json=Markup(script_safe_json(report.model_dump_json())),
-        css=Markup(_asset("report.css")),
-        js=Markup(_asset("report.js")),
+        css=Markup(asset("report.css")),
+        js=Markup(asset("report.js")),
     )
 
 
@@ -83,7 +83,8 @@ def script_safe_json(text: str) -> str:
 
 
 @functools.cache
-def _environment() -> Environment:
+def template_environment() -> Environment:
+    """The Jinja environment of the farm's HTML pages (autoescape on, strict about undefined names)."""
     return Environment(
         loader=PackageLoader("farm.reports", "templates"),
         autoescape=True,
@@ -94,7 +95,7 @@ def _environment() -> Environment:
 
 
 @functools.cache
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     """A static file of ``templates/``; a ``</`` in it would end its element early."""
     text = resources.files("farm.reports").joinpath("templates", name).read_text(encoding="utf-8")
     if "</" in text:
