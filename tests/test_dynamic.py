@@ -87,8 +87,8 @@ def test_goal_achieved_before_the_checkpoints_fails_on_the_first_unmet_one(proje
     assert farm(project, "test", "-i", str(suite), "-o", str(out)).exit_code == 1
     case = result_of(read_report(out), "early")
     [detail] = case["run_details"]
-    assert (detail["status"], detail["failure_class"], detail["failed_turn"]) == ("failed", "assertion:checkpoint:order",
-                                                                                 2)
+    assert (detail["status"], detail["failure_class"], detail["failed_turn"]) == (
+        "failed", "assertion:checkpoint:order", 2)
     assert detail["checkpoints"]["greet"] == {"reached": True, "reached_at_turn": 1, "required": True,
                                               "passed": True, "message": ""}
     assert "goal achieved" in detail["failed_checks"][0]["message"]
@@ -142,8 +142,8 @@ def test_an_agent_simulator_gets_yaos_input_as_one_user_message(project: Project
                    "def play(messages, context):\n"
                    "    asked = json.loads(messages[-1]['content'])\n"
                    "    assert len(messages) == 1 and context.metadata == {'test_mode': 'simulator'}\n"
-                   "    return {'message': 'medium latte, turn %d of %d' % (asked['turn_number'], asked['max_turns']),\n"
-                   "            'goal_achieved': False}\n")
+                   "    said = 'medium latte, turn %d of %d' % (asked['turn_number'], asked['max_turns'])\n"
+                   "    return {'message': said, 'goal_achieved': False}\n")
     suite = project.suite([{"id": "agent-sim", "input": "hello", "max_turns": 4, "checkpoints": COFFEE[:3],
                             "simulator": {"use": f"py:{sim}:play"}}])
     out = project.root / "r.json"

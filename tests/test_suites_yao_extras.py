@@ -16,7 +16,8 @@ from farm.errors import InputError, SuiteError
 from farm.models import Case
 from farm.suites import LoadOptions, load_input
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/"
+                       "PchI7wAAAABJRU5ErkJggg==")
 
 
 def write(tmp_path: Path, *lines: Any, name: str = "inputs.jsonl") -> Path:
