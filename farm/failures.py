@@ -36,10 +36,13 @@ CHECKPOINT_PREFIX = "checkpoint:"
 """Check outcomes of dynamic runs are named ``checkpoint:<id>``."""
 
 _JUDGE_CHECKS = frozenset({"agent", "gist", "not_gist"})
+_JUDGE_ERROR = "judge error"
+"""How ``farm.agents.judge`` begins the reason of a judgment whose call failed."""
 _ERROR_TYPES = {
     "Timeout": "infra:timeout",
     "HookError": "harness:config",
     "SimulatorReplyError": "harness:parse",
+    "AgentResolutionError": "harness:config",
     "crashed": "crashed",
     "WorkerLost": "crashed",
 }
@@ -103,10 +106,10 @@ def classify_check(check: CheckOutcome) -> str:
         return f"assertion:checkpoint:{name[len(CHECKPOINT_PREFIX):]}"
     target, _, test = name.rpartition(".")
     if test in _JUDGE_CHECKS:
+        if check.verdict is None or (check.verdict == "equivocal" and (check.reason or "").startswith(_JUDGE_ERROR)):
+            return "judge:error"  # the judge could not be asked, or its call failed
         if check.verdict == "equivocal":
             return "judge:equivocal"
-        if check.verdict is None:
-            return "judge:error"
     if target:  # a neuro-san stock test: text.keywords, structure.answer.value
         return f"assertion:{test}:{target}"
     if name == "script" and " raised " in check.message:

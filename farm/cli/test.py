@@ -68,7 +68,7 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
     prepared = prepare_sweep(settings)
     err = Console(stderr=True)
     for note in prepared.loaded.notes:
-        err.print(f"farm: note: {note}", markup=False, highlight=False)
+        err.print(f"farm: note: {note}", markup=False, highlight=False, soft_wrap=True)
     if settings.dry_run:
         from farm.yao_options import dry_run_lines
 
@@ -104,7 +104,7 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
         if stream is not None:
             stream.close()
         if warning := hooks.after_all(hook_context, report, hook_data):
-            err.print(f"farm: warning: {warning}", markup=False, highlight=False)
+            err.print(f"farm: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     _write_report(prepared, report, settings)
     if prepared.output_path is not None:
         print_summary(err, report)
