@@ -82,6 +82,10 @@ def server() -> Any:
 AGENT = '''
 def crash(messages, context):
     raise ValueError("the agent's own bug")
+
+
+def Before(ctx, case):
+    raise OSError("db down")
 '''
 
 
@@ -94,7 +98,7 @@ def _classes_project(tmp_path: Path, host: str) -> tuple[Project, Path]:
             project.connector(name, model)
     (project.root / "connectors" / "local" / "down.conn.yao").write_text(json.dumps(
         {"type": "openai", "options": {"model": "echo", "host": f"http://127.0.0.1:{free_port()}"}}))
-    (project.agent_dir / "tests" / "agents.py").write_text(AGENT + "\ndef Before(ctx, case):\n    raise OSError('db down')\n")
+    (project.agent_dir / "tests" / "agents.py").write_text(AGENT)
     cases = [{"id": f"infra-{name}", "input": "hello", "options": {"connector": f"local.{name}"}} for name in models]
     cases += [
         {"id": "contains", "input": "hello", "assert": {"type": "contains", "value": "goodbye"}},
