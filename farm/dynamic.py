@@ -253,10 +253,14 @@ class DynamicLoop:
         return all(found.reached for found in self.points.values() if found.required)
 
     def _conclude(self, turn: int, why: str) -> tuple[RunStatus, ErrorInfo | None]:
-        """Every checkpoint becomes a check of the run; a missed required one fails it."""
-        for cp_id, found in self.points.items():
+        """Every checkpoint becomes a check of the run (expected: its assertions; actual: the last
+        answer); a missed required one fails it."""
+        last = self.turns[-1].output if self.turns else None
+        for cp in self.spec.checkpoints:
+            found = self.points[cp.id]
             missed = found.required and not found.reached
             message = f"{why}; last attempt: {found.message or 'never checked'}" if missed else ""
-            self.result.checks.append(CheckOutcome(name=f"checkpoint:{cp_id}", passed=not missed,
-                                                   message=message, turn=turn))
+            expected = [a.model_dump(include={"type", "value", "path"}, exclude_none=True) for a in cp.assertions]
+            self.result.checks.append(CheckOutcome(name=f"checkpoint:{cp.id}", passed=not missed, message=message,
+                                                   turn=turn, expected=expected or None, actual=last))
         return (RunStatus.FAILED if self.result.failed_checks else RunStatus.PASSED), None

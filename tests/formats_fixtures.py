@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,13 +58,21 @@ def make_project(root: Path, host: str) -> Project:
     return project
 
 
+def _environment(project: Project, env: dict[str, str] | None) -> dict[str, str]:
+    return {"FARM_AGENTS_ROOT": str(project.root / "assistants"),
+            "FARM_CONNECTORS_ROOT": str(project.root / "connectors"), **(env or {})}
+
+
 def farm(project: Project, *args: str, env: dict[str, str] | None = None) -> Result:
     """``farm ARGS`` in this process, from the project's root (its connectors and agents)."""
-    runner = CliRunner()
-    environment = {"FARM_AGENTS_ROOT": str(project.root / "assistants"),
-                   "FARM_CONNECTORS_ROOT": str(project.root / "connectors"), **(env or {})}
     with contextlib.chdir(project.root):
-        return runner.invoke(main, list(args), env=environment, catch_exceptions=False)
+        return CliRunner().invoke(main, list(args), env=_environment(project, env), catch_exceptions=False)
+
+
+def farm_process(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m farm ARGS`` in a process of its own (where this one already runs an event loop)."""
+    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=project.root, capture_output=True, text=True,
+                          env={**os.environ, **_environment(project, None)}, timeout=120, check=False)
 
 
 def read_report(path: Path) -> dict[str, Any]:

@@ -7,7 +7,6 @@ and expands, and the data exports. A screenshot lands in ``artifacts/report-scre
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,12 +18,12 @@ import pytest
 
 from farm.models import CheckOutcome, SweepReport
 from farm.reports.html import render_html, script_safe_json
-from tests.browser_fixtures import case_stats, chromium_path, launch_chromium, run, sweep_report, synthetic_report
+from tests.browser_fixtures import Opened, case_stats, chromium, run, sweep_report, synthetic_report
 
 try:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:  # pragma: no cover - playwright is a dev dependency
-    expect = sync_playwright = None
+    expect = None
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "</script><script>window.__pwned=1</script>"
@@ -170,54 +169,10 @@ def test_empty_sweep_renders() -> None:
 # ------------------------------------------------------------------------ in Chromium
 
 
-def _require(reason: str) -> None:
-    """Skip locally, fail in CI: a CI run must not silently lose the browser tests."""
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if sync_playwright is None:
-        _require("the playwright package is not installed")
-    if chromium_path() is None:
-        _require("Chromium is not installed (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
-
-
-class Opened:
-    """A report opened in a fresh page, with everything the page tried to do recorded."""
-
-    def __init__(self, browser: Any, path: Path) -> None:
-        self.url = path.as_uri()
-        self.requests: list[str] = []
-        self.blocked: list[str] = []
-        self.dialogs: list[str] = []
-        self.problems: list[str] = []
-        self.context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
-        self.context.route("**/*", self._route)
-        self.page = page = self.context.new_page()
-        page.on("request", lambda r: self.requests.append(r.url))
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        page.on("pageerror", lambda e: self.problems.append(str(e)))
-        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(m.text))
-        page.goto(self.url)
-        page.wait_for_selector("html[data-ready]")
-
-    def _route(self, route: Any) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            self.blocked.append(route.request.url)
-            route.abort()
-
-    def indices(self) -> list[int]:
-        return [int(i) for i in self.page.eval_on_selector_all(
-            "#rows tr.case-row", "rows => rows.map(r => r.dataset.index)")]
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

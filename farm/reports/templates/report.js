@@ -206,8 +206,8 @@
     add(box, el("summary", null, "Conversation (" + turns.length + (turns.length === 1 ? " turn)" : " turns)")));
     const list = el("ol", "turns");
     for (const t of turns) {
-      const li = add(el("li"), add(el("div"), el("span", "who", "User"), el("span", null, show(t.input))),
-        add(el("div"), el("span", "who", "Agent"), el("span", null, show(t.output))));
+      const said = (who, value) => add(el("div"), el("span", "who", who), document.createTextNode(" "), el("span", null, show(value)));
+      const li = add(el("li"), said("User", t.input), said("Agent", t.output));
       if ((t.checkpoints_reached || []).length) add(li, el("div", "sub", "✓ " + t.checkpoints_reached.join(", ")));
       list.appendChild(li);
     }
