@@ -97,6 +97,8 @@ class _RunState:
         self.retries = 0
         self.turn = 0
         """The turn in progress (1-based; 0 before the first)."""
+        self.limit = ""
+        """How a whole-run timeout is told: ``300s``, or what was left of a neuro-san test's budget."""
 
     def start_fresh(self) -> None:
         """A new conversation: new chat id, empty history, nothing carried; retries kept."""
@@ -204,9 +206,9 @@ async def _send_turn(
     except TimeoutError:
         whole = turn_timeout >= remaining
         what = "run" if whole else f"turn {index}"
-        limit = env.case_timeout(case) if whole else turn.timeout_s
+        limit = state.limit if whole else f"{turn.timeout_s:g}s"
         raise _Outcome(
-            RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=f"{what} timed out after {limit:g}s")
+            RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=f"{what} timed out after {limit}")
         ) from None
     except AgentError as exc:
         state.conversation.retries = max(state.conversation.retries, exc.retries)
@@ -313,12 +315,13 @@ def _add_usage(
 
 async def execute_run(
     case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None = None,
-    simulators: SimulatorResolver | None = None,
+    simulators: SimulatorResolver | None = None, not_after: float | None = None,
 ) -> RunResult:
     """Run every turn of ``case`` once against ``agent``; return the outcome as data.
 
     ``simulators`` builds the simulated users of dynamic cases (``farm.simulators``); without
-    it only scripted simulators (``fixed_responses``) can play.
+    it only scripted simulators (``fixed_responses``) can play. ``not_after`` (epoch seconds)
+    ends the run earlier than its own timeout: what is left of the test's budget (``farm.deadlines``).
     """
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     result = RunResult(case_id=case.id, run=run, status=RunStatus.PASSED, started_at=started_at,
@@ -333,6 +336,10 @@ async def execute_run(
     hook_context = _context(case, run, env, state.conversation.chat_id, None)
     start = time.monotonic()
     deadline = start + env.case_timeout(case)
+    state.limit = f"{env.case_timeout(case):g}s"
+    if not_after is not None and start + (not_after - time.time()) < deadline:
+        deadline = start + (not_after - time.time())
+        state.limit = f"{max(deadline - start, 0):.3g}s, what was left of the test's {case.test_timeout_s:g}s"
     try:
         await hooks.before(hook_context)
         if case.dynamic is not None:

@@ -165,7 +165,9 @@ class Case(FarmModel):
     metadata: dict[str, JsonValue] | None = None
     skip: bool = False
     timeout_s: float | None = None
-    """Whole-run timeout (``timeout`` / ``timeout_in_seconds``); None: the sweep default."""
+    """Whole-run timeout (Yao's ``timeout``); None: the sweep default."""
+    test_timeout_s: float | None = None
+    """neuro-san's top-level ``timeout_in_seconds``: all the runs of the test together (``farm.deadlines``)."""
     agent: str | None = None
     """Agent reference from the file (neuro-san ``agent`` key), before resolution."""
     connection: Literal["direct", "http", "https", "grpc", "service", "mcp"] | None = None

@@ -7,7 +7,8 @@ import subprocess
 import sys
 import textwrap
 
-CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute"]
+CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute",
+        "farm.dynamic", "farm.failures", "farm.deadlines"]
 
 PROBE = textwrap.dedent(
     """

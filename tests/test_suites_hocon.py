@@ -65,7 +65,7 @@ def test_the_reference_example_loads(tmp_path: Path) -> None:
     path = write(tmp_path, MUSIC_NERD, "beatles.hocon")
     [case] = load_input(str(path)).cases
     assert (case.id, case.format, case.suite, case.source) == ("beatles", "neuro-san", "beatles", str(path))
-    assert (case.agent, case.connection, case.metadata, case.timeout_s) == (
+    assert (case.agent, case.connection, case.metadata, case.test_timeout_s) == (
         "music_nerd",
         None,
         {"user_id": "tester"},

@@ -32,8 +32,10 @@ from farm.checks.base import JudgeResolver
 from farm.distributed import Settled, StoredCase, StoredSweep, SweepStore, Tally, connect
 from farm.execute import execute_run
 from farm.executors.base import utc_now
+from farm.failures import classify_run
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.redis_keys import STOP_FAIL_FAST
+from farm.simulators import SimulatorPool, create_simulator_pool
 from farm.stats import CaseAccumulator, build_report, output_digest
 
 log = logging.getLogger("farm.worker")
@@ -98,6 +100,7 @@ class _ThreadState:
         self.loop = asyncio.new_event_loop()
         self.pools: dict[AgentOptions, AgentPool] = {}
         self.judges: dict[AgentOptions, JudgeResolver | None] = {}
+        self.simulators: dict[AgentOptions, SimulatorPool] = {}
 
     def agent(self, options: AgentOptions, ref: AgentRef) -> Any:
         pool = self.pools.get(options)
@@ -112,10 +115,17 @@ class _ThreadState:
             self.judges[options] = create_judge_resolver(options)
         return self.judges[options]
 
+    def simulator(self, options: AgentOptions) -> SimulatorPool:
+        """The simulated users of dynamic cases (``farm.simulators``), one pool per thread."""
+        if options not in self.simulators:
+            self.simulators[options] = create_simulator_pool(options)
+        return self.simulators[options]
+
     def reset_loop(self) -> None:
         """After an interrupted run the loop may hold half-done work: start a fresh one."""
         self.pools.clear()
         self.judges.clear()
+        self.simulators.clear()
         self.loop = asyncio.new_event_loop()
 
 
@@ -130,8 +140,10 @@ def thread_state() -> _ThreadState:
 
 
 def _failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str) -> RunResult:
-    return RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
-                     error=ErrorInfo(type=kind, message=message))
+    result = RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
+                       error=ErrorInfo(type=kind, message=message))
+    result.failure_class, result.failed_turn = classify_run(result)
+    return result
 
 
 def execute(sweep: StoredSweep, stored: StoredCase, run: int, *, interrupts: tuple[type[BaseException], ...] = ()
@@ -149,7 +161,8 @@ def execute(sweep: StoredSweep, stored: StoredCase, run: int, *, interrupts: tup
     started = time.monotonic()
     try:
         return state.loop.run_until_complete(
-            asyncio.wait_for(execute_run(case, run, agent, env, judges=judges), limit + RUN_GUARD_S))
+            asyncio.wait_for(execute_run(case, run, agent, env, judges=judges,
+                                         simulators=state.simulator(sweep.options)), limit + RUN_GUARD_S))
     except BaseException as exc:
         if not isinstance(exc, (TimeoutError, *interrupts)):
             raise

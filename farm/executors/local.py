@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from farm.agents.resolve import AgentPool
 from farm.checks.base import JudgeResolver
+from farm.deadlines import TestBudgets
 from farm.execute import execute_run
 from farm.executors.base import SweepPlan, report_metadata, utc_now
 from farm.models import Case, CaseStats, RunResult, SweepReport
@@ -46,19 +47,22 @@ class _Sweep:
             self.pool.get(ref)  # fail on a bad agent before anything runs
         self.judges = _judges(plan)
         self.simulators = create_simulator_pool(plan.options)
+        self.budgets = TestBudgets()
 
     def runs(self) -> Iterator[tuple[Case, int]]:
         for case in self.plan.cases:
             for run in range(1, self.plan.case_plans[case.id].runs + 1):
                 if self.stopped:
                     return
+                if self.budgets.spent(case):  # neuro-san's test timeout: the rest is not run
+                    break
                 yield case, run
 
     async def worker(self, queue: Iterator[tuple[Case, int]]) -> None:
         for case, run in queue:
             agent = self.pool.get(self.plan.agents[case.id])
             result = await execute_run(case, run, agent, self.plan.env, judges=self.judges,
-                                       simulators=self.simulators)
+                                       simulators=self.simulators, not_after=self.budgets.start(case))
             self.record(result)
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.

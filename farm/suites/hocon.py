@@ -176,7 +176,7 @@ def _top_fields(data: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
     return {
         "agent": agent,
         "metadata": metadata,
-        "timeout_s": _seconds(data.get("timeout_in_seconds"), "timeout_in_seconds", issues),
+        "test_timeout_s": _seconds(data.get("timeout_in_seconds"), "timeout_in_seconds", issues),
         "success_ratio": _success_ratio(data.get("success_ratio"), issues),
     }
 
