@@ -313,6 +313,16 @@ def _add_usage(
     return merged
 
 
+def _deadline(case: Case, env: RunEnvironment, start: float, not_after: float | None, state: _RunState) -> float:
+    """When the run must end (monotonic): its own timeout, or what is left of the test's budget."""
+    deadline = start + env.case_timeout(case)
+    state.limit = f"{env.case_timeout(case):g}s"
+    if not_after is not None and start + (not_after - time.time()) < deadline:
+        deadline = start + (not_after - time.time())
+        state.limit = f"{max(deadline - start, 0):.3g}s, what was left of the test's {case.test_timeout_s:g}s"
+    return deadline
+
+
 async def execute_run(
     case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None = None,
     simulators: SimulatorResolver | None = None, not_after: float | None = None,
@@ -335,11 +345,7 @@ async def execute_run(
     hooks = RunHooks(case)
     hook_context = _context(case, run, env, state.conversation.chat_id, None)
     start = time.monotonic()
-    deadline = start + env.case_timeout(case)
-    state.limit = f"{env.case_timeout(case):g}s"
-    if not_after is not None and start + (not_after - time.time()) < deadline:
-        deadline = start + (not_after - time.time())
-        state.limit = f"{max(deadline - start, 0):.3g}s, what was left of the test's {case.test_timeout_s:g}s"
+    deadline = _deadline(case, env, start, not_after, state)
     try:
         await hooks.before(hook_context)
         if case.dynamic is not None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:  # re-exported below, after the models they build on
+if TYPE_CHECKING:  # imported (and re-exported) at the end, after the models they build on
     from farm.models_dynamic import Checkpoint as Checkpoint
     from farm.models_dynamic import CheckpointResult as CheckpointResult
     from farm.models_dynamic import CheckpointStats as CheckpointStats
@@ -167,7 +167,7 @@ class Case(FarmModel):
     timeout_s: float | None = None
     """Whole-run timeout (Yao's ``timeout``); None: the sweep default."""
     test_timeout_s: float | None = None
-    """neuro-san's top-level ``timeout_in_seconds``: all the runs of the test together (``farm.deadlines``)."""
+    """neuro-san's top-level ``timeout_in_seconds``: all runs of the test together (``farm.deadlines``)."""
     agent: str | None = None
     """Agent reference from the file (neuro-san ``agent`` key), before resolution."""
     connection: Literal["direct", "http", "https", "grpc", "service", "mcp"] | None = None
@@ -393,8 +393,7 @@ class SweepReport(FarmModel):
     ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
 
 
-# Dynamic-case models live in their own module (they need ``Assertion`` from this one) and are
-# re-exported here: ``from farm.models import DynamicSpec`` works like any other model.
+# Dynamic-case models live in their own module (they need ``Assertion``); re-exported here.
 from farm.models_dynamic import *  # noqa: E402, F403
 
 for _model in (Case, RunResult, RunDetail, CaseStats):
