@@ -49,9 +49,13 @@ def test_json_report_has_the_yao_sections_and_every_statistic() -> None:
         assert field in first, field
     assert first["run_details"][0] == {"run": 1, "status": "passed", "duration_ms": 100.0,
                                        "output": {"keywords": ["AI"]}, "error": None,
-                                       "failed_checks": [], "judged_checks": [], "retries": 0}
+                                       "failed_checks": [], "judged_checks": [], "retries": 0,
+                                       "failure_class": None, "failed_turn": None, "turns": None,
+                                       "checkpoints": None}
     assert doc["results"][1]["run_details"][1]["failed_checks"][0]["message"] == "missing 'AI'"
     assert doc["results"][1]["run_details"][2]["error"] == "refused"
+    assert [d["failure_class"] for d in doc["results"][1]["run_details"]] == [None, "assertion:contains",
+                                                                            "infra:connect"]  # "refused"
 
 
 def test_json_summary_carries_yaos_case_counts_for_jq_scripts() -> None:
