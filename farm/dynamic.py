@@ -43,6 +43,7 @@ from farm.models import (
     RunResult,
     RunStatus,
     SimulatorReply,
+    SimulatorSpec,
     TurnRecord,
 )
 
@@ -77,7 +78,7 @@ class Simulator(Protocol):
 class SimulatorResolver(Protocol):
     """Builds the simulator a case's ``simulator`` block names (``farm.simulators``)."""
 
-    def __call__(self, spec: Any) -> Simulator:
+    def __call__(self, spec: SimulatorSpec) -> Simulator:
         """A fresh simulator for one run; raise ``AgentResolutionError`` when it cannot be found."""
         ...
 
@@ -163,22 +164,25 @@ class DynamicLoop:
         result.checkpoints = self.points
 
     async def run(self, simulator: Simulator, send: SendTurn, check: CheckTurn, history: Callable[[], list[Any]],
-                  deadline: float, limit_s: float) -> tuple[RunStatus, ErrorInfo | None]:
-        """Play the conversation; returns the run's status and error (agent failures raise from ``send``)."""
+                  deadline: float, limit: str) -> tuple[RunStatus, ErrorInfo | None]:
+        """Play the conversation; returns the run's status and error (agent failures raise from ``send``).
+
+        ``deadline`` is monotonic; ``limit`` says what it was (``300s``) in timeout messages.
+        """
         try:
-            return await self._loop(simulator, send, check, history, deadline, limit_s)
+            return await self._loop(simulator, send, check, history, deadline, limit)
         except _Ended as ended:
             return ended.status, ended.error
 
     async def _loop(self, simulator: Simulator, send: SendTurn, check: CheckTurn, history: Callable[[], list[Any]],
-                    deadline: float, limit_s: float) -> tuple[RunStatus, ErrorInfo | None]:
+                    deadline: float, limit: str) -> tuple[RunStatus, ErrorInfo | None]:
         for turn in range(1, self.spec.max_turns + 1):
             if time.monotonic() > deadline:
-                message = f"run timed out after {limit_s:g}s (checked at the start of turn {turn})"
+                message = f"run timed out after {limit} (checked at the start of turn {turn})"
                 return RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=message)
             started = time.monotonic()
             if turn > 1 or not self.initial:
-                said = await self._simulate(simulator, history(), turn, deadline, limit_s)
+                said = await self._simulate(simulator, history(), turn, deadline, limit)
                 if said.goal_achieved:
                     return self._conclude(turn, "the simulator signaled goal achieved but not all required "
                                                 "checkpoints were reached")
@@ -196,13 +200,13 @@ class DynamicLoop:
                               f"max turns ({self.spec.max_turns}) exceeded without reaching all checkpoints")
 
     async def _simulate(self, simulator: Simulator, history: list[Any], turn: int, deadline: float,
-                        limit_s: float) -> SimulatorReply:
+                        limit: str) -> SimulatorReply:
         request = self.simulator_input(history, turn)
         try:
             async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
                 return parse_simulator_reply(await simulator.ask(request), yao_compat=self.yao_compat)
         except TimeoutError:
-            message = f"run timed out after {limit_s:g}s while the simulator answered turn {turn}"
+            message = f"run timed out after {limit} while the simulator answered turn {turn}"
             raise _Ended(RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=message)) from None
         except SimulatorReplyError as exc:
             raise _Ended(RunStatus.ERROR, ErrorInfo(type="SimulatorReplyError", message=f"simulator error: {exc}")) \

@@ -117,6 +117,12 @@ def _granted(env: RunEnvironment, key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _identity(env: RunEnvironment, user: str | None, team: str | None) -> tuple[str, str]:
+    """User and team: the flags, else the case's, else ``--ctx``'s, else the defaults (Yao's order)."""
+    return (env.user or user or _granted(env, "user_id") or "test-user",
+            env.team or team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team")
+
+
 def _first_chat_id(env: RunEnvironment, run: int) -> str | None:
     if env.chat_id is None:
         return None
@@ -124,9 +130,10 @@ def _first_chat_id(env: RunEnvironment, run: int) -> str | None:
 
 
 def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None) -> AgentContext:
+    user_id, team_id = _identity(env, case.user, case.team)
     return AgentContext(
-        user_id=env.user or case.user or _granted(env, "user_id") or "test-user",
-        team_id=env.team or case.team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team",
+        user_id=user_id,
+        team_id=team_id,
         locale=env.locale,
         client_type=env.client_type,
         client_ip=env.client_ip,
@@ -145,9 +152,9 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
 
 def sweep_context(env: RunEnvironment) -> AgentContext:
     """The test environment of the sweep as a whole (given to ``--before``/``--after`` hooks)."""
+    user_id, team_id = _identity(env, None, None)
     return AgentContext(
-        user_id=env.user or _granted(env, "user_id") or "test-user",
-        team_id=env.team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team",
+        user_id=user_id, team_id=team_id,
         locale=env.locale, client_type=env.client_type, client_ip=env.client_ip, referer=env.referer,
         accept=env.accept, chat_id=env.chat_id or env.sweep_id or "", metadata=env.metadata,
         connector=env.connector, authorized=env.authorized,
@@ -283,8 +290,7 @@ async def _run_dynamic(
 
     loop = DynamicLoop(case.dynamic, case.turns[0].messages if case.turns else [], result, yao_compat=env.yao_compat)
     simulator = _simulator(case, simulators)
-    status, error = await loop.run(simulator, send, check, lambda: list(state.history), deadline,
-                                   env.case_timeout(case))
+    status, error = await loop.run(simulator, send, check, lambda: list(state.history), deadline, state.limit)
     result.status, result.error = status, error
 
 
