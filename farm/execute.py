@@ -97,8 +97,16 @@ class _RunState:
         self.retries = 0
         self.turn = 0
         """The turn in progress (1-based; 0 before the first)."""
-        self.limit = ""
-        """How a whole-run timeout is told: ``300s``, or what was left of a neuro-san test's budget."""
+        self.timeout_s = 0.0
+        """The run's own timeout."""
+        self.budget_left_s: float | None = None
+        """Set when a neuro-san test's budget (``farm.deadlines``) ends the run sooner: what was left."""
+
+    def limit(self, case: Case) -> str:
+        """How a whole-run timeout is told: ``300s``, or what was left of the test's budget."""
+        if self.budget_left_s is None:
+            return f"{self.timeout_s:g}s"
+        return f"{self.budget_left_s:.3g}s, what was left of the test's {case.test_timeout_s:g}s"
 
     def start_fresh(self) -> None:
         """A new conversation: new chat id, empty history, nothing carried; retries kept."""
@@ -119,6 +127,8 @@ def _granted(env: RunEnvironment, key: str) -> str | None:
 
 def _identity(env: RunEnvironment, user: str | None, team: str | None) -> tuple[str, str]:
     """User and team: the flags, else the case's, else ``--ctx``'s, else the defaults (Yao's order)."""
+    if env.authorized is None:  # the common case, on every turn: no look-ups
+        return env.user or user or "test-user", env.team or team or "test-team"
     return (env.user or user or _granted(env, "user_id") or "test-user",
             env.team or team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team")
 
@@ -142,7 +152,7 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
         case_id=case.id,
         run=run,
         chat_id=chat_id,
-        metadata=_merge(env.metadata, case.metadata),
+        metadata=case.metadata if env.metadata is None else {**env.metadata, **(case.metadata or {})},
         sly_data=sly,
         connector=env.connector,
         options=case.options,
@@ -213,7 +223,7 @@ async def _send_turn(
     except TimeoutError:
         whole = turn_timeout >= remaining
         what = "run" if whole else f"turn {index}"
-        limit = state.limit if whole else f"{turn.timeout_s:g}s"
+        limit = state.limit(case) if whole else f"{turn.timeout_s:g}s"
         raise _Outcome(
             RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=f"{what} timed out after {limit}")
         ) from None
@@ -290,7 +300,8 @@ async def _run_dynamic(
 
     loop = DynamicLoop(case.dynamic, case.turns[0].messages if case.turns else [], result, yao_compat=env.yao_compat)
     simulator = _simulator(case, simulators)
-    status, error = await loop.run(simulator, send, check, lambda: list(state.history), deadline, state.limit)
+    status, error = await loop.run(simulator, send, check, lambda: list(state.history), deadline,
+                                   state.limit(case))
     result.status, result.error = status, error
 
 
@@ -321,11 +332,11 @@ def _add_usage(
 
 def _deadline(case: Case, env: RunEnvironment, start: float, not_after: float | None, state: _RunState) -> float:
     """When the run must end (monotonic): its own timeout, or what is left of the test's budget."""
-    deadline = start + env.case_timeout(case)
-    state.limit = f"{env.case_timeout(case):g}s"
+    state.timeout_s = env.case_timeout(case)
+    deadline = start + state.timeout_s
     if not_after is not None and start + (not_after - time.time()) < deadline:
-        deadline = start + (not_after - time.time())
-        state.limit = f"{max(deadline - start, 0):.3g}s, what was left of the test's {case.test_timeout_s:g}s"
+        state.budget_left_s = max(not_after - time.time(), 0.0)
+        deadline = start + state.budget_left_s
     return deadline
 
 
@@ -348,12 +359,13 @@ async def execute_run(
     ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
                        neuro_san_compat=env.neuro_san_compat, judges=judges)
     state = _RunState(_first_chat_id(env, run))
-    hooks = RunHooks(case)
-    hook_context = _context(case, run, env, state.conversation.chat_id, None)
+    hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
+    hook_context = _context(case, run, env, state.conversation.chat_id, None) if hooks else None
     start = time.monotonic()
     deadline = _deadline(case, env, start, not_after, state)
     try:
-        await hooks.before(hook_context)
+        if hooks:
+            await hooks.before(hook_context)
         if case.dynamic is not None:
             await _run_dynamic(agent, case, run, env, ctx, state, result, deadline, simulators)
         else:
@@ -368,6 +380,8 @@ async def execute_run(
                                  traceback=traceback.format_exc(limit=20))
     result.duration_ms = round((time.monotonic() - start) * 1000, 3)
     result.retries = state.total_retries()
-    result.failure_class, result.failed_turn = classify_run(result, state.turn)
-    await hooks.after(hook_context, result)
+    if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
+        result.failure_class, result.failed_turn = classify_run(result, state.turn)
+    if hooks:
+        await hooks.after(hook_context, result)
     return result

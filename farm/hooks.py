@@ -98,12 +98,14 @@ class SweepHooks:
         Raises:
             SettingsError: a reference that does not resolve (the message says why).
         """
-        fns: dict[str, Callable[..., Any] | None] = {}
+        fns: dict[str, Callable[..., Any] | None] = {"--before": None, "--after": None}
         for flag, ref in (("--before", before), ("--after", after)):
-            problem = check_hook(ref, base_dir) if ref is not None else ""
-            if problem:
-                raise SettingsError(f"{flag} {ref}: {problem}")
-            fns[flag] = resolve_callable(ref, base_dir) if ref is not None else None
+            if ref is None:
+                continue
+            try:
+                fns[flag] = resolve_callable(ref, base_dir)
+            except ValueError as exc:
+                raise SettingsError(f"{flag} {ref}: {exc}") from None
         return cls(fns["--before"], fns["--after"], before or "", after or "")
 
     def before_all(self, context: Any, cases: list[Case]) -> JsonValue:
