@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from farm.models import SweepReport
+from farm.reports import parse_json_report
 from tests.formats_fixtures import Project, farm, make_project, read_report, result_of
 from tests.servers import openai_server
 
@@ -48,6 +50,9 @@ def test_scripted_simulator_gives_the_same_transcript_in_50_of_50_runs(project: 
     assert [(p["id"], p["reached"], p["reach_rate"], p["avg_reached_at_turn"]) for p in case["checkpoints"]] == [
         ("greet", 50, 100.0, 1.0), ("order", 50, 100.0, 2.0), ("size", 50, 100.0, 3.0)]
     assert case["checkpoints"][0]["reach_rate_ci"] == [92.9, 100.0]
+    report = parse_json_report(out.read_text())  # every new model comes back from JSON unchanged
+    assert SweepReport.model_validate_json(report.model_dump_json()) == report
+    assert report.results[0].run_details[0].checkpoints["size"].reached_at_turn == 3
 
 
 def test_llm_simulator_plays_the_user_on_a_connector(project: Project, server: Any) -> None:
