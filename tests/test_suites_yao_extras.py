@@ -224,6 +224,14 @@ def test_connections_the_farm_does_not_speak_are_skipped_per_case(tmp_path: Path
         "music/beatles@grpc", "music/beatles@service", "music/beatles@mcp"]
 
 
+@pytest.mark.parametrize("connections", ["{}", "[{}]", "[[grpc]]", "5"])
+def test_a_connection_that_is_not_a_name_is_refused(tmp_path: Path, connections: str) -> None:
+    path = tmp_path / "case.hocon"
+    path.write_text(f"connections = {connections}\ninteractions = [{{text = hi}}]\n")
+    with pytest.raises(SuiteError, match="unknown connection"):
+        load_input(str(path))
+
+
 def test_hocon_files_that_are_not_test_cases_are_skipped_with_a_note_in_a_directory(tmp_path: Path) -> None:
     (tmp_path / "music_nerd.hocon").write_text('interactions = [{text = hi}]\n')
     (tmp_path / "music_nerd.initial_memory.hocon").write_text('memory { topic = "music" }\n')

@@ -214,8 +214,8 @@ def _connections(value: Any, issues: list[Issue]) -> list[str | None]:
     found: list[str | None] = []
     for n, item in enumerate(items):
         key = f"connections[{n}]" if isinstance(value, list) else "connections"
-        name = item.lower() if isinstance(item, str) else item
-        if name not in CONNECTIONS and name not in UNSPOKEN_CONNECTIONS:
+        name = item.lower() if isinstance(item, str) else None
+        if name not in CONNECTIONS and name not in UNSPOKEN_CONNECTIONS:  # a non-string is None here
             known = ", ".join((*CONNECTIONS, *UNSPOKEN_CONNECTIONS))
             issues.append((key, f"unknown connection {item!r} (expected one of: {known})"))
         elif name in found:
