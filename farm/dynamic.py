@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from farm.checks.extract import extract_data
+from farm.failures import CHECKPOINT_PREFIX
 from farm.models import (
     Assertion,
     CheckOutcome,
@@ -265,6 +266,6 @@ class DynamicLoop:
             missed = found.required and not found.reached
             message = f"{why}; last attempt: {found.message or 'never checked'}" if missed else ""
             expected = [a.model_dump(include={"type", "value", "path"}, exclude_none=True) for a in cp.assertions]
-            self.result.checks.append(CheckOutcome(name=f"checkpoint:{cp.id}", passed=not missed, message=message,
-                                                   turn=turn, expected=expected or None, actual=last))
+            self.result.checks.append(CheckOutcome(name=f"{CHECKPOINT_PREFIX}{cp.id}", passed=not missed,
+                                                   message=message, turn=turn, expected=expected or None, actual=last))
         return (RunStatus.FAILED if self.result.failed_checks else RunStatus.PASSED), None

@@ -27,10 +27,7 @@ import re
 
 from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
 
-__all__ = ["FAILURE_FAMILIES", "classify_check", "classify_error", "classify_run", "failure_message"]
-
-FAILURE_FAMILIES = ("infra", "harness", "assertion", "judge", "crashed")
-"""The first part of every failure class."""
+__all__ = ["CHECKPOINT_PREFIX", "classify_check", "classify_error", "classify_run", "failure_message"]
 
 CHECKPOINT_PREFIX = "checkpoint:"
 """Check outcomes of dynamic runs are named ``checkpoint:<id>``."""

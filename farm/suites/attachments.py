@@ -24,10 +24,9 @@ from typing import Any
 from farm.checks.extract import json_type_name
 from farm.checks.spec import Issue
 
-__all__ = ["ATTACHMENT_TYPES", "MAX_ATTACHMENT_BYTES", "convert_part"]
+__all__ = ["MAX_ATTACHMENT_BYTES", "convert_part"]
 
 FILE_PROTOCOL = "file://"
-ATTACHMENT_TYPES = ("image", "audio", "input_audio", "file")
 MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
 """Largest attachment read into a case: every run task carries it, through Redis when distributed."""
 _MIME_OVERRIDES = {".webp": "image/webp", ".bmp": "image/bmp", ".md": "text/markdown", ".yao": "application/json",
