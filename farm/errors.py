@@ -25,7 +25,8 @@ from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
-    """Process exit codes of ``farm`` (the Yao design's table)."""
+    """Process exit codes of ``farm`` (SPEC 10; when several apply, the first in this order wins:
+    2, 130/143, 3, 5, 4, 1, 0)."""
 
     #: every case met its requirement
     OK = 0
@@ -33,10 +34,16 @@ class ExitCode(enum.IntEnum):
     CASES_FAILED = 1
     #: configuration or input error; nothing was run
     INPUT_ERROR = 2
-    #: runtime error: broker unreachable, worker pool lost, crash
+    #: runtime error: broker unreachable, worker pool lost, crash, sweep failed, abandoned or cancelled
     RUNTIME_ERROR = 3
-    #: interrupted by Ctrl-C
+    #: stopped by a cost or token budget (``--budget``, ``--max-tokens``)
+    BUDGET_STOPPED = 4
+    #: stopped because the provider's quota is exhausted
+    QUOTA_EXHAUSTED = 5
+    #: interrupted by Ctrl-C (SIGINT)
     INTERRUPTED = 130
+    #: terminated by SIGTERM (what CI runners send on timeout)
+    TERMINATED = 143
 
 
 class FarmError(Exception):

@@ -18,16 +18,13 @@ import traceback
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError
 from farm.models import Case, CheckOutcome, ErrorInfo, JsonValue, Reply, RunResult, RunStatus, Turn
-
-DEFAULT_CASE_TIMEOUT_S = 300.0
-"""A run's whole time budget when neither the case nor ``--timeout`` sets one (Yao: 5m)."""
+from farm.settings import DEFAULT_CASE_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -47,13 +44,6 @@ class RunEnvironment:
     client_ip: str = "127.0.0.1"
     referer: str = "test"
     accept: str = "standard"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunEnvironment:
-        return cls(**data)
 
     def case_timeout(self, case: Case) -> float:
         return case.timeout_s or self.timeout_s or DEFAULT_CASE_TIMEOUT_S

@@ -287,6 +287,8 @@ class CaseStats(FarmModel):
     stability_class: StabilityClass
     label: Literal["stable", "flaky", "broken", "skipped"]
     """``flaky``: 0 < pass rate < 100; ``broken``: always fails."""
+    runs_planned: int | None = None
+    """Runs the plan asked for; more than ``runs`` when the sweep stopped before the case finished."""
     required_passes: int
     """Passes needed for the case to pass (from ``success_ratio``, ``--min-pass-rate``)."""
     case_passed: bool

@@ -5,7 +5,8 @@ write one key per run (set-if-absent, so a redelivered run counts once) and appe
 the sweep's stream, which the submitter and ``farm results`` read.
 
     farm:sweep:{id}                 hash: the sweep's plan and bookkeeping (see SWEEP_FIELDS)
-    farm:sweep:{id}:cases           hash: case id → {"case", "plan", "agent"} JSON
+    farm:sweep:{id}:cases           hash: case id → PlannedCase JSON ({"case", "plan", "agent"})
+    farm:sweep:{id}:order           list: case ids in plan order (the report's order)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
     farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX)
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
@@ -22,12 +23,7 @@ the sweep's stream, which the submitter and ``farm results`` read.
 
 from __future__ import annotations
 
-from farm.yaofile import positive_int_env
-
 PREFIX = "farm:"
-
-DEFAULT_RESULT_TTL_S = 7 * 24 * 3600
-"""How long a sweep's results and report stay retrievable (SPEC 9: 7 days). Env FARM_RESULT_TTL."""
 
 REPORT_LATCH_TTL_S = 120
 """The report latch expires, so an aggregate that failed to enqueue the report can try again."""
@@ -47,17 +43,16 @@ STOP_FAIL_FAST = "fail-fast"
 """Value of the stop key after the first failed case of a ``--fail-fast`` sweep."""
 
 
-def result_ttl() -> int:
-    """FARM_RESULT_TTL (seconds), default 7 days."""
-    return positive_int_env("FARM_RESULT_TTL", DEFAULT_RESULT_TTL_S)
-
-
 def sweep_key(sweep_id: str) -> str:
     return f"{PREFIX}sweep:{sweep_id}"
 
 
 def cases_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:cases"
+
+
+def order_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:order"
 
 
 def run_key(sweep_id: str, case_id: str, run: int) -> str:
@@ -106,9 +101,9 @@ def stop_key(sweep_id: str) -> str:
 
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
-    return [sweep_key(sweep_id), cases_key(sweep_id), stats_key(sweep_id), cases_done_key(sweep_id),
-            runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id), report_key(sweep_id),
-            rendered_key(sweep_id), stop_key(sweep_id)]
+    return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
+            cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
+            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id)]
 
 
 SWEEP_FIELDS = ("plan", "total_cases", "total_runs", "submitted_at", "queue", "agent_id")

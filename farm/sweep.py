@@ -19,10 +19,12 @@ from farm.agents.resolve import AgentRef, create_agent, parse_reference, resolve
 from farm.agents.retry import attempts_from_env
 from farm.errors import AgentResolutionError, InputError, SettingsError
 from farm.execute import RunEnvironment
-from farm.executors.base import Executor, SweepPlan, new_sweep_id
+from farm.executors.base import Executor
 from farm.models import Case, SweepReport
 from farm.observers import Observers, SweepObserver
+from farm.plan import PlannedCase, SweepPlan, build_plan, new_sweep_id
 from farm.reports import BUILTIN_REPORTERS, format_for_path
+from farm.settings import FarmSettings
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
 from farm.suites import LoadedInput, load_input
 
@@ -171,17 +173,16 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     _check_agents_and_judges(cases, agents, options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    plans = {c.id: plan_case(c, settings.runs, settings.min_pass_rate) for c in cases}
+    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate), agent=agents[c.id])
+               for c in cases]
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
         neuro_san_compat=settings.neuro_san_compat, sweep_id=sid,
     )
-    plan = SweepPlan(
-        sweep_id=sid, cases=cases, case_plans=plans, agents=agents, env=env, options=options,
-        parallel=settings.parallel, fail_fast=settings.fail_fast,
-        runs_per_case=max((p.runs for p in plans.values()), default=1),
-        metadata=_metadata(settings, loaded),
+    plan = build_plan(
+        sid, planned, env=env, options=options, parallel=settings.parallel, fail_fast=settings.fail_fast,
+        metadata=_metadata(settings, loaded), queue=settings.queue,
         max_run_details=0 if output_format in _NO_RUN_DETAILS else DEFAULT_MAX_RUN_DETAILS,
     )
     return PreparedSweep(plan, loaded, output_path, output_format)
@@ -192,7 +193,8 @@ def create_executor(settings: TestSettings) -> Executor:
     if settings.broker:
         from farm.executors.celery import CeleryExecutor
 
-        executor: Executor = CeleryExecutor(broker_url=settings.broker, queue=settings.queue, detach=settings.detach)
+        farm_settings = FarmSettings.from_env(broker_url=settings.broker, queue=settings.queue)
+        executor: Executor = CeleryExecutor(farm_settings, detach=settings.detach)
         return executor
     from farm.executors.local import LocalExecutor
 

@@ -12,7 +12,7 @@ under the agents root), ``py:module:function`` / ``py:file.py:function``, ``http
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -46,13 +46,6 @@ class AgentRef:
             return f"{self.target}/{self.name}"
         prefix = {"python": "py:", "command": "cmd:"}.get(self.kind, "")
         return prefix + self.target
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AgentRef:
-        return cls(**data)
 
 
 def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = None) -> AgentRef:

@@ -17,6 +17,7 @@ import click
 from farm.cli.run import run_command
 from farm.cli.worker import PASS_THROUGH, broker_option
 from farm.errors import ExitCode, SettingsError
+from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 
 DEFAULT_FLOWER_MAX_TASKS = 10_000
 """Flower keeps this many tasks in memory (its default, 100,000, costs hundreds of MB)."""
@@ -25,7 +26,8 @@ DEFAULT_FLOWER_MAX_TASKS = 10_000
 def _executor(broker: str) -> Any:
     from farm.executors.celery import CeleryExecutor
 
-    return CeleryExecutor(broker_url=broker, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
+    settings = FarmSettings.from_env(broker_url=broker)
+    return CeleryExecutor(settings, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
 
 
 def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: bool) -> int:
@@ -92,15 +94,13 @@ def cancel(sweep_id: str, broker: str) -> None:
 
 def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
     """Queues (waiting messages), workers (their queues, active tasks) and sweeps in flight."""
-    from farm.distributed import safe_url
-
     executor = _executor(broker)
     store = executor.store()
     inspect = executor.app.control.inspect(timeout=timeout)
     active_queues = inspect.active_queues() or {}
     active = inspect.active() or {}
     sweeps = store.in_flight()
-    names = {"farm"} | {s.queue for s in sweeps if s.queue}
+    names = {DEFAULT_QUEUE} | {s.queue for s in sweeps if s.queue}
     names |= {q["name"] for qs in active_queues.values() for q in qs or [] if not q.get("exclusive")}
     return {
         "broker": safe_url(broker),

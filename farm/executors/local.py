@@ -2,8 +2,8 @@
 
 ``parallel`` worker coroutines pull (case, run) pairs from one iterator, so memory stays flat
 however many runs a sweep has, and a slow synchronous agent (run in its own thread by the
-python adapter) never blocks the others. It calls the same ``execute_run`` and
-``CaseAccumulator`` as the Celery tasks.
+python adapter) never blocks the others. It runs each run through the same guard, accumulator
+and sweep finish (``farm.lifecycle``) as the Celery workers.
 """
 
 from __future__ import annotations
@@ -12,21 +12,13 @@ import asyncio
 import time
 from collections.abc import Iterator
 
+from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
-from farm.checks.base import JudgeResolver
-from farm.execute import execute_run
-from farm.executors.base import SweepPlan, report_metadata, utc_now
-from farm.models import Case, CaseStats, RunResult, SweepReport
-from farm.observers import SweepObserver, SweepStart
-from farm.stats import CaseAccumulator, build_report
-
-
-def _judges(plan: SweepPlan) -> JudgeResolver | None:
-    try:
-        from farm.agents.judge import create_judge_resolver
-    except ImportError:  # judge wiring not installed: judge checks fail with a clear message
-        return None
-    return create_judge_resolver(plan.options)
+from farm.lifecycle import StopReason, finish_sweep, run_guarded, start_event
+from farm.models import CaseStats, RunResult, SweepReport
+from farm.observers import SweepObserver
+from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.stats import CaseAccumulator
 
 
 class _Sweep:
@@ -37,26 +29,25 @@ class _Sweep:
         self.observer = observer
         self.pool = AgentPool(plan.options)
         self.accumulators = {
-            c.id: CaseAccumulator(c, plan.case_plans[c.id], max_details=plan.max_run_details) for c in plan.cases
+            c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details) for c in plan.cases
         }
-        self.finished: list[CaseStats] = []
-        self.stopped = False
-        for ref in dict.fromkeys(plan.agents.values()):
+        self.finished: dict[str, CaseStats] = {}
+        self.stopped: StopReason | None = None
+        for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
-        self.judges = _judges(plan)
+        self.judges = create_judge_resolver(plan.options)
 
-    def runs(self) -> Iterator[tuple[Case, int]]:
-        for case in self.plan.cases:
-            for run in range(1, self.plan.case_plans[case.id].runs + 1):
+    def runs(self) -> Iterator[tuple[PlannedCase, int]]:
+        for planned in self.plan.cases:
+            for run in range(1, planned.plan.runs + 1):
                 if self.stopped:
                     return
-                yield case, run
+                yield planned, run
 
-    async def worker(self, queue: Iterator[tuple[Case, int]]) -> None:
-        for case, run in queue:
-            agent = self.pool.get(self.plan.agents[case.id])
-            result = await execute_run(case, run, agent, self.plan.env, judges=self.judges)
-            self.record(result)
+    async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
+        for planned, run in queue:
+            agent = self.pool.get(planned.agent)
+            self.record(await run_guarded(planned.case, run, agent, self.plan.env, judges=self.judges))
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
             await asyncio.sleep(0)
@@ -67,19 +58,25 @@ class _Sweep:
             return
         self.observer.on_result(result)
         if self.plan.fail_fast and acc.cannot_pass:
-            self.stopped = True
+            self.stopped = StopReason.FAIL_FAST
         if acc.done:
             self._finish_case(result.case_id)
 
     def _finish_case(self, case_id: str) -> None:
         stats = self.accumulators.pop(case_id).stats()
-        self.finished.append(stats)
+        self.finished[case_id] = stats
         self.observer.on_case(stats)
 
     def flush_partial(self) -> None:
-        """Fail-fast: report the cases that had runs when scheduling stopped."""
+        """A stopped sweep: report the cases that had runs when scheduling stopped."""
         for case_id in [cid for cid, acc in self.accumulators.items() if acc.count]:
             self._finish_case(case_id)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+        close_judges = getattr(self.judges, "aclose", None)
+        if close_judges is not None:
+            await close_judges()
 
 
 class LocalExecutor:
@@ -98,29 +95,15 @@ class LocalExecutor:
     async def _run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
         sweep = _Sweep(plan, observer)
         started_at = utc_now()
-        observer.on_start(SweepStart(plan.sweep_id, plan.agent_label, len(plan.cases), plan.total_runs, started_at))
+        observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()
         queue = sweep.runs()
         try:
             await asyncio.gather(*(sweep.worker(queue) for _ in range(max(plan.parallel, 1))))
         finally:
-            await sweep.pool.aclose()
-            close_judges = getattr(sweep.judges, "aclose", None)
-            if close_judges is not None:
-                await close_judges()
+            await sweep.aclose()
         sweep.flush_partial()
-        order = {c.id: i for i, c in enumerate(plan.cases)}
-        stats = sorted(sweep.finished, key=lambda s: order[s.id])
-        metadata = report_metadata(plan, started_at)
-        if sweep.stopped:  # "stopped" as the distributed executor writes it; "not_run" lists the rest
-            metadata["stopped"] = "fail-fast"
-            metadata["not_run"] = list(sweep.accumulators)
-        report = build_report(
-            stats,
-            duration_ms=round((time.monotonic() - t0) * 1000, 1),
-            runs_per_case=plan.runs_per_case,
-            environment=plan.env.describe(),
-            metadata=metadata,
-        )
+        report = finish_sweep(plan, sweep.finished, case_ids=plan.case_ids, started_at=started_at,
+                              duration_ms=(time.monotonic() - t0) * 1000, stopped=sweep.stopped)
         observer.on_finish(report)
         return report

@@ -176,8 +176,7 @@ class CaseAccumulator:
     @property
     def cannot_pass(self) -> bool:
         """Even if every run still missing passed, the case would miss its requirement."""
-        remaining = self.plan.runs - self._counted
-        return self._status[RunStatus.PASSED] + remaining < self.plan.required
+        return self.plan.cannot_pass(self._counted, self._status[RunStatus.PASSED])
 
     def _consistency(self, scored: int) -> float:
         if scored <= 1:
@@ -201,7 +200,7 @@ class CaseAccumulator:
             pass_rate_ci=(round_half_up(Fraction(low * 100), 1), round_half_up(Fraction(high * 100), 1)),
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
-            required_passes=self.plan.required,
+            runs_planned=self.plan.runs, required_passes=self.plan.required,
             case_passed=label == "skipped" or passed >= self.plan.required,
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
             std_deviation_ms=d["std"], retries=self._retries,

@@ -64,12 +64,21 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     )
 
 
-def exit_code_for(report: SweepReport) -> ExitCode:
-    """``OK`` when every case that ran met its requirement, else ``CASES_FAILED``.
+_STOPPED_CODES = {"interrupted": ExitCode.INTERRUPTED, "cancelled": ExitCode.RUNTIME_ERROR,
+                  "quota": ExitCode.QUOTA_EXHAUSTED, "budget": ExitCode.BUDGET_STOPPED}
+"""Stop reasons that decide the exit code whatever the cases say (fail-fast does not: its failed case does)."""
 
-    A sweep that was cancelled did not finish: ``RUNTIME_ERROR``, whatever the cases that ran say.
+
+def exit_code_for(report: SweepReport) -> ExitCode:
+    """SPEC 10's table, first match wins: an unfinished sweep (failed, abandoned) is 3; a sweep
+    stopped by Ctrl-C, ``farm cancel``, a quota or a budget has its own code (a cancelled sweep
+    is 3: it did not finish, so it must not read as green); else 1 when a case failed, 0 otherwise.
+    SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
     """
-    if report.metadata.get("stopped") == "cancelled":
+    if report.metadata.get("status") in ("failed", "abandoned"):
         return ExitCode.RUNTIME_ERROR
+    code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
+    if code is not None:
+        return code
     failed = any(case_verdict(s) == "failed" for s in report.results)
     return ExitCode.CASES_FAILED if failed else ExitCode.OK
