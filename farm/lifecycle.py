@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,6 +50,34 @@ class SweepStatus(enum.StrEnum):
     """The farm could not finish it; ``metadata.reason`` says why."""
     ABANDONED = "abandoned"
     """Its publisher vanished before publishing every run, and it was closed."""
+
+
+class SweepStop:
+    """A request to stop scheduling runs, shared by whoever decides it and the executor that obeys.
+
+    Set from a signal handler (Ctrl-C, SIGTERM), by the fail-fast rule, a budget or a quota; the
+    executor reads it between runs. The first reason wins. Thread-safe (signal handlers, worker
+    threads and the event loop may all touch it).
+    """
+
+    def __init__(self) -> None:
+        self._reason: StopReason | None = None
+        self._lock = threading.Lock()
+        self.event = threading.Event()
+        """Set once a stop is requested: wait on it instead of polling."""
+
+    def request(self, reason: StopReason) -> bool:
+        """Ask the sweep to stop for ``reason``; False when it was already asked to (for another)."""
+        with self._lock:
+            if self._reason is not None:
+                return False
+            self._reason = reason
+        self.event.set()
+        return True
+
+    @property
+    def reason(self) -> StopReason | None:
+        return self._reason
 
 
 def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
@@ -120,6 +149,7 @@ __all__ = [
     "RUN_GUARD_S",
     "StopReason",
     "SweepStatus",
+    "SweepStop",
     "finish_sweep",
     "report_metadata",
     "run_guarded",

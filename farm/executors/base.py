@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from farm.lifecycle import SweepStop
 from farm.models import SweepReport
 from farm.observers import SweepObserver
 from farm.plan import SweepPlan
 
 
 class Executor(Protocol):
-    """Runs a plan to its report (raises FarmRuntimeError when the farm itself fails)."""
+    """Runs a plan to its report (raises FarmRuntimeError when the farm itself fails).
 
-    def run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport: ...
+    ``stop`` lets the caller (a signal handler, a budget) stop the sweep early: the executor stops
+    scheduling runs and still returns a report of what ran, marked with the stop reason.
+    """
+
+    def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport: ...
 
 
 __all__ = ["Executor"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from farm.errors import BrokerError, InputError, SettingsError, WorkerLostError
+from farm.lifecycle import SweepStop
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
 from farm.plan import SweepPlan, utc_now
@@ -146,7 +147,7 @@ class CeleryExecutor:
         self._publish(plan)
         return plan.sweep_id
 
-    def run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
+    def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
         """Submit and follow the sweep to its report, publishing in the background."""
         self._save(plan)
         failures: list[BaseException] = []

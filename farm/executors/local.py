@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
-from farm.lifecycle import StopReason, finish_sweep, run_guarded, start_event
+from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, start_event
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver
 from farm.plan import PlannedCase, SweepPlan, utc_now
@@ -24,15 +24,15 @@ from farm.stats import CaseAccumulator
 class _Sweep:
     """State of one in-process sweep."""
 
-    def __init__(self, plan: SweepPlan, observer: SweepObserver) -> None:
+    def __init__(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> None:
         self.plan = plan
         self.observer = observer
+        self.stop = stop
         self.pool = AgentPool(plan.options)
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details) for c in plan.cases
         }
         self.finished: dict[str, CaseStats] = {}
-        self.stopped: StopReason | None = None
         for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
         self.judges = create_judge_resolver(plan.options)
@@ -40,7 +40,7 @@ class _Sweep:
     def runs(self) -> Iterator[tuple[PlannedCase, int]]:
         for planned in self.plan.cases:
             for run in range(1, planned.plan.runs + 1):
-                if self.stopped:
+                if self.stop.reason is not None:
                     return
                 yield planned, run
 
@@ -58,7 +58,7 @@ class _Sweep:
             return
         self.observer.on_result(result)
         if self.plan.fail_fast and acc.cannot_pass:
-            self.stopped = StopReason.FAIL_FAST
+            self.stop.request(StopReason.FAIL_FAST)
         if acc.done:
             self._finish_case(result.case_id)
 
@@ -82,18 +82,19 @@ class _Sweep:
 class LocalExecutor:
     """Runs a plan in this process."""
 
-    def run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
+    def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
         box: list[SweepReport] = []
         # The report must not be the main task's result: at exit asyncio.Runner formats repr()
         # of that task (through signal.getsignal), i.e. of the whole report (0.45 s at 100k runs).
-        asyncio.run(self._run_into(plan, observer, box))
+        asyncio.run(self._run_into(plan, observer, stop or SweepStop(), box))
         return box[0]
 
-    async def _run_into(self, plan: SweepPlan, observer: SweepObserver, box: list[SweepReport]) -> None:
-        box.append(await self._run(plan, observer))
+    async def _run_into(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop,
+                        box: list[SweepReport]) -> None:
+        box.append(await self._run(plan, observer, stop))
 
-    async def _run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
-        sweep = _Sweep(plan, observer)
+    async def _run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> SweepReport:
+        sweep = _Sweep(plan, observer, stop)
         started_at = utc_now()
         observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()
@@ -104,6 +105,6 @@ class LocalExecutor:
             await sweep.aclose()
         sweep.flush_partial()
         report = finish_sweep(plan, sweep.finished, case_ids=plan.case_ids, started_at=started_at,
-                              duration_ms=(time.monotonic() - t0) * 1000, stopped=sweep.stopped)
+                              duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason)
         observer.on_finish(report)
         return report
