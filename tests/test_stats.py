@@ -348,6 +348,7 @@ def _accumulated_bytes(n: int) -> int:
     return size
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_runs() -> None:
     small, large = _accumulated_bytes(10_000), _accumulated_bytes(100_000)
     # Ten times the runs: only the one-bit-per-run index map grows ((100k - 10k) / 8 ≈ 11 KB).
