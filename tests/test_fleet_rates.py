@@ -209,3 +209,20 @@ def test_nothing_is_taken_when_one_gate_refuses(make_key: Callable[..., Key]) ->
     lease_free.grant(0)
     lease_free.grant(0)
     assert lease_free.acquire(0)[0].wait_s == pytest.approx(0.1)
+
+
+@pytest.mark.redis
+def test_a_key_with_credentials_never_reaches_a_redis_key_name(redis_server: str, redis_client: Any) -> None:
+    backend = RedisRateBackend(redis_server)
+    key = "https://user:sk-live-secret@api.example.com/v1/agent"
+
+    async def call() -> None:
+        decision = await backend.try_acquire(key, RateLimit(requests_per_s=1, concurrency=1), POLICY, tokens=0,
+                                             lease_id="l1")
+        assert decision.granted
+        await backend.aclose()
+
+    asyncio.run(call())
+    names = redis_client.keys("*")
+    assert names and all("secret" not in name and "user" not in name for name in names)
+    assert all(name.startswith(("farm:fleet:limit:sha256:", "farm:fleet:leases:sha256:")) for name in names)
