@@ -13,15 +13,18 @@ from typing import Any
 import aiohttp
 import pytest
 
+from farm.agents.base import AgentRequest
 from farm.errors import BudgetExhaustedError, SettingsError
+from farm.execute import RunEnvironment, execute_run
 from farm.fleet.budget import Budget, BudgetLimit, LocalBudgetBackend, parse_budget
-from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, UsageMeter, call_role, fleet_scope
+from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, Refusal, UsageMeter, call_role, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.prices import Price
 from farm.fleet.redis_budget import RedisBudgetBackend
 from farm.fleet.specs import LimitTable, parse_limit
 from farm.fleet.usage import Usage
+from farm.models import Case, Message, Reply, Turn
 from tests.servers import openai_server
 
 
@@ -201,3 +204,42 @@ def test_a_call_refused_by_the_rate_limiter_gives_its_reservation_back() -> None
 
     assert run(scenario()) == (pytest.approx(0.1), pytest.approx(0.0), 15)
 
+
+
+class LimitedEchoAgent:
+    """An agent whose every HTTP call goes through the limiter, as the transport's calls will."""
+
+    id = "local.echo"
+
+    def __init__(self, limiter: FleetLimiter, url: str) -> None:
+        self.limiter, self.url = limiter, url
+
+    async def respond(self, request: AgentRequest) -> Reply:
+        words = len(str(request.messages[-1]["content"]).split())
+        async with aiohttp.ClientSession() as session:
+            await _chat(session, self.limiter, self.url, self.id, words)
+        return Reply(text=str(request.messages[-1]["content"]))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_refused_call_is_noted_for_the_executor_whatever_catches_the_error() -> None:
+    case = Case(id="c", format="yao", turns=[Turn(messages=[Message(content="one two three")])])
+
+    async def runs(url: str) -> list[tuple[str, BudgetExhaustedError | None]]:
+        budget = Budget(LocalBudgetBackend(), "s", BudgetLimit(max_usd=0.012))  # reserves $0.011, spends $0.006
+        agent = LimitedEchoAgent(FleetLimiter(None, _price_of), url)
+        out = []
+        for run_index in (1, 2):
+            refusal = Refusal()
+            with fleet_scope(FleetScope(budget=budget, refusal=refusal)):
+                result = await execute_run(case, run_index, agent, RunEnvironment())
+            assert refusal.error is None or isinstance(refusal.error, BudgetExhaustedError)
+            out.append((result.status, refusal.error))
+        return out
+
+    with openai_server() as served:
+        (first, first_refusal), (second, second_refusal) = asyncio.run(runs(served.url))
+    assert (first, first_refusal) == ("passed", None)
+    assert second == "error" and second_refusal is not None and second_refusal.stopped == "budget"

@@ -9,9 +9,10 @@ import pytest
 
 from farm.agents.secrets import register_secret
 from farm.errors import BudgetExhaustedError, ExitCode, FleetStop, QuotaExhaustedError
+from farm.fleet.control import FleetScope, Refusal, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
-from farm.fleet.quota import quota_error
+from farm.fleet.quota import quota_error, raise_if_quota_exhausted
 from farm.fleet.ratestate import AdaptivePolicy
 
 OPENAI_QUOTA = json.dumps({"error": {
@@ -65,3 +66,13 @@ def test_a_429_that_keeps_coming_raises_from_acquire() -> None:
         await other.release(status=200, retry_after_s=None, usage=None)
 
     asyncio.run(scenario())
+
+
+def test_a_quota_answer_raises_and_is_noted_in_the_run_scope() -> None:
+    refusal = Refusal()
+    with fleet_scope(FleetScope(refusal=refusal)):
+        raise_if_quota_exhausted("k", 429, OPENAI_RATE)  # a plain rate limit: nothing
+        assert refusal.error is None
+        with pytest.raises(QuotaExhaustedError):
+            raise_if_quota_exhausted("k", 429, OPENAI_QUOTA)
+    assert refusal.error is not None and refusal.error.stopped == "quota"

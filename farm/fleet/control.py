@@ -13,6 +13,12 @@ The budget and the meter belong to a sweep and a run, while one limiter serves e
 worker process; ``fleet_scope`` (a context variable) says which sweep and run the calls of the
 current task belong to, and ``call_role("judge")`` marks judge calls. Pure: no Redis import
 (the backends are handed in).
+
+A refused call (budget, quota) raises, and also notes the refusal in the run's ``Refusal``:
+adapters, judges and checks turn exceptions into run errors or equivocal verdicts, so the
+executor does not count on the exception reaching it. After each run it asks
+``scope.refusal.error``: set, the run is not counted (it is "not run") and the sweep stops with
+``metadata.stopped = error.stopped``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from farm.errors import FleetStop
 from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
 from farm.fleet.prices import Price, call_cost
@@ -51,12 +58,24 @@ class UsageMeter:
             return copy
 
 
+class Refusal:
+    """Whether fleet control refused a call of one run: the first refusal is kept."""
+
+    def __init__(self) -> None:
+        self.error: FleetStop | None = None
+
+    def note(self, error: FleetStop) -> None:
+        if self.error is None:
+            self.error = error
+
+
 @dataclass(frozen=True)
 class FleetScope:
-    """What the calls of the current task are charged to."""
+    """What the calls of the current task are charged to, and where a refusal is noted."""
 
     budget: Budget | None = None
     meter: UsageMeter | None = None
+    refusal: Refusal | None = None
 
 
 NO_SCOPE = FleetScope()
@@ -72,6 +91,14 @@ def fleet_scope(scope: FleetScope) -> Iterator[FleetScope]:
         yield scope
     finally:
         _SCOPE.reset(token)
+
+
+def refuse(error: FleetStop) -> FleetStop:
+    """Note ``error`` in the current run's refusal and return it, for the caller to raise."""
+    refusal = (_SCOPE.get() or NO_SCOPE).refusal
+    if refusal is not None:
+        refusal.note(error)
+    return error
 
 
 @contextlib.contextmanager
@@ -131,16 +158,23 @@ class FleetLimiter:
         """
         scope, price = _SCOPE.get() or NO_SCOPE, self.price_of(key)
         lease = FleetLease(key, price, scope, _ROLE.get())
-        if scope.budget is not None:
-            lease.reservation = await scope.budget.reserve(price.most(tokens) if price else 0.0, tokens)
         try:
+            if scope.budget is not None:
+                lease.reservation = await scope.budget.reserve(price.most(tokens) if price else 0.0, tokens)
             if self.rates is not None:
                 lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
+        except FleetStop as error:
+            await self._give_back(lease)
+            raise refuse(error) from None
         except BaseException:
-            if lease.reservation is not None and scope.budget is not None:
-                await scope.budget.settle(lease.reservation, 0.0, 0)  # never sent: nothing spent
+            await self._give_back(lease)
             raise
         return lease
+
+    @staticmethod
+    async def _give_back(lease: FleetLease) -> None:
+        if lease.reservation is not None and lease.scope.budget is not None:
+            await lease.scope.budget.settle(lease.reservation, 0.0, 0)  # never sent: nothing spent
 
     async def aclose(self) -> None:
         if self.rates is not None:

@@ -3,8 +3,10 @@
 A plain 429 is a rate limit: the limiter pauses and slows down (``farm.fleet.ratestate``). Some
 answers say that waiting will not help: OpenAI's ``insufficient_quota`` (a 429 too, with
 ``"You exceeded your current quota"``) and its billing codes, Anthropic's "credit balance is too
-low". The transport asks ``quota_error`` about every error answer and raises what it returns,
-so the sweep stops at once with ``metadata.stopped = "quota"`` (exit 5) instead of retrying.
+low". The transport calls ``raise_if_quota_exhausted`` on every error answer, so the sweep
+stops at once with ``metadata.stopped = "quota"`` (exit 5) instead of retrying; the refusal is
+noted in the run's fleet scope (``farm.fleet.control.refuse``), however the error is caught on
+its way up.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from farm.agents.secrets import redact
 from farm.errors import QuotaExhaustedError
+from farm.fleet.control import refuse
 
 QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 QUOTA_PHRASES = ("credit balance is too low", "exceeded your current quota")
@@ -41,3 +44,14 @@ def quota_error(key: str, status: int, body: str | bytes | None) -> QuotaExhaust
         return QuotaExhaustedError(f"rate-limit key {key!r}: the provider's quota is exhausted (HTTP {status}: "
                                    f"{said}); stopping instead of retrying")
     return None
+
+
+def raise_if_quota_exhausted(key: str, status: int, body: str | bytes | None) -> None:
+    """Raise ``QuotaExhaustedError`` (noted in the run's scope) when the answer says so.
+
+    Raises:
+        QuotaExhaustedError: the answer says the key's quota is used up.
+    """
+    error = quota_error(key, status, body)
+    if error is not None:
+        raise refuse(error)
