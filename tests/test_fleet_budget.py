@@ -14,10 +14,11 @@ import aiohttp
 import pytest
 
 from farm.agents.base import AgentRequest
+from farm.checks.base import JudgeVerdict
 from farm.errors import BudgetExhaustedError, SettingsError
 from farm.execute import RunEnvironment, execute_run
 from farm.fleet.budget import Budget, BudgetLimit, LocalBudgetBackend, parse_budget
-from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, Refusal, UsageMeter, call_role, fleet_scope
+from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, JudgeRole, Refusal, UsageMeter, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.prices import Price
@@ -169,6 +170,17 @@ def test_a_budgeted_sweep_stops_within_its_budget_against_the_bundled_server() -
     assert 1.0 - 0.025 * 8 < spent <= 1.0  # honest estimates: never over; stopped within a round
 
 
+class UnpricedJudge:
+    """A judge making one call through the limiter, on a key with no known price."""
+
+    def __init__(self, limiter: FleetLimiter, session: aiohttp.ClientSession, url: str) -> None:
+        self.limiter, self.session, self.url = limiter, session, url
+
+    async def judge(self, *, criterion: str, actual: Any, input: Any) -> JudgeVerdict:
+        await _chat(self.session, self.limiter, self.url, "judge.unpriced", 2)
+        return JudgeVerdict("pass")
+
+
 def test_the_meter_counts_agent_and_judge_usage_apart() -> None:
     async def calls(url: str) -> UsageMeter:
         meter = UsageMeter()
@@ -176,8 +188,7 @@ def test_the_meter_counts_agent_and_judge_usage_apart() -> None:
         async with aiohttp.ClientSession() as session:
             with fleet_scope(FleetScope(meter=meter)):
                 await _chat(session, limiter, url, "local.echo", 3)
-                with call_role(JUDGE):
-                    await _chat(session, limiter, url, "judge.unpriced", 2)
+                await JudgeRole(UnpricedJudge(limiter, session, url)).judge(criterion="c", actual="a", input=None)
         return meter
 
     with openai_server() as served:

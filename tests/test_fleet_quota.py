@@ -14,6 +14,7 @@ from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.quota import quota_error, raise_if_quota_exhausted
 from farm.fleet.ratestate import AdaptivePolicy
+from farm.stats import build_report, exit_code_for
 
 OPENAI_QUOTA = json.dumps({"error": {
     "message": "You exceeded your current quota, please check your plan and billing details.",
@@ -76,3 +77,11 @@ def test_a_quota_answer_raises_and_is_noted_in_the_run_scope() -> None:
         with pytest.raises(QuotaExhaustedError):
             raise_if_quota_exhausted("k", 429, OPENAI_QUOTA)
     assert refusal.error is not None and refusal.error.stopped == "quota"
+
+
+@pytest.mark.parametrize(("stopped", "code"), [("quota", ExitCode.QUOTA), ("budget", ExitCode.BUDGET),
+                                               ("fail-fast", ExitCode.OK), (None, ExitCode.OK)])
+def test_a_sweep_stopped_by_fleet_control_exits_with_its_code(stopped: str | None, code: ExitCode) -> None:
+    metadata = {"stopped": stopped} if stopped else {}
+    report = build_report([], duration_ms=0, runs_per_case=1, environment={}, metadata=metadata)
+    assert exit_code_for(report) is code

@@ -29,11 +29,13 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import FleetStop
 from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
 from farm.fleet.prices import Price, call_cost
 from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.models import JsonValue
 
 AGENT, JUDGE = "agent", "judge"
 
@@ -109,6 +111,17 @@ def call_role(role: str) -> Iterator[None]:
         yield
     finally:
         _ROLE.reset(token)
+
+
+class JudgeRole:
+    """A ``Judge`` whose calls count as the judge's (``summary.judge_usage``), not the agent's."""
+
+    def __init__(self, inner: Judge) -> None:
+        self.inner = inner
+
+    async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
+        with call_role(JUDGE):
+            return await self.inner.judge(criterion=criterion, actual=actual, input=input)
 
 
 @dataclass

@@ -64,12 +64,19 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     )
 
 
+_STOPPED_EXIT = {"quota": ExitCode.QUOTA, "budget": ExitCode.BUDGET}
+
+
 def exit_code_for(report: SweepReport) -> ExitCode:
     """``OK`` when every case that ran met its requirement, else ``CASES_FAILED``.
 
-    A sweep that was cancelled did not finish: ``RUNTIME_ERROR``, whatever the cases that ran say.
+    A sweep that was cancelled did not finish: ``RUNTIME_ERROR``, whatever the cases that ran say;
+    one stopped by fleet control says why: ``QUOTA`` (5), then ``BUDGET`` (4) (SPEC 10's order).
     """
-    if report.metadata.get("stopped") == "cancelled":
+    stopped = report.metadata.get("stopped")
+    if stopped == "cancelled":
         return ExitCode.RUNTIME_ERROR
+    if stopped in _STOPPED_EXIT:
+        return _STOPPED_EXIT[stopped]
     failed = any(case_verdict(s) == "failed" for s in report.results)
     return ExitCode.CASES_FAILED if failed else ExitCode.OK
