@@ -27,7 +27,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import FleetStop
@@ -134,7 +134,7 @@ class FleetLease:
     role: str
     reservation: Reservation | None = None
     rate_lease: RateLease | None = None
-    released: bool = field(default=False)
+    released: bool = False
 
     async def release(self, *, status: int | None, retry_after_s: float | None,
                       usage: dict[str, int] | None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from farm import redis_keys as keys
 from farm.fleet.budget import BudgetLimit, BudgetState, Reservation
-from farm.fleet.redis_client import LoopClients
+from farm.fleet.redis_client import LoopClients, script_arg
 
 RESERVE_LUA = """
 local s = redis.call('HMGET', KEYS[1], 'spent_usd', 'reserved_usd', 'spent_tokens', 'reserved_tokens', 'exhausted')
@@ -43,10 +43,6 @@ return 1
 """KEYS: the budget hash; ARGV: reserved USD, reserved tokens, spent USD, spent tokens, TTL."""
 
 
-def _arg(value: float | int | None) -> str:
-    return "" if value is None else repr(value)
-
-
 class RedisBudgetBackend:
     """Sweeps' budgets in Redis, kept as long as the sweep's results (``FARM_RESULT_TTL``)."""
 
@@ -57,7 +53,7 @@ class RedisBudgetBackend:
     async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
         taken = await self.clients.run_script(
             RESERVE_LUA, [keys.budget_key(sweep_id)],
-            [repr(float(usd)), int(tokens), _arg(limit.max_usd), _arg(limit.max_tokens), self.ttl_s],
+            [repr(float(usd)), int(tokens), script_arg(limit.max_usd), script_arg(limit.max_tokens), self.ttl_s],
         )
         return bool(int(taken))
 

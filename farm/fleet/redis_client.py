@@ -24,6 +24,11 @@ T = TypeVar("T")
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 
+def script_arg(value: float | None) -> str:
+    """A Lua script's optional number: '' for None (``tonumber('')`` is nil), else exact (repr)."""
+    return "" if value is None else repr(value)
+
+
 class LoopClients:
     """The Redis client of the running event loop, for one store URL."""
 

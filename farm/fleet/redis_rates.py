@@ -30,7 +30,7 @@ from farm.fleet.ratestate import (
     AdaptivePolicy,
     Decision,
 )
-from farm.fleet.redis_client import LoopClients
+from farm.fleet.redis_client import LoopClients, script_arg
 from farm.fleet.specs import RateLimit
 
 _COMMON_LUA = """
@@ -143,10 +143,6 @@ def _parameters(limit: RateLimit, policy: AdaptivePolicy) -> str:
     return json.dumps({k: v for k, v in values.items() if v is not None})
 
 
-def _arg(value: float | int | None) -> str:
-    return "" if value is None else repr(value)
-
-
 class RedisRateBackend:
     """A rate-limit backend whose state every process on the store shares."""
 
@@ -157,7 +153,7 @@ class RedisRateBackend:
                           now: float | None = None) -> Decision:
         code, value, need = await self.clients.run_script(
             ACQUIRE_LUA, [keys.fleet_limit_key(key), keys.fleet_leases_key(key)],
-            [_arg(now), lease_id, tokens, _parameters(limit, policy)],
+            [script_arg(now), lease_id, tokens, _parameters(limit, policy)],
         )
         if int(code) == 2:
             return Decision(granted=False, quota=True)
@@ -170,8 +166,8 @@ class RedisRateBackend:
                       used_tokens: int | None, now: float | None = None) -> None:
         await self.clients.run_script(
             RELEASE_LUA, [keys.fleet_limit_key(key), keys.fleet_leases_key(key)],
-            [_arg(now), lease_id, repr(acquired_at), reserved_tokens, _arg(status), _arg(retry_after_s),
-             _arg(used_tokens), _parameters(limit, policy)],
+            [script_arg(now), lease_id, repr(acquired_at), reserved_tokens, script_arg(status),
+             script_arg(retry_after_s), script_arg(used_tokens), _parameters(limit, policy)],
         )
 
     async def aclose(self) -> None:
