@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from farm.fleet.local_rates import LocalRateBackend
-from farm.fleet.ratestate import CONCURRENCY_POLL_S, AdaptivePolicy, Decision
+from farm.fleet.ratestate import CONCURRENCY_POLL_S, EARLY_S, AdaptivePolicy, Decision
 from farm.fleet.redis_rates import RedisRateBackend
 from farm.fleet.specs import RateLimit
 
@@ -73,6 +73,7 @@ def make_key(request: pytest.FixtureRequest) -> Iterator[Callable[..., Key]]:
 
 
 def test_requests_are_spaced_by_gcra_with_a_burst_of_two(make_key: Callable[..., Key]) -> None:
+    """At 10/s one call may come an interval (100 ms, more than EARLY_S) early."""
     key = make_key(RateLimit(requests_per_s=10))
     key.grant(0)
     key.grant(0)  # the burst: one call may come an interval early
@@ -89,6 +90,14 @@ def test_requests_are_spaced_by_gcra_with_a_burst_of_two(make_key: Callable[...,
         else:
             at += decision.wait_s * 1000
     assert granted_in_first_second == 11  # rate + 1 in any half-open second
+
+
+def test_at_high_rates_calls_may_come_early_s_before_their_slot(make_key: Callable[..., Key]) -> None:
+    key = make_key(RateLimit(requests_per_s=1000))  # 1 ms apart: 30 ms early is 30 calls at once
+    granted = 0
+    while key.acquire(0)[0].granted:
+        granted += 1
+    assert granted == 1 + round(EARLY_S * 1000)  # its own slot and the 30 that may come early
 
 
 def test_a_concurrency_cap_counts_leases_until_released(make_key: Callable[..., Key]) -> None:
@@ -157,13 +166,13 @@ def test_the_rate_grows_back_linearly_after_the_pause(make_key: Callable[..., Ke
 
 
 def test_a_round_of_429s_cuts_once(make_key: Callable[..., Key]) -> None:
-    key = make_key(RateLimit(requests_per_s=100))
-    calls = [key.grant(i * 10) for i in range(4)]
+    key = make_key(RateLimit(requests_per_s=10))
+    calls = [key.grant(i * 100) for i in range(4)]
     for lease, decision in calls:
-        key.release(100, lease, decision, status=429)  # all sent before the first cut
-    key.grant(1100)
-    key.grant(1100)
-    assert key.acquire(1100)[0].wait_s == pytest.approx(0.02)  # 50/s, not 100/16
+        key.release(350, lease, decision, status=429)  # all sent before the first cut
+    key.grant(1350)
+    key.grant(1350)
+    assert key.acquire(1350)[0].wait_s == pytest.approx(0.2)  # 5/s, not 10/16
 
 
 def test_a_429_without_a_declared_cap_caps_calls_in_flight(make_key: Callable[..., Key]) -> None:

@@ -9,8 +9,8 @@ everything is granted):
 - **concurrency**: leases of calls in flight, each expiring (a process that dies without
   releasing frees its lease after ``lease_ttl_s``);
 - **requests**: GCRA (the theoretical arrival time ``tat`` advances one emission interval per
-  call; a call may come ``burst - 1`` intervals early), so requests are spaced evenly instead of
-  a whole window's quota in one burst, which providers punish;
+  call; a call may come early by one interval or ``EARLY_S``, whichever is longer), so requests
+  are spaced evenly instead of a whole window's quota in one burst, which providers punish;
 - **tokens**: a bucket holding a minute's worth; a call *reserves* its estimate, and *settles*
   with the real usage after (refund, or debt that later calls wait out).
 
@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 
 from farm.fleet.specs import RateLimit
 
-REQUEST_BURST = 2
-"""Calls a key may make back to back (GCRA's burst): one call may come an interval early, which
-absorbs the scheduling jitter of the caller without letting a window's quota through at once."""
+EARLY_S = 0.03
+"""GCRA's tolerance: a call may come this much (or one emission interval, if longer) before its
+slot. It absorbs callers' scheduling jitter on a busy machine (a late caller loses its slot for
+good), and lets through at most 3 % (plus one call) over the rate in any second."""
 TOKEN_BUCKET_S = 60.0
 """The token bucket holds this many seconds of the token rate (providers count tokens per minute)."""
 CONCURRENCY_POLL_S = 0.02
@@ -130,7 +131,7 @@ def try_acquire(state: KeyState, limit: RateLimit, policy: AdaptivePolicy, *, to
     tat = max(state.tat if state.tat is not None else now, now)
     if limit.requests_per_s is not None:
         interval = 1000 / (limit.requests_per_s * factor)
-        waits.append(tat - interval * (REQUEST_BURST - 1) - now)
+        waits.append(tat - max(interval, EARLY_S * 1000) - now)
     need = 0
     if limit.tokens_per_s is not None:
         need = min(tokens, math.floor(limit.tokens_per_s * TOKEN_BUCKET_S))

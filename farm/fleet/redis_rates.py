@@ -25,7 +25,7 @@ from typing import Any
 from farm import redis_keys as keys
 from farm.fleet.ratestate import (
     CONCURRENCY_POLL_S,
-    REQUEST_BURST,
+    EARLY_S,
     TOKEN_BUCKET_S,
     AdaptivePolicy,
     Decision,
@@ -71,7 +71,7 @@ local tat = math.max(tonumber(s[1]) or now, now)
 local interval = nil
 if p.requests_per_s then
   interval = 1000 / (p.requests_per_s * f)
-  wait = math.max(wait, tat - interval * (p.burst - 1) - now)
+  wait = math.max(wait, tat - math.max(interval, p.early_s * 1000) - now)
 end
 local need, level = 0, nil
 if p.tokens_per_s then
@@ -138,7 +138,7 @@ def _parameters(limit: RateLimit, policy: AdaptivePolicy) -> str:
     """The scripts' parameters as JSON, with no nulls (``cjson`` decodes null as a true value)."""
     values: dict[str, Any] = {**asdict(limit), **asdict(policy)}
     state_ttl_s = max(policy.lease_ttl_s, policy.quota_hold_s, policy.max_pause_s, 3600.0)
-    values.update(burst=REQUEST_BURST, bucket_s=TOKEN_BUCKET_S, poll_s=CONCURRENCY_POLL_S,
+    values.update(early_s=EARLY_S, bucket_s=TOKEN_BUCKET_S, poll_s=CONCURRENCY_POLL_S,
                   state_ttl_ms=int(state_ttl_s * 1000))
     return json.dumps({k: v for k, v in values.items() if v is not None})
 
