@@ -29,10 +29,6 @@ class BudgetLimit:
     max_usd: float | None = None
     max_tokens: int | None = None
 
-    @property
-    def unlimited(self) -> bool:
-        return self.max_usd is None and self.max_tokens is None
-
     def describe(self) -> str:
         parts = ([f"${self.max_usd:g}"] if self.max_usd is not None else []) + (
             [f"{self.max_tokens} tokens"] if self.max_tokens is not None else [])
