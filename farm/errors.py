@@ -12,6 +12,9 @@ Per-run failures are never exceptions: they are ``RunResult`` data (see ``farm.e
           ├── BrokerError            the broker / result backend is unreachable or lost
           ├── WorkerLostError        the worker pool went away and the sweep cannot finish
           └── ReporterError          a report could not be produced
+    FleetStop                        fleet control stopped the sweep (``metadata.stopped``)
+     ├── BudgetExhaustedError        exit 4: ``--budget`` / ``--max-tokens`` would be exceeded
+     └── QuotaExhaustedError         exit 5: the provider's quota is used up
 
 ``AgentError`` stands apart: adapters raise it for one run; ``execute`` records it as a run
 ``error`` and the sweep goes on.
@@ -36,10 +39,10 @@ class ExitCode(enum.IntEnum):
     INPUT_ERROR = 2
     #: runtime error: broker unreachable, worker pool lost, crash, sweep failed, abandoned or cancelled
     RUNTIME_ERROR = 3
-    #: stopped by a cost or token budget (``--budget``, ``--max-tokens``)
-    BUDGET_STOPPED = 4
-    #: stopped because the provider's quota is exhausted
-    QUOTA_EXHAUSTED = 5
+    #: stopped by ``--budget`` or ``--max-tokens`` (SPEC 10, 13)
+    BUDGET = 4
+    #: stopped because a provider's quota is exhausted (SPEC 10, 13)
+    QUOTA = 5
     #: interrupted by Ctrl-C (SIGINT)
     INTERRUPTED = 130
     #: terminated by SIGTERM (what CI runners send on timeout)
@@ -116,6 +119,31 @@ class WorkerLostError(FarmRuntimeError):
 
 class ReporterError(FarmRuntimeError):
     """Raised when a report cannot be rendered or written."""
+
+
+class FleetStop(FarmError):
+    """Raised when fleet control must stop the whole sweep; ``stopped`` is its report reason.
+
+    Not a run failure: the executor stops scheduling runs, the call that raised it is not
+    counted (its run is ``not_run``), and the report says ``metadata.stopped = stopped``.
+    """
+
+    stopped = ""
+
+
+class BudgetExhaustedError(FleetStop):
+    """Raised when a call's reservation would take the sweep past ``--budget`` or ``--max-tokens``."""
+
+    exit_code = ExitCode.BUDGET
+    stopped = "budget"
+
+
+class QuotaExhaustedError(FleetStop):
+    """Raised when a provider says its quota is used up: a 429 that keeps coming, or an
+    "insufficient quota" answer. Retrying would only wait for hours."""
+
+    exit_code = ExitCode.QUOTA
+    stopped = "quota"
 
 
 class AgentError(Exception):

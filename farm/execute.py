@@ -82,7 +82,8 @@ class _RunState:
         return self.retries + self.conversation.retries
 
 
-def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None) -> AgentContext:
+def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None,
+             turn: int) -> AgentContext:
     return AgentContext(
         user_id=env.user or case.user or "test-user",
         team_id=env.team or case.team or "test-team",
@@ -93,6 +94,7 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
         accept=env.accept,
         case_id=case.id,
         run=run,
+        turn=turn,
         chat_id=chat_id,
         metadata=case.metadata,
         sly_data=sly,
@@ -139,7 +141,7 @@ async def _send_turn(
         sly_data=sly,
         chat_filter=turn.chat_filter,
         timeout_s=max(turn_timeout, 0.0),
-        context=_context(case, run, env, state.conversation.chat_id, sly),
+        context=_context(case, run, env, state.conversation.chat_id, sly, index),
         conversation=state.conversation,
     )
     try:

@@ -18,10 +18,22 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:rendered        hash: format → rendered report text
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
+    farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
+
+Fleet control (``farm.fleet``) shares its state between sweeps, since providers limit per API
+key, not per sweep; a limit key's name appears as is when it is a plain name, else as a digest
+(a URL may carry credentials):
+
+    farm:fleet:limit:{name}         hash: one rate-limit key's state (GCRA, tokens, AIMD, pause, quota)
+    farm:fleet:leases:{name}        sorted set: the key's calls in flight, scored by lease expiry
+    farm:judge-cache:{digest}       string: a judge verdict (JSON) or a claim while it is being asked
 """
 
 from __future__ import annotations
+
+import hashlib
+import re
 
 PREFIX = "farm:"
 
@@ -99,11 +111,38 @@ def stop_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:stop"
 
 
+def budget_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:budget"
+
+
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
-            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id)]
+            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id)]
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")
+
+
+def fleet_name(limit_key: str) -> str:
+    """A rate-limit key as it appears in Redis: itself when a plain name (``openai.gpt-4o``),
+    else ``sha256:`` and a digest, so no URL, credential or odd byte reaches a key."""
+    if _PLAIN_NAME.fullmatch(limit_key):
+        return limit_key
+    return "sha256:" + hashlib.sha256(limit_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def fleet_limit_key(limit_key: str) -> str:
+    return f"{PREFIX}fleet:limit:{fleet_name(limit_key)}"
+
+
+def fleet_leases_key(limit_key: str) -> str:
+    return f"{PREFIX}fleet:leases:{fleet_name(limit_key)}"
+
+
+def judge_cache_key(digest: str) -> str:
+    return f"{PREFIX}judge-cache:{digest}"
 
 
 SWEEP_FIELDS = ("plan", "total_cases", "total_runs", "submitted_at", "queue", "agent_id")

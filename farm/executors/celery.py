@@ -43,7 +43,7 @@ WORKER_CHECK_S = 5.0
 SOFT_LIMIT_GRACE_S = 15.0
 HARD_LIMIT_GRACE_S = 45.0
 """Per-task Celery time limits are the case timeout plus these (prefork pools enforce them; a
-threads pool relies on the worker's own guard, ``workers.runtime.RUN_GUARD_S``)."""
+threads pool relies on the worker's own guard, ``farm.lifecycle.RUN_GUARD_S``)."""
 
 
 def create_celery_app(settings: FarmSettings) -> Any:

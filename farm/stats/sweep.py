@@ -65,7 +65,7 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
 
 
 _STOPPED_CODES = {"interrupted": ExitCode.INTERRUPTED, "cancelled": ExitCode.RUNTIME_ERROR,
-                  "quota": ExitCode.QUOTA_EXHAUSTED, "budget": ExitCode.BUDGET_STOPPED}
+                  "quota": ExitCode.QUOTA, "budget": ExitCode.BUDGET}
 """Stop reasons that decide the exit code whatever the cases say (fail-fast does not: its failed case does)."""
 
 
