@@ -34,7 +34,7 @@ from farm.execute import execute_run
 from farm.executors.base import utc_now
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.redis_keys import STOP_FAIL_FAST
-from farm.stats import CaseAccumulator, build_report, output_digest
+from farm.stats import CaseAccumulator, build_report, output_digest, pass_ks
 
 log = logging.getLogger("farm.worker")
 
@@ -241,7 +241,7 @@ def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: boo
     stored = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or stored is None:
         return None
-    acc = CaseAccumulator(stored.case, stored.plan)
+    acc = CaseAccumulator(stored.case, stored.plan, pass_k=pass_ks(sweep.metadata))
     for result in store.case_results(sweep_id, case_id, stored.plan.runs):
         acc.add(result)
     stop = store.stop_reason(sweep_id)

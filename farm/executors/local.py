@@ -18,7 +18,7 @@ from farm.execute import execute_run
 from farm.executors.base import SweepPlan, report_metadata, utc_now
 from farm.models import Case, CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
-from farm.stats import CaseAccumulator, build_report
+from farm.stats import CaseAccumulator, build_report, pass_ks
 
 
 def _judges(plan: SweepPlan) -> JudgeResolver | None:
@@ -37,7 +37,9 @@ class _Sweep:
         self.observer = observer
         self.pool = AgentPool(plan.options)
         self.accumulators = {
-            c.id: CaseAccumulator(c, plan.case_plans[c.id], max_details=plan.max_run_details) for c in plan.cases
+            c.id: CaseAccumulator(c, plan.case_plans[c.id], max_details=plan.max_run_details,
+                                  pass_k=pass_ks(plan.metadata))
+            for c in plan.cases
         }
         self.finished: list[CaseStats] = []
         self.stopped = False
