@@ -1,0 +1,146 @@
+"""Where the history lives and how it is opened: URL, engine, migrations to head on open.
+
+URL: ``--history URL``, else ``FARM_HISTORY_URL``, else SQLite at
+``$FARM_DATA_DIR/history.sqlite`` (``FARM_DATA_DIR`` defaults to ``~/.local/share/agent-farm``,
+SPEC 10). SQLite and PostgreSQL (``postgresql+psycopg://…``, psycopg 3; a plain
+``postgresql://`` is read as psycopg 3 too) are supported.
+
+Opening migrates an empty or older database to the newest schema with Alembic, run
+programmatically on the open connection. A database already at ``SCHEMA_REVISION`` costs one
+query and no Alembic import. Two processes opening an empty database at once: PostgreSQL
+serialises them with an advisory lock; on SQLite the loser finds the schema made and goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect, select, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+from farm.errors import FarmRuntimeError, SettingsError
+from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
+
+DEFAULT_DATA_DIR = "~/.local/share/agent-farm"
+HISTORY_FILE = "history.sqlite"
+SUPPORTED_DIALECTS = ("sqlite", "postgresql")
+SQLITE_BUSY_TIMEOUT_S = 30.0
+"""How long a SQLite writer waits for another (recording is one short transaction)."""
+MIGRATE_ATTEMPTS = 3
+_PG_MIGRATION_LOCK = 0x6661726D  # "farm": the advisory lock key that serialises migrations
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The farm's data directory: ``FARM_DATA_DIR``, else ``~/.local/share/agent-farm``."""
+    env = os.environ if env is None else env
+    return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
+
+
+def history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The history URL: the ``--history`` flag, else ``FARM_HISTORY_URL``, else the default SQLite file."""
+    env = os.environ if env is None else env
+    url = flag or env.get("FARM_HISTORY_URL")
+    if url:
+        return url
+    return f"sqlite:///{data_dir(env) / HISTORY_FILE}"
+
+
+def safe_url(url: str | URL) -> str:
+    """The URL with its password hidden (for messages)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def parse_url(url: str) -> URL:
+    """A SQLAlchemy URL of a supported database; SettingsError (exit 2) otherwise."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise SettingsError(f"history URL {safe_url(url)!r}: not a database URL (e.g. sqlite:///path "
+                            "or postgresql+psycopg://user@host/db)") from None
+    if parsed.get_backend_name() not in SUPPORTED_DIALECTS:
+        raise SettingsError(f"history URL {safe_url(parsed)}: unsupported database "
+                            f"{parsed.get_backend_name()!r} (supported: {', '.join(SUPPORTED_DIALECTS)})")
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def create_history_engine(url: str) -> Engine:
+    """An engine for ``url`` (SQLite: the file's directory made, WAL, foreign keys on)."""
+    parsed = parse_url(url)
+    kwargs: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        hint = " (pip install 'agent-farm[postgres]')" if parsed.get_backend_name() == "postgresql" else ""
+        raise SettingsError(f"history URL {safe_url(parsed)}: {exc}{hint}") from None
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for the one writer
+    cursor.close()
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision the database is at (None: an empty database)."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(VERSION_TABLE):
+            return None
+        return conn.execute(select(text("version_num")).select_from(text(VERSION_TABLE))).scalar()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database to the newest schema (a no-op when it is there already)."""
+    for attempt in range(1, MIGRATE_ATTEMPTS + 1):
+        try:
+            if current_revision(engine) != SCHEMA_REVISION:
+                _upgrade(engine)
+            return
+        except DBAPIError as exc:
+            # SQLite: another process may be migrating the same new file (busy, or "already exists").
+            if attempt == MIGRATE_ATTEMPTS:
+                raise FarmRuntimeError(f"history {safe_url(engine.url)}: cannot open: {_reason(exc)}") from exc
+            time.sleep(0.25 * attempt)
+
+
+def _upgrade(engine: Engine) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("farm.history") / "migrations"))
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+
+
+def _reason(exc: DBAPIError) -> str:
+    """The driver's message, first line only (never the statement or its parameters)."""
+    return str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+
+
+def open_engine(url: str) -> Engine:
+    """An engine on a migrated database; SettingsError on a bad URL, FarmRuntimeError when unreachable."""
+    engine = create_history_engine(url)
+    migrate(engine)
+    return engine
