@@ -1,4 +1,4 @@
-"""The pure core never imports celery, redis or workers (ARCHITECTURE rule 1)."""
+"""The pure core never imports celery, redis, workers or the history store's SQL stack (ARCHITECTURE rule 1)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,19 @@ import subprocess
 import sys
 import textwrap
 
-CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute"]
+CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.stats.compare", "farm.reports",
+        "farm.execute"]
 
 PROBE = textwrap.dedent(
     """
     import importlib, importlib.util, json, sys
+    FORBIDDEN = ("celery", "redis", "kombu", "workers", "sqlalchemy", "alembic", "psycopg")
     imported = []
     for name in json.loads(sys.argv[1]):
         if importlib.util.find_spec(name) is not None:  # modules still being written are skipped
             importlib.import_module(name)
             imported.append(name)
-    leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("celery", "redis", "kombu", "workers"))
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
     print(json.dumps({"imported": imported, "leaked": leaked}))
     """
 )
