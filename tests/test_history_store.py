@@ -15,7 +15,7 @@ from sqlalchemy import func, inspect, select
 
 from farm.errors import FarmRuntimeError, SettingsError
 from farm.history.engine import current_revision, open_engine
-from farm.history.engine import history_url as resolve_url
+from farm.history.location import history_url as resolve_url
 from farm.history.store import HistoryStore
 from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE, case_results, metadata, sweep_tags, sweeps
 from farm.history.trends import case_points, case_trend, class_changes, flag, sparkline
@@ -179,8 +179,8 @@ def test_a_snapshot_compares_like_the_report_and_comparisons_are_kept_once(histo
         result = compare(store.snapshot(base), store.snapshot(head))
         assert {c.id: c.verdict for c in result.cases} == {"a": "inconclusive", "b": "regressed"}
         assert result.base.tags == {"trigger": "nightly"} and result.head.started_at == "2026-11-03T02:00:00Z"
-        assert store.store_comparison(base, head, "last-nightly", result)
-        assert not store.store_comparison(base, head, "last-nightly", result)
+        assert store.store_comparison(base.pk, head.pk, "last-nightly", result)
+        assert not store.store_comparison(base.pk, head.pk, "last-nightly", result)
         assert store.comparisons_of(head)["last-nightly"] == result
     finally:
         store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from farm.errors import SettingsError
 from farm.models import FailureReason
 from farm.stats.compare import CaseSnapshot, Comparison, SweepSnapshot, compare, snapshot_of
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
@@ -143,10 +144,10 @@ def test_the_json_document_has_spec_12s_shape() -> None:
     assert doc["cases"][1]["head"] is None and doc["cases"][1]["verdict"] == "removed"
 
 
-def test_bad_parameters_raise() -> None:
-    with pytest.raises(ValueError):
+def test_bad_parameters_are_settings_errors() -> None:
+    with pytest.raises(SettingsError, match="--alpha"):
         compare(snap("b"), snap("h"), alpha=0.6)
-    with pytest.raises(ValueError):
+    with pytest.raises(SettingsError, match="--min-drop"):
         compare(snap("b"), snap("h"), min_drop=-1)
 
 

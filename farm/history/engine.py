@@ -1,8 +1,7 @@
 """Where the history lives and how it is opened: URL, engine, migrations to head on open.
 
-URL: ``--history URL``, else ``FARM_HISTORY_URL``, else SQLite at
-``$FARM_DATA_DIR/history.sqlite`` (``FARM_DATA_DIR`` defaults to ``~/.local/share/agent-farm``,
-SPEC 10). SQLite and PostgreSQL (``postgresql+psycopg://…``, psycopg 3; a plain
+URL: ``farm.history.location.history_url`` (``--history``, ``FARM_HISTORY_URL``, default SQLite
+under the farm's data directory). SQLite and PostgreSQL (``postgresql+psycopg://…``, psycopg 3; a plain
 ``postgresql://`` is read as psycopg 3 too) are supported.
 
 Opening migrates an empty or older database to the newest schema with Alembic, run
@@ -13,9 +12,7 @@ serialises them with an advisory lock; on SQLite the loser finds the schema made
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,28 +24,11 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from farm.errors import FarmRuntimeError, SettingsError
 from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
 
-DEFAULT_DATA_DIR = "~/.local/share/agent-farm"
-HISTORY_FILE = "history.sqlite"
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 SQLITE_BUSY_TIMEOUT_S = 30.0
 """How long a SQLite writer waits for another (recording is one short transaction)."""
 MIGRATE_ATTEMPTS = 3
 _PG_MIGRATION_LOCK = 0x6661726D  # "farm": the advisory lock key that serialises migrations
-
-
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The farm's data directory: ``FARM_DATA_DIR``, else ``~/.local/share/agent-farm``."""
-    env = os.environ if env is None else env
-    return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
-
-
-def history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """The history URL: the ``--history`` flag, else ``FARM_HISTORY_URL``, else the default SQLite file."""
-    env = os.environ if env is None else env
-    url = flag or env.get("FARM_HISTORY_URL")
-    if url:
-        return url
-    return f"sqlite:///{data_dir(env) / HISTORY_FILE}"
 
 
 def safe_url(url: str | URL) -> str:
@@ -117,7 +97,7 @@ def migrate(engine: Engine) -> None:
         except DBAPIError as exc:
             # SQLite: another process may be migrating the same new file (busy, or "already exists").
             if attempt == MIGRATE_ATTEMPTS:
-                raise FarmRuntimeError(f"history {safe_url(engine.url)}: cannot open: {_reason(exc)}") from exc
+                raise FarmRuntimeError(f"history {safe_url(engine.url)}: cannot open: {error_reason(exc)}") from exc
             time.sleep(0.25 * attempt)
 
 
@@ -134,9 +114,12 @@ def _upgrade(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
-def _reason(exc: DBAPIError) -> str:
-    """The driver's message, first line only (never the statement or its parameters)."""
-    return str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+def error_reason(exc: BaseException) -> str:
+    """A database error in one line: the driver's message, never the statement or its parameters."""
+    if isinstance(exc, DBAPIError):
+        exc = exc.orig if exc.orig is not None else exc
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def open_engine(url: str) -> Engine:

@@ -170,9 +170,9 @@ class HistoryStore:
 
     # --------------------------------------------------------------------------------- comparisons
 
-    def store_comparison(self, base: SweepInfo, head: SweepInfo, kind: str, comparison: Comparison) -> bool:
-        """Keep a comparison once per (base, head, kind); False when it was kept already."""
-        row = {"base": base.pk, "head": head.pk, "kind": kind, "created_at": now_utc(),
+    def store_comparison(self, base_pk: int, head_pk: int, kind: str, comparison: Comparison) -> bool:
+        """Keep a comparison once per (base sweep, head sweep, kind); False when it was kept already."""
+        row = {"base": base_pk, "head": head_pk, "kind": kind, "created_at": now_utc(),
                "regressed": comparison.summary.get("regressed", 0), "document": comparison.model_dump(mode="json")}
         with self.engine.begin() as conn:
             stored = conn.execute(insert_or_ignore(conn, comparisons).values(row).returning(comparisons.c.id))

@@ -105,3 +105,39 @@ def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint
         "generated_from": {"first": iso(window[0].started_at) if window else None,
                            "last": iso(window[-1].started_at) if window else None},
     }
+
+
+def _sweep_line(info: SweepInfo) -> tuple[str, ...]:
+    status = info.status + (f" ({info.stopped})" if info.stopped else "")
+    tags = " ".join(f"{k}={v}" for k, v in sorted(info.tags.items()))
+    return (f"{info.started_at:%Y-%m-%d %H:%M}", info.sweep_id, status, info.agent or "", str(info.total_cases),
+            f"{info.overall_pass_rate:g}%", str(info.flaky_cases), str(info.broken_cases), tags)
+
+
+def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  " + "  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]).rstrip()
+            for row in rows]
+
+
+def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]], *,
+                      show_all: bool = False) -> str:
+    """``farm history``'s terminal output: the sweeps, newest first, then each case's sparkline."""
+    if not window:
+        return "no sweeps recorded\n"
+    header = ("STARTED (UTC)", "SWEEP", "STATUS", "AGENT", "CASES", "PASS", "FLAKY", "BROKEN", "TAGS")
+    lines = [f"sweeps ({len(window)}, newest first):",
+             *_columns([header, *(_sweep_line(i) for i in reversed(window))]), "",
+             "cases (pass rate per sweep, oldest → newest; · = not run):"]
+    shown = {cid: pts for cid, pts in trends.items()
+             if show_all or class_changes(pts) or any(p is not None and p.pass_rate < 100 for p in pts)}
+    rows = []
+    for case_id, points in shown.items():
+        newest = next((p for p in reversed(points) if p is not None), None)
+        rate = f"{newest.pass_rate:g}%" if newest is not None else "—"
+        rows.append((case_id, sparkline(points), rate, flag(points) or ""))
+    lines += _columns(rows) if rows else []
+    hidden = len(trends) - len(shown)
+    if hidden:
+        lines.append(f"  ({hidden} cases passed every run of every sweep; --all lists them)")
+    return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from farm.errors import SettingsError
 from farm.models import FarmModel, SweepReport
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
@@ -141,12 +142,19 @@ class _Tested:
     q_higher: float = 1.0
 
 
+def check_thresholds(alpha: float, min_drop: float) -> None:
+    """``--alpha`` in (0, 0.5) and ``--min-drop`` in [0, 100]; SettingsError (exit 2) otherwise."""
+    if not 0 < alpha < 0.5:
+        raise SettingsError(f"--alpha {alpha}: must be between 0 and 0.5")
+    if not 0 <= min_drop <= 100:
+        raise SettingsError(f"--min-drop {min_drop}: must be between 0 and 100 points")
+
+
 def compare(base: SweepSnapshot, head: SweepSnapshot, *, alpha: float = DEFAULT_ALPHA,
             min_drop: float = DEFAULT_MIN_DROP) -> Comparison:
     """Compare HEAD with BASE case by case (HEAD's case order, then the cases it lacks)."""
+    check_thresholds(alpha, min_drop)
     z = z_for(alpha)
-    if min_drop < 0:
-        raise ValueError(f"min_drop must be ≥ 0, got {min_drop}")
     base_cases = {c.id: c for c in base.cases}
     head_ids = {c.id for c in head.cases}
     tested = _test(base_cases, head.cases)
