@@ -60,7 +60,12 @@ def create_history_engine(url: str) -> Engine:
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            directory = Path(parsed.database).expanduser().parent
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise FarmRuntimeError(f"history {safe_url(parsed)}: cannot create {directory}: "
+                                       f"{exc.strerror or exc}") from None
         kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
     try:
         engine = create_engine(parsed, **kwargs)
