@@ -25,6 +25,8 @@ import pytest
 
 from tests.servers import ROOT, free_port, stop_process
 
+pytest_plugins = ["tests.history_fixtures"]  # PostgreSQL and SQLite databases of the history tests
+
 REDIS_BINARY = os.environ.get("FARM_TEST_REDIS_SERVER", "redis-server")
 WORKER_READY_TIMEOUT_S = 60.0
 

@@ -6,7 +6,7 @@ PostgreSQL: the server at ``FARM_TEST_POSTGRES_URL`` (default
 empty (the farm's tables are dropped after every test). An unreachable server skips the
 PostgreSQL tests with a reason naming it, except under CI (env ``CI`` set), where they fail.
 
-Import the fixtures into a test module: ``from tests.history_fixtures import history_url, …``.
+``tests/conftest.py`` loads this module as a plugin, so every test module can ask for the fixtures.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from farm.cli import main
 from farm.history.store import HistoryStore
 from farm.history.tables import comparisons, sweeps
 from farm.reports import parse_json_report
-from tests.history_fixtures import history_url, postgres_database, sqlite_history_url  # noqa: F401
 
 AGENT = f"py:{Path(__file__).resolve().parent / 'agents' / 'quality.py'}:quality"
 
@@ -58,7 +57,7 @@ def count_sweeps(url: str) -> int:
 # ------------------------------------------------------------------------------------ recording
 
 
-def test_farm_test_records_the_sweep_with_its_facts(history_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_farm_test_records_the_sweep_with_its_facts(history_url: str, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     suite = write_suite(repo / "tests", "a", "b")
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -124,7 +123,7 @@ def test_pass_k_figures_follow_the_flag(sqlite_history_url: str, tmp_path: Path)
 # ------------------------------------------------------------------------------------ compare
 
 
-def test_compare_recorded_sweeps_by_id_and_by_last(history_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_compare_recorded_sweeps_by_id_and_by_last(history_url: str, tmp_path: Path) -> None:
     suite = write_suite(tmp_path, "a", "b", metadata={"b": {"quality": 1.0}})
     _, base = sweep(suite, history_url, 1.0)
     _, head = sweep(suite, history_url, 0.3)
@@ -179,12 +178,12 @@ def test_a_file_that_is_not_a_report_exits_2(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------ gating
 
 
-def test_baseline_gating(history_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_baseline_gating(history_url: str, tmp_path: Path) -> None:
     suite = write_suite(tmp_path, "a", "b")
     first, base = sweep(suite, history_url, 0.5)
     assert first.exit_code == 1  # flaky cases miss their requirement
     assert farm("baseline", "set", "main", base or "", "--history", history_url).exit_code == 0
-    same, head = sweep(suite, history_url, 0.5, "--baseline", "main", output="r.html")
+    same, _ = sweep(suite, history_url, 0.5, "--baseline", "main", output="r.html")
     assert same.exit_code == 0, same.output  # no regression: the baseline accepts the known flakiness
     html = (tmp_path / "r.html").read_text()
     assert 'id="compared-with"' in html and "Compared with" in html

@@ -22,7 +22,6 @@ from farm.history.trends import case_points, case_trend, class_changes, flag, sp
 from farm.models import FailureReason, SweepReport
 from farm.stats.compare import compare
 from tests.browser_fixtures import case_stats, run, sweep_report
-from tests.history_fixtures import history_url, postgres_database, sqlite_history_url  # noqa: F401
 
 FARM_TABLES = {"farm_sweeps", "farm_sweep_tags", "farm_case_results", "farm_baselines", "farm_comparisons",
                "farm_alembic_version"}
@@ -42,7 +41,7 @@ def make_report(sweep_id: str, started: str, cases: dict[str, tuple[int, int]], 
 # ------------------------------------------------------------------------------------ opening
 
 
-def test_an_empty_database_is_migrated_to_head_and_matches_the_tables(history_url: str) -> None:  # noqa: F811
+def test_an_empty_database_is_migrated_to_head_and_matches_the_tables(history_url: str) -> None:
     engine = open_engine(history_url)
     try:
         assert current_revision(engine) == SCHEMA_REVISION
@@ -85,7 +84,7 @@ def test_an_unreachable_postgresql_is_a_runtime_error_without_the_password() -> 
 # ------------------------------------------------------------------------------------ recording
 
 
-def test_recording_stores_the_sweep_once(history_url: str) -> None:  # noqa: F811
+def test_recording_stores_the_sweep_once(history_url: str) -> None:
     report = make_report("s1", "2026-11-01T02:00:00Z", {"a": (3, 3), "b": (1, 3)}, agent_id="keyword",
                          connector="openai.gpt-4o", tags={"branch": "main", "trigger": "nightly"},
                          git={"commit": "abc123", "branch": "main"}, suites={"tests/s.jsonl": "f" * 64},
@@ -112,7 +111,7 @@ def test_recording_stores_the_sweep_once(history_url: str) -> None:  # noqa: F81
         store.close()
 
 
-def test_concurrent_recordings_of_one_sweep_store_it_once(history_url: str) -> None:  # noqa: F811
+def test_concurrent_recordings_of_one_sweep_store_it_once(history_url: str) -> None:
     report = make_report("race", "2026-11-01T02:00:00Z", {f"c{i}": (1, 1) for i in range(50)})
     store = HistoryStore.open(history_url)
     created: list[bool] = []
@@ -149,7 +148,7 @@ def _three_sweeps(store: HistoryStore) -> None:
                              tags={"trigger": "nightly"}))
 
 
-def test_latest_tags_prefixes_and_baselines(history_url: str) -> None:  # noqa: F811
+def test_latest_tags_prefixes_and_baselines(history_url: str) -> None:
     store = HistoryStore.open(history_url)
     try:
         _three_sweeps(store)
@@ -170,7 +169,7 @@ def test_latest_tags_prefixes_and_baselines(history_url: str) -> None:  # noqa: 
         store.close()
 
 
-def test_a_snapshot_compares_like_the_report_and_comparisons_are_kept_once(history_url: str) -> None:  # noqa: F811
+def test_a_snapshot_compares_like_the_report_and_comparisons_are_kept_once(history_url: str) -> None:
     store = HistoryStore.open(history_url)
     try:
         _three_sweeps(store)
@@ -186,7 +185,7 @@ def test_a_snapshot_compares_like_the_report_and_comparisons_are_kept_once(histo
         store.close()
 
 
-def test_trends_align_points_with_sweeps_and_flag_new_trouble(history_url: str) -> None:  # noqa: F811
+def test_trends_align_points_with_sweeps_and_flag_new_trouble(history_url: str) -> None:
     store = HistoryStore.open(history_url)
     try:
         _three_sweeps(store)
