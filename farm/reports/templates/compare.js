@@ -89,4 +89,5 @@
   $("filter").addEventListener("input", (e) => { state.query = e.target.value.trim().toLowerCase(); render(); });
   chips();
   render();
+  document.documentElement.dataset.ready = "1";
 })();

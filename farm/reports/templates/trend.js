@@ -89,7 +89,7 @@
     const frag = document.createDocumentFragment();
     for (const s of [...sweeps].reverse()) {
       const tr = el("tr");
-      const cells = [s.started_at, s.sweep_id, s.status + (s.stopped ? " (" + s.stopped + ")" : ""), s.agent || ""];
+      const cells = [(s.started_at || "").replace("T", " ").slice(0, 16), s.sweep_id, s.status + (s.stopped ? " (" + s.stopped + ")" : ""), s.agent || ""];
       for (const v of cells) tr.appendChild(el("td", null, v));
       for (const v of [s.total_cases, s.overall_pass_rate + "%", s.flaky_cases, s.broken_cases]) tr.appendChild(el("td", "num", v));
       tr.appendChild(el("td", null, s.git_commit ? (s.git_branch ? s.git_branch + " " : "") + s.git_commit.slice(0, 10) : ""));
@@ -122,4 +122,5 @@
   chips();
   sweepRows();
   render();
+  document.documentElement.dataset.ready = "1";
 })();
