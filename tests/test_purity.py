@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.stats.compare", "farm.reports",
-        "farm.execute"]
+        "farm.reports.comparison", "farm.reports.history_html", "farm.execute"]
 
 PROBE = textwrap.dedent(
     """

@@ -17,6 +17,9 @@ from typing import Any
 
 from farm.errors import SettingsError
 
+NIGHTLY_TAG = ("trigger", "nightly")
+"""The tag ``farm.nightly`` puts on its sweeps; the worker recording a sweep runs the nightly loop on it."""
+
 TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 GIT_TIMEOUT_S = 5.0
 
@@ -35,6 +38,11 @@ def parse_tags(values: Iterable[str]) -> dict[str, str]:
             raise SettingsError(f"--tag {value!r}: expected KEY=VALUE, KEY of letters, digits, '_', '.', '-'")
         tags[key] = tag_value.strip()
     return tags
+
+
+def tag_argument(tag: tuple[str, str]) -> str:
+    """``KEY=VALUE``, as ``--tag`` takes it."""
+    return f"{tag[0]}={tag[1]}"
 
 
 def _git(directory: Path, *args: str) -> str | None:
