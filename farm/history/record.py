@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from farm.history.tables import case_results, sweep_tags, sweeps
 from farm.models import CaseStats, SweepReport
+from farm.stats.compare import is_adaptive
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
     }
 
 
-def case_row(sweep_pk: int, stats: CaseStats, sweep_adaptive: bool) -> dict[str, Any]:
+def case_row(sweep_pk: int, stats: CaseStats, metadata: dict[str, Any]) -> dict[str, Any]:
     return {
         "sweep": sweep_pk, "case_id": stats.id, "suite": stats.suite, "source": stats.source,
         "content_hash": stats.content_hash, "runs": stats.runs, "passed": stats.passed, "failed": stats.failed,
@@ -95,7 +96,7 @@ def case_row(sweep_pk: int, stats: CaseStats, sweep_adaptive: bool) -> dict[str,
         "ci_low": stats.pass_rate_ci[0], "ci_high": stats.pass_rate_ci[1], "consistency": stats.consistency,
         "stability_class": str(stats.stability_class), "label": stats.label,
         "required_passes": stats.required_passes, "case_passed": stats.case_passed,
-        "adaptive": sweep_adaptive or bool(getattr(stats, "adaptive", False)),
+        "adaptive": is_adaptive(stats, metadata),
         "avg_duration_ms": stats.avg_duration_ms, "min_duration_ms": stats.min_duration_ms,
         "max_duration_ms": stats.max_duration_ms, "std_deviation_ms": stats.std_deviation_ms,
         "distinct_outputs": stats.distinct_outputs,
@@ -121,8 +122,7 @@ def record_sweep(engine: Engine, report: SweepReport) -> Recorded:
         tags = tag_rows(pk, report.metadata)
         if tags:
             conn.execute(sweep_tags.insert(), tags)
-        adaptive = bool(report.metadata.get("adaptive"))
-        rows = [case_row(pk, stats, adaptive) for stats in report.results]
+        rows = [case_row(pk, stats, report.metadata) for stats in report.results]
         if rows:
             conn.execute(case_results.insert(), rows)
     return Recorded(pk, created=True)

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from farm.errors import SettingsError
-from farm.models import FarmModel, SweepReport
+from farm.models import CaseStats, FarmModel, SweepReport
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
 
@@ -113,15 +113,25 @@ class Comparison(FarmModel):
         return self.summary.get("regressed", 0) > 0
 
 
+_CASES_KNOW_ADAPTIVE = "adaptive" in CaseStats.model_fields
+"""Whether ``CaseStats`` carries a per-case ``adaptive`` flag (SPEC 13's adaptive runs)."""
+
+
+def is_adaptive(stats: CaseStats, metadata: dict[str, Any]) -> bool:
+    """A case of an adaptive sweep, or a case marked adaptive itself: compared on verdicts only."""
+    if metadata.get("adaptive"):
+        return True
+    return _CASES_KNOW_ADAPTIVE and bool(getattr(stats, "adaptive", False))
+
+
 def snapshot_of(report: SweepReport) -> SweepSnapshot:
     """A report as a comparison sees it (a JSON report file compares like a recorded sweep)."""
     meta = report.metadata
-    sweep_adaptive = bool(meta.get("adaptive"))
     cases = [
         CaseSnapshot(
             id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
-            adaptive=sweep_adaptive or bool(getattr(s, "adaptive", False)),
+            adaptive=is_adaptive(s, meta),
         )
         for s in report.results
     ]
