@@ -7,7 +7,6 @@ the trend page draws one line (with its interval band) per run of consecutive sw
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,12 @@ import pytest
 from farm.reports.history_html import render_comparison_html, render_trend_html
 from farm.reports.html import render_html
 from farm.stats.compare import CaseSnapshot, Comparison, SweepSnapshot, compare
-from tests.browser_fixtures import case_stats, chromium_path, launch_chromium, run, sweep_report
+from tests.browser_fixtures import case_stats, headless_chromium, run, sweep_report
 
 try:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:  # pragma: no cover - playwright is a dev dependency
-    expect = sync_playwright = None
+    expect = None
 
 SCRIPT = "</script><script>window.__pwned=1</script>"
 IMG = '"><img src=x onerror="window.__pwned=1">'
@@ -90,22 +89,10 @@ def test_the_report_shows_a_comparison_only_when_one_is_attached() -> None:
 # ------------------------------------------------------------------------------------ Chromium
 
 
-def _require(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    if sync_playwright is None:
-        _require("the playwright package is not installed")
-    if chromium_path() is None:
-        _require("Chromium is not installed (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
+    with headless_chromium() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

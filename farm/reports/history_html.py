@@ -42,7 +42,7 @@ def render_comparison_html(comparison: Comparison) -> str:
         meta_items=[("Base", side(comparison.base)), ("Head", side(comparison.head)),
                     ("Alpha", f"{comparison.alpha:g}"), ("Min drop", f"{comparison.min_drop:g} points")],
         cards=[{"label": verdict, "value": str(n)} for verdict, n in comparison.summary.items()],
-        js=Markup(asset("compare.js")),
+        js=Markup(asset("history.js") + asset("compare.js")),
     )
 
 
@@ -58,7 +58,7 @@ def render_trend_html(document: dict[str, Any]) -> str:
                                                               ("To", last)) if value is not None],
         verdict={"text": f"{flagged} newly flaky or broken" if flagged else "Nothing newly flaky",
                  "tone": "bad" if flagged else "good"},
-        js=Markup(asset("trend.js")),
+        js=Markup(asset("history.js") + asset("trend.js")),
     )
 
 

@@ -5,15 +5,10 @@
   const data = JSON.parse(document.getElementById("farm-data").textContent);
   const cases = data.cases || [];
   const $ = (id) => document.getElementById(id);
+  const el = farmUi.el;
   const ORDER = ["regressed", "improved", "inconclusive", "new", "removed", "unchanged"];
   const state = { query: "", filter: "attention" };
 
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
   function notes(c) {
     const out = [];
     if (c.class_change) out.push(c.class_change.base + " → " + c.class_change.head);
@@ -69,25 +64,9 @@
     count.dataset.matching = String(shown.length);
   }
 
-  function chips() {
-    const box = $("chips");
-    for (const [key, label, test] of FILTERS) {
-      const chip = el("button", "chip", label);
-      chip.appendChild(el("span", "n", String(cases.filter(test).length)));
-      chip.type = "button";
-      chip.dataset.filter = key;
-      chip.setAttribute("aria-pressed", String(key === state.filter));
-      chip.addEventListener("click", () => {
-        state.filter = key;
-        for (const other of box.children) other.setAttribute("aria-pressed", String(other === chip));
-        render();
-      });
-      box.appendChild(chip);
-    }
-  }
 
   $("filter").addEventListener("input", (e) => { state.query = e.target.value.trim().toLowerCase(); render(); });
-  chips();
+  farmUi.chips($("chips"), FILTERS, cases, state.filter, (key) => { state.filter = key; render(); });
   render();
   document.documentElement.dataset.ready = "1";
 })();

@@ -6,16 +6,11 @@
   const sweeps = data.sweeps || [];
   const cases = data.cases || [];
   const $ = (id) => document.getElementById(id);
+  const el = farmUi.el;
   const SVG = "http://www.w3.org/2000/svg";
   const W = 340, H = 64, PAD = 6, PAGE = 100;
   const state = { query: "", filter: "all", limit: PAGE };
 
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
   function svg(tag, attrs) {
     const node = document.createElementNS(SVG, tag);
     for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
@@ -99,27 +94,10 @@
     $("sweep-rows").replaceChildren(frag);
   }
 
-  function chips() {
-    const box = $("chips");
-    for (const [key, label, test] of FILTERS) {
-      const chip = el("button", "chip", label);
-      chip.appendChild(el("span", "n", String(cases.filter(test).length)));
-      chip.type = "button";
-      chip.dataset.filter = key;
-      chip.setAttribute("aria-pressed", String(key === state.filter));
-      chip.addEventListener("click", () => {
-        state.filter = key;
-        state.limit = PAGE;
-        for (const other of box.children) other.setAttribute("aria-pressed", String(other === chip));
-        render();
-      });
-      box.appendChild(chip);
-    }
-  }
 
   $("filter").addEventListener("input", (e) => { state.query = e.target.value.trim().toLowerCase(); state.limit = PAGE; render(); });
   $("more").addEventListener("click", () => { state.limit += PAGE; render(); });
-  chips();
+  farmUi.chips($("chips"), FILTERS, cases, state.filter, (key) => { state.filter = key; state.limit = PAGE; render(); });
   sweepRows();
   render();
   document.documentElement.dataset.ready = "1";
