@@ -191,6 +191,7 @@ def test_baseline_gating(history_url: str, tmp_path: Path) -> None:
     assert strict.exit_code == 1
     worse, _ = sweep(suite, history_url, 0.0, "--baseline", "main")
     assert worse.exit_code == 1
+    assert f"farm: compared with main ({base}): 2 regressed; regressed: a, b" in worse.output
     meta = json.loads((tmp_path / "r.json").read_text())["metadata"]
     assert meta["baseline"] == "main" and meta["compared_with"]["summary"]["regressed"] == 2
     store = HistoryStore.open(history_url)

@@ -69,7 +69,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
     from farm.history.session import start_history
 
     prepared = prepare_sweep(settings)
-    session = start_history(history, settings, prepared, lambda m: click.echo(f"farm: warning: {m}", err=True))
+    session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
     err = Console(stderr=True)
     executor: Any = create_executor(settings)  # the Celery one also has submit (--detach)
     if settings.detach:

@@ -36,9 +36,9 @@ class _Sweep:
         self.plan = plan
         self.observer = observer
         self.pool = AgentPool(plan.options)
+        pass_k = pass_ks(plan.metadata)
         self.accumulators = {
-            c.id: CaseAccumulator(c, plan.case_plans[c.id], max_details=plan.max_run_details,
-                                  pass_k=pass_ks(plan.metadata))
+            c.id: CaseAccumulator(c, plan.case_plans[c.id], max_details=plan.max_run_details, pass_k=pass_k)
             for c in plan.cases
         }
         self.finished: list[CaseStats] = []

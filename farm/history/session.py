@@ -38,6 +38,8 @@ Order = Literal["file", "failing-first"]
 
 ORDER_LOOKBACK = 20
 """Sweeps ``--order failing-first`` looks back over."""
+LISTED = 10
+"""Regressed case ids named in ``farm test``'s "compared with" line."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,9 @@ def last_trouble(store: HistoryStore, lookback: int = ORDER_LOOKBACK) -> dict[st
 class HistorySession:
     """One ``farm test`` run's dealings with the history store."""
 
-    def __init__(self, options: HistoryOptions, *, warn: Callable[[str], None]) -> None:
+    def __init__(self, options: HistoryOptions, *, tell: Callable[[str], None]) -> None:
         self.options = options
-        self.warn = warn
+        self.tell = tell  # one line for the user: farm test prints it to stderr after "farm: "
         self.url = history_url(options.url)
         self.base: Resolved | None = None
         self.comparison: Comparison | None = None
@@ -153,6 +155,7 @@ class HistorySession:
                                       min_drop=self.options.min_drop)
             report.metadata["baseline"] = self.options.baseline
             report.metadata["compared_with"] = self.comparison.model_dump(mode="json")
+            self.tell(compared_line(self.options.baseline or "", self.comparison))
         if report.metadata.get("history") == "submitter":
             self._record(report)
         return report
@@ -161,7 +164,7 @@ class HistorySession:
         try:
             store = self._open()
         except FarmError as exc:
-            self.warn(f"history not recorded: {exc.message}")
+            self.tell(f"warning: history not recorded: {exc.message}")
             return
         try:
             head = store.record(report)
@@ -171,7 +174,7 @@ class HistorySession:
         except Exception as exc:  # a history that cannot be written must not lose the sweep's reports
             from farm.history.engine import error_reason, safe_url
 
-            self.warn(f"history not recorded in {safe_url(self.url)}: {error_reason(exc)}")
+            self.tell(f"warning: history not recorded in {safe_url(self.url)}: {error_reason(exc)}")
         finally:
             store.close()
 
@@ -182,10 +185,20 @@ class HistorySession:
         return int(gate_on_baseline(self.comparison, report, self.options.gate or "regressions"))
 
 
+def compared_line(ref: str, comparison: Comparison) -> str:
+    """``compared with main (20261101T…): 2 regressed (a, b), 40 unchanged``."""
+    from farm.reports.comparison import headline
+
+    regressed = [c.id for c in comparison.cases if c.verdict == "regressed"]
+    shown = ", ".join(regressed[:LISTED]) + (f", … {len(regressed) - LISTED} more" if len(regressed) > LISTED else "")
+    line = f"compared with {ref} ({comparison.base.sweep_id or 'report'}): {headline(comparison)}"
+    return f"{line}; regressed: {shown}" if regressed else line
+
+
 def start_history(options: HistoryOptions | None, settings: Any, prepared: Any,
-                  warn: Callable[[str], None]) -> HistorySession:
+                  tell: Callable[[str], None]) -> HistorySession:
     """``farm test``'s session for a prepared sweep (``farm.sweep.PreparedSweep``), started."""
-    session = HistorySession(options or HistoryOptions(), warn=warn)
+    session = HistorySession(options or HistoryOptions(), tell=tell)
     loaded = prepared.loaded
     session.start(prepared.plan, settings=settings, files=loaded.files, root=loaded.root,
                   message_mode=loaded.kind == "message")
