@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from farm.history.nightly import NightlySettings, run_nightly
 from farm.history.store import HistoryStore
-from farm.history.tables import comparisons
+from farm.history.tables import comparisons, sweeps
 from farm.history.worker import record_finished_sweep
 from farm.models import SweepReport
 from tests.servers import HOST, serve_in_thread
@@ -174,5 +174,36 @@ def test_nightly_sweeps_on_real_workers_are_recorded_compared_and_announced(
         with store.engine.connect() as conn:
             kinds = sorted(conn.execute(select(comparisons.c.kind)).scalars())
         assert kinds == ["baseline:nightly", "last-nightly"]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_distributed_sweeps_are_recorded_by_the_submitter_or_by_the_worker(
+        sqlite_history_url: str, redis_client: Any, farm_worker: Any, farm_cli: Any, tmp_path: Path) -> None:
+    suite = tmp_path / "s.jsonl"
+    suite.write_text(json.dumps({"id": "a", "input": "a", "expected": "yes"}) + "\n")
+    farm_worker(queue="hist-submitter")  # no FARM_HISTORY_URL: this worker records nothing
+    attached = farm_cli.run("test", "-i", str(suite), "-n", AGENT, "--runs", "3", "--queue", "hist-submitter",
+                            "--history", sqlite_history_url, "--no-progress", "-o", str(tmp_path / "r.json"))
+    assert attached.returncode == 0, attached.stderr
+    farm_worker(queue="hist-worker", env={"FARM_HISTORY_URL": sqlite_history_url})
+    detached = farm_cli.run("test", "-i", str(suite), "-n", AGENT, "--runs", "3", "--queue", "hist-worker",
+                            "--detach", "--tag", "who=worker")
+    assert detached.returncode == 0, detached.stderr
+    sweep_id = detached.stdout.strip().splitlines()[-1]
+    store = HistoryStore.open(sqlite_history_url)
+    try:
+        deadline = time.monotonic() + 120
+        while store.sweep(sweep_id) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        recorded = store.sweeps()
+        assert len(recorded) == 2 and recorded[0].sweep_id == sweep_id
+        assert recorded[0].tags == {"who": "worker"} and recorded[1].tags == {}
+        with store.engine.connect() as conn:
+            settings = dict(conn.execute(select(sweeps.c.sweep_id, sweeps.c.settings)).all())
+        assert settings[recorded[1].sweep_id]["distributed"] is True
+        assert settings[sweep_id]["detach"] is True
     finally:
         store.close()
