@@ -16,6 +16,7 @@ import click
 
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
+from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 
 if TYPE_CHECKING:
     from farm.history.store import HistoryStore
@@ -27,9 +28,9 @@ history_option = click.option(
 )
 
 
-alpha_option = click.option("--alpha", type=float, default=0.10, show_default=True,
+alpha_option = click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
                             help="False discovery rate of the regression calls (BH q-value threshold).")
-min_drop_option = click.option("--min-drop", type=float, default=10.0, show_default=True, metavar="POINTS",
+min_drop_option = click.option("--min-drop", type=float, default=DEFAULT_MIN_DROP, show_default=True, metavar="POINTS",
                                help="Smallest pass-rate change, in points, called a regression or improvement.")
 
 
@@ -55,7 +56,7 @@ def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:
 # ------------------------------------------------------------------------------------ farm test
 
 
-def test_history_options(command: Any) -> Any:
+def history_flags(command: Any) -> Any:
     """The history flags of ``farm test`` (read back by ``farm.history.session.HistoryOptions.from_flags``)."""
     options = [
         history_option,
@@ -253,5 +254,12 @@ def baseline_rm(name: str, history: str | None) -> None:
     run_command(lambda: remove_baseline(name, history))
 
 
-__all__ = ["baseline", "compare", "compare_sweeps", "history_command", "history_option", "show_history",
-           "test_history_options"]
+__all__ = [
+    "baseline",
+    "compare",
+    "compare_sweeps",
+    "history_command",
+    "history_flags",
+    "history_option",
+    "show_history",
+]

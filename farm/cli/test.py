@@ -7,7 +7,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from farm.cli.history import test_history_options
+from farm.cli.history import history_flags
 from farm.cli.run import run_command
 from farm.errors import ExitCode
 from farm.models import SweepReport
@@ -138,7 +138,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @click.option("--no-progress", is_flag=True, help="No progress bar (off anyway when stderr is not a terminal).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
-@test_history_options
+@history_flags
 def test(input_: str, no_progress: bool, **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
     from farm.history.session import HistoryOptions

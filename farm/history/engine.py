@@ -27,6 +27,8 @@ from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 SQLITE_BUSY_TIMEOUT_S = 30.0
 """How long a SQLite writer waits for another (recording is one short transaction)."""
+PG_CONNECT_TIMEOUT_S = 10
+"""Seconds to reach a PostgreSQL server, unless the URL says otherwise (``?connect_timeout=``)."""
 MIGRATE_ATTEMPTS = 3
 _PG_MIGRATION_LOCK = 0x6661726D  # "farm": the advisory lock key that serialises migrations
 
@@ -67,6 +69,8 @@ def create_history_engine(url: str) -> Engine:
                 raise FarmRuntimeError(f"history {safe_url(parsed)}: cannot create {directory}: "
                                        f"{exc.strerror or exc}") from None
         kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
+    elif "connect_timeout" not in parsed.query:
+        kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}  # libpq waits on TCP forever
     try:
         engine = create_engine(parsed, **kwargs)
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
