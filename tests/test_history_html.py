@@ -60,7 +60,7 @@ def trend_doc() -> dict[str, Any]:
          "flag": None},
         {"id": SCRIPT, "points": [point("s1", 100, "stable")] * 3, "changes": [], "flag": None},
     ]
-    return {"sweeps": sweeps, "cases": cases, "generated_from": {"first": "x", "last": "y"}}
+    return {"sweeps": sweeps, "cases": cases}
 
 
 # ------------------------------------------------------------------------------------ pure

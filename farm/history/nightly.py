@@ -111,11 +111,13 @@ def payload(outcome: NightlyOutcome, location: str) -> dict[str, Any]:
     return {
         "text": outcome.text, "sweep_id": outcome.sweep.sweep_id, "regressed": outcome.regressed,
         "report": location,
-        "comparisons": {kind: {"base": base.sweep_id, "summary": c.summary,
-                               "regressed_cases": [r.id for r in c.cases if r.verdict == "regressed"][
-                                   :LISTED_REGRESSIONS]}
+        "comparisons": {kind: {"base": base.sweep_id, "summary": c.summary, "regressed_cases": _regressed(c)}
                         for kind, (base, c) in outcome.comparisons.items()},
     }
+
+
+def _regressed(comparison: Comparison) -> list[str]:
+    return [row.id for row in comparison.cases if row.verdict == "regressed"][:LISTED_REGRESSIONS]
 
 
 def post_json(url: str, body: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from farm.history.store import SweepInfo, iso
+from farm.history.store import SweepInfo
 from farm.history.tables import case_results, sweeps
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -102,8 +102,6 @@ def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint
         "cases": [{"id": case_id, "points": [None if p is None else asdict(p) for p in points],
                    "changes": class_changes(points), "flag": flag(points)}
                   for case_id, points in trends.items()],
-        "generated_from": {"first": iso(window[0].started_at) if window else None,
-                           "last": iso(window[-1].started_at) if window else None},
     }
 
 
