@@ -262,6 +262,14 @@ class RunDetail(FarmModel):
     retries: int = 0
 
 
+class FailureReason(FarmModel):
+    """Why runs of a case failed, and how many runs failed that way."""
+
+    reason: str
+    """``check: expected …`` for a failed check, ``status: ErrorType: message`` for an error."""
+    count: int
+
+
 class CaseStats(FarmModel):
     """Per-case statistics of a sweep (SPEC 7)."""
 
@@ -298,6 +306,19 @@ class CaseStats(FarmModel):
     max_duration_ms: float
     std_deviation_ms: float
     retries: int = 0
+    distinct_outputs: int = 0
+    """Distinct normalised outputs among the scored runs (errors and timeouts count as one "no
+    output"); exact up to ``farm.stats.DEFAULT_MAX_DISTINCT_OUTPUTS``, a lower bound beyond."""
+    failure_reasons: list[FailureReason] = Field(default_factory=list)
+    """The most frequent reasons runs failed, most frequent first (``farm.stats.reasons``)."""
+    pass_at_k: dict[str, float | None] = Field(default_factory=dict)
+    """Unbiased pass@k by k (as a string): the chance that at least one of k runs passes,
+    1 − C(n−c, k)/C(n, k) over the n scored runs, c passed; None when n < k."""
+    pass_hat_k: dict[str, float | None] = Field(default_factory=dict)
+    """Unbiased pass^k by k: the chance that all of k runs pass, C(c, k)/C(n, k); None when n < k."""
+    content_hash: str | None = None
+    """Digest of the case as written (turns, checks, input, settings; not its file or line):
+    comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
     run_details: list[RunDetail] = Field(default_factory=list)
     run_details_truncated: int = 0
     """How many runs were counted but not kept in ``run_details``."""

@@ -6,12 +6,16 @@ renderer is tested on exactly the data a test chooses.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from farm.models import (
     CaseStats,
@@ -45,6 +49,28 @@ def chromium_path() -> str | None:
 def launch_chromium(playwright: Any) -> Any:
     """A headless Chromium browser from a ``sync_playwright()`` handle."""
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+
+
+@contextlib.contextmanager
+def headless_chromium() -> Iterator[Any]:
+    """A headless Chromium; without playwright or Chromium, skip locally and fail in CI (a CI run
+    must not silently lose the browser tests)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    missing = ("the playwright package is not installed" if sync_playwright is None
+               else "Chromium is not installed (apt-get install chromium)" if chromium_path() is None else None)
+    if missing is not None and os.environ.get("CI"):
+        pytest.fail(missing)
+    if missing is not None:
+        pytest.skip(missing)
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def run(n: int, status: str = "passed", ms: float = 100.0, output: Any = "ok", **extra: Any) -> RunDetail:

@@ -25,6 +25,8 @@ import pytest
 
 from tests.servers import ROOT, free_port, stop_process
 
+pytest_plugins = ["tests.history_fixtures"]  # PostgreSQL and SQLite databases of the history tests
+
 REDIS_BINARY = os.environ.get("FARM_TEST_REDIS_SERVER", "redis-server")
 WORKER_READY_TIMEOUT_S = 60.0
 
@@ -86,6 +88,21 @@ class RedisServer:
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def farm_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """FARM_DATA_DIR for the session (the default history database, …): never the user's home."""
+    path = tmp_path_factory.mktemp("farm-data")
+    saved = os.environ.get("FARM_DATA_DIR")
+    os.environ["FARM_DATA_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        if saved is None:
+            os.environ.pop("FARM_DATA_DIR", None)
+        else:
+            os.environ["FARM_DATA_DIR"] = saved
 
 
 @pytest.fixture(scope="session")
@@ -170,7 +187,7 @@ class WorkerProcess:
 
 def farm_env(broker_url: str, **extra: str) -> dict[str, str]:
     """Environment of farm subprocesses: this interpreter's, the broker, the repo on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "FLOWER_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "FLOWER_")) or k == "FARM_DATA_DIR"}
     env.update({"FARM_BROKER_URL": broker_url, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env

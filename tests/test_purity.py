@@ -1,4 +1,4 @@
-"""The pure core never imports celery, redis, kombu, sqlalchemy or workers (ARCHITECTURE rule 1)."""
+"""The pure core never imports celery, redis, workers or the history store's SQL stack (ARCHITECTURE rule 1)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import sys
 import textwrap
 
 CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute",
-        "farm.lifecycle", "farm.plan", "farm.observers", "farm.settings", "farm.executors.local", "farm.cli",
+        "farm.stats.compare", "farm.reports.comparison", "farm.reports.history_html", "farm.lifecycle",
+        "farm.plan", "farm.observers", "farm.settings", "farm.executors.local", "farm.cli",
         "farm.stats.adaptive", "farm.fleet", "farm.fleet.specs", "farm.fleet.ratestate", "farm.fleet.limiter",
         "farm.fleet.local_rates", "farm.fleet.usage", "farm.fleet.prices", "farm.fleet.budget",
         "farm.fleet.control", "farm.fleet.quota", "farm.fleet.judge_cache", "farm.fleet.replay"]
 """farm.cli is here too: a ``farm test`` without --broker must start without Celery; of fleet control
 only the ``redis_*`` modules may talk to Redis."""
 
-FORBIDDEN = ("celery", "redis", "kombu", "sqlalchemy", "workers")
+FORBIDDEN = ("celery", "redis", "kombu", "workers", "sqlalchemy", "alembic", "psycopg")
 
 PROBE = textwrap.dedent(
     """

@@ -7,7 +7,6 @@ and expands, and the data exports. A screenshot lands in ``artifacts/report-scre
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,12 +18,12 @@ import pytest
 
 from farm.models import CheckOutcome, SweepReport
 from farm.reports.html import render_html, script_safe_json
-from tests.browser_fixtures import case_stats, chromium_path, launch_chromium, run, sweep_report, synthetic_report
+from tests.browser_fixtures import case_stats, headless_chromium, run, sweep_report, synthetic_report
 
 try:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:  # pragma: no cover - playwright is a dev dependency
-    expect = sync_playwright = None
+    expect = None
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "</script><script>window.__pwned=1</script>"
@@ -170,23 +169,10 @@ def test_empty_sweep_renders() -> None:
 # ------------------------------------------------------------------------ in Chromium
 
 
-def _require(reason: str) -> None:
-    """Skip locally, fail in CI: a CI run must not silently lose the browser tests."""
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if sync_playwright is None:
-        _require("the playwright package is not installed")
-    if chromium_path() is None:
-        _require("Chromium is not installed (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
+    with headless_chromium() as chromium:
+        yield chromium
 
 
 class Opened:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.lifecycle import finish_sweep
-from farm.stats import CaseAccumulator
+from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
 from workers.context import CACHE
 
@@ -43,7 +43,8 @@ def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: boo
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return None
-    acc = CaseAccumulator(planned.case, planned.plan)  # full details: `farm results -o x.html` may ask later
+    # full details kept: `farm results -o x.html` may ask for them later
+    acc = CaseAccumulator(planned.case, planned.plan, pass_k=pass_ks(sweep.metadata))
     for result in store.case_results(sweep_id, case_id, planned.plan.runs):
         acc.add(result)
     stop = store.stop_reason(sweep_id)

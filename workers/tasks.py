@@ -32,6 +32,7 @@ from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
+from farm.history.worker import record_finished_sweep
 from farm.redis_keys import report_latch_ttl
 from farm.store import SweepStore
 from workers.app import SETTINGS, app
@@ -90,8 +91,11 @@ def aggregate_task(self: Task, sweep_id: str, case_id: str) -> dict[str, Any]:
 
 @app.task(name="farm.report", bind=True, autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=20)
 def report_task(self: Task, sweep_id: str) -> dict[str, Any]:
-    """Last task of a sweep: the report, stored once, and the ``finish`` event."""
-    return {"sweep": sweep_id, "stored": report_sweep(_store(self), sweep_id)}
+    """Last task of a sweep: the report, stored once, and the ``finish`` event; then its history."""
+    store = _store(self)
+    stored = report_sweep(store, sweep_id)
+    recorded = record_finished_sweep(lambda: store.get_report(sweep_id))  # only with FARM_HISTORY_URL
+    return {"sweep": sweep_id, "stored": stored, "history": recorded}
 
 
 @app.task(name="farm.nightly", bind=True)

@@ -5,6 +5,7 @@
     test.py     farm test
     worker.py   farm worker
     sweeps.py   farm results, cancel, status, flower (distributed sweeps)
+    history.py  farm compare, history, baseline (sweep history, SPEC 12)
 """
 
 from farm.cli.main import main

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from farm.cli import sweeps, test, worker
+from farm.cli import history, sweeps, test, worker
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,5 +21,8 @@ main.add_command(test.test)
 main.add_command(worker.worker)
 for command in (sweeps.results, sweeps.cancel, sweeps.status, sweeps.flower):
     main.add_command(command)
+main.add_command(history.compare)
+main.add_command(history.history_command)
+main.add_command(history.baseline)
 
 __all__ = ["main"]

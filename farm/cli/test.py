@@ -7,6 +7,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from farm.cli.history import history_flags
 from farm.cli.run import run_command
 from farm.errors import ExitCode
 from farm.models import SweepReport
@@ -63,9 +64,12 @@ def _write_report(prepared: PreparedSweep, report: SweepReport, settings: TestSe
         path.write_text(content, encoding="utf-8")
 
 
-def run_test(settings: TestSettings, *, progress: bool) -> int:
+def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> int:
     """``farm test``: returns the exit code."""
+    from farm.history.session import start_history
+
     prepared = prepare_sweep(settings)
+    session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
     err = Console(stderr=True)
     executor: Any = create_executor(settings)  # the Celery one also has submit (--detach)
     if settings.detach:
@@ -87,13 +91,14 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
     finally:
         if stream is not None:
             stream.close()
+    report = session.finish(report)
     _write_report(prepared, report, settings)
     if prepared.output_path is not None:
         print_summary(err, report)
         err.print(f"report: {prepared.output_path}", highlight=False, markup=False)
     from farm.stats import exit_code_for
 
-    return int(exit_code_for(report))
+    return session.exit_code(report, int(exit_code_for(report)))
 
 
 @click.command(epilog=EXAMPLES)
@@ -133,10 +138,14 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
 @click.option("--no-progress", is_flag=True, help="No progress bar (off anyway when stderr is not a terminal).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
+@history_flags
 def test(input_: str, no_progress: bool, **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
+    from farm.history.session import HistoryOptions
+
+    history = HistoryOptions.from_flags(flags)
     settings = TestSettings(input=input_, **flags)
-    run_command(lambda: run_test(settings, progress=not no_progress), verbose=settings.verbose)
+    run_command(lambda: run_test(settings, progress=not no_progress, history=history), verbose=settings.verbose)
 
 
 

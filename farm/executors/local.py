@@ -18,7 +18,7 @@ from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, sta
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver
 from farm.plan import PlannedCase, SweepPlan, utc_now
-from farm.stats import CaseAccumulator
+from farm.stats import CaseAccumulator, pass_ks
 
 
 class _Sweep:
@@ -29,8 +29,10 @@ class _Sweep:
         self.observer = observer
         self.stop = stop
         self.pool = AgentPool(plan.options)
+        pass_k = pass_ks(plan.metadata)
         self.accumulators = {
-            c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details) for c in plan.cases
+            c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k)
+            for c in plan.cases
         }
         self.finished: dict[str, CaseStats] = {}
         for ref in dict.fromkeys(c.agent for c in plan.cases):

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from farm.models import CaseStats, SweepReport, SweepSummary
 
-__all__ = ["render_html", "script_safe_json"]
+__all__ = ["asset", "render_html", "script_safe_json", "template_environment"]
 
 _SCRIPT_ESCAPES = (
     ("<", "\\u003c"),
@@ -52,7 +52,7 @@ def render_html(report: SweepReport) -> str:
     meta = report.metadata
     agent = _text(meta.get("agent_id") or "agent")
     multi_run = summary.runs_per_case > 1
-    return _environment().get_template("report.html.j2").render(
+    return template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
         verdict=_verdict(summary),
@@ -62,12 +62,24 @@ def render_html(report: SweepReport) -> str:
         histogram=_histogram(report.results) if multi_run else None,
         spread=_spread(report.results) if multi_run else None,
         environment=_rows(report.environment),
-        metadata=_rows(meta),
+        metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
+        compared=_compared_with(meta),
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
         data_json=Markup(script_safe_json(report.model_dump_json())),
-        css=Markup(_asset("report.css")),
-        js=Markup(_asset("report.js")),
+        css=Markup(asset("report.css") + asset("history.css")),
+        js=Markup(asset("report.js")),
     )
+
+
+def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The "compared with" section, when ``farm test --baseline`` attached a comparison."""
+    document = meta.get("compared_with")
+    if not isinstance(document, dict):
+        return None
+    from farm.reports.history_html import compared_with_section
+    from farm.stats.compare import Comparison
+
+    return compared_with_section(Comparison.model_validate(document))
 
 
 def script_safe_json(text: str) -> str:
@@ -82,7 +94,7 @@ def script_safe_json(text: str) -> str:
 
 
 @functools.cache
-def _environment() -> Environment:
+def template_environment() -> Environment:
     return Environment(
         loader=PackageLoader("farm.reports", "templates"),
         autoescape=True,
@@ -93,7 +105,7 @@ def _environment() -> Environment:
 
 
 @functools.cache
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     """A static file of ``templates/``; a ``</`` in it would end its element early."""
     text = resources.files("farm.reports").joinpath("templates", name).read_text(encoding="utf-8")
     if "</" in text:

@@ -12,6 +12,7 @@ import math
 from fractions import Fraction
 
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus
+from farm.stats.fingerprint import case_fingerprint
 from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_interval
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
@@ -21,7 +22,9 @@ from farm.stats.outputs import (
     bounded_text,
     output_digest,
 )
+from farm.stats.passk import DEFAULT_PASS_K, pass_k_figures
 from farm.stats.plan import CasePlan
+from farm.stats.reasons import ReasonCounter
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
@@ -124,11 +127,13 @@ class CaseAccumulator:
     """Statistics of one case, built from its run results in any order, each counted once."""
 
     def __init__(self, case: Case, plan: CasePlan, *, max_details: int = DEFAULT_MAX_RUN_DETAILS,
-                 max_distinct_outputs: int = DEFAULT_MAX_DISTINCT_OUTPUTS) -> None:
+                 max_distinct_outputs: int = DEFAULT_MAX_DISTINCT_OUTPUTS,
+                 pass_k: tuple[int, ...] = DEFAULT_PASS_K) -> None:
         self.case_id = case.id
         self._case = {"id": case.id, "suite": case.suite, "source": case.source,
-                      "input": case.input, "expected": case.expected}
+                      "input": case.input, "expected": case.expected, "content_hash": case_fingerprint(case)}
         self.plan = plan
+        self.pass_k = pass_k
         self._seen = bytearray((plan.runs + 8) // 8)
         self._counted = 0
         self._status = dict.fromkeys(RunStatus, 0)
@@ -136,6 +141,7 @@ class CaseAccumulator:
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
+        self._reasons = ReasonCounter()
 
     def _claim(self, run: int) -> bool:
         if not 1 <= run <= self.plan.runs:
@@ -160,6 +166,7 @@ class CaseAccumulator:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
             self._outputs.add(output_digest(output))
+            self._reasons.add(result)
         self._details.offer(result)
         return True
 
@@ -192,6 +199,7 @@ class CaseAccumulator:
         low, high = wilson_interval(passed, scored)
         exact_rate = Fraction(100 * passed, scored) if scored else Fraction(0)
         d = self._durations.figures()
+        pass_at, pass_hat = pass_k_figures(scored, passed, self.pass_k)
         return CaseStats(
             **self._case, runs=self._counted, passed=passed,
             failed=s[RunStatus.FAILED] + s[RunStatus.ERROR] + s[RunStatus.TIMEOUT],
@@ -203,6 +211,7 @@ class CaseAccumulator:
             runs_planned=self.plan.runs, required_passes=self.plan.required,
             case_passed=label == "skipped" or passed >= self.plan.required,
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
-            std_deviation_ms=d["std"], retries=self._retries,
+            std_deviation_ms=d["std"], retries=self._retries, distinct_outputs=len(self._outputs),
+            failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
         )
