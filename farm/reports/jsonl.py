@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from farm.errors import InputError
-from farm.models import CaseStats, CheckOutcome, RunResult, RunStatus, SweepReport
+from farm.models import CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, SweepReport
 from farm.reports.json_report import yao_summary_aliases
 
 
@@ -46,9 +46,17 @@ def _check(c: CheckOutcome) -> dict[str, Any]:
     return event
 
 
+def error_text(detail: RunDetail) -> str:
+    """A kept run's error as one line: ``ValueError: bad input`` (the type when it says more)."""
+    message = detail.error or ""
+    if detail.status is RunStatus.ERROR and detail.error_type and detail.error_type != "AgentError":
+        return f"{detail.error_type}: {message}"
+    return message
+
+
 def result_event(r: RunResult) -> dict[str, Any]:
-    """The ``result`` line of one run."""
-    return {
+    """The ``result`` line of one run: Yao's fields, plus the error's type and bounded traceback."""
+    event = {
         "type": "result",
         "id": r.case_id,
         "run": r.run,
@@ -60,6 +68,9 @@ def result_event(r: RunResult) -> dict[str, Any]:
         "error": None if r.error is None else (r.error.message or r.error.type),
         "retries": r.retries,
     }
+    if r.error is not None:
+        event |= {"error_type": r.error.type, "traceback": r.error.traceback}
+    return event
 
 
 def stability_event(s: CaseStats) -> dict[str, Any]:
@@ -68,8 +79,10 @@ def stability_event(s: CaseStats) -> dict[str, Any]:
 
 
 def summary_event(report: SweepReport) -> dict[str, Any]:
-    """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts."""
-    return {"type": "summary", **report.summary.model_dump(mode="json"), **yao_summary_aliases(report)}
+    """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts, and
+    the report's metadata (a stopped sweep says so here: ``status``, ``stopped``, ``not_run``)."""
+    return {"type": "summary", **report.summary.model_dump(mode="json"), **yao_summary_aliases(report),
+            "metadata": report.metadata}
 
 
 class JsonlWriter:
@@ -91,7 +104,8 @@ class JsonlWriter:
         self.write(result_event(r))
 
     def stability(self, s: CaseStats) -> None:
-        self.write(stability_event(s))
+        if s.label != "skipped":  # a skipped case has no statistics (SPEC 10): summary.skipped_ids lists it
+            self.write(stability_event(s))
 
     def summary(self, report: SweepReport) -> None:
         self.write(summary_event(report))

@@ -16,7 +16,8 @@ from farm.stats.outputs import (
     output_digest,
 )
 from farm.stats.plan import CasePlan, plan_case, required_passes
-from farm.stats.sweep import build_report, case_verdict, exit_code_for, summarize
+from farm.stats.reasons import failure_reasons
+from farm.stats.sweep import below_overall_gate, build_report, case_verdict, exit_code_for, summarize
 
 __all__ = [
     "DEFAULT_MAX_DISTINCT_OUTPUTS",
@@ -26,10 +27,12 @@ __all__ = [
     "CaseAccumulator",
     "CasePlan",
     "ModeCounter",
+    "below_overall_gate",
     "bounded",
     "build_report",
     "case_verdict",
     "exit_code_for",
+    "failure_reasons",
     "label_for",
     "normalise_output",
     "output_digest",
