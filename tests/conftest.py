@@ -88,6 +88,14 @@ class RedisServer:
             stop_process(self.process)
 
 
+@pytest.fixture(autouse=True)
+def farm_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's FARM_DATA_DIR (run journals, history) is a temporary one, never the user's."""
+    path = tmp_path_factory.mktemp("farm-data")
+    monkeypatch.setenv("FARM_DATA_DIR", str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a Redis server for the session: our own, or FARM_TEST_REDIS_URL."""
@@ -170,7 +178,7 @@ class WorkerProcess:
 
 def farm_env(broker_url: str, **extra: str) -> dict[str, str]:
     """Environment of farm subprocesses: this interpreter's, the broker, the repo on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "FLOWER_"))}
+    env = {k: v for k, v in os.environ.items() if k == "FARM_DATA_DIR" or not k.startswith(("FARM_", "FLOWER_"))}
     env.update({"FARM_BROKER_URL": broker_url, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env
