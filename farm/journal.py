@@ -14,6 +14,12 @@ A journal is the JSONL stream of SPEC 8 (``start``, ``result`` per run, ``stabil
               what the sweep counted (the Yao fields beside it are for people and ``jq``)
 
 The JSONL writer and the plan model are the ones reports and Redis use: no second codec.
+
+Flat memory for big JSON/HTML reports (issue 16) can build on this: every run is already here
+in full, in completion order, so the in-memory run details (``SweepPlan.max_run_details``) can
+drop to 0 and a renderer can stream ``results`` case by case, reading each case's kept runs back
+from the journal (an index of byte offsets per case, collected while writing, makes that one
+seek per case) instead of holding 100 details per case in the accumulators.
 """
 
 from __future__ import annotations

@@ -285,6 +285,14 @@ class RunDetail(FarmModel):
     """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
     retries: int = 0
 
+    @property
+    def error_line(self) -> str:
+        """The error as one line for people: ``ValueError: bad input`` (the type when it says more)."""
+        message = self.error or ""
+        if self.status is RunStatus.ERROR and self.error_type not in (None, "AgentError"):
+            return f"{self.error_type}: {message}"
+        return message
+
 
 class FailureReason(FarmModel):
     """Why runs of a case failed, and how many runs failed that way."""

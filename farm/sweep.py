@@ -207,13 +207,19 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
     ``farm.observers.JsonlObserver``) to follow the runs, a ``SweepStop`` to stop it early.
     Inside a running event loop (Jupyter, pytest-asyncio, FastAPI) use ``arun_sweep``.
     """
+    if _loop_running():  # before anything is built: no coroutine left un-awaited
+        raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
+                               "FastAPI): use `await farm.arun_sweep(settings)`")
+    prepared = prepare_sweep(settings)
+    return create_executor(settings).run(prepared.plan, observer or Observers(), stop)
+
+
+def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        prepared = prepare_sweep(settings)
-        return create_executor(settings).run(prepared.plan, observer or Observers(), stop)
-    raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
-                           "FastAPI): use `await farm.arun_sweep(settings)`")
+        return False
+    return True
 
 
 async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
@@ -230,7 +236,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
 
 def _metadata(settings: TestSettings, loaded: LoadedInput) -> dict[str, Any]:
     metadata: dict[str, Any] = {
-        "input": settings.message if loaded.kind == "message" else str(loaded.root),
+        "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
         "min_pass_rate": settings.min_pass_rate,
         "runs": settings.runs,
         "reporter": settings.reporter,

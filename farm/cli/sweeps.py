@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.cli.worker import PASS_THROUGH, broker_option
 from farm.errors import ExitCode, SettingsError
@@ -69,7 +70,7 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
     return int(exit_code_for(report))
 
 
-@click.command()
+@click.command(cls=StrictCommand)
 @click.argument("sweep_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Report file (.jsonl .json .md .html .xml); default: the JSONL stream on stdout.")
@@ -89,7 +90,7 @@ def cancel_sweep(sweep_id: str, broker: str) -> int:
     return int(ExitCode.OK)
 
 
-@click.command()
+@click.command(cls=StrictCommand)
 @click.argument("sweep_id")
 @broker_option
 def cancel(sweep_id: str, broker: str) -> None:
@@ -132,7 +133,7 @@ def _print_status(status: dict[str, Any]) -> None:
                    f"cases {s['cases_done']}/{s['total_cases']}  queue {s['queue']}  since {since}{stopped}")
 
 
-@click.command()
+@click.command(cls=StrictCommand)
 @broker_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.option("--timeout", type=float, default=1.0, show_default=True, help="Seconds to wait for workers.")

@@ -168,7 +168,7 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
         with StopSignals(stop, **_notices(prepared, settings, farm_settings.stop_grace_s, journal_name)) as signals:
             try:
                 report = executor.run(prepared.plan, Observers(*observers), stop)
-            except FarmError:
+            except Exception:  # the farm failed (or crashed): what ran is still on disk
                 say(err, f"every completed run is in the journal {journal_name} "
                          f"(farm report {journal_name} -o FILE)")
                 raise

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from farm.errors import InputError
-from farm.models import CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, SweepReport
+from farm.models import CaseStats, CheckOutcome, RunResult, RunStatus, SweepReport
 from farm.reports.json_report import yao_summary_aliases
 
 
@@ -44,14 +44,6 @@ def _check(c: CheckOutcome) -> dict[str, Any]:
     if c.verdict is not None:
         event |= {"verdict": c.verdict, "reason": c.reason}
     return event
-
-
-def error_text(detail: RunDetail) -> str:
-    """A kept run's error as one line: ``ValueError: bad input`` (the type when it says more)."""
-    message = detail.error or ""
-    if detail.status is RunStatus.ERROR and detail.error_type and detail.error_type != "AgentError":
-        return f"{detail.error_type}: {message}"
-    return message
 
 
 def result_event(r: RunResult) -> dict[str, Any]:

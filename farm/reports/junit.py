@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
-from farm.reports.jsonl import error_text
 from farm.stats import case_verdict
 
 MAX_TEXT = 8192
@@ -48,7 +47,7 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 def _describe(detail: RunDetail) -> list[str]:
     head = f"run {detail.run} ({detail.status.value}, {detail.duration_ms:.0f} ms)"
     if detail.error:
-        return [f"{head}: {error_text(detail)}"]
+        return [f"{head}: {detail.error_line}"]
     lines = [head]
     for check in detail.failed_checks:
         line = f"  {check.name}: {check.message or 'failed'}"

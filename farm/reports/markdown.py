@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
-from farm.reports.jsonl import error_text
 from farm.stats import case_verdict
 
 MAX_DETAILS_SHOWN = 10
@@ -102,7 +101,7 @@ def _stability(report: SweepReport) -> list[str]:
 def _run_lines(detail: RunDetail) -> list[str]:
     head = f"Run {detail.run} ({detail.status.value}, {_duration(detail.duration_ms)})"
     if detail.error:
-        return [f"- {head}: {md_inline(error_text(detail))}"]
+        return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]
     for check in detail.failed_checks:
         line = f"  - **{md_inline(check.name)}**: {md_inline(check.message or 'failed')}"
