@@ -153,3 +153,10 @@ def test_report_of_a_distributed_sweep_live_and_finished(tmp_path: Path, redis_c
     report = json.loads((tmp_path / "final.json").read_text())
     assert report["metadata"]["status"] == "complete" and [r["id"] for r in report["results"]] == ["a", "b"]
     assert report["results"] == json.loads((tmp_path / "done.json").read_text())["results"]
+
+
+def test_report_of_an_unknown_sweep_without_a_broker_says_where_it_looked(tmp_path: Path, farm_data_dir: Path) -> None:
+    result = farm("report", "20990101T000000-abcdef", "-o", str(tmp_path / "r.json"), "--broker", "redis://127.0.0.1:1/0")
+    assert result.exit_code == 2
+    assert f"no journal of that sweep in {journal_dir(farm_data_dir)}" in result.stderr
+    assert "no broker to ask" in result.stderr

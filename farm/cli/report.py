@@ -17,7 +17,7 @@ from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.cli.worker import broker_option
 from farm.console import print_summary, say
-from farm.errors import InputError, SettingsError
+from farm.errors import BrokerError, InputError, SettingsError
 from farm.journal import journal_path
 from farm.models import SweepReport
 from farm.outputs import plan_outputs, write_report
@@ -45,10 +45,16 @@ def load_report(source: str, broker: str) -> SweepReport:
         from farm.replay import report_from_journal
 
         return report_from_journal(journal)
-    from farm.executors.celery import CeleryExecutor
     from farm.replay import report_from_store
+    from farm.store import SweepStore
 
-    return report_from_store(CeleryExecutor(settings).store(), source)
+    store = SweepStore.from_url(settings.store_url, ttl=settings.result_ttl_s)
+    try:
+        store.ping()
+    except BrokerError as exc:
+        raise InputError(f"{source}: no journal of that sweep in {journal_path(settings.data_dir, source).parent}, "
+                         f"and no broker to ask ({exc.message})") from None
+    return report_from_store(store, source)
 
 
 def render_reports(source: str, outputs: tuple[str, ...], broker: str) -> int:
