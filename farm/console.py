@@ -26,6 +26,7 @@ MAX_ID_CHARS = 40
 MAX_IDS_SHOWN = 10
 """Case ids listed per line (skipped, not run, a failure's cases); the rest are counted."""
 
+
 def say(console: Console, text: str, *, style: str | None = None) -> None:
     """One line as it is (no markup, no highlighting), never wrapped: CI logs grep it."""
     console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
@@ -68,14 +69,13 @@ def case_rows(report: SweepReport, *, max_rows: int = 30) -> list[tuple[str, boo
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEADER))]
     lines = []
     for row in table:
-        cells = [cell.rjust(w) if i in _RIGHT else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths,
-                                                                                                   strict=True))]
+        cells = [cell.rjust(widths[i]) if i in _RIGHT else cell.ljust(widths[i]) for i, cell in enumerate(row)]
         lines.append(("  ".join(cells).rstrip(), row[0] == "FAIL"))
     return lines
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else plural or word + 's'}"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def summary_line(report: SweepReport) -> str:
@@ -103,11 +103,11 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     meta = report.metadata
     if meta.get("stopped"):
         not_run = [str(i) for i in meta.get("not_run") or []]
-        say(console, f"stopped early ({meta['stopped']}): {len(not_run)} cases not run"
-              + (f": {_ids(not_run)}" if not_run else ""))
+        listed = f": {_ids(not_run)}" if not_run else ""
+        say(console, f"stopped early ({meta['stopped']}): {len(not_run)} cases not run{listed}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
-                       f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
+                     f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
     say(console, summary_line(report))
 
 
@@ -117,7 +117,8 @@ class _Failure:
 
     example: RunResult
     count: int = 0
-    cases: list[str] = field(default_factory=list)
+    cases: dict[str, None] = field(default_factory=dict)
+    """The cases it happened in, in order (a dict: an ordered set)."""
 
 
 class FailureDigest:
@@ -135,7 +136,7 @@ class FailureDigest:
 
     def on_start(self, start: SweepStart) -> None:
         say(self._console, f"sweep {start.sweep_id}: {start.total_cases} cases, {start.total_runs} runs "
-                             f"against {start.agent_id}")
+                           f"against {start.agent_id}")
 
     def on_result(self, result: RunResult) -> None:
         for reason in failure_reasons(result):
@@ -146,27 +147,26 @@ class FailureDigest:
                     continue
                 failure = self._failures[reason] = _Failure(result)
             failure.count += 1
-            if result.case_id not in failure.cases:
-                failure.cases.append(result.case_id)
+            failure.cases[result.case_id] = None
 
     def on_case(self, stats: CaseStats) -> None:
         return None
 
     def on_finish(self, report: SweepReport) -> None:
-        self.print()
+        self.show()
 
-    def print(self) -> None:
+    def show(self) -> None:
         """Each distinct failure, most frequent first."""
         ranked = sorted(self._failures.items(), key=lambda item: -item[1].count)
         for reason, failure in ranked:
             runs = _plural(failure.count, "run")
             say(self._console, f"{runs} failed: {reason}", style="bold")
-            say(self._console, f"  cases: {_ids(failure.cases)}")
+            say(self._console, f"  cases: {_ids(list(failure.cases))}")
             for line in _example(failure.example):
                 say(self._console, f"  {line}")
         if self._unlisted:
             say(self._console, f"… and {_plural(self._unlisted, 'failed run')} of other kinds "
-                                 f"(only the first {self._max} kinds are listed)")
+                               f"(only the first {self._max} kinds are listed)")
 
 
 def _example(result: RunResult) -> list[str]:
