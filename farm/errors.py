@@ -146,6 +146,12 @@ class QuotaExhaustedError(FleetStop):
     stopped = "quota"
 
 
+AGENT_BUILD_FAILED = "AgentBuildError"
+"""``ErrorInfo.type`` of a run whose agent a worker could not build (a key or module missing on
+that machine): the submitter ends the sweep as a configuration error (exit 2), showing the
+worker's message, instead of reporting every run as a failed case."""
+
+
 class AgentError(Exception):
     """Raised by an agent adapter when one call to the agent under test fails.
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import traceback
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -162,11 +161,7 @@ async def _send_turn(
         state.conversation.retries = max(state.conversation.retries, exc.retries)
         raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message=exc.message)) from None
     except Exception as exc:  # the agent's own failure is data, not a crash of the sweep
-        raise _Outcome(
-            RunStatus.ERROR,
-            ErrorInfo(type=type(exc).__name__, message=str(exc) or type(exc).__name__,
-                      traceback=traceback.format_exc(limit=20)),
-        ) from None
+        raise _Outcome(RunStatus.ERROR, ErrorInfo.from_exception(exc)) from None
     if not isinstance(reply, Reply):
         raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message="agent returned no Reply"))
     state.history = [*request.messages, _assistant_message(reply)]
@@ -245,8 +240,7 @@ async def execute_run(
         result.status, result.error = outcome.status, outcome.error
     except Exception as exc:  # a bug in a check or in the farm: still one run, not a dead sweep
         result.status = RunStatus.ERROR
-        result.error = ErrorInfo(type=type(exc).__name__, message=str(exc),
-                                 traceback=traceback.format_exc(limit=20))
+        result.error = ErrorInfo.from_exception(exc)
     result.duration_ms = round((time.monotonic() - start) * 1000, 3)
     result.retries = state.total_retries()
     return result

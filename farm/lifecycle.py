@@ -50,6 +50,9 @@ class SweepStatus(enum.StrEnum):
     """The farm could not finish it; ``metadata.reason`` says why."""
     ABANDONED = "abandoned"
     """Its publisher vanished before publishing every run, and it was closed."""
+    RUNNING = "running"
+    """Not an end: a report of a sweep still in flight (``farm report`` on a partial journal or
+    a distributed sweep with no report yet)."""
 
 
 class SweepStop:

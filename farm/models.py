@@ -8,6 +8,7 @@ formats (Yao JSONL, neuro-san HOCON) load into the same ``Case``.
 from __future__ import annotations
 
 import enum
+import traceback
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -205,12 +206,29 @@ class RunStatus(enum.StrEnum):
     SKIPPED = "skipped"
 
 
+MAX_TRACEBACK_CHARS = 4000
+"""A run's traceback keeps this many characters of its end (the innermost frames say most)."""
+
+MAX_TRACEBACK_FRAMES = 20
+"""Frames a run's traceback keeps, innermost last."""
+
+
 class ErrorInfo(FarmModel):
     """Why a run errored or timed out."""
 
     type: str
+    """The exception's class name (``ValueError``), ``AgentError`` or ``Timeout``."""
     message: str
     traceback: str | None = None
+    """The innermost ``MAX_TRACEBACK_FRAMES`` frames, at most ``MAX_TRACEBACK_CHARS`` characters."""
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> ErrorInfo:
+        """The exception's type, message and bounded traceback (call it inside the ``except``)."""
+        text = "".join(traceback.format_exception(exc, limit=-MAX_TRACEBACK_FRAMES))
+        if len(text) > MAX_TRACEBACK_CHARS:
+            text = "…" + text[-(MAX_TRACEBACK_CHARS - 1):]
+        return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__, traceback=text)
 
 
 class RunResult(FarmModel):
@@ -246,6 +264,8 @@ class StabilityClass(enum.StrEnum):
     MOSTLY_STABLE = "mostly_stable"
     UNSTABLE = "unstable"
     HIGHLY_UNSTABLE = "highly_unstable"
+    BROKEN = "broken"
+    """Every run failed: consistent, not random (SPEC 7); the Yao table's classes are for 0 < rate."""
 
 
 class RunDetail(FarmModel):
@@ -256,10 +276,23 @@ class RunDetail(FarmModel):
     duration_ms: float
     output: JsonValue = None
     error: str | None = None
+    error_type: str | None = None
+    """The exception's class name for an ``error`` run (``ErrorInfo.type``)."""
+    traceback: str | None = None
+    """Bounded traceback, kept once per distinct error of the case (the first run that had it)."""
     failed_checks: list[CheckOutcome] = Field(default_factory=list)
     judged_checks: list[CheckOutcome] = Field(default_factory=list)
     """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
     retries: int = 0
+
+    @property
+    def error_line(self) -> str:
+        """The error as one line for people: ``ValueError: bad input`` (the type when it says more)."""
+        message = self.error or ""
+        if self.status is RunStatus.ERROR and self.error_type not in (None, "AgentError"):
+            return f"{self.error_type}: {message}"
+        return message
+
 
 
 class FailureReason(FarmModel):
@@ -341,6 +374,9 @@ class SweepSummary(FarmModel):
     duration_ms: float
     by_status: dict[str, int]
     """Run counts by status: passed, failed, error, timeout, skipped."""
+    skipped_ids: list[str] = Field(default_factory=list)
+    """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
+    no result row, pass rate or stability class (SPEC 10)."""
 
 
 class SweepReport(FarmModel):
@@ -349,6 +385,7 @@ class SweepReport(FarmModel):
     summary: SweepSummary
     environment: dict[str, JsonValue]
     results: list[CaseStats]
+    """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
     metadata: dict[str, JsonValue]
     """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
     ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""

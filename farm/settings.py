@@ -17,6 +17,7 @@ naming the variable.
     FARM_TASK_EVENTS         1: workers send Celery task events from the start (Flower)
     FARM_DATA_DIR            journals, history, recordings (default ~/.local/share/agent-farm)
     FARM_JOURNAL_DAYS        days run journals are kept (default 7)
+    FARM_STOP_GRACE          seconds runs in flight may finish after Ctrl-C/SIGTERM (default 5)
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ DEFAULT_RECONNECT_TIMEOUT_S = 60.0
 """How long a lost broker connection may take to come back."""
 DEFAULT_JOURNAL_DAYS = 7
 """Run journals older than this are pruned when a sweep starts (SPEC 10)."""
+DEFAULT_STOP_GRACE_S = 5.0
+"""After Ctrl-C or SIGTERM, runs in flight get this long to finish before they are abandoned."""
 DEFAULT_DATA_DIR = Path("~/.local/share/agent-farm")
 """Journals, the SQLite history and recordings live here unless FARM_DATA_DIR says otherwise."""
 
@@ -88,6 +91,7 @@ class FarmSettings:
     task_events: bool = False
     data_dir: Path = DEFAULT_DATA_DIR
     journal_days: int = DEFAULT_JOURNAL_DAYS
+    stop_grace_s: float = DEFAULT_STOP_GRACE_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> FarmSettings:
@@ -107,6 +111,7 @@ class FarmSettings:
             "task_events": env.get("FARM_TASK_EVENTS", "").strip().lower() in _TRUE,
             "data_dir": Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser(),
             "journal_days": _positive(env, "FARM_JOURNAL_DAYS", DEFAULT_JOURNAL_DAYS, whole=True),
+            "stop_grace_s": _positive(env, "FARM_STOP_GRACE", DEFAULT_STOP_GRACE_S, whole=False),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -143,6 +148,7 @@ __all__ = [
     "DEFAULT_CASE_TIMEOUT_S",
     "DEFAULT_QUEUE",
     "DEFAULT_RESULT_TTL_S",
+    "DEFAULT_STOP_GRACE_S",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "FarmSettings",
     "is_redis_url",

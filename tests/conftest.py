@@ -90,19 +90,12 @@ class RedisServer:
             stop_process(self.process)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def farm_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """FARM_DATA_DIR for the session (the default history database, …): never the user's home."""
+@pytest.fixture(autouse=True)
+def farm_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's FARM_DATA_DIR (run journals, history) is a temporary one, never the user's."""
     path = tmp_path_factory.mktemp("farm-data")
-    saved = os.environ.get("FARM_DATA_DIR")
-    os.environ["FARM_DATA_DIR"] = str(path)
-    try:
-        yield path
-    finally:
-        if saved is None:
-            os.environ.pop("FARM_DATA_DIR", None)
-        else:
-            os.environ["FARM_DATA_DIR"] = saved
+    monkeypatch.setenv("FARM_DATA_DIR", str(path))
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -187,7 +180,7 @@ class WorkerProcess:
 
 def farm_env(broker_url: str, **extra: str) -> dict[str, str]:
     """Environment of farm subprocesses: this interpreter's, the broker, the repo on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "FLOWER_")) or k == "FARM_DATA_DIR"}
+    env = {k: v for k, v in os.environ.items() if k == "FARM_DATA_DIR" or not k.startswith(("FARM_", "FLOWER_"))}
     env.update({"FARM_BROKER_URL": broker_url, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env

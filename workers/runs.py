@@ -13,10 +13,12 @@ Each stored or dropped run settles once in its case's Redis barrier (``SweepStor
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
 
+from farm.errors import AGENT_BUILD_FAILED
 from farm.lifecycle import StopReason, run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan, utc_now
@@ -46,9 +48,10 @@ def execute(sweep: SweepPlan, planned: PlannedCase, run: int, *, interrupts: tup
     try:
         agent = state.agent(sweep.options, planned.agent)
         judges = state.judge(sweep.options)
-    except Exception as exc:  # the agent cannot be built here (missing file on this machine, …)
-        return _failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, type(exc).__name__,
-                           f"cannot build agent {planned.agent.label!r} on this worker: {exc}")
+    except Exception as exc:  # the agent cannot be built here (missing key or module on this machine, …)
+        return _failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, AGENT_BUILD_FAILED,
+                           f"cannot build agent {planned.agent.label!r} on worker {socket.gethostname()}: "
+                           f"{type(exc).__name__}: {exc}")
     started = time.monotonic()
     try:
         return state.loop.run_until_complete(run_guarded(case, run, agent, sweep.env, judges=judges))
@@ -62,7 +65,8 @@ def execute(sweep: SweepPlan, planned: PlannedCase, run: int, *, interrupts: tup
 
 
 def _record(sweep_id: str, case_id: str, run: int, **extra: Any) -> dict[str, Any]:
-    return {"sweep": sweep_id, "case": case_id, "run": run, **extra}
+    # status first: Flower's task list shows the start of the result (``{'status': 'failed', …``)
+    return {**extra, "sweep": sweep_id, "case": case_id, "run": run}
 
 
 def _summary(result: RunResult, counted: bool) -> dict[str, Any]:

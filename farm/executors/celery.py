@@ -25,7 +25,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from farm.errors import BrokerError, InputError, SettingsError, WorkerLostError
+from farm.errors import (
+    AGENT_BUILD_FAILED,
+    AgentResolutionError,
+    BrokerError,
+    InputError,
+    SettingsError,
+    WorkerLostError,
+)
 from farm.lifecycle import SweepStop
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
@@ -218,7 +225,11 @@ class CeleryExecutor:
         if event.type == "start" and event.data:
             observer.on_start(SweepStart(**json.loads(event.data)))
         elif event.type == "result" and event.data:
-            observer.on_result(RunResult.model_validate_json(event.data))
+            result = RunResult.model_validate_json(event.data)
+            if result.error is not None and result.error.type == AGENT_BUILD_FAILED:
+                self._stop_quietly(sweep_id)  # every other run would fail the same way
+                raise AgentResolutionError(f"sweep {sweep_id} stopped: {result.error.message}")
+            observer.on_result(result)
         elif event.type == "case" and event.data:
             observer.on_case(CaseStats.model_validate_json(event.data))
         elif event.type == "stopped":

@@ -55,7 +55,8 @@ def render_html(report: SweepReport) -> str:
     return template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
-        verdict=_verdict(summary),
+        verdict=_verdict(summary, meta),
+        apart=_apart(report),
         meta_items=_meta_items(meta),
         cards=_cards(summary),
         status_bar=_status_bar(summary),
@@ -127,12 +128,23 @@ def _rows(mapping: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(key), _text(value)) for key, value in mapping.items()]
 
 
-def _verdict(summary: SweepSummary) -> dict[str, str]:
+def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
+    if meta.get("stopped"):
+        return {"text": f"Stopped: {_text(meta['stopped'])}", "tone": "warn"}
     if summary.total_cases == 0:
         return {"text": "No cases", "tone": "muted"}
     if summary.failed_cases:
         return {"text": f"{summary.failed_cases} failed", "tone": "bad"}
     return {"text": "All passed", "tone": "good"}
+
+
+def _apart(report: SweepReport) -> list[tuple[str, list[str], str]]:
+    """Cases listed apart from the results: skipped by the suite, and not run (a stopped sweep)."""
+    not_run = report.metadata.get("not_run")
+    groups = [("Skipped cases", report.summary.skipped_ids, "skip: true in the suite; no pass rate")]
+    if isinstance(not_run, list):
+        groups.append(("Cases not run", [_text(i) for i in not_run], "the sweep stopped before they ran"))
+    return [(title, ids, note) for title, ids, note in groups if ids]
 
 
 def _meta_items(meta: dict[str, Any]) -> list[tuple[str, str]]:

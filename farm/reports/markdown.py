@@ -101,7 +101,7 @@ def _stability(report: SweepReport) -> list[str]:
 def _run_lines(detail: RunDetail) -> list[str]:
     head = f"Run {detail.run} ({detail.status.value}, {_duration(detail.duration_ms)})"
     if detail.error:
-        return [f"- {head}: {md_inline(detail.error)}"]
+        return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]
     for check in detail.failed_checks:
         line = f"  - **{md_inline(check.name)}**: {md_inline(check.message or 'failed')}"
@@ -144,6 +144,19 @@ def _case(stats: CaseStats) -> list[str]:
     return lines + _failures(stats)
 
 
+def _apart(report: SweepReport) -> list[str]:
+    """Cases with no result section: skipped by the suite, not run by a stopped sweep."""
+    lines: list[str] = []
+    not_run = report.metadata.get("not_run")
+    groups = [("Skipped", report.summary.skipped_ids, "skipped by the suite")]
+    if isinstance(not_run, list):
+        groups.append(("Not run", not_run, f"the sweep stopped ({md_inline(report.metadata.get('stopped'))})"))
+    for title, ids, why in groups:
+        if ids:
+            lines += ["", f"## {title}", "", f"{len(ids)} cases, {why}:", "", *(f"- {md_inline(i)}" for i in ids)]
+    return lines[1:]
+
+
 def render_markdown(report: SweepReport) -> str:
     """The whole report as Markdown."""
     parts = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report)]
@@ -153,5 +166,5 @@ def render_markdown(report: SweepReport) -> str:
         while lines and not lines[-1]:
             lines.pop()
         results += ["", *lines]
-    parts.append(results)
+    parts += [results, _apart(report)]
     return "\n\n".join("\n".join(p).rstrip("\n") for p in parts if p) + "\n"

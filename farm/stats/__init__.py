@@ -19,7 +19,7 @@ from farm.stats.outputs import (
 from farm.stats.passk import DEFAULT_PASS_K, pass_at_k, pass_hat_k, pass_k_figures, pass_ks
 from farm.stats.plan import CasePlan, plan_case, required_passes
 from farm.stats.reasons import failure_reasons
-from farm.stats.sweep import build_report, case_verdict, exit_code_for, summarize
+from farm.stats.sweep import below_overall_gate, build_report, case_verdict, exit_code_for, summarize
 
 __all__ = [
     "DEFAULT_MAX_DISTINCT_OUTPUTS",
@@ -30,6 +30,7 @@ __all__ = [
     "CaseAccumulator",
     "CasePlan",
     "ModeCounter",
+    "below_overall_gate",
     "bounded",
     "build_report",
     "case_fingerprint",

@@ -13,7 +13,15 @@ from fractions import Fraction
 
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus
 from farm.stats.fingerprint import case_fingerprint
-from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_interval
+from farm.stats.measures import (
+    ceil_to,
+    floor_to,
+    label_for,
+    percent,
+    round_half_up,
+    stability_class,
+    wilson_interval,
+)
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -31,6 +39,9 @@ DEFAULT_MAX_RUN_DETAILS = 100
 
 MAX_CHECKS_PER_DETAIL = 20
 """Failed checks kept per kept run."""
+
+MAX_TRACEBACKS_PER_CASE = 5
+"""Distinct errors of a case whose traceback its kept runs hold (the first run of each)."""
 
 _NO_OUTPUT = frozenset({RunStatus.ERROR, RunStatus.TIMEOUT})
 
@@ -76,27 +87,35 @@ class _Details:
         self.passing: list[tuple[int, str]] = []
         self.others: list[tuple[int, str]] = []
         self.truncated = 0
+        self.tracebacks: set[tuple[str | None, str | None]] = set()
 
     def offer(self, result: RunResult) -> None:
         """Keep ``result`` as a detail if there is room for it (built only then: it costs)."""
         passing = RunStatus(result.status) is RunStatus.PASSED
         if len(self.passing) + len(self.others) < self.cap:
-            (self.passing if passing else self.others).append(_packed(result))
+            (self.passing if passing else self.others).append(self._packed(result))
             return
         self.truncated += 1
         if not passing and self.passing:
             self.passing.pop()
-            self.others.append(_packed(result))
+            self.others.append(self._packed(result))
+
+    def _packed(self, result: RunResult) -> tuple[int, str]:
+        # Defaults left out: half the JSON, and the models made from it carry a smaller
+        # fields-set (768 B instead of 1.28 KB each for a plain passing run).
+        detail = run_detail(result)
+        if detail.traceback is not None:
+            # one traceback per distinct error: fifty runs failing alike need not keep fifty copies
+            signature = (detail.error_type, detail.error)
+            if signature in self.tracebacks or len(self.tracebacks) >= MAX_TRACEBACKS_PER_CASE:
+                detail.traceback = None
+            else:
+                self.tracebacks.add(signature)
+        return result.run, detail.model_dump_json(exclude_defaults=True)
 
     def sorted(self) -> list[RunDetail]:
         kept = sorted(self.passing + self.others, key=lambda packed: packed[0])
         return [RunDetail.model_validate_json(data) for _run, data in kept]
-
-
-def _packed(result: RunResult) -> tuple[int, str]:
-    # Defaults left out: half the JSON, and the models made from it carry a smaller
-    # fields-set (768 B instead of 1.28 KB each for a plain passing run).
-    return result.run, run_detail(result).model_dump_json(exclude_defaults=True)
 
 
 def _bounded_check(check: CheckOutcome) -> CheckOutcome:
@@ -110,14 +129,15 @@ def _bounded_check(check: CheckOutcome) -> CheckOutcome:
 
 def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunDetail:
     """The bounded record of one run kept in ``CaseStats.run_details``."""
-    error = None
+    error = error_type = trace = None
     if result.error is not None:
         error = bounded_text(result.error.message or result.error.type, limit)
+        error_type, trace = result.error.type, result.error.traceback
     failed = result.failed_checks[:MAX_CHECKS_PER_DETAIL]
     judged = [c for c in result.checks if c.passed and c.verdict is not None][:MAX_CHECKS_PER_DETAIL]
     return RunDetail(
         run=result.run, status=result.status, duration_ms=result.duration_ms,
-        output=bounded(result.output, limit), error=error,
+        output=bounded(result.output, limit), error=error, error_type=error_type, traceback=trace,
         failed_checks=[_bounded_check(c) for c in failed],
         judged_checks=[_bounded_check(c) for c in judged], retries=result.retries,
     )
@@ -205,7 +225,7 @@ class CaseAccumulator:
             failed=s[RunStatus.FAILED] + s[RunStatus.ERROR] + s[RunStatus.TIMEOUT],
             errors=s[RunStatus.ERROR], timeouts=s[RunStatus.TIMEOUT], skipped=s[RunStatus.SKIPPED],
             pass_rate=percent(passed, scored),
-            pass_rate_ci=(round_half_up(Fraction(low * 100), 1), round_half_up(Fraction(high * 100), 1)),
+            pass_rate_ci=(floor_to(Fraction(low * 100), 1), ceil_to(Fraction(high * 100), 1)),  # rounded outward
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
             runs_planned=self.plan.runs, required_passes=self.plan.required,

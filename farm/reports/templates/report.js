@@ -49,7 +49,6 @@
     ["flaky", "Flaky", (c) => c.label === "flaky"],
     ["broken", "Broken", (c) => c.label === "broken"],
     ["stable", "Stable", (c) => c.label === "stable"],
-    ["skipped", "Skipped", (c) => c.label === "skipped"],
   ];
   const LABEL_ORDER = { broken: 0, flaky: 1, stable: 2, skipped: 3 };
   const VERDICT_ORDER = { fail: 0, pass: 1, skipped: 2 };
@@ -194,7 +193,7 @@
     add(tr, el("td", "num", "#" + r.run), add(el("td"), badge(r.status, r.status)));
     add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
-    if (r.error) add(out, add(el("div", "error-box"), el("b", null, r.status === "timeout" ? "Timeout" : "Error"), el("span", null, r.error)));
+    if (r.error) add(out, errorBox(r));
     if ((r.failed_checks || []).length) {
       const list = el("ul", "checks");
       for (const chk of r.failed_checks) list.appendChild(checkItem(chk));
@@ -206,6 +205,13 @@
       add(out, list);
     }
     return add(tr, out);
+  }
+
+  function errorBox(r) {
+    const kind = r.status === "timeout" ? "Timeout" : r.error_type || "Error";
+    const box = add(el("div", "error-box"), el("b", null, kind), el("span", null, r.error));
+    if (r.traceback) add(box, add(el("details", "trace"), el("summary", null, "Traceback"), el("pre", null, r.traceback)));
+    return box;
   }
 
   function checkItem(chk) {
