@@ -73,8 +73,9 @@ def test_report_from_a_complete_journal_equals_the_sweeps_own(tmp_path: Path, fa
 
 
 def test_report_renders_a_partial_journal(tmp_path: Path, farm_data_dir: Path) -> None:
+    # --parallel 1: the journal's run order is the plan's, so "five runs in" is f's four and g's first
     assert farm("test", "--no-progress", "-i", str(suite(tmp_path, *FLAKY)), "-n", agent("flaky"), "--runs", "4",
-                "-o", str(tmp_path / "o.jsonl")).exit_code == 1
+                "--parallel", "1", "-o", str(tmp_path / "o.jsonl")).exit_code == 1
     [journal] = journals(farm_data_dir)
     lines = journal.read_text().splitlines(keepends=True)
     results = [i for i, line in enumerate(lines) if '"type": "result"' in line]
