@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.options import AgentOptions
 from farm.agents.secrets import redact
+from farm.agents.transport import KeyedLimiter
 from farm.checks.base import Judge, JudgeVerdict
 from farm.checks.judged import parse_verdict
 from farm.errors import AgentResolutionError
@@ -31,11 +33,6 @@ SYSTEM_PROMPT = (
     "criterion; the input is context only. Answer with JSON only, exactly "
     '{"passed": true, "reason": "<one sentence>"} or {"passed": false, "reason": "<one sentence>"}.'
 )
-
-
-def as_text(value: JsonValue) -> str:
-    """Strings as written, anything else as JSON (SPEC 4.2: non-strings reach the judge as JSON)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def judge_messages(criterion: str, actual: JsonValue, input: JsonValue) -> list[dict[str, Any]]:
@@ -119,11 +116,14 @@ class JudgeResolver:
         if name.startswith(AGENT_PREFIX):
             from farm.agents.resolve import create_agent, parse_reference  # resolve imports adapters
 
-            agent = create_agent(parse_reference(name[len(AGENT_PREFIX) :], self.options), self.options)
+            options = self.options  # every call of this judge counts under its name (transport docstring)
+            if options.limiter is not None:
+                options = replace(options, limiter=KeyedLimiter(options.limiter, name))
+            agent = create_agent(parse_reference(name[len(AGENT_PREFIX) :], options), options)
             self._agents.append(agent)
             return AgentJudge(agent)
         if self._connectors is None:
-            self._connectors = load_connectors(Path(self.options.connectors_root))
+            self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.options.limiter)
         return ConnectorJudge(self._connectors.get(name))
 
     async def aclose(self) -> None:
