@@ -12,6 +12,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -334,3 +335,37 @@ def test_sessions_of_closed_loops_are_dropped_quietly(agent_server: Served, capl
         gc.collect()
     assert agent.transport.session_count() == 0
     assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
+
+
+def test_an_agent_dropped_with_its_loop_still_open_is_dropped_quietly(agent_server: Served,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    # A worker thread keeps its loop open and never closes its agents.
+    loop = asyncio.new_event_loop()
+    try:
+        agent = create_http_agent(agent_server.url + "/echo")
+        assert loop.run_until_complete(agent.respond(agent_request("kept open"))).text == "kept open"
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            del agent
+            gc.collect()
+    finally:
+        loop.close()
+    assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
+
+
+def test_a_process_exiting_with_sessions_open_logs_nothing(agent_server: Served) -> None:
+    script = (
+        "import asyncio, threading\n"
+        "from farm.agents.http import create_http_agent\n"
+        "from tests.servers import agent_request\n"
+        f"agent = create_http_agent({agent_server.url + '/echo'!r})\n"
+        "def work():\n"
+        "    loop = asyncio.new_event_loop()  # as a worker thread's: never closed\n"
+        "    print(loop.run_until_complete(agent.respond(agent_request('from a thread'))).text)\n"
+        "thread = threading.Thread(target=work)\n"
+        "thread.start(); thread.join()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "from a thread"
+    assert "Unclosed" not in done.stderr, done.stderr

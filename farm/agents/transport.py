@@ -46,7 +46,9 @@ aiohttp is imported on first use, so that sweeps without HTTP agents never load 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import json
 import ssl
 import threading
 import weakref
@@ -246,8 +248,6 @@ class HttpAnswer:
 
     def json(self) -> Any:
         """The body as JSON; raises ``ValueError`` when it does not parse."""
-        import json
-
         return json.loads(self.content)
 
 
@@ -339,9 +339,7 @@ class Attempt:
         self._lease = await self._transport.limiter.acquire(self.key, tokens=self.tokens)
         return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *_exc_info: object) -> None:
         if self._lease is not None:
             lease, self._lease = self._lease, None
             await lease.release(status=self.status, retry_after_s=self.retry_after_s, usage=self.usage)
@@ -363,8 +361,9 @@ class Attempt:
 
         session = self._transport.session()
         read_s = timeout_s or DEFAULT_TIMEOUT_S
+        timeout = _client_timeout(read_s)
         try:
-            async with session.post(url, json=body, headers=headers, timeout=_client_timeout(read_s)) as response:
+            async with session.post(url, json=body, headers=headers or None, timeout=timeout) as response:
                 answer = HttpAnswer(response.status, response.headers, await response.read())
         except aiohttp.ClientError as exc:
             raise client_fault(exc, what, read_s) from None
@@ -415,7 +414,7 @@ class _StreamContext:
         return Stream(self._response, self.what)
 
     async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self, kind: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None
     ) -> None:
         if self._response is None:
             return
@@ -429,14 +428,18 @@ class _StreamContext:
 
 
 class Transport:
-    """The HTTP side of one adapter: a session per event loop and the limiter of its attempts."""
+    """The HTTP side of one adapter: a session per event loop and the limiter of its attempts.
+
+    Close it with ``aclose`` on each loop that used it. Sessions left open (a worker thread's
+    loop that is never closed, a process exiting) are dropped quietly when the transport is
+    collected or the interpreter exits, instead of aiohttp logging "Unclosed client session".
+    """
 
     def __init__(self, limiter: CallLimiter | None = None) -> None:
         self.limiter: CallLimiter = limiter or NO_LIMITER
         self._lock = threading.Lock()
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        weakref.finalize(self, _forget_all, self._sessions, self._lock)
 
     def attempt(self, key: str, *, tokens: int = 0) -> Attempt:
         """One attempt under the limiter (``async with``)."""
@@ -466,8 +469,7 @@ class Transport:
         loop = asyncio.get_running_loop()
         with self._lock:
             mine = self._sessions.pop(loop, None)
-            gone = [other for other in self._sessions if other.is_closed()]
-            orphans = [self._sessions.pop(other) for other in gone]
+            orphans = [self._sessions.pop(other) for other in list(self._sessions) if other.is_closed()]
         for orphan in orphans:
             _drop(orphan)
         if mine is not None:
@@ -483,9 +485,39 @@ def _new_session() -> aiohttp.ClientSession:
                                  timeout=_client_timeout(DEFAULT_TIMEOUT_S))
 
 
+_closing: set[asyncio.Task[None]] = set()
+"""Sessions being closed on their own running loop by ``_forget_all`` (a task needs a holder)."""
+
+
+def _forget_all(sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession], lock: threading.Lock) -> None:
+    """A transport went away with sessions open: close each where it can, else drop it."""
+    with lock:
+        left = list(sessions.items())
+        sessions.clear()
+    for loop, session in left:
+        if session.closed:
+            continue
+        if loop.is_running():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to close on
+                loop.call_soon_threadsafe(_close_on_loop, session)
+                continue
+        _drop(session)
+
+
+def _close_on_loop(session: aiohttp.ClientSession) -> None:
+    task = asyncio.ensure_future(session.close())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
 def _drop(session: aiohttp.ClientSession) -> None:
-    """Forget a session whose loop is closed (nothing can be awaited on it) without GC warnings."""
+    """Forget a session whose loop does not run (nothing can be awaited on it) without GC warnings.
+
+    Its connector's transports are closed synchronously (aiohttp's ``_close``: its public
+    ``close`` is a coroutine, which needs the loop); the session is detached so that neither
+    object reports itself unclosed when collected.
+    """
     connector = session.connector
     session.detach()
     if connector is not None:
-        connector._close()  # synchronous; with the loop closed it only marks the connector closed
+        connector._close()
