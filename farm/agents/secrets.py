@@ -64,6 +64,9 @@ def redacted(value: Any) -> Any:
     string by string (a match across a NUL only sends us to ``redact_value``): one lock and
     one pass instead of one per string of a request body.
     """
+    with _lock:
+        if not _secrets:  # the common case: no key was ever read, nothing can leak
+            return value
     strings: list[str] = []
     _collect_strings(value, strings)
     joined = "\0".join(strings)
