@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from farm.agents.base import Agent, AgentRequest
 from farm.agents.command import CommandAgent
 from farm.agents.http import HttpAgent
 from farm.agents.neuro_san import NeuroSanAgent
-from farm.agents.options import AgentOptions
+from farm.agents.options import AgentHooks, AgentOptions
 from farm.agents.python import PythonAgent
 from farm.agents.registry import ADAPTERS
 from farm.agents.resolve import AgentPool, AgentRef, create_agent, parse_reference
@@ -152,9 +151,8 @@ class CountingAgent:
 
 
 def test_the_pool_wraps_every_agent_it_builds(options: AgentOptions) -> None:
-    wrapped = dataclasses.replace(options, wrap_agent=CountingAgent)
-    ref = parse_reference(f"py:{PY_AGENT}:memory", wrapped)
-    pool = AgentPool(wrapped)
+    ref = parse_reference(f"py:{PY_AGENT}:memory", options)
+    pool = AgentPool(options, AgentHooks(wrap_agent=CountingAgent))
     agent = pool.get(ref)
     assert isinstance(agent, CountingAgent) and agent.ref == ref and pool.get(ref) is agent
     turns = [Turn(messages=[Message(role="user", content=t)]) for t in ("one", "two")]
@@ -170,9 +168,10 @@ def test_the_pool_wraps_every_agent_it_builds(options: AgentOptions) -> None:
     assert result.output == "[wrapped] turn 2: two; previous: one"
 
 
-def test_runtime_hooks_stay_out_of_the_plain_data(options: AgentOptions) -> None:
-    hooked = dataclasses.replace(options, wrap_agent=CountingAgent, limiter=object())  # type: ignore[arg-type]
-    assert hooked == options and hash(hooked) == hash(options)  # workers key pools by options
-    data = hooked.to_dict()
-    assert "limiter" not in data and "wrap_agent" not in data
-    assert AgentOptions(**json.loads(json.dumps(data))) == options
+def test_agents_judges_are_wrapped_too(options: AgentOptions) -> None:
+    from farm.agents.judge import AgentJudge, create_judge_resolver
+
+    manifest(options, "reviewer", {"type": "python", "entry": f"{PY_AGENT}:memory"})
+    judge = create_judge_resolver(options, AgentHooks(wrap_agent=CountingAgent))("agents:reviewer")
+    assert isinstance(judge, AgentJudge) and isinstance(judge.agent, CountingAgent)
+    assert judge.agent.ref.kind == "manifest"

@@ -26,7 +26,7 @@ from farm.agents.connectors import estimate_tokens, load_connectors
 from farm.agents.http import create_http_agent
 from farm.agents.judge import create_judge_resolver
 from farm.agents.neuro_san import create_neuro_san_agent
-from farm.agents.options import AgentOptions
+from farm.agents.options import AgentHooks, AgentOptions
 from farm.agents.retry import TransientError
 from farm.agents.transport import NO_LIMITER, CallLease, Transport, shared_ssl_context
 from farm.errors import AgentError
@@ -193,8 +193,7 @@ def test_an_agents_judge_counts_under_its_own_name(tmp_path: Path, agent_server:
     reviewer = tmp_path / "assistants" / "reviewer"
     reviewer.mkdir(parents=True)
     (reviewer / "package.yao").write_text(json.dumps({"type": "http", "url": agent_server.url + "/echo"}))
-    options = dataclasses.replace(AgentOptions.from_env(tmp_path), limiter=limiter)
-    resolver = create_judge_resolver(options)
+    resolver = create_judge_resolver(AgentOptions.from_env(tmp_path), AgentHooks(limiter=limiter))
 
     async def go() -> Any:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from farm.agents.answers import HttpAnswer
 from farm.agents.base import AgentRequest
 from farm.agents.protocol import reply_from_answer, request_payload, text_reply
 from farm.agents.retry import call_with_retries
@@ -31,7 +32,7 @@ from farm.agents.templates import (
     render_template,
     template_variables,
 )
-from farm.agents.transport import CallLimiter, HttpAnswer, Transport, read_timeout
+from farm.agents.transport import CallLimiter, Transport, read_timeout
 from farm.durations import parse_duration
 from farm.errors import AgentResolutionError
 from farm.models import Reply

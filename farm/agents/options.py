@@ -1,10 +1,11 @@
-"""Where agents and connectors are looked up, and the overrides from the command line."""
+"""Where agents and connectors are looked up, the overrides from the command line (``AgentOptions``,
+plain data), and what a process adds to the adapters it builds (``AgentHooks``, objects)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,9 +13,6 @@ if TYPE_CHECKING:
     from farm.agents.base import Agent
     from farm.agents.resolve import AgentRef
     from farm.agents.transport import CallLimiter
-
-AgentWrapper = Callable[["Agent", "AgentRef"], "Agent"]
-"""Wraps every agent built for a reference (record/replay, usage accounting): returns an Agent."""
 
 DEFAULT_NEURO_SAN_SERVER = "http://localhost:8080"
 """neuro-san's default server address (its HTTP port is 8080)."""
@@ -24,9 +22,7 @@ DEFAULT_NEURO_SAN_SERVER = "http://localhost:8080"
 class AgentOptions:
     """Everything agent resolution needs; built by the CLI, passed down explicitly.
 
-    Plain data (JSON-able via ``to_dict``) because Celery workers rebuild it; the two runtime
-    hooks at the end (a limiter, an agent wrapper) are objects of this process: left out of
-    ``to_dict``, equality and hashing, and set again where the options are rebuilt.
+    Plain data (JSON-able via ``to_dict``) because Celery workers rebuild it.
     """
 
     cwd: str
@@ -41,10 +37,6 @@ class AgentOptions:
     """``--judge`` (else ``FARM_JUDGE``): connector used by gist/not_gist/agent checks without ``use``."""
     neuro_san_server: str = DEFAULT_NEURO_SAN_SERVER
     """``--server`` / ``FARM_NEURO_SAN_URL``: server for neuro-san ``http``/``https`` connections."""
-    limiter: CallLimiter | None = field(default=None, compare=False, repr=False)
-    """Admits every HTTP attempt of every adapter and judge (``farm.agents.transport``); None: no limits."""
-    wrap_agent: AgentWrapper | None = field(default=None, compare=False, repr=False)
-    """Applied to every agent ``create_agent`` builds (the agent under test, ``agents:`` judges, reporters)."""
 
     @classmethod
     def from_env(cls, cwd: Path | None = None, **overrides: str | None) -> AgentOptions:
@@ -61,5 +53,27 @@ class AgentOptions:
         return cls(**values)  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, str | None]:
-        """The plain fields (the runtime hooks stay in this process)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.compare}
+        return dict(self.__dict__)
+
+
+AgentWrapper = Callable[["Agent", "AgentRef"], "Agent"]
+"""Wraps an agent built for a reference at ``Agent.respond`` level (record/replay, accounting)."""
+
+
+@dataclass(frozen=True)
+class AgentHooks:
+    """What this process adds to every adapter it builds; never serialised (objects, not data).
+
+    Set where the agent pool and the judges are made (the local executor, a worker thread) and
+    passed to ``AgentPool``, ``create_agent`` and ``create_judge_resolver``.
+    """
+
+    limiter: CallLimiter | None = None
+    """Admits every HTTP attempt of every adapter, connector and judge (``farm.agents.transport``);
+    None: every attempt at once."""
+    wrap_agent: AgentWrapper | None = None
+    """Applied to every agent ``create_agent`` builds: the agent under test, ``agents:`` judges,
+    reporter agents."""
+
+
+NO_HOOKS = AgentHooks()

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from farm.agents.answers import HttpAnswer
 from farm.agents.base import AgentRequest
 from farm.agents.secrets import excerpt, redact, redacted
-from farm.agents.transport import HttpAnswer
 from farm.errors import AgentError
 from farm.models import JsonValue, Reply
 

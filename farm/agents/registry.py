@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import Agent
-from farm.agents.options import AgentOptions
+from farm.agents.options import AgentHooks, AgentOptions
 from farm.errors import AgentResolutionError
 
 DEFAULT_TYPE = "prompt"
@@ -45,37 +45,37 @@ class AdapterSpec:
         return value
 
 
-AdapterFactory = Callable[[AdapterSpec, AgentOptions], Agent]
+AdapterFactory = Callable[[AdapterSpec, AgentOptions, AgentHooks], Agent]
 
 
-def _prompt(spec: AdapterSpec, options: AgentOptions) -> Agent:
+def _prompt(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.prompt import create_prompt_agent
 
-    return create_prompt_agent(spec.base_dir, spec.manifest, options)
+    return create_prompt_agent(spec.base_dir, spec.manifest, options, limiter=hooks.limiter)
 
 
-def _python(spec: AdapterSpec, options: AgentOptions) -> Agent:
+def _python(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.python import create_python_agent
 
     return create_python_agent(spec.required("entry"), base_dir=spec.base_dir, agent_id=spec.agent_id)
 
 
-def _http(spec: AdapterSpec, options: AgentOptions) -> Agent:
+def _http(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.http import create_http_agent
 
     source = spec.where if spec.agent_id else None
     return create_http_agent(spec.required("url"), manifest=spec.manifest, agent_id=spec.agent_id, source=source,
-                             limiter=options.limiter)
+                             limiter=hooks.limiter)
 
 
-def _neuro_san(spec: AdapterSpec, options: AgentOptions) -> Agent:
+def _neuro_san(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.neuro_san import create_neuro_san_agent
 
     server = spec.manifest.get("server") or options.neuro_san_server
-    return create_neuro_san_agent(server, spec.required("agent"), agent_id=spec.agent_id, limiter=options.limiter)
+    return create_neuro_san_agent(server, spec.required("agent"), agent_id=spec.agent_id, limiter=hooks.limiter)
 
 
-def _command(spec: AdapterSpec, options: AgentOptions) -> Agent:
+def _command(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.command import create_command_agent
 
     return create_command_agent(spec.required("command"), base_dir=spec.base_dir, agent_id=spec.agent_id)
@@ -91,8 +91,8 @@ ADAPTERS: dict[str, AdapterFactory] = {
 """Every agent type a manifest may name, and the factory that builds its adapter."""
 
 
-def create_adapter(spec: AdapterSpec, options: AgentOptions) -> Agent:
-    """The adapter ``spec.type`` names.
+def create_adapter(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
+    """The adapter ``spec.type`` names, its HTTP attempts admitted by ``hooks.limiter``.
 
     Raises:
         AgentResolutionError: an unknown type (the known ones are listed), or the factory's own.
@@ -102,4 +102,4 @@ def create_adapter(spec: AdapterSpec, options: AgentOptions) -> Agent:
         raise AgentResolutionError(
             f"{spec.where}: type: unknown agent type {spec.type!r} (expected one of: {', '.join(ADAPTERS)})"
         )
-    return factory(spec, options)
+    return factory(spec, options, hooks)

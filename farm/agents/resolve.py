@@ -19,7 +19,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from farm.agents.base import Agent
-from farm.agents.options import AgentOptions
+from farm.agents.options import NO_HOOKS, AgentHooks, AgentOptions
 from farm.agents.registry import AdapterSpec, create_adapter
 from farm.agents.urls import SCHEME as NEURO_SAN_SCHEME
 from farm.agents.urls import neuro_san_server, parse_neuro_san_url
@@ -156,27 +156,29 @@ def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
     return AdapterSpec(manifest, Path(ref.base_dir or options.cwd), None, ref.label)
 
 
-def create_agent(ref: AgentRef, options: AgentOptions) -> Agent:
-    """Build the adapter for a resolved reference, wrapped by ``options.wrap_agent`` when set."""
-    agent = create_adapter(adapter_spec(ref, options), options)
-    return options.wrap_agent(agent, ref) if options.wrap_agent is not None else agent
+def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> Agent:
+    """Build the adapter for a resolved reference: ``hooks.limiter`` admits its HTTP attempts,
+    ``hooks.wrap_agent`` (when set) wraps it."""
+    agent = create_adapter(adapter_spec(ref, options), options, hooks)
+    return hooks.wrap_agent(agent, ref) if hooks.wrap_agent is not None else agent
 
 
 class AgentPool:
     """Adapters built once per reference and shared by all runs (connection reuse).
 
-    Each is built by ``create_agent``: with ``options.limiter`` admitting its HTTP attempts and
-    wrapped by ``options.wrap_agent`` when those are set.
+    Each is built by ``create_agent`` with this process's ``hooks`` (a limiter for its HTTP
+    attempts, a wrapper around each agent).
     """
 
-    def __init__(self, options: AgentOptions) -> None:
+    def __init__(self, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> None:
         self._options = options
+        self._hooks = hooks
         self._agents: dict[AgentRef, Agent] = {}
 
     def get(self, ref: AgentRef) -> Agent:
         agent = self._agents.get(ref)
         if agent is None:
-            agent = self._agents[ref] = create_agent(ref, self._options)
+            agent = self._agents[ref] = create_agent(ref, self._options, self._hooks)
         return agent
 
     async def aclose(self) -> None:

@@ -5,17 +5,10 @@ through a ``Transport``; none builds a client of its own. A ``Transport`` keeps 
 ``aiohttp.ClientSession`` per event loop (an adapter may serve several loops, one per worker
 thread), all sharing one verifying ``SSLContext`` (``shared_ssl_context``).
 
-Faults, mapped once here (as httpx's ``map_httpcore_exceptions`` does for httpcore) onto the
-farm's two kinds: ``TransientError`` (worth another try, ``farm.agents.retry``) and ``AgentError``:
-
-    connection refused, DNS failure, connect timeout    TransientError  "connection failed"
-    connection reset or closed, body cut short,         TransientError  "connection lost"
-      malformed HTTP answer
-    no byte for the read timeout                        AgentError      "no answer within Ns"
-    TLS failure, bad URL, any other client error        AgentError
-    HTTP 429, 502, 503, 504                             TransientError  (with ``Retry-After``)
-    any other HTTP status >= 400                        AgentError
-    a stream cut after its answer began                 AgentError      (the agent may have acted)
+Faults are mapped once, in ``farm.agents.faults`` (connection faults and 429/502/503/504
+transient, everything else an ``AgentError``); answers are read whole or line by line
+(``farm.agents.answers``); a stream cut after its answer began is an ``AgentError``, never
+retried (the agent may have acted).
 
 Fleet control (issue 13) plugs in through the limiter seam. Every attempt (a retried call is
 several) asks ``CallLimiter.acquire`` before its request and releases the lease when it ends,
@@ -39,7 +32,8 @@ whatever the outcome; the backoff sleeps between attempts hold no lease::
   ``usage``: the integer token counts the answer reported (OpenAI ``usage``, neuro-san's token
   accounting), else None.
 
-The default is ``NO_LIMITER``. ``AgentOptions.limiter`` injects another for a whole sweep.
+The default is ``NO_LIMITER``; ``AgentHooks.limiter`` (``farm.agents.options``), given to the
+agent pool and the judge resolver, injects another for every adapter they build.
 aiohttp is imported on first use, so that sweeps without HTTP agents never load it.
 """
 
@@ -48,19 +42,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import ssl
 import threading
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from email.message import Message as _HeaderParser
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from farm.agents.retry import RETRYABLE_STATUSES, TransientError, parse_retry_after
-from farm.agents.secrets import excerpt, redact
-from farm.errors import AgentError
+from farm.agents.answers import HttpAnswer, Stream
+from farm.agents.faults import client_fault, status_fault
+from farm.agents.retry import parse_retry_after
 
 if TYPE_CHECKING:
     import aiohttp
@@ -180,141 +172,6 @@ def _client_timeout(read_s: float | None) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=read_s)
 
 
-# ------------------------------------------------------------------------------- faults
-
-
-@functools.cache
-def _fault_table() -> tuple[tuple[type[BaseException], bool, str], ...]:
-    """(client exception, transient?, what it means), most specific first."""
-    import aiohttp
-
-    return (
-        (aiohttp.ClientSSLError, False, "TLS failure"),
-        (aiohttp.ConnectionTimeoutError, True, "connection failed"),
-        (aiohttp.ClientConnectorError, True, "connection failed"),
-        (aiohttp.ServerDisconnectedError, True, "connection lost"),
-        (aiohttp.ClientPayloadError, True, "connection lost"),
-        (aiohttp.ClientOSError, True, "connection lost"),
-        (aiohttp.ClientResponseError, True, "connection lost"),  # a malformed answer: the peer broke
-        (aiohttp.InvalidURL, False, "invalid URL"),
-        (aiohttp.ClientError, False, "request failed"),
-    )
-
-
-def client_fault(exc: BaseException, what: str, read_s: float | None) -> Exception:
-    """The farm's fault for a client exception (the table in the module docstring)."""
-    import aiohttp
-
-    if isinstance(exc, aiohttp.SocketTimeoutError):
-        return AgentError(redact(f"{what}: no answer within {read_s or DEFAULT_TIMEOUT_S:g}s (read timeout)"))
-    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    for kind, transient, meaning in _fault_table():
-        if isinstance(exc, kind):
-            message = redact(f"{what}: {meaning} ({detail})")
-            return TransientError(message) if transient else AgentError(message)
-    return AgentError(redact(f"{what}: request failed ({detail})"))
-
-
-def status_fault(status: int, headers: Mapping[str, str], body: str, what: str) -> Exception | None:
-    """The fault an HTTP status means: None below 400; 429/502/503/504 are transient."""
-    if status < 400:
-        return None
-    message = redact(f"{what}: HTTP {status}: {excerpt(body)}")
-    if status in RETRYABLE_STATUSES:
-        return TransientError(message, retry_after=parse_retry_after(headers.get("Retry-After")))
-    return AgentError(message)
-
-
-# ------------------------------------------------------------------------------- answers
-
-
-@dataclass(frozen=True)
-class HttpAnswer:
-    """A whole HTTP answer: status, headers (case-insensitive) and body."""
-
-    status: int
-    headers: Mapping[str, str]
-    content: bytes
-
-    @property
-    def content_type(self) -> str:
-        """The media type, lower case, without parameters ('' when absent)."""
-        return self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-
-    @property
-    def text(self) -> str:
-        """The body decoded with its declared charset (UTF-8 when none or unknown)."""
-        return _decode(self.content, self.headers.get("Content-Type", ""))
-
-    def json(self) -> Any:
-        """The body as JSON; raises ``ValueError`` when it does not parse."""
-        return json.loads(self.content)
-
-
-def _decode(content: bytes, content_type: str) -> str:
-    charset = "utf-8"
-    if "charset=" in content_type:
-        parser = _HeaderParser()
-        parser["Content-Type"] = content_type
-        charset = parser.get_content_charset() or charset
-    try:
-        return content.decode(charset, errors="replace")
-    except LookupError:
-        return content.decode("utf-8", errors="replace")
-
-
-class Stream:
-    """An answer being streamed: status and headers now, the body line by line."""
-
-    def __init__(self, response: aiohttp.ClientResponse, what: str) -> None:
-        self._response = response
-        self.what = what
-        self.status = response.status
-        self.headers: Mapping[str, str] = response.headers
-        self.lines_read = 0
-        """Non-blank lines handed out so far."""
-
-    async def text(self) -> str:
-        """The whole (rest of the) body as text: for error answers."""
-        return _decode(await self._response.read(), self.headers.get("Content-Type", ""))
-
-    async def raise_for_status(self) -> None:
-        """Raise the fault the status means (``status_fault``), reading the body for its message."""
-        if self.status >= 400:
-            fault = status_fault(self.status, self.headers, await self.text(), self.what)
-            if fault is not None:
-                raise fault
-
-    async def lines(self) -> AsyncIterator[str]:
-        """Non-blank lines as they arrive, however long; a fault midway is ``AgentError``.
-
-        Once the answer has begun the agent may have acted, so a cut stream is never retried.
-        """
-        import aiohttp
-
-        buffer = bytearray()
-        try:
-            async for chunk in self._response.content.iter_any():
-                searched = len(buffer)  # no newline before this point
-                buffer += chunk
-                while (newline := buffer.find(b"\n", searched)) >= 0:
-                    line = bytes(buffer[:newline]).decode("utf-8", errors="replace")
-                    del buffer[: newline + 1]
-                    searched = 0
-                    if line.strip():
-                        self.lines_read += 1
-                        yield line
-        except aiohttp.ClientError as exc:
-            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise AgentError(
-                redact(f"{self.what}: the stream was cut after {self.lines_read} line(s) ({reason})")
-            ) from None
-        tail = bytes(buffer).decode("utf-8", errors="replace")
-        if tail.strip():
-            self.lines_read += 1
-            yield tail
-
-
 # ------------------------------------------------------------------------------- attempts
 
 
@@ -348,6 +205,13 @@ class Attempt:
         """Tell the limiter what the answer says it used (its integer token counts)."""
         self.usage = usage_counts(usage)
 
+    def raise_for_status(self, status: int, headers: Mapping[str, str], body: str, what: str) -> None:
+        """Raise the fault an error answer of this attempt means (``status_fault``); the one place
+        every error answer of every adapter passes, with the attempt's rate-limit ``key``."""
+        fault = status_fault(status, headers, body, what)
+        if fault is not None:
+            raise fault
+
     def _saw(self, status: int, headers: Mapping[str, str]) -> None:
         self.status = status
         if status >= 400:
@@ -368,9 +232,8 @@ class Attempt:
         except aiohttp.ClientError as exc:
             raise client_fault(exc, what, read_s) from None
         self._saw(answer.status, answer.headers)
-        fault = status_fault(answer.status, answer.headers, answer.text, what) if answer.status >= 400 else None
-        if fault is not None:
-            raise fault
+        if answer.status >= 400:
+            self.raise_for_status(answer.status, answer.headers, answer.text, what)
         return answer
 
     async def get(self, url: str, *, timeout_s: float, what: str) -> HttpAnswer:
@@ -411,7 +274,7 @@ class _StreamContext:
         except aiohttp.ClientError as exc:
             raise client_fault(exc, self.what, None) from None
         self.attempt._saw(self._response.status, self._response.headers)
-        return Stream(self._response, self.what)
+        return Stream(self._response, self.attempt, self.what)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None
