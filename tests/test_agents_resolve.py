@@ -11,9 +11,10 @@ import pytest
 
 from farm.agents.base import Agent, AgentRequest
 from farm.agents.command import CommandAgent
+from farm.agents.hooks import AgentHooks
 from farm.agents.http import HttpAgent
 from farm.agents.neuro_san import NeuroSanAgent
-from farm.agents.options import AgentHooks, AgentOptions
+from farm.agents.options import AgentOptions
 from farm.agents.python import PythonAgent
 from farm.agents.registry import ADAPTERS
 from farm.agents.resolve import AgentPool, AgentRef, create_agent, parse_reference

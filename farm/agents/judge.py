@@ -18,7 +18,8 @@ from typing import Any
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
-from farm.agents.options import NO_HOOKS, AgentHooks, AgentOptions
+from farm.agents.hooks import NO_HOOKS, AgentHooks
+from farm.agents.options import AgentOptions
 from farm.agents.secrets import redact
 from farm.agents.transport import KeyedLimiter
 from farm.checks.base import Judge, JudgeVerdict

@@ -1,18 +1,10 @@
-"""Where agents and connectors are looked up, the overrides from the command line (``AgentOptions``,
-plain data), and what a process adds to the adapters it builds (``AgentHooks``, objects)."""
+"""Where agents and connectors are looked up, and the overrides from the command line."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from farm.agents.base import Agent
-    from farm.agents.resolve import AgentRef
-    from farm.agents.transport import CallLimiter
 
 DEFAULT_NEURO_SAN_SERVER = "http://localhost:8080"
 """neuro-san's default server address (its HTTP port is 8080)."""
@@ -54,26 +46,3 @@ class AgentOptions:
 
     def to_dict(self) -> dict[str, str | None]:
         return dict(self.__dict__)
-
-
-AgentWrapper = Callable[["Agent", "AgentRef"], "Agent"]
-"""Wraps an agent built for a reference at ``Agent.respond`` level (record/replay, accounting)."""
-
-
-@dataclass(frozen=True)
-class AgentHooks:
-    """What this process adds to every adapter it builds; never serialised (objects, not data).
-
-    Set where the agent pool and the judges are made (the local executor, a worker thread) and
-    passed to ``AgentPool``, ``create_agent`` and ``create_judge_resolver``.
-    """
-
-    limiter: CallLimiter | None = None
-    """Admits every HTTP attempt of every adapter, connector and judge (``farm.agents.transport``);
-    None: every attempt at once."""
-    wrap_agent: AgentWrapper | None = None
-    """Applied to every agent ``create_agent`` builds: the agent under test, ``agents:`` judges,
-    reporter agents."""
-
-
-NO_HOOKS = AgentHooks()

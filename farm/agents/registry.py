@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import Agent
-from farm.agents.options import AgentHooks, AgentOptions
+from farm.agents.hooks import AgentHooks
+from farm.agents.options import AgentOptions
 from farm.errors import AgentResolutionError
 
 DEFAULT_TYPE = "prompt"

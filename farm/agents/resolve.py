@@ -19,7 +19,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from farm.agents.base import Agent
-from farm.agents.options import NO_HOOKS, AgentHooks, AgentOptions
+from farm.agents.hooks import NO_HOOKS, AgentHooks
+from farm.agents.options import AgentOptions
 from farm.agents.registry import AdapterSpec, create_adapter
 from farm.agents.urls import SCHEME as NEURO_SAN_SCHEME
 from farm.agents.urls import neuro_san_server, parse_neuro_san_url

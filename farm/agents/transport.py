@@ -32,7 +32,7 @@ whatever the outcome; the backoff sleeps between attempts hold no lease::
   ``usage``: the integer token counts the answer reported (OpenAI ``usage``, neuro-san's token
   accounting), else None.
 
-The default is ``NO_LIMITER``; ``AgentHooks.limiter`` (``farm.agents.options``), given to the
+The default is ``NO_LIMITER``; ``AgentHooks.limiter`` (``farm.agents.hooks``), given to the
 agent pool and the judge resolver, injects another for every adapter they build.
 aiohttp is imported on first use, so that sweeps without HTTP agents never load it.
 """
