@@ -12,7 +12,16 @@ import pytest
 from farm.agents.base import Conversation
 from farm.agents.http import HttpAgent, create_http_agent
 from farm.errors import AgentError, AgentResolutionError
-from tests.servers import HOST, Served, agent_request, free_port, json_agent_server, load_example, serve_in_thread
+from tests.servers import (
+    HOST,
+    Served,
+    agent_request,
+    free_port,
+    json_agent_server,
+    load_example,
+    open_sessions,
+    serve_in_thread,
+)
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +195,7 @@ def test_cancellation_cuts_the_call_off_cleanly(server: Served) -> None:
     async def go() -> str:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(agent.respond(agent_request(unique())), 0.5)
-        assert agent.transport.session_count() == 1
+        assert open_sessions(agent) == 1
         # the adapter is still usable, and nothing is left running in the loop
         reply = await asyncio.wait_for(fast.respond(agent_request("after")), 5)
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -248,7 +257,7 @@ def test_concurrent_calls_share_one_session_and_its_kept_alive_connections() -> 
             for wave in range(2):
                 replies = await asyncio.gather(*(agent.respond(agent_request(f"m{wave}.{i}")) for i in range(25)))
                 texts += [r.text for r in replies]
-            count = agent.transport.session_count()
+            count = open_sessions(agent)
             await agent.aclose()
             return count, texts
 

@@ -38,6 +38,7 @@ from tests.servers import (
     free_port,
     json_agent_server,
     load_example,
+    open_sessions,
     openai_server,
     serve_in_thread,
 )
@@ -329,11 +330,11 @@ def test_sessions_of_closed_loops_are_dropped_quietly(agent_server: Served, capl
     agent = create_http_agent(agent_server.url + "/echo")
     for i in range(2):  # two loops come and go without closing the agent
         assert run(agent.respond(agent_request(f"loop {i}"))).text == f"loop {i}"
-    assert agent.transport.session_count() == 2
+    assert open_sessions(agent) == 2
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         run(agent.aclose())
         gc.collect()
-    assert agent.transport.session_count() == 0
+    assert open_sessions(agent) == 0
     assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
 
 

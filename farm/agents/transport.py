@@ -319,11 +319,6 @@ class Transport:
                     session = self._sessions[loop] = _new_session()
         return session
 
-    def session_count(self) -> int:
-        """How many open sessions (event loops) this transport holds."""
-        with self._lock:
-            return sum(not s.closed for s in self._sessions.values())
-
     async def aclose(self) -> None:
         """Close the running loop's session; drop those of loops already closed.
 
