@@ -17,6 +17,7 @@ from farm.agents.judge import create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef, create_agent, parse_reference, resolve_case_agent
 from farm.agents.retry import attempts_from_env
+from farm.checks import judges_needed
 from farm.errors import AgentResolutionError, FarmRuntimeError, InputError, SettingsError
 from farm.execute import RunEnvironment
 from farm.executors.base import Executor
@@ -107,25 +108,12 @@ def _runnable(cases: list[Case], settings: TestSettings, source: str) -> list[Ca
     return selected
 
 
-def _judges_needed(cases: list[Case]) -> dict[str | None, Case]:
-    """Every judge the checks ask for (None: the default ``--judge``), with a case that asks."""
-    uses: dict[str | None, Case] = {}
-    for case in cases:
-        for turn in case.turns:
-            for assertion in turn.assertions:
-                if assertion.type == "agent":
-                    uses.setdefault(assertion.use, case)
-            if any(t.test in ("gist", "not_gist") for t in turn.stock_tests):
-                uses.setdefault(None, case)
-    return uses
-
-
 def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], options: AgentOptions) -> None:
     """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
     for ref in dict.fromkeys(agents.values()):
         create_agent(ref, options)
     resolver = create_judge_resolver(options)
-    for use, case in _judges_needed(cases).items():
+    for use, case in judges_needed(cases).items():
         try:
             resolver(use)
         except AgentResolutionError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.agents.neuro_san import token_usage
+from farm.agents.neuro_san_stream import token_usage
 from farm.errors import SettingsError
 from farm.fleet.prices import Price, PriceTable, call_cost, cost_per_passing_run
 from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost

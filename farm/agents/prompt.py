@@ -14,8 +14,8 @@ import yaml
 
 from farm.agents.base import AgentRequest
 from farm.agents.connectors import Connector, load_connectors
-from farm.agents.http import turn_timeout
 from farm.agents.options import AgentOptions
+from farm.agents.transport import CallLimiter, read_timeout
 from farm.errors import AgentResolutionError
 from farm.models import Reply
 
@@ -66,7 +66,7 @@ class PromptAgent:
         return await self.connector.chat(
             [*self.prompts, *request.messages],
             temperature=self.temperature,
-            timeout_s=turn_timeout(request.timeout_s, None),
+            timeout_s=read_timeout(request.timeout_s, None),
             conversation=request.conversation,
         )
 
@@ -74,8 +74,11 @@ class PromptAgent:
         await self.connector.aclose()
 
 
-def create_prompt_agent(agent_dir: Path, manifest: dict[str, Any], options: AgentOptions) -> PromptAgent:
-    """A prompt agent for the manifest in ``agent_dir``; ``options.connector`` (``-c``) wins.
+def create_prompt_agent(
+    agent_dir: Path, manifest: dict[str, Any], options: AgentOptions, *, limiter: CallLimiter | None = None
+) -> PromptAgent:
+    """A prompt agent for the manifest in ``agent_dir``; ``options.connector`` (``-c``) wins;
+    ``limiter`` admits its connector's HTTP attempts.
 
     Raises:
         AgentResolutionError: no connector, an unknown one, or a bad ``prompts.yml``.
@@ -86,7 +89,7 @@ def create_prompt_agent(agent_dir: Path, manifest: dict[str, Any], options: Agen
         raise AgentResolutionError(
             f"{agent_dir / 'package.yao'}: connector: missing (set it in package.yao or pass -c CONNECTOR)"
         )
-    connector = load_connectors(Path(options.connectors_root)).get(name)
+    connector = load_connectors(Path(options.connectors_root), limiter=limiter).get(name)
     prompts = load_prompts(agent_dir / PROMPTS_FILE)
     settings = manifest.get("options")
     temperature = settings.get("temperature") if isinstance(settings, dict) else None

@@ -18,6 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from farm.durations import format_ms
 from farm.models import CaseStats, SweepReport, SweepSummary
 
 __all__ = ["asset", "render_html", "script_safe_json", "template_environment"]
@@ -178,7 +179,7 @@ def _cards(s: SweepSummary) -> list[dict[str, str]]:
         _card("Stable", f"{s.stable_cases:,}", "100% of runs passed", "good"),
         _card("Flaky", f"{s.flaky_cases:,}", "some runs failed", "warn" if s.flaky_cases else "neutral"),
         _card("Broken", f"{s.broken_cases:,}", "every run failed", _tone(s.broken_cases)),
-        _card("Duration", _duration(s.duration_ms), "wall clock", "neutral"),
+        _card("Duration", format_ms(s.duration_ms), "wall clock", "neutral"),
     ]
 
 
@@ -204,15 +205,6 @@ def _status_bar(s: SweepSummary) -> list[dict[str, Any]]:
 
 def _percent(value: float) -> str:
     return f"{value:.0f}%" if float(value).is_integer() else f"{value:.1f}%"
-
-
-def _duration(ms: float) -> str:
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.2f} s" if ms < 10_000 else f"{ms / 1000:.1f} s"
-    minutes, seconds = divmod(round(ms / 1000), 60)
-    return f"{minutes}m {seconds:02d}s"
 
 
 # ------------------------------------------------------------------------------- charts
@@ -274,14 +266,14 @@ def _spread(cases: list[CaseStats]) -> dict[str, Any]:
                      "avg": x(case.avg_duration_ms), "lo": x(lo), "hi": x(hi),
                      "tip": _spread_tip(case)})
     base = top + len(rows) * row + 4
-    axis = [{"x": x(t), "label": _duration(t)} for t in ticks]
+    axis = [{"x": x(t), "label": format_ms(t)} for t in ticks]
     return {"width": width, "height": base + 24, "left": left, "right": width - right, "top": top,
             "base": base, "rows": rows, "axis": axis, "shown": len(rows), "total": len(ran)}
 
 
 def _spread_tip(case: CaseStats) -> str:
-    return (f"{case.id}: min {_duration(case.min_duration_ms)}, avg {_duration(case.avg_duration_ms)}"
-            f" ± {_duration(case.std_deviation_ms)}, max {_duration(case.max_duration_ms)}")
+    return (f"{case.id}: min {format_ms(case.min_duration_ms)}, avg {format_ms(case.avg_duration_ms)}"
+            f" ± {format_ms(case.std_deviation_ms)}, max {format_ms(case.max_duration_ms)}")
 
 
 def _nice_ticks(top: float, target: int = 4, integer: bool = False) -> list[float]:

@@ -13,6 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
 from farm.stats import case_verdict
 
@@ -45,7 +46,7 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 
 
 def _describe(detail: RunDetail) -> list[str]:
-    head = f"run {detail.run} ({detail.status.value}, {detail.duration_ms:.0f} ms)"
+    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
     if detail.error:
         return [f"{head}: {detail.error_line}"]
     lines = [head]

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
 from farm.stats import case_verdict
 
@@ -52,10 +53,6 @@ def _block(value: Any) -> str:
     return md_fence(_as_text(value), "" if isinstance(value, str) else "json")
 
 
-def _duration(ms: float) -> str:
-    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s"
-
-
 def _table(header: tuple[str, ...], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
     marks = [(":" if a == "r" else "") for a in align.ljust(len(header))]
     lines = ["| " + " | ".join(header) + " |",
@@ -69,7 +66,7 @@ def _summary(report: SweepReport) -> list[str]:
             ("Connector", md_inline(meta.get("connector") or "-")),
             ("Total", str(s.total_cases)), ("Passed", str(s.passed_cases)),
             ("Failed", str(s.failed_cases)), ("Skipped", str(s.skipped_cases)),
-            ("Pass Rate", f"{s.overall_pass_rate}%"), ("Duration", _duration(s.duration_ms)),
+            ("Pass Rate", f"{s.overall_pass_rate}%"), ("Duration", format_ms(s.duration_ms)),
             ("Runs per Case", str(s.runs_per_case)), ("Total Runs", str(s.total_runs))]
     if s.runs_per_case > 1:
         rows += [("Stable", str(s.stable_cases)), ("Flaky", str(s.flaky_cases)),
@@ -99,7 +96,7 @@ def _stability(report: SweepReport) -> list[str]:
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
-    head = f"Run {detail.run} ({detail.status.value}, {_duration(detail.duration_ms)})"
+    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
     if detail.error:
         return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]
@@ -127,7 +124,7 @@ def _failures(stats: CaseStats) -> list[str]:
 
 def _case(stats: CaseStats) -> list[str]:
     verdict = case_verdict(stats)
-    timing = "" if verdict == "skipped" else f" ({_duration(stats.avg_duration_ms)})"
+    timing = "" if verdict == "skipped" else f" ({format_ms(stats.avg_duration_ms)})"
     lines = [f"### {_ICONS[verdict]} {md_inline(stats.id)} - {verdict.capitalize()}{timing}", ""]
     if verdict == "skipped":
         lines += ["Skipped: no run was executed.", ""]

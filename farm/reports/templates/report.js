@@ -23,12 +23,8 @@
   }
   const nf = new Intl.NumberFormat("en-US");
   const pct = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(1)) + "%";
-  function ms(v) {
-    if (v < 1000) return Math.round(v) + " ms";
-    if (v < 60000) return (v / 1000).toFixed(v < 10000 ? 2 : 1) + " s";
-    const s = Math.round(v / 1000);
-    return Math.floor(s / 60) + "m " + String(s % 60).padStart(2, "0") + "s";
-  }
+  // The same format as farm.durations.format_ms, which renders the rest of the page.
+  const ms = (v) => (v < 1000 ? Math.round(v) + "ms" : (v / 1000).toFixed(1) + "s");
   function show(v) {
     if (typeof v === "string") return v;
     const flat = JSON.stringify(v === undefined ? null : v);
