@@ -28,7 +28,7 @@ AGENTS = {
 AREAS = (
     ("farm.execute", "/farm/execute.py"), ("farm.checks", "/farm/checks/"), ("farm.stats", "/farm/stats/"),
     ("farm.reports", "/farm/reports/"), ("farm.agents", "/farm/agents/"), ("farm (other)", "/farm/"),
-    ("pydantic", "/pydantic"), ("httpx/httpcore", "/http"), ("h11", "/h11/"), ("anyio", "/anyio/"),
+    ("pydantic", "/pydantic"), ("aiohttp", "/aiohttp/"), ("yarl", "/yarl/"), ("multidict", "/multidict/"),
     ("asyncio", "/asyncio/"), ("json", "/json/"), ("threading", "threading.py"), ("uuid", "uuid.py"),
 )
 

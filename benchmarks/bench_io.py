@@ -4,7 +4,12 @@
 
 In-process: ``farm test --parallel 100`` against benchmarks/agents/http_agent.py (its own
 process, 100 ms delay); the sweep's own duration (the summary's duration_ms) over the ideal
-runs x latency / concurrency = 1 s, and the whole process's wall.
+runs x latency / concurrency = 1 s, and the whole process's wall. Beside it, in the same
+repetitions, the same 1,000 POSTs from a raw aiohttp client (one session) and a raw httpx
+client (10 clients of 10 connections; skipped when httpx is not installed: ``.[bench]``),
+``benchmarks/http_clients.py``: the farm's sweep over raw aiohttp's time is issue 16's target.
+Then the CPU per call of the three against the agent answering at once (3,000 calls at 50):
+what the HTTP stack and the farm's per-run path cost.
 
 Distributed (one private redis-server): ``farm worker -c 100`` (threads) and ``farm test
 --broker`` against the same agent, vs raw Celery ``-P threads -c 100`` running 1,000 tasks
@@ -14,6 +19,8 @@ concurrency (64), for reference.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,16 +29,50 @@ import harness
 
 CASES, RUNS, LATENCY_MS, CONCURRENCY = 100, 10, 100.0, 100
 IDEAL_S = CASES * RUNS * LATENCY_MS / 1000 / CONCURRENCY
+CPU_CALLS, CPU_CONCURRENCY = 3000, 50
+FARM_IN_PROCESS = "in-process farm test --parallel 100"
+RAW_AIOHTTP = "raw aiohttp client, one session"
+RAW_HTTPX = "raw httpx, 10 clients x 10 connections"
+RAW_CLIENTS = {RAW_AIOHTTP: "aiohttp", RAW_HTTPX: "httpx"}
 
 
-def in_process(url: str, tmp: Any, repeat: int) -> list[cluster.SweepRun]:
+def clients() -> dict[str, str]:
+    """The raw clients to measure: httpx only where it is installed."""
+    return {k: v for k, v in RAW_CLIENTS.items() if v != "httpx" or importlib.util.find_spec("httpx")}
+
+
+def raw_client(client: str, url: str, calls: int, concurrency: int) -> cluster.SweepRun:
+    """benchmarks/http_clients.py in a child process: its calls' wall and CPU."""
+    m = harness.measure([harness.PYTHON, str(harness.BENCH / "http_clients.py"), "--client", client, "--url", url,
+                         "--calls", str(calls), "--concurrency", str(concurrency)])
+    if m.returncode != 0:
+        raise RuntimeError(f"http_clients.py --client {client} exited {m.returncode}:\n{m.stderr_tail}")
+    figures = json.loads(m.extra["stdout"].strip().splitlines()[-1])
+    return cluster.SweepRun(calls, m.wall_s, float(figures["elapsed_s"]), float(figures["cpu_s"]), m.peak_rss_mb,
+                            {"passed": calls})
+
+
+def in_process(url: str, tmp: Any, repeat: int) -> dict[str, list[cluster.SweepRun]]:
+    """The farm's sweep and the raw clients, interleaved repetition by repetition."""
     suite = harness.write_suite(tmp / "suite.jsonl", CASES)
-    runs = []
+    results: dict[str, list[cluster.SweepRun]] = {FARM_IN_PROCESS: [], **{name: [] for name in clients()}}
     for _ in range(repeat):
         r = cluster.farm_sweep(suite, url, RUNS, tmp / "out.jsonl", parallel=CONCURRENCY)
         _check(r)
-        runs.append(r)
-    return runs
+        results[FARM_IN_PROCESS].append(r)
+        for name, client in clients().items():
+            results[name].append(raw_client(client, url, CASES * RUNS, CONCURRENCY))
+    return results
+
+
+def cpu_per_call(url: str, repeat: int) -> dict[str, list[float]]:
+    """Microseconds of CPU per call against an agent answering at once (each in its own process)."""
+    cpu: dict[str, list[float]] = {"farm (library sweep, no output)": [], **{name: [] for name in clients()}}
+    for _ in range(repeat):
+        for name, client in {"farm (library sweep, no output)": "farm", **clients()}.items():
+            r = raw_client(client, url, CPU_CALLS, CPU_CONCURRENCY)
+            cpu[name].append(r.cpu_s / CPU_CALLS * 1e6)
+    return cpu
 
 
 def _check(r: cluster.SweepRun) -> None:
@@ -82,25 +123,41 @@ def main() -> None:
     harness.sigterm_as_interrupt()
     with harness.workdir("io") as tmp, harness.Processes(tmp) as procs:
         url = harness.start_agent_server(procs, LATENCY_MS)
-        results = {"in-process farm test --parallel 100": in_process(url, tmp, args.repeat)}
+        results = in_process(url, tmp, args.repeat)
+        cpu = cpu_per_call(harness.start_agent_server(procs, 0), args.repeat)
         if not args.skip_distributed:
             results.update(distributed(procs, url, tmp, args.repeat))
+    figures = print_figures(results, cpu, args.repeat)
+    harness.emit("io", figures, args.json_path)
+
+
+def _reference(results: dict[str, list[cluster.SweepRun]], name: str) -> float | None:
+    runs = results.get(name)
+    return harness.median([r.sweep_s for r in runs]) if runs else None
+
+
+def print_figures(results: dict[str, list[cluster.SweepRun]], cpu: dict[str, list[float]],
+                  repeat: int) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    raw = results.get("raw celery, threads 100, sleep 100 ms")
-    raw_s = harness.median([r.sweep_s for r in raw]) if raw else None
+    raw_celery = _reference(results, "raw celery, threads 100, sleep 100 ms")
+    raw_aiohttp = _reference(results, RAW_AIOHTTP)
     rows = []
     for name, runs in results.items():
         sweep_s = [r.sweep_s for r in runs]
+        reference = raw_celery if name.startswith("farm worker") else raw_aiohttp if name == FARM_IN_PROCESS else None
         ratio_ideal = harness.median(sweep_s) / IDEAL_S
-        ratio_raw = harness.median(sweep_s) / raw_s if raw_s and name.startswith("farm worker") else None
+        ratio_raw = harness.median(sweep_s) / reference if reference else None
         figures[name] = {"sweep_s": sweep_s, "wall_s": [r.wall_s for r in runs], "cpu_s": [r.cpu_s for r in runs],
                          "x_ideal": ratio_ideal, "x_raw": ratio_raw}
         rows.append([name, harness.spread(sweep_s), f"{ratio_ideal:.2f}", f"{ratio_raw:.2f}" if ratio_raw else "",
                      harness.spread([r.wall_s for r in runs]), harness.spread([r.cpu_s for r in runs])])
     print(f"\n{CASES * RUNS} runs x {LATENCY_MS:g} ms at concurrency {CONCURRENCY} (ideal {IDEAL_S:g} s; "
-          f"median of {args.repeat}; min-max)\n")
-    print(harness.table(["setup", "sweep s", "x ideal", "x raw", "submitter wall s", "submitter CPU s"], rows))
-    harness.emit("io", figures, args.json_path)
+          f"median of {repeat}; min-max). x raw: in-process over raw aiohttp, workers over raw Celery\n")
+    print(harness.table(["setup", "sweep s", "x ideal", "x raw", "process wall s", "process CPU s"], rows))
+    print(f"\nCPU per call, agent answering at once: {CPU_CALLS} calls at {CPU_CONCURRENCY} (us; median, min-max)\n")
+    print(harness.table(["client", "CPU us/call"], [[name, harness.spread(us)] for name, us in cpu.items()]))
+    figures["cpu_us_per_call"] = cpu
+    return figures
 
 
 if __name__ == "__main__":

@@ -372,7 +372,7 @@ def sweep_in_process(suite: Path, agent: str, *, runs: int, parallel: int, out: 
     from farm.observers import JsonlObserver, Observers
     from farm.sweep import TestSettings, create_executor, prepare_sweep
 
-    settings = TestSettings(input=str(suite), name=agent, runs=runs, parallel=parallel, output=str(out),
+    settings = TestSettings(input=str(suite), name=agent, runs=runs, parallel=parallel, outputs=(str(out),),
                             broker=broker, cwd=str(ROOT))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     prepared = prepare_sweep(settings)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 CATEGORIES: Sequence[tuple[str, Sequence[str]]] = (
-    ("farm.run task body (workers.runtime.run_one)", ("run_one (",)),
+    ("farm.run task body (workers.runs.run_one)", ("run_one (",)),
     ("  the run itself (farm.execute.execute_run)", ("execute_run (",)),
     ("  Redis: before_run + store_run", ("before_run (", "store_run (")),
     ("farm.aggregate (aggregate_case)", ("aggregate_case (",)),

@@ -1,22 +1,15 @@
-"""Celery settings of the farm, from the environment (lowercase names; ``workers.config`` re-exports them).
+"""Celery settings of the farm (lowercase names), built from ``FarmSettings``.
 
-The submitter builds the same settings with ``celery_settings(broker_url)``, so both sides
-agree on serialisation, queues and the broker's redelivery window.
-
-Environment:
-    FARM_BROKER_URL          broker (default redis://localhost:6379/0)
-    FARM_RESULT_BACKEND      result backend (default: the broker)
-    FARM_QUEUE               default queue (default ``farm``)
-    FARM_VISIBILITY_TIMEOUT  seconds before Redis redelivers a run whose worker died (default 360)
-    FARM_RESULT_TTL          seconds results and reports stay retrievable (default 7 days)
-    FARM_NIGHTLY_SUITE       suite the beat scheduler runs every night (unset: no schedule)
-    FARM_NIGHTLY_CRON        its schedule, five cron fields (default ``0 2 * * *``)
-    FARM_NIGHTLY_ARGS        extra ``farm test`` flags for it (default ``--runs 10``)
-    FARM_TASK_EVENTS         1: send Celery task events (Flower); default off (``farm worker --events``)
+The submitter and the workers build the same settings with ``celery_settings(settings)``, so
+both sides agree on serialisation, queues and the broker's redelivery window. ``workers.config``
+re-exports this module; Celery itself is imported only where a schedule is built.
 
 Task events and the STARTED state are off by default: they cost the worker about a quarter of
 its CPU per run (benchmarks/README.md, §1), and the farm's own event stream already reports
 every run. Flower turns events on in running workers by broadcast while it watches.
+
+Nightly schedule (beat): FARM_NIGHTLY_SUITE (unset: none), FARM_NIGHTLY_CRON (five cron fields,
+default ``0 2 * * *``, UTC), FARM_NIGHTLY_ARGS (extra ``farm test`` flags, default ``--runs 10``).
 """
 
 from __future__ import annotations
@@ -26,20 +19,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from farm.errors import SettingsError
-from farm.execute import DEFAULT_CASE_TIMEOUT_S
-from farm.redis_keys import result_ttl
-from farm.yaofile import positive_int_env
+from farm.settings import DEFAULT_BROKER_URL, DEFAULT_QUEUE, DEFAULT_VISIBILITY_TIMEOUT_S, FarmSettings
 
-DEFAULT_BROKER_URL = "redis://localhost:6379/0"
-DEFAULT_QUEUE = "farm"
-DEFAULT_VISIBILITY_TIMEOUT_S = int(DEFAULT_CASE_TIMEOUT_S) + 60
-"""The default case timeout plus a minute (SPEC 9): a dead worker's runs come back by then."""
 DEFAULT_NIGHTLY_CRON = "0 2 * * *"
 
 
 def visibility_timeout(env: Mapping[str, str] | None = None) -> int:
     """FARM_VISIBILITY_TIMEOUT in seconds (default: case timeout + 60 s)."""
-    return positive_int_env("FARM_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT_S, env)
+    return FarmSettings.from_env(env).visibility_timeout_s
 
 
 def transport_options(vt: int) -> dict[str, Any]:
@@ -80,19 +67,19 @@ def beat_schedule(env: Mapping[str, str]) -> dict[str, Any]:
 
 def task_events(env: Mapping[str, str] | None = None) -> bool:
     """FARM_TASK_EVENTS: send Celery task events (for Flower)? Off unless 1/true/yes/on."""
-    raw = (os.environ if env is None else env).get("FARM_TASK_EVENTS", "")
-    return raw.strip().lower() in ("1", "true", "yes", "on")
+    return FarmSettings.from_env(env).task_events
 
 
-def celery_settings(broker_url: str | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Every Celery setting of the farm; ``broker_url`` overrides FARM_BROKER_URL."""
+def celery_settings(settings: FarmSettings | str | None = None, env: Mapping[str, str] | None = None
+                    ) -> dict[str, Any]:
+    """Every Celery setting of the farm; a string is a broker URL overriding FARM_BROKER_URL."""
     env = os.environ if env is None else env
-    broker = broker_url or env.get("FARM_BROKER_URL") or DEFAULT_BROKER_URL
-    vt = visibility_timeout(env)
-    events = task_events(env)
+    if not isinstance(settings, FarmSettings):
+        settings = FarmSettings.from_env(env, broker_url=settings)
+    events = settings.task_events
     return {
-        "broker_url": broker,
-        "result_backend": env.get("FARM_RESULT_BACKEND") or broker,
+        "broker_url": settings.broker_url,
+        "result_backend": settings.result_backend or settings.broker_url,
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -101,11 +88,11 @@ def celery_settings(broker_url: str | None = None, env: Mapping[str, str] | None
         "task_reject_on_worker_lost": True,
         # One reserved message per thread: a worker never hoards runs another could start.
         "worker_prefetch_multiplier": 1,
-        "broker_transport_options": transport_options(vt),
+        "broker_transport_options": transport_options(settings.visibility_timeout_s),
         "result_backend_transport_options": {"retry_policy": {"timeout": 30.0}},
         "broker_connection_retry_on_startup": True,
-        "result_expires": result_ttl(),
-        "task_default_queue": env.get("FARM_QUEUE") or DEFAULT_QUEUE,
+        "result_expires": settings.result_ttl_s,
+        "task_default_queue": settings.queue,
         "task_track_started": False,  # the farm's stream shows runs as they land
         "worker_send_task_events": events,
         "task_send_sent_event": events,
@@ -114,3 +101,16 @@ def celery_settings(broker_url: str | None = None, env: Mapping[str, str] | None
         "beat_schedule": beat_schedule(env),
     }
 
+
+__all__ = [
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_NIGHTLY_CRON",
+    "DEFAULT_QUEUE",
+    "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "beat_schedule",
+    "celery_settings",
+    "parse_cron",
+    "task_events",
+    "transport_options",
+    "visibility_timeout",
+]

@@ -1,7 +1,10 @@
-"""Durations as people write them: ``30s``, ``1m``, ``2m30s``, ``1h``, ``500ms``, or plain seconds.
+"""Durations as people write them (``30s``, ``1m``, ``2m30s``, ``1h``, ``500ms``, ``.5s`` or plain
+seconds, ``30``), and as reports print them.
 
-Used for the Yao ``timeout`` field and the ``--timeout`` flag. The unit suffixes are Go's
-(``ms``, ``s``, ``m``, ``h``), since the Yao design borrows Go's ``time.ParseDuration``.
+``parse_duration`` is the one duration grammar: the Yao ``timeout`` field, neuro-san's
+``timeout_in_seconds``, the ``--timeout`` flag and an HTTP agent manifest's ``timeout``. The unit
+suffixes are Go's (``ms``, ``s``, ``m``, ``h``), since the Yao design borrows Go's
+``time.ParseDuration``. ``format_ms`` is the one way reports print a duration.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["format_duration", "parse_duration"]
+__all__ = ["format_ms", "parse_duration"]
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)")
@@ -46,14 +49,9 @@ def _parse_text(text: str) -> float:
     return sum(float(num) * _UNITS[unit] for num, unit in _PART.findall(compact))
 
 
-def format_duration(seconds: float) -> str:
-    """Render seconds compactly (``150`` → ``2m30s``), for messages and reports."""
-    if seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    whole = int(seconds)
-    if whole != seconds or whole < 60:
-        return f"{seconds:g}s"
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
-    return "".join(f"{n}{u}" for n, u in parts if n)
+def format_ms(ms: float) -> str:
+    """A duration in milliseconds as reports print it: ``234ms`` under a second, else ``12.3s``.
+
+    The one format of every report (markdown, summary, HTML; the HTML page's script mirrors it).
+    """
+    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s"

@@ -12,6 +12,9 @@ Per-run failures are never exceptions: they are ``RunResult`` data (see ``farm.e
           ├── BrokerError            the broker / result backend is unreachable or lost
           ├── WorkerLostError        the worker pool went away and the sweep cannot finish
           └── ReporterError          a report could not be produced
+    FleetStop                        fleet control stopped the sweep (``metadata.stopped``)
+     ├── BudgetExhaustedError        exit 4: ``--budget`` / ``--max-tokens`` would be exceeded
+     └── QuotaExhaustedError         exit 5: the provider's quota is used up
 
 ``AgentError`` stands apart: adapters raise it for one run; ``execute`` records it as a run
 ``error`` and the sweep goes on.
@@ -25,7 +28,8 @@ from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
-    """Process exit codes of ``farm`` (the Yao design's table)."""
+    """Process exit codes of ``farm`` (SPEC 10; when several apply, the first in this order wins:
+    2, 130/143, 3, 5, 4, 1, 0)."""
 
     #: every case met its requirement
     OK = 0
@@ -33,10 +37,16 @@ class ExitCode(enum.IntEnum):
     CASES_FAILED = 1
     #: configuration or input error; nothing was run
     INPUT_ERROR = 2
-    #: runtime error: broker unreachable, worker pool lost, crash
+    #: runtime error: broker unreachable, worker pool lost, crash, sweep failed, abandoned or cancelled
     RUNTIME_ERROR = 3
-    #: interrupted by Ctrl-C
+    #: stopped by ``--budget`` or ``--max-tokens`` (SPEC 10, 13)
+    BUDGET = 4
+    #: stopped because a provider's quota is exhausted (SPEC 10, 13)
+    QUOTA = 5
+    #: interrupted by Ctrl-C (SIGINT)
     INTERRUPTED = 130
+    #: terminated by SIGTERM (what CI runners send on timeout)
+    TERMINATED = 143
 
 
 class FarmError(Exception):
@@ -109,6 +119,37 @@ class WorkerLostError(FarmRuntimeError):
 
 class ReporterError(FarmRuntimeError):
     """Raised when a report cannot be rendered or written."""
+
+
+class FleetStop(FarmError):
+    """Raised when fleet control must stop the whole sweep; ``stopped`` is its report reason.
+
+    Not a run failure: the executor stops scheduling runs, the call that raised it is not
+    counted (its run is ``not_run``), and the report says ``metadata.stopped = stopped``.
+    """
+
+    stopped = ""
+
+
+class BudgetExhaustedError(FleetStop):
+    """Raised when a call's reservation would take the sweep past ``--budget`` or ``--max-tokens``."""
+
+    exit_code = ExitCode.BUDGET
+    stopped = "budget"
+
+
+class QuotaExhaustedError(FleetStop):
+    """Raised when a provider says its quota is used up: a 429 that keeps coming, or an
+    "insufficient quota" answer. Retrying would only wait for hours."""
+
+    exit_code = ExitCode.QUOTA
+    stopped = "quota"
+
+
+AGENT_BUILD_FAILED = "AgentBuildError"
+"""``ErrorInfo.type`` of a run whose agent a worker could not build (a key or module missing on
+that machine): the submitter ends the sweep as a configuration error (exit 2), showing the
+worker's message, instead of reporting every run as a failed case."""
 
 
 class AgentError(Exception):

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
-import traceback
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import evaluate_turn, waiting_checks
@@ -32,9 +30,7 @@ from farm.errors import AgentError
 from farm.failures import classify_run
 from farm.hooks import HookFailedError, RunHooks
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
-
-DEFAULT_CASE_TIMEOUT_S = 300.0
-"""A run's whole time budget when neither the case nor ``--timeout`` sets one (Yao: 5m)."""
+from farm.settings import DEFAULT_CASE_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -63,13 +59,6 @@ class RunEnvironment:
     metadata: dict[str, JsonValue] | None = None
     """``--ctx`` ``metadata``, under each case's own ``metadata``."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunEnvironment:
-        return cls(**data)
-
     def case_timeout(self, case: Case) -> float:
         return case.timeout_s or self.timeout_s or DEFAULT_CASE_TIMEOUT_S
 
@@ -87,11 +76,16 @@ class RunEnvironment:
         }
 
 
+def _new_chat_id() -> str:
+    """32 random hex digits, as ``uuid4().hex`` gave, for a tenth of its cost (no UUID object)."""
+    return os.urandom(16).hex()
+
+
 class _RunState:
     """Mutable per-run state: the conversation, its history, the carried sly_data, the turn."""
 
     def __init__(self, chat_id: str | None = None) -> None:
-        self.conversation = Conversation(chat_id=chat_id or uuid.uuid4().hex)
+        self.conversation = Conversation(chat_id=chat_id or _new_chat_id())
         self.history: list[dict[str, JsonValue]] = []
         self.sly_data: dict[str, JsonValue] | None = None
         self.retries = 0
@@ -111,7 +105,7 @@ class _RunState:
     def start_fresh(self) -> None:
         """A new conversation: new chat id, empty history, nothing carried; retries kept."""
         self.retries += self.conversation.retries
-        self.conversation = Conversation(chat_id=uuid.uuid4().hex)
+        self.conversation = Conversation(chat_id=_new_chat_id())
         self.history = []
         self.sly_data = None
 
@@ -139,7 +133,8 @@ def _first_chat_id(env: RunEnvironment, run: int) -> str | None:
     return env.chat_id if run == 1 else f"{env.chat_id}-run{run}"
 
 
-def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None) -> AgentContext:
+def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None,
+             turn: int) -> AgentContext:
     user_id, team_id = _identity(env, case.user, case.team)
     return AgentContext(
         user_id=user_id,
@@ -151,6 +146,7 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
         accept=env.accept,
         case_id=case.id,
         run=run,
+        turn=turn,
         chat_id=chat_id,
         metadata=case.metadata if env.metadata is None else {**env.metadata, **(case.metadata or {})},
         sly_data=sly,
@@ -210,7 +206,7 @@ async def _send_turn(
         sly_data=sly,
         chat_filter=turn.chat_filter,
         timeout_s=max(turn_timeout, 0.0),
-        context=_context(case, run, env, state.conversation.chat_id, sly),
+        context=_context(case, run, env, state.conversation.chat_id, sly, index),
         conversation=state.conversation,
     )
     try:
@@ -231,11 +227,7 @@ async def _send_turn(
         state.conversation.retries = max(state.conversation.retries, exc.retries)
         raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message=exc.message)) from None
     except Exception as exc:  # the agent's own failure is data, not a crash of the sweep
-        raise _Outcome(
-            RunStatus.ERROR,
-            ErrorInfo(type=type(exc).__name__, message=str(exc) or type(exc).__name__,
-                      traceback=traceback.format_exc(limit=20)),
-        ) from None
+        raise _Outcome(RunStatus.ERROR, ErrorInfo.from_exception(exc)) from None
     if not isinstance(reply, Reply):
         raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message="agent returned no Reply"))
     state.history = [*request.messages, _assistant_message(reply)]
@@ -360,7 +352,7 @@ async def execute_run(
                        neuro_san_compat=env.neuro_san_compat, judges=judges)
     state = _RunState(_first_chat_id(env, run))
     hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
-    hook_context = _context(case, run, env, state.conversation.chat_id, None) if hooks else None
+    hook_context = _context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None
     start = time.monotonic()
     deadline = _deadline(case, env, start, not_after, state)
     try:
@@ -376,8 +368,7 @@ async def execute_run(
         result.status, result.error = RunStatus.ERROR, ErrorInfo(type="HookError", message=str(exc))
     except Exception as exc:  # a bug in a check or in the farm: still one run, not a dead sweep
         result.status = RunStatus.ERROR
-        result.error = ErrorInfo(type=type(exc).__name__, message=str(exc),
-                                 traceback=traceback.format_exc(limit=20))
+        result.error = ErrorInfo.from_exception(exc)
     result.duration_ms = round((time.monotonic() - start) * 1000, 3)
     result.retries = state.total_retries()
     if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path

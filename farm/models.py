@@ -8,6 +8,7 @@ formats (Yao JSONL, neuro-san HOCON) load into the same ``Case``.
 from __future__ import annotations
 
 import enum
+import traceback
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -232,12 +233,29 @@ class RunStatus(enum.StrEnum):
     SKIPPED = "skipped"
 
 
+MAX_TRACEBACK_CHARS = 4000
+"""A run's traceback keeps this many characters of its end (the innermost frames say most)."""
+
+MAX_TRACEBACK_FRAMES = 20
+"""Frames a run's traceback keeps, innermost last."""
+
+
 class ErrorInfo(FarmModel):
     """Why a run errored or timed out."""
 
     type: str
+    """The exception's class name (``ValueError``), ``AgentError`` or ``Timeout``."""
     message: str
     traceback: str | None = None
+    """The innermost ``MAX_TRACEBACK_FRAMES`` frames, at most ``MAX_TRACEBACK_CHARS`` characters."""
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> ErrorInfo:
+        """The exception's type, message and bounded traceback (call it inside the ``except``)."""
+        text = "".join(traceback.format_exception(exc, limit=-MAX_TRACEBACK_FRAMES))
+        if len(text) > MAX_TRACEBACK_CHARS:
+            text = "…" + text[-(MAX_TRACEBACK_CHARS - 1):]
+        return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__, traceback=text)
 
 
 class RunResult(FarmModel):
@@ -282,6 +300,8 @@ class StabilityClass(enum.StrEnum):
     MOSTLY_STABLE = "mostly_stable"
     UNSTABLE = "unstable"
     HIGHLY_UNSTABLE = "highly_unstable"
+    BROKEN = "broken"
+    """Every run failed: consistent, not random (SPEC 7); the Yao table's classes are for 0 < rate."""
 
 
 class RunDetail(FarmModel):
@@ -292,6 +312,10 @@ class RunDetail(FarmModel):
     duration_ms: float
     output: JsonValue = None
     error: str | None = None
+    error_type: str | None = None
+    """The exception's class name for an ``error`` run (``ErrorInfo.type``)."""
+    traceback: str | None = None
+    """Bounded traceback, kept once per distinct error of the case (the first run that had it)."""
     failed_checks: list[CheckOutcome] = Field(default_factory=list)
     judged_checks: list[CheckOutcome] = Field(default_factory=list)
     """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
@@ -300,6 +324,14 @@ class RunDetail(FarmModel):
     failed_turn: int | None = None
     turns: list[TurnRecord] | None = None
     checkpoints: dict[str, CheckpointResult] | None = None
+
+    @property
+    def error_line(self) -> str:
+        """The error as one line for people: ``ValueError: bad input`` (the type when it says more)."""
+        message = self.error or ""
+        if self.status is RunStatus.ERROR and self.error_type not in (None, "AgentError"):
+            return f"{self.error_type}: {message}"
+        return message
 
 
 class FailureExample(FarmModel):
@@ -316,6 +348,14 @@ class FailureClassStats(FarmModel):
 
     count: int
     example: FailureExample
+
+
+class FailureReason(FarmModel):
+    """Why runs of a case failed, and how many runs failed that way."""
+
+    reason: str
+    """``check: expected …`` for a failed check, ``status: ErrorType: message`` for an error."""
+    count: int
 
 
 class CaseStats(FarmModel):
@@ -343,6 +383,8 @@ class CaseStats(FarmModel):
     stability_class: StabilityClass
     label: Literal["stable", "flaky", "broken", "skipped"]
     """``flaky``: 0 < pass rate < 100; ``broken``: always fails."""
+    runs_planned: int | None = None
+    """Runs the plan asked for; more than ``runs`` when the sweep stopped before the case finished."""
     required_passes: int
     """Passes needed for the case to pass (from ``success_ratio``, ``--min-pass-rate``)."""
     case_passed: bool
@@ -352,6 +394,19 @@ class CaseStats(FarmModel):
     max_duration_ms: float
     std_deviation_ms: float
     retries: int = 0
+    distinct_outputs: int = 0
+    """Distinct normalised outputs among the scored runs (errors and timeouts count as one "no
+    output"); exact up to ``farm.stats.DEFAULT_MAX_DISTINCT_OUTPUTS``, a lower bound beyond."""
+    failure_reasons: list[FailureReason] = Field(default_factory=list)
+    """The most frequent reasons runs failed, most frequent first (``farm.stats.reasons``)."""
+    pass_at_k: dict[str, float | None] = Field(default_factory=dict)
+    """Unbiased pass@k by k (as a string): the chance that at least one of k runs passes,
+    1 − C(n−c, k)/C(n, k) over the n scored runs, c passed; None when n < k."""
+    pass_hat_k: dict[str, float | None] = Field(default_factory=dict)
+    """Unbiased pass^k by k: the chance that all of k runs pass, C(c, k)/C(n, k); None when n < k."""
+    content_hash: str | None = None
+    """Digest of the case as written (turns, checks, input, settings; not its file or line):
+    comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
     run_details: list[RunDetail] = Field(default_factory=list)
     run_details_truncated: int = 0
     """How many runs were counted but not kept in ``run_details``."""
@@ -380,6 +435,9 @@ class SweepSummary(FarmModel):
     """Run counts by status: passed, failed, error, timeout, skipped."""
     failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
     """Failed runs of the whole sweep by failure class, most frequent first."""
+    skipped_ids: list[str] = Field(default_factory=list)
+    """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
+    no result row, pass rate or stability class (SPEC 10)."""
 
 
 class SweepReport(FarmModel):
@@ -388,6 +446,7 @@ class SweepReport(FarmModel):
     summary: SweepSummary
     environment: dict[str, JsonValue]
     results: list[CaseStats]
+    """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
     metadata: dict[str, JsonValue]
     """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
     ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""

@@ -14,12 +14,9 @@ from typing import Protocol, TextIO
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
-from farm.reports.failures import class_counts, failure_lines
 
 
 @dataclass(frozen=True)
@@ -114,21 +111,22 @@ class StdoutPrinter:
 
 
 class ProgressBar:
-    """A progress bar with pass/fail counts and an ETA."""
+    """A progress bar with pass/fail counts, the running pass rate and an ETA."""
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/]"),
+            TextColumn("[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
+                       "{task.fields[rate]}"),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=console,
             transient=True,
         )
-        self._task = self._progress.add_task("runs", total=None, passed=0, failed=0)
+        self._task = self._progress.add_task("runs", total=None, passed=0, failed=0, rate="")
         self._passed = 0
         self._failed = 0
 
@@ -141,73 +139,15 @@ class ProgressBar:
             self._passed += 1
         elif result.status is not RunStatus.SKIPPED:
             self._failed += 1
-        self._progress.update(self._task, advance=1, passed=self._passed, failed=self._failed)
+        scored = self._passed + self._failed
+        rate = f"({100 * self._passed / scored:.1f}% pass rate)" if scored else ""
+        self._progress.update(self._task, advance=1, passed=self._passed, failed=self._failed, rate=rate)
 
     def on_case(self, stats: CaseStats) -> None:
         return None
 
     def on_finish(self, report: SweepReport) -> None:
         self._progress.stop()
-
-
-class VerbosePrinter:
-    """``-v``: one line per run that did not pass, with its first failure."""
-
-    def __init__(self, console: Console) -> None:
-        self._console = console
-
-    def on_start(self, start: SweepStart) -> None:
-        self._console.print(f"sweep {start.sweep_id}: {start.total_cases} cases, {start.total_runs} runs "
-                            f"against {start.agent_id}", markup=False, highlight=False)
-
-    def on_result(self, result: RunResult) -> None:
-        if result.status in (RunStatus.PASSED, RunStatus.SKIPPED):
-            return
-        why = result.error.message if result.error else "; ".join(c.message for c in result.failed_checks)
-        self._console.print(f"{result.status.value.upper():8} {result.case_id} run {result.run}: {why}",
-                            markup=False, highlight=False)
-
-    def on_case(self, stats: CaseStats) -> None:
-        return None
-
-    def on_finish(self, report: SweepReport) -> None:
-        return None
-
-
-_LABEL_STYLE = {"stable": "green", "flaky": "yellow", "broken": "red", "skipped": "dim"}
-
-
-def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) -> None:
-    """A short table of the cases that need attention first, then the totals."""
-    s = report.summary
-    table = Table(title=None, show_edge=False, pad_edge=False)
-    for name in ("case", "runs", "pass rate", "label", "verdict", "failure classes"):
-        table.add_column(name, justify="right" if name in ("runs", "pass rate") else "left")
-    rows = sorted(report.results, key=lambda c: (c.case_passed, c.pass_rate, c.id))
-    for stats in rows[:max_rows]:
-        style = _LABEL_STYLE.get(stats.label, "")
-        verdict = "[green]pass[/]" if stats.case_passed else "[red]FAIL[/]"
-        if stats.label == "skipped":
-            verdict = "[dim]skip[/]"
-        table.add_row(stats.id, str(stats.runs), f"{stats.pass_rate:.1f}%",
-                      f"[{style}]{stats.label}[/]" if style else stats.label, verdict,
-                      escape(class_counts(stats.failure_classes)))
-    console.print(table)
-    if len(rows) > max_rows:
-        console.print(f"… {len(rows) - max_rows} more cases in the report", highlight=False)
-    for line in failure_lines(report):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    stopped = report.metadata.get("stopped")
-    if stopped:
-        not_run = report.metadata.get("not_run") or []
-        console.print(f"stopped early ({stopped}): {len(not_run)} cases not run", highlight=False, markup=False)
-    console.print(
-        f"{s.passed_cases} passed, {s.failed_cases} failed, {s.skipped_cases} skipped of {s.total_cases} cases; "
-        f"{s.total_runs} runs, {s.overall_pass_rate:.1f}% pass rate, {s.flaky_cases} flaky, "
-        f"{s.broken_cases} broken, {s.duration_ms / 1000:.1f}s",
-        highlight=False,
-        soft_wrap=True,  # one line, whatever the width: CI logs grep it
-    )
 
 
 __all__ = [
@@ -217,6 +157,4 @@ __all__ = [
     "StdoutPrinter",
     "SweepObserver",
     "SweepStart",
-    "VerbosePrinter",
-    "print_summary",
 ]

@@ -5,7 +5,8 @@ write one key per run (set-if-absent, so a redelivered run counts once) and appe
 the sweep's stream, which the submitter and ``farm results`` read.
 
     farm:sweep:{id}                 hash: the sweep's plan and bookkeeping (see SWEEP_FIELDS)
-    farm:sweep:{id}:cases           hash: case id → {"case", "plan", "agent"} JSON
+    farm:sweep:{id}:cases           hash: case id → PlannedCase JSON ({"case", "plan", "agent"})
+    farm:sweep:{id}:order           list: case ids in plan order (the report's order)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
     farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX)
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
@@ -17,17 +18,24 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:rendered        hash: format → rendered report text
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
+    farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
+
+Fleet control (``farm.fleet``) shares its state between sweeps, since providers limit per API
+key, not per sweep; a limit key's name appears as is when it is a plain name, else as a digest
+(a URL may carry credentials):
+
+    farm:fleet:limit:{name}         hash: one rate-limit key's state (GCRA, tokens, AIMD, pause, quota)
+    farm:fleet:leases:{name}        sorted set: the key's calls in flight, scored by lease expiry
+    farm:judge-cache:{digest}       string: a judge verdict (JSON) or a claim while it is being asked
 """
 
 from __future__ import annotations
 
-from farm.yaofile import positive_int_env
+import hashlib
+import re
 
 PREFIX = "farm:"
-
-DEFAULT_RESULT_TTL_S = 7 * 24 * 3600
-"""How long a sweep's results and report stay retrievable (SPEC 9: 7 days). Env FARM_RESULT_TTL."""
 
 REPORT_LATCH_TTL_S = 120
 """The report latch expires, so an aggregate that failed to enqueue the report can try again."""
@@ -47,17 +55,16 @@ STOP_FAIL_FAST = "fail-fast"
 """Value of the stop key after the first failed case of a ``--fail-fast`` sweep."""
 
 
-def result_ttl() -> int:
-    """FARM_RESULT_TTL (seconds), default 7 days."""
-    return positive_int_env("FARM_RESULT_TTL", DEFAULT_RESULT_TTL_S)
-
-
 def sweep_key(sweep_id: str) -> str:
     return f"{PREFIX}sweep:{sweep_id}"
 
 
 def cases_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:cases"
+
+
+def order_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:order"
 
 
 def run_key(sweep_id: str, case_id: str, run: int) -> str:
@@ -104,11 +111,38 @@ def stop_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:stop"
 
 
+def budget_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:budget"
+
+
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
-    return [sweep_key(sweep_id), cases_key(sweep_id), stats_key(sweep_id), cases_done_key(sweep_id),
-            runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id), report_key(sweep_id),
-            rendered_key(sweep_id), stop_key(sweep_id)]
+    return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
+            cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
+            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id)]
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")
+
+
+def fleet_name(limit_key: str) -> str:
+    """A rate-limit key as it appears in Redis: itself when a plain name (``openai.gpt-4o``),
+    else ``sha256:`` and a digest, so no URL, credential or odd byte reaches a key."""
+    if _PLAIN_NAME.fullmatch(limit_key):
+        return limit_key
+    return "sha256:" + hashlib.sha256(limit_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def fleet_limit_key(limit_key: str) -> str:
+    return f"{PREFIX}fleet:limit:{fleet_name(limit_key)}"
+
+
+def fleet_leases_key(limit_key: str) -> str:
+    return f"{PREFIX}fleet:leases:{fleet_name(limit_key)}"
+
+
+def judge_cache_key(digest: str) -> str:
+    return f"{PREFIX}judge-cache:{digest}"
 
 
 SWEEP_FIELDS = ("plan", "total_cases", "total_runs", "submitted_at", "queue", "agent_id")

@@ -1,15 +1,15 @@
 """``farm test`` as a library: settings → loaded, resolved, planned sweep → outputs.
 
 Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` does that). The
-order matters: load and validate every suite, resolve every agent and check the output path
+order matters: load and validate every suite, resolve every agent and check every output path
 *before* the first run, so that bad input exits 2 with nothing run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +17,39 @@ from farm.agents.judge import create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef, create_agent, parse_reference, resolve_case_agent
 from farm.agents.retry import attempts_from_env
-from farm.errors import AgentResolutionError, InputError, SettingsError
+from farm.checks import judges_needed
+from farm.errors import AgentResolutionError, FarmRuntimeError, InputError, SettingsError
 from farm.execute import RunEnvironment
-from farm.executors.base import Executor, SweepPlan, new_sweep_id
+from farm.executors.base import Executor
+from farm.executors.local import LocalExecutor
+from farm.lifecycle import SweepStop
 from farm.models import Case, SweepReport
 from farm.observers import Observers, SweepObserver
-from farm.reports import BUILTIN_REPORTERS, format_for_path
+from farm.outputs import OutputTarget, keeps_run_details, plan_outputs
+from farm.plan import PlannedCase, SweepPlan, build_plan, new_sweep_id
+from farm.reports import BUILTIN_REPORTERS
+from farm.settings import FarmSettings
 from farm.simulators import check_simulators
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
-from farm.suites import LoadedInput, LoadOptions, load_input
+from farm.suites import LoadedInput, LoadOptions, load_input, load_message
 from farm.yao_options import filter_by_regex, load_context_file
+
+DEFAULT_PARALLEL = 8
+"""Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
 
 
 @dataclass(frozen=True)
 class TestSettings:
-    """Every flag of ``farm test`` (SPEC 3), already parsed."""
+    """Every flag of ``farm test`` (SPEC 3, 10), already parsed."""
 
     __test__ = False  # not a pytest class
 
-    input: str
-    output: str | None = None
+    input: str | None = None
+    """``-i``: a suite file, a directory of suites, or a message that cannot be a path."""
+    message: str | None = None
+    """``-m``: send this text to the agent (direct message mode)."""
+    outputs: tuple[str, ...] = ()
+    """``-o``, repeatable: each format rendered from the same sweep."""
     name: str | None = None
     connector: str | None = None
     user: str | None = None
@@ -44,16 +57,19 @@ class TestSettings:
     reporter: str | None = None
     runs: int | None = None
     timeout_s: float | None = None
-    parallel: int = 1
+    parallel: int = DEFAULT_PARALLEL
     verbose: bool = False
     fail_fast: bool = False
     broker: str | None = None
     queue: str = "farm"
     detach: bool = False
     min_pass_rate: float = 1.0
+    min_overall_pass_rate: float | None = None
+    """Suite-level gate (0–1, run-weighted), on top of the per-case verdicts."""
     judge: str | None = None
     server: str | None = None
-    pattern: str | None = None
+    patterns: tuple[str, ...] = ()
+    """``-k``, repeatable: a case runs when its id contains any of them (a glob when it has ``*?[``)."""
     neuro_san_compat: bool = False
     run_pattern: str | None = None
     """``--run REGEX`` (Yao's case filter)."""
@@ -74,68 +90,34 @@ class PreparedSweep:
 
     plan: SweepPlan
     loaded: LoadedInput
-    output_path: Path | None
-    """Where the report goes; None: stdout (direct message mode)."""
-    output_format: str
-    """``jsonl``, ``json``, ``markdown``, ``html``, ``junit``, or ``reporter`` (-r agent)."""
+    outputs: list[OutputTarget]
+    """Every requested output, checked writable."""
 
 
-def _filter(cases: list[Case], pattern: str | None) -> list[Case]:
-    if not pattern:
+def _matches(case_id: str, pattern: str) -> bool:
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(case_id, pattern)
+    return pattern in case_id
+
+
+def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
+    """``-k``: the cases whose id matches any pattern (substring, or glob when it has ``*?[``)."""
+    if not patterns:
         return cases
-    return [c for c in cases if fnmatch.fnmatchcase(c.id, pattern)]
+    return [c for c in cases if any(_matches(c.id, p) for p in patterns)]
 
 
-_NO_RUN_DETAILS = ("jsonl", "stdout", "summary")
-"""Outputs that never show kept runs: the JSONL stream writes every run as it completes."""
-_REPORTER_SUFFIX = {"json": ".json", "markdown": ".md", "html": ".html", "summary": ".txt"}
-
-
-def default_output_path(loaded: LoadedInput, now: datetime | None = None, suffix: str = ".jsonl") -> Path | None:
-    """``<input dir>/output-YYYYMMDDHHMMSS.jsonl`` (``-2``, ``-3``… when taken); None for a message."""
-    if loaded.kind == "message" or loaded.root is None:
-        return None
-    stamp = (now or datetime.now()).strftime("%Y%m%d%H%M%S")
-    path = loaded.root / f"output-{stamp}{suffix}"
-    n = 1
-    while path.exists():
-        n += 1
-        path = loaded.root / f"output-{stamp}-{n}{suffix}"
-    return path
-
-
-def _output(settings: TestSettings, loaded: LoadedInput) -> tuple[Path | None, str]:
-    builtin = BUILTIN_REPORTERS.get(settings.reporter) if settings.reporter else None
-    if settings.output is None:
-        if settings.reporter and builtin is None:
-            raise SettingsError(f"-r {settings.reporter}: a reporter agent needs -o FILE for its document")
-        path = default_output_path(loaded, suffix=_REPORTER_SUFFIX.get(builtin or "", ".jsonl"))
-        if path is None:
-            return None, "stdout" if builtin is None else builtin
-        return path, builtin or "jsonl"
-    path = Path(settings.output)
-    if not path.is_absolute():
-        path = Path(settings.cwd) / path
-    if not path.parent.is_dir():
-        raise SettingsError(f"-o {settings.output}: directory {path.parent} does not exist")
-    if any(path.resolve() == f.resolve() for f in loaded.files):
-        raise SettingsError(f"-o {settings.output}: is one of the input suites; it would be overwritten")
-    if settings.reporter:
-        return path, builtin or "reporter"
-    return path, format_for_path(path)
-
-
-def _judges_needed(cases: list[Case]) -> dict[str | None, Case]:
-    """Every judge the checks ask for (None: the default ``--judge``), with a case that asks."""
-    uses: dict[str | None, Case] = {}
-    for case in cases:
-        for turn in case.turns:
-            for assertion in turn.assertions:
-                if assertion.type == "agent":
-                    uses.setdefault(assertion.use, case)
-            if any(t.test in ("gist", "not_gist") for t in turn.stock_tests):
-                uses.setdefault(None, case)
-    return uses
+def _runnable(cases: list[Case], settings: TestSettings, source: str) -> list[Case]:
+    """The selected cases; InputError (exit 2) when none would run: a sweep that tests nothing
+    must not pass CI (SPEC 10)."""
+    selected = select_cases(cases, settings.patterns)
+    shown = " ".join(f"-k {p!r}" for p in settings.patterns)
+    if not selected:
+        raise InputError(f"{source}: no case matches {shown}" if shown else f"{source}: no test cases")
+    if all(c.skip for c in selected):
+        which = f"the {len(selected)} cases matching {shown}" if shown else f"all {len(selected)} cases"
+        raise InputError(f"{source}: no runnable cases: {which} are skipped (skip: true)")
+    return selected
 
 
 def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], options: AgentOptions) -> None:
@@ -143,7 +125,7 @@ def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], opt
     for ref in dict.fromkeys(agents.values()):
         create_agent(ref, options)
     resolver = create_judge_resolver(options)
-    for use, case in _judges_needed(cases).items():
+    for use, case in judges_needed(cases).items():
         try:
             resolver(use)
         except AgentResolutionError as exc:
@@ -169,69 +151,104 @@ def agent_options(settings: TestSettings) -> AgentOptions:
     )
 
 
+def _load(settings: TestSettings) -> LoadedInput:
+    if (settings.input is None) == (settings.message is None):
+        raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
+    if settings.message is not None:
+        return load_message(settings.message, cwd=Path(settings.cwd))
+    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
+    return load_input(str(settings.input), cwd=Path(settings.cwd), options=options)
+
+
 def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> PreparedSweep:
-    """Load, validate, resolve and plan; raises InputError (exit 2) before anything runs."""
+    """Load, validate, resolve, check the outputs and plan; raises InputError (exit 2) before
+    anything runs."""
     _check_numbers(settings)
-    load_options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
-    loaded = load_input(settings.input, cwd=Path(settings.cwd), options=load_options)
-    cases = filter_by_regex(_filter(loaded.cases, settings.pattern), settings.run_pattern)
-    if not cases:
-        what = f"no case matches -k {settings.pattern!r}" if settings.pattern else "no test cases"
-        raise InputError(f"{settings.input}: {what}")
-    output_path, output_format = _output(settings, loaded)
+    loaded = _load(settings)
+    cases = _runnable(filter_by_regex(loaded.cases, settings.run_pattern), settings, settings.input or "-m")
+    outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=loaded.root, inputs=loaded.files,
+                           cwd=Path(settings.cwd))
     options = agent_options(settings)
     agents = _resolve_agents(cases, settings, options)
     _check_agents_and_judges(cases, agents, options)
     check_simulators(cases, options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    plans = {c.id: plan_case(c, settings.runs, settings.min_pass_rate) for c in cases}
+    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate), agent=agents[c.id])
+               for c in cases]
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
         neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
         **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
     )
-    plan = SweepPlan(
-        sweep_id=sid, cases=cases, case_plans=plans, agents=agents, env=env, options=options,
-        parallel=settings.parallel, fail_fast=settings.fail_fast,
-        runs_per_case=max((p.runs for p in plans.values()), default=1),
-        metadata=_metadata(settings, loaded),
-        max_run_details=0 if output_format in _NO_RUN_DETAILS else DEFAULT_MAX_RUN_DETAILS,
+    plan = build_plan(
+        sid, planned, env=env, options=options, parallel=settings.parallel, fail_fast=settings.fail_fast,
+        metadata=_metadata(settings, loaded), queue=settings.queue,
+        max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, loaded, output_path, output_format)
+    return PreparedSweep(plan, loaded, outputs)
 
 
-def create_executor(settings: TestSettings) -> Executor:
+def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:
     """In-process unless a broker is given; Celery is imported only for a distributed sweep."""
+    farm_settings = farm_settings or FarmSettings.from_env()
     if settings.broker:
         from farm.executors.celery import CeleryExecutor
 
-        executor: Executor = CeleryExecutor(broker_url=settings.broker, queue=settings.queue, detach=settings.detach)
+        executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=settings.broker, queue=settings.queue),
+                                            detach=settings.detach)
         return executor
-    from farm.executors.local import LocalExecutor
-
-    return LocalExecutor()
+    return LocalExecutor(grace_s=farm_settings.stop_grace_s)
 
 
-def run_sweep(settings: TestSettings, observer: SweepObserver | None = None) -> SweepReport:
+def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
+              ) -> SweepReport:
     """``farm test`` from Python: validate, run (in-process or distributed), return the report.
 
-    Writes no file; pass an observer (e.g. ``farm.observers.JsonlObserver``) to follow the runs.
+    Writes no file (``farm.write_report`` does); pass an observer (e.g.
+    ``farm.observers.JsonlObserver``) to follow the runs, a ``SweepStop`` to stop it early.
+    Inside a running event loop (Jupyter, pytest-asyncio, FastAPI) use ``arun_sweep``.
     """
+    if _loop_running():  # before anything is built: no coroutine left un-awaited
+        raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
+                               "FastAPI): use `await farm.arun_sweep(settings)`")
     prepared = prepare_sweep(settings)
-    return create_executor(settings).run(prepared.plan, observer or Observers())
+    return create_executor(settings).run(prepared.plan, observer or Observers(), stop)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
+                     ) -> SweepReport:
+    """``run_sweep`` for callers inside an event loop: an in-process sweep runs on the caller's
+    loop; a distributed one follows its workers from a thread (its Redis reads block)."""
+    prepared = prepare_sweep(settings)
+    executor = create_executor(settings)
+    observer = observer or Observers()
+    if isinstance(executor, LocalExecutor):
+        return await executor.arun(prepared.plan, observer, stop)
+    return await asyncio.to_thread(executor.run, prepared.plan, observer, stop)
 
 
 def _metadata(settings: TestSettings, loaded: LoadedInput) -> dict[str, Any]:
-    return {
-        "input": settings.input if loaded.kind == "message" else str(loaded.root),
+    metadata: dict[str, Any] = {
+        "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
         "min_pass_rate": settings.min_pass_rate,
         "runs": settings.runs,
         "reporter": settings.reporter,
         **({"yao_compat": True} if settings.yao_compat else {}),
         **({"notes": loaded.notes} if loaded.notes else {}),
     }
+    if settings.min_overall_pass_rate is not None:
+        metadata["min_overall_pass_rate"] = settings.min_overall_pass_rate
+    return metadata
 
 
 def _check_numbers(settings: TestSettings) -> None:
@@ -239,8 +256,10 @@ def _check_numbers(settings: TestSettings) -> None:
         raise SettingsError(f"--runs {settings.runs}: must be at least 1")
     if settings.parallel < 1:
         raise SettingsError(f"--parallel {settings.parallel}: must be at least 1")
-    if not 0.0 <= settings.min_pass_rate <= 1.0:
-        raise SettingsError(f"--min-pass-rate {settings.min_pass_rate}: must be between 0 and 1")
+    for flag, rate in (("--min-pass-rate", settings.min_pass_rate),
+                       ("--min-overall-pass-rate", settings.min_overall_pass_rate)):
+        if rate is not None and not 0.0 <= rate <= 1.0:
+            raise SettingsError(f"{flag} {rate}: must be between 0 and 1 (or 0% to 100%)")
     if settings.timeout_s is not None and settings.timeout_s <= 0:
         raise SettingsError("--timeout: must be positive")
     if settings.detach and not settings.broker:

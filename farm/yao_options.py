@@ -19,7 +19,7 @@ from typing import Any
 
 from farm.errors import InputError, SettingsError
 from farm.models import Case
-from farm.stats import CasePlan
+from farm.plan import PlannedCase
 from farm.yaofile import read_yao_object
 
 __all__ = ["CONTEXT_KEYS", "dry_run_lines", "filter_by_regex", "load_context_file"]
@@ -88,13 +88,13 @@ def _object(value: Any, where: Path, key: str) -> dict[str, Any]:
     return value
 
 
-def dry_run_lines(cases: list[Case], plans: dict[str, CasePlan], agents: dict[str, str]) -> list[str]:
+def dry_run_lines(cases: list[PlannedCase]) -> list[str]:
     """``--dry-run``: one JSON line per case that would run (Yao prints the cases as JSONL)."""
     lines = []
-    for case in cases:
-        plan = plans[case.id]
+    for planned in cases:
+        case, plan = planned.case, planned.plan
         entry: dict[str, Any] = {"id": case.id, "source": case.source, "line": case.line, "format": case.format,
-                                 "agent": agents.get(case.id), "runs": plan.runs, "required": plan.required}
+                                 "agent": planned.agent.label, "runs": plan.runs, "required": plan.required}
         if case.dynamic is not None:
             entry["dynamic"] = {"simulator": case.dynamic.simulator.use or "fixed_responses",
                                 "checkpoints": [cp.id for cp in case.dynamic.checkpoints],

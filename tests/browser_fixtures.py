@@ -52,26 +52,26 @@ def launch_chromium(playwright: Any) -> Any:
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
 
 
-def require(reason: str) -> None:
-    """Skip locally, fail in CI: a CI run must not silently lose the browser tests."""
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @contextlib.contextmanager
-def chromium() -> Iterator[Any]:
-    """Headless Chromium for a test module's ``browser`` fixture; skips (fails under CI) without it."""
+def headless_chromium() -> Iterator[Any]:
+    """A headless Chromium; without playwright or Chromium, skip locally and fail in CI (a CI run
+    must not silently lose the browser tests)."""
     try:
         from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - playwright is a dev dependency
-        require("the playwright package is not installed")
-    if chromium_path() is None:
-        require("Chromium is not installed (apt-get install chromium)")
+    except ImportError:
+        sync_playwright = None
+    missing = ("the playwright package is not installed" if sync_playwright is None
+               else "Chromium is not installed (apt-get install chromium)" if chromium_path() is None else None)
+    if missing is not None and os.environ.get("CI"):
+        pytest.fail(missing)
+    if missing is not None:
+        pytest.skip(missing)
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 class Opened:

@@ -25,6 +25,8 @@ import pytest
 
 from tests.servers import ROOT, free_port, stop_process
 
+pytest_plugins = ["tests.history_fixtures"]  # PostgreSQL and SQLite databases of the history tests
+
 REDIS_BINARY = os.environ.get("FARM_TEST_REDIS_SERVER", "redis-server")
 WORKER_READY_TIMEOUT_S = 60.0
 
@@ -86,6 +88,14 @@ class RedisServer:
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process)
+
+
+@pytest.fixture(autouse=True)
+def farm_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's FARM_DATA_DIR (run journals, history) is a temporary one, never the user's."""
+    path = tmp_path_factory.mktemp("farm-data")
+    monkeypatch.setenv("FARM_DATA_DIR", str(path))
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -170,7 +180,7 @@ class WorkerProcess:
 
 def farm_env(broker_url: str, **extra: str) -> dict[str, str]:
     """Environment of farm subprocesses: this interpreter's, the broker, the repo on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "FLOWER_"))}
+    env = {k: v for k, v in os.environ.items() if k == "FARM_DATA_DIR" or not k.startswith(("FARM_", "FLOWER_"))}
     env.update({"FARM_BROKER_URL": broker_url, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env

@@ -173,6 +173,11 @@ def json_agent_server(*, separate_process: bool = False) -> Iterator[Served]:
         yield served
 
 
+def open_sessions(agent: Any) -> int:
+    """How many open HTTP sessions (one per event loop) an HTTP adapter's transport holds."""
+    return sum(not session.closed for session in agent.transport._sessions.values())
+
+
 def agent_request(
     messages: list[dict[str, Any]] | str,
     *,

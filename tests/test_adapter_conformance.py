@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef, create_agent, parse_reference
@@ -149,4 +150,4 @@ def test_crash_is_a_run_error(peer: Peer) -> None:
 
 def test_agent_ref_round_trips(peer: Peer) -> None:
     ref = parse_reference(peer.conversation, peer.options)
-    assert AgentRef.from_dict(json.loads(json.dumps(ref.to_dict()))) == ref
+    assert TypeAdapter(AgentRef).validate_json(TypeAdapter(AgentRef).dump_json(ref)) == ref

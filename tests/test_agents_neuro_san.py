@@ -16,18 +16,9 @@ from typing import Any
 import pytest
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
-from farm.agents.neuro_san import (
-    CHAT_CONTEXT_STATE,
-    RAW_MESSAGES_KEPT,
-    RAW_TEXT_KEPT,
-    NeuroSanAgent,
-    StreamReader,
-    create_neuro_san_agent,
-    error_in_answer,
-    list_agents,
-    message_type,
-    parse_neuro_san_url,
-)
+from farm.agents.neuro_san import CHAT_CONTEXT_STATE, NeuroSanAgent, create_neuro_san_agent, list_agents
+from farm.agents.neuro_san_stream import RAW_MESSAGES_KEPT, RAW_TEXT_KEPT, StreamReader, error_in_answer, message_type
+from farm.agents.urls import parse_neuro_san_url
 from farm.errors import AgentError, AgentResolutionError
 from farm.models import Reply
 from tests.servers import EXAMPLE_SERVERS, HOST, Served, free_port, load_example, serve_in_thread, serve_subprocess
@@ -327,7 +318,7 @@ def test_connection_refused_gives_up_after_the_retries(monkeypatch: pytest.Monke
     monkeypatch.setenv("FARM_RETRY_ATTEMPTS", "2")
     conversation = Conversation(chat_id="c")
     agent = create_neuro_san_agent(f"http://{HOST}:{free_port()}", "echo")
-    with pytest.raises(AgentError, match="ConnectError") as caught:
+    with pytest.raises(AgentError, match="connection failed") as caught:
         converse(agent, request("hello", conversation))
     assert caught.value.retries == 1 and conversation.retries == 1
 

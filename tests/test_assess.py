@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from farm.assess import InMemoryModes, JsonFileModes, read_answer
-from tests.browser_fixtures import Opened, chromium
+from tests.browser_fixtures import Opened, headless_chromium
 from tests.formats_fixtures import Project, farm, farm_process, make_project
 from tests.servers import openai_server
 
@@ -200,7 +200,7 @@ def test_mode_memory_in_a_json_file(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with chromium() as launched:
+    with headless_chromium() as launched:
         yield launched
 
 

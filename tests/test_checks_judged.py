@@ -176,3 +176,28 @@ def test_not_gist_fails_on_equivocation() -> None:
     assert not outcome.passed
     assert outcome.verdict == "equivocal"
     assert outcome.message.startswith("the judge equivocated on 'anything'")
+
+
+# ---------------------------------------------------------------------------- judges_needed
+
+
+def test_judges_needed_names_each_judge_once_with_a_case_that_asks() -> None:
+    from farm.checks import judges_needed
+    from farm.models import Case, Message
+
+    def case(case_id: str, assertions: Any = None, response: Any = None) -> Case:
+        yao = parse_assertions(assertions)[0] if assertions is not None else []
+        stock = parse_response(response, "response")[0] if response is not None else []
+        turn = Turn(messages=[Message(role="user", content="hi")], assertions=yao, stock_tests=stock)
+        return Case(id=case_id, format="yao", turns=[turn])
+
+    plain = case("plain", [{"type": "contains", "value": "x"}], {"text": {"keywords": "x"}})
+    cases = [
+        plain,
+        case("one", [{"type": "agent", "value": "polite", "use": "openai.judge"}, {"type": "agent", "value": "v"}]),
+        case("two", [{"type": "agent", "value": "kind", "use": "openai.judge"}]),
+        case("gist", None, {"text": {"not_gist": "rude"}}),
+    ]
+    assert {use: c.id for use, c in judges_needed(cases).items()} == {"openai.judge": "one", None: "one"}
+    assert judges_needed([plain, cases[3]]) == {None: cases[3]}
+    assert judges_needed([plain]) == {}

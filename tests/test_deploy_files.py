@@ -101,11 +101,32 @@ def test_compose_beat_schedules_the_nightly_suite():
 def test_dockerfile_installs_the_project_as_non_root():
     text = (ROOT / "deploy" / "Dockerfile").read_text()
     assert text.count("FROM python:3.11-slim") == 1
-    assert "pip install ." in text
+    assert "pip install -c constraints.txt ." in text  # the versions CI tested
     users = re.findall(r"^USER\s+(\S+)", text, flags=re.MULTILINE)
     assert users and users[-1] not in ("root", "0")
+    args = dict(re.findall(r"^ARG\s+(\w+)=(\S+)", text, flags=re.MULTILINE))
     for copied in re.findall(r"^COPY\s+(\S+)", text, flags=re.MULTILINE):
+        copied = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], copied)
         assert (ROOT / copied).exists(), copied
+
+
+def test_the_image_installs_the_agents_own_requirements():
+    text = (ROOT / "deploy" / "Dockerfile").read_text()
+    default = re.search(r"^ARG AGENT_REQUIREMENTS=(\S+)", text, flags=re.MULTILINE)
+    assert default and (ROOT / default.group(1)).is_file()
+    assert "COPY ${AGENT_REQUIREMENTS} ./agent-requirements.txt" in text
+    assert "pip install -r agent-requirements.txt" in text
+    for name in FARM_SERVICES:  # compose passes the file it is given, defaulting to the same one
+        build_arg = SERVICES[name]["build"]["args"]["AGENT_REQUIREMENTS"]
+        assert _default(build_arg) == default.group(1)
+
+
+def test_compose_gives_workers_the_agents_secrets_from_an_env_file():
+    for name in FARM_SERVICES:
+        assert SERVICES[name]["env_file"] == [{"path": "deploy/workers.env", "required": False}]
+    assert (ROOT / "deploy" / "workers.env.example").is_file()
+    for ignore in (".gitignore", ".dockerignore"):  # the secrets file never reaches git or the image
+        assert "deploy/workers.env" in (ROOT / ignore).read_text().splitlines()
 
 
 def _container(deployment: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from farm.distributed import Settled, SweepStore, Tally, connect
+from farm.store import Settled, SweepStore, Tally, connect
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -149,6 +149,30 @@ def test_fail_fast_stops_runs_once_a_case_cannot_pass(tmp_path, redis_client, fa
     assert report["summary"]["total_runs"] < 15  # one worker thread: the first failure stopped the rest
 
 
+def test_the_same_fail_fast_sweep_reports_the_same_way_on_both_executors(tmp_path, redis_client, farm_worker,
+                                                                          farm_cli):
+    """One sweep finisher (farm.lifecycle): stop reason, cases not run and totals agree (issue 15's bug:
+    the distributed summary said "0 cases not run" and left them out)."""
+    doomed = {"id": "doomed", "input": "x", "assert": {"type": "equals", "value": "never"}}
+    suite = write_suite(tmp_path / "ff.jsonl", [doomed] + [{"id": f"later{i}", "input": "x"} for i in range(4)])
+    farm_worker(queue="ffparity", concurrency=1)
+    common = ["test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--fail-fast", "--no-progress",
+              "--parallel", "1"]
+    local = farm_cli.run(*common, "-o", str(tmp_path / "local.json"), local=True)
+    remote = farm_cli.run(*common, "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker,
+                          "--queue", "ffparity", timeout=60)
+    assert local.returncode == remote.returncode == 1, remote.stderr
+    reports = [json.loads((tmp_path / f"{side}.json").read_text()) for side in ("local", "remote")]
+    for report in reports:
+        assert report["metadata"]["stopped"] == "fail-fast" and report["metadata"]["status"] == "stopped"
+        assert report["metadata"]["not_run"] == ["later0", "later1", "later2", "later3"]
+        assert [(c["id"], c["runs"], c["runs_planned"]) for c in report["results"]] == [("doomed", 1, 3)]
+    summaries = [{k: v for k, v in r["summary"].items() if k != "duration_ms"} for r in reports]
+    assert summaries[0] == summaries[1]
+    assert "stopped early (fail-fast): 4 cases not run" in local.stderr
+    assert "stopped early (fail-fast): 4 cases not run" in remote.stderr
+
+
 def test_unreachable_broker_exits_3(tmp_path, farm_cli):
     from tests.servers import free_port
 
@@ -200,7 +224,7 @@ def test_report_latch_expires_before_a_redelivered_aggregate_looks(redis_client,
 
 
 def test_nightly_task_submits_the_configured_suite(tmp_path, redis_client, redis_server):
-    from workers.runtime import start_nightly
+    from workers.nightly import start_nightly
 
     suite = write_suite(tmp_path / "nightly.jsonl", PARITY_CASES[:2])
     sweep_id = start_nightly(str(suite), redis_server, f"--runs 2 -n {AGENTS}:by_run --queue nightly")

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from farm import redis_keys as keys
-from farm.distributed import StoredCase, StoredSweep, safe_url, store_url
 from farm.errors import SettingsError
+from farm.settings import DEFAULT_RESULT_TTL_S, FarmSettings, safe_url
 from tests.servers import ROOT
 from workers.config import celery_settings, parse_cron, transport_options, visibility_timeout
 
@@ -28,7 +28,7 @@ def test_celery_settings_are_json_only_acks_late_and_from_env():
     assert not (conf["worker_send_task_events"] or conf["task_send_sent_event"] or conf["task_track_started"])
     watched = celery_settings(env={"FARM_TASK_EVENTS": "1"})
     assert watched["worker_send_task_events"] and watched["task_send_sent_event"]
-    assert conf["result_expires"] == keys.DEFAULT_RESULT_TTL_S
+    assert conf["result_expires"] == DEFAULT_RESULT_TTL_S
     assert celery_settings("redis://x/0", env={"FARM_RESULT_BACKEND": "redis://y/2"})["result_backend"] == "redis://y/2"
 
 
@@ -41,12 +41,13 @@ def test_visibility_timeout_defaults_to_case_timeout_plus_a_minute():
         visibility_timeout({"FARM_VISIBILITY_TIMEOUT": "soon"})
 
 
-def test_result_ttl_from_env(monkeypatch):
-    monkeypatch.setenv("FARM_RESULT_TTL", "60")
-    assert keys.result_ttl() == 60
-    monkeypatch.setenv("FARM_RESULT_TTL", "0")
-    with pytest.raises(SettingsError, match="at least 1"):
-        keys.result_ttl()
+def test_settings_resolve_once_from_defaults_env_and_flags():
+    assert FarmSettings.from_env({}).queue == "farm"
+    settings = FarmSettings.from_env({"FARM_RESULT_TTL": "60", "FARM_QUEUE": "nightly"}, queue="ci")
+    assert settings.result_ttl_s == 60 and settings.queue == "ci"  # the flag wins over the environment
+    assert settings.replace(queue=None).queue == "ci"  # None: flag not given
+    with pytest.raises(SettingsError, match="FARM_RESULT_TTL='0': must be positive"):
+        FarmSettings.from_env({"FARM_RESULT_TTL": "0"})
 
 
 def test_cron_needs_five_fields():
@@ -65,34 +66,42 @@ def test_keys_live_under_the_sweep():
 
 
 def test_store_url_and_safe_url():
-    assert store_url("redis://b/0", "redis://r/1") == "redis://r/1"
-    assert store_url("redis://b/0", "db+postgresql://x") == "redis://b/0"
+    def store(**env: str) -> str:
+        return FarmSettings.from_env(env).store_url
+
+    assert store(FARM_BROKER_URL="redis://b/0", FARM_RESULT_BACKEND="redis://r/1") == "redis://r/1"
+    assert store(FARM_BROKER_URL="redis://b/0", FARM_RESULT_BACKEND="db+postgresql://x") == "redis://b/0"
+    assert store(FARM_BROKER_URL="amqp://g@h//", FARM_STORE_URL="redis://s/3") == "redis://s/3"
+    with pytest.raises(SettingsError, match="set FARM_STORE_URL"):
+        store(FARM_BROKER_URL="amqp://guest:pw@h//")
     assert safe_url("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
     assert safe_url("redis://user:s3cret@host/0") == "redis://user:***@host/0"
     assert safe_url("redis://host/0") == "redis://host/0"
 
 
-def test_stored_plan_round_trips(tmp_path):
+def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):
     from farm.agents.options import AgentOptions
     from farm.agents.resolve import AgentRef
     from farm.execute import RunEnvironment
     from farm.models import Case, Message, Turn
+    from farm.plan import PlannedCase, SweepPlan, build_plan
     from farm.stats import CasePlan
 
-    sweep = StoredSweep("s", RunEnvironment(timeout_s=5, sweep_id="s"), AgentOptions.from_env(tmp_path), ["c"],
-                        total_runs=3, runs_per_case=3, agent_id="a", started_at="t", submitted_epoch=1.5,
-                        metadata={"min_pass_rate": 0.5}, formats=["json"], max_case_timeout_s=5)
-    assert StoredSweep.from_json(sweep.to_json()) == sweep
-    case = StoredCase(Case(id="c", format="yao", turns=[Turn(messages=[Message(content="hi")])]),
-                      CasePlan(runs=3, required=2), AgentRef("python", "m:f", str(tmp_path)))
-    assert StoredCase.from_json(case.to_json()) == case
+    case = PlannedCase(case=Case(id="c", format="yao", turns=[Turn(messages=[Message(content="hi")])]),
+                       plan=CasePlan(runs=3, required=2), agent=AgentRef("python", "m:f", str(tmp_path)))
+    assert PlannedCase.model_validate_json(case.model_dump_json()) == case
+    plan = build_plan("s", [case], env=RunEnvironment(timeout_s=5, sweep_id="s"),
+                      options=AgentOptions.from_env(tmp_path), metadata={"min_pass_rate": 0.5}, formats=["json"])
+    assert (plan.total_runs, plan.runs_per_case, plan.max_case_timeout_s, plan.agent_label) == (3, 3, 5.0, "py:m:f")
+    header = SweepPlan.model_validate_json(plan.model_dump_json())
+    assert header.cases == [] and header == plan.model_copy(update={"cases": []})
 
 
 def test_submitter_refuses_a_broker_that_is_not_redis():
     from farm.executors.celery import CeleryExecutor
 
     with pytest.raises(SettingsError, match="only Redis brokers"):
-        CeleryExecutor(broker_url="amqp://guest@localhost//")
+        CeleryExecutor(FarmSettings.from_env({}, broker_url="amqp://guest@localhost//"))
 
 
 def test_in_process_farm_never_loads_celery_or_redis():

@@ -1,12 +1,19 @@
-"""Duration strings: ``30s``, ``1m``, ``2m30s``, ``1h``, plain seconds."""
+"""Durations: one grammar (``30s``, ``1m``, ``2m30s``, ``1h``, ``.5s``, plain seconds) wherever a
+duration is read, and one format wherever a report prints one."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from farm.durations import format_duration, parse_duration
+from farm.agents.options import AgentOptions
+from farm.agents.resolve import AgentRef, create_agent
+from farm.durations import format_ms, parse_duration
+from farm.errors import AgentResolutionError, SuiteError
+from farm.suites import load_input
 
 
 @pytest.mark.parametrize(
@@ -55,8 +62,67 @@ def test_rejects(value: Any, message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"), [(150, "2m30s"), (30, "30s"), (0.25, "250ms"), (3600, "1h"), (90.5, "90.5s")]
+    ("ms", "text"), [(0, "0ms"), (12.4, "12ms"), (234, "234ms"), (999.4, "999ms"), (1000, "1.0s"), (12_345, "12.3s"),
+                     (65_400, "65.4s")]
 )
-def test_format(seconds: float, text: str) -> None:
-    assert format_duration(seconds) == text
-    assert parse_duration(text) == seconds
+def test_reports_print_durations_one_way(ms: float, text: str) -> None:
+    assert format_ms(ms) == text
+
+
+# ---------------------------------------------------------------- one grammar wherever it is read
+
+SAMPLES = ["30", "30s", ".5s", "2m30s", "1h", "250ms", "1.5", 45, "soon", "0s", "-5s", "1m5"]
+
+
+def _suite_timeout(tmp_path: Path, value: Any) -> float | str:
+    path = tmp_path / f"suite-{abs(hash(str(value)))}.jsonl"
+    path.write_text(json.dumps({"id": "T1", "input": "hi", "timeout": value}) + "\n")
+    try:
+        return load_input(str(path)).cases[0].timeout_s or 0.0
+    except SuiteError:
+        return "refused"
+
+
+def _hocon_timeout(tmp_path: Path, value: Any) -> float | str:
+    path = tmp_path / f"case-{abs(hash(str(value)))}.hocon"
+    body = {"agent": "a", "timeout_in_seconds": value, "interactions": [{"text": "hi", "response": {}}]}
+    path.write_text(json.dumps(body))
+    try:  # the top-level timeout bounds the whole test, all its runs (farm.deadlines)
+        return load_input(str(path)).cases[0].test_timeout_s or 0.0
+    except SuiteError:
+        return "refused"
+
+
+def _manifest_timeout(tmp_path: Path, value: Any) -> float | str:
+    agent_dir = tmp_path / f"agent-{abs(hash(str(value)))}"
+    agent_dir.mkdir()
+    (agent_dir / "package.yao").write_text(json.dumps({"type": "http", "url": "http://127.0.0.1:1/", "timeout": value}))
+    options = AgentOptions.from_env(tmp_path)
+    try:
+        return create_agent(AgentRef("manifest", str(agent_dir)), options).timeout_s or 0.0  # type: ignore[attr-defined]
+    except AgentResolutionError:
+        return "refused"
+
+
+def _flag_timeout(value: Any) -> float | str:
+    try:
+        return parse_duration(value)  # what --timeout calls (farm.cli)
+    except ValueError:
+        return "refused"
+
+
+@pytest.mark.parametrize("value", SAMPLES)
+def test_suites_manifests_and_the_flag_read_durations_alike(tmp_path: Path, value: Any) -> None:
+    # Regression: an HTTP manifest had its own grammar and refused "30" and ".5s" that suites accept.
+    readings = {
+        "suite timeout": _suite_timeout(tmp_path, value),
+        "hocon timeout_in_seconds": _hocon_timeout(tmp_path, value),
+        "manifest timeout": _manifest_timeout(tmp_path, value),
+        "--timeout": _flag_timeout(value),
+    }
+    assert len(set(readings.values())) == 1, readings
+
+
+def test_a_manifest_with_a_bare_number_string_or_a_leading_dot_loads(tmp_path: Path) -> None:
+    assert _manifest_timeout(tmp_path, "30") == 30.0
+    assert _manifest_timeout(tmp_path, ".5s") == 0.5

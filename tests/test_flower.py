@@ -69,6 +69,7 @@ def test_flower_shows_the_farm_tasks_with_their_arguments(tmp_path, redis_client
     runs = [t for t in tasks.values() if t["name"] == "farm.run"]
     shown = sorted((t["args"], t["state"]) for t in runs)
     assert shown == sorted((repr((sweep_id, case, n)), "SUCCESS") for case in ("case-a", "case-b") for n in (1, 2))
+    assert all(t["result"].startswith("{'status': 'passed'") for t in runs)  # a failed run says 'failed' first
     reports = [t for t in tasks.values() if t["name"] == "farm.report"]
     assert sweep_id in reports[0]["args"]
 

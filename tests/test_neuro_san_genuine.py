@@ -35,15 +35,17 @@ What the genuine server does, observed here (0.6.98), beyond SPEC Appendix A:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from farm.agents.base import AgentContext, AgentRequest, Conversation
@@ -129,8 +131,9 @@ def wait_for_agents(url: str, timeout: float = 60.0) -> None:
     listed: set[str] = set()
     while time.monotonic() < deadline:
         try:
-            listed = {a["agent_name"] for a in httpx.get(f"{url}/api/v1/list", timeout=5).json()["agents"]}
-        except (httpx.HTTPError, ValueError, KeyError):
+            with urllib.request.urlopen(f"{url}/api/v1/list", timeout=5) as answer:
+                listed = {a["agent_name"] for a in json.load(answer)["agents"]}
+        except (OSError, urllib.error.URLError, ValueError, KeyError):
             listed = set()
         if listed >= AGENTS:
             return

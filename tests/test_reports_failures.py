@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_fixtures import Opened, chromium
+from tests.browser_fixtures import Opened, headless_chromium
 from tests.formats_fixtures import Project, farm, farm_process, make_project, read_report, result_of
 from tests.servers import openai_server
 
@@ -28,7 +28,7 @@ def server() -> Any:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with chromium() as launched:
+    with headless_chromium() as launched:
         yield launched
 
 

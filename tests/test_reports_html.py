@@ -18,7 +18,7 @@ import pytest
 
 from farm.models import CheckOutcome, SweepReport
 from farm.reports.html import render_html, script_safe_json
-from tests.browser_fixtures import Opened, case_stats, chromium, run, sweep_report, synthetic_report
+from tests.browser_fixtures import Opened, case_stats, headless_chromium, run, sweep_report, synthetic_report
 
 try:
     from playwright.sync_api import expect
@@ -171,8 +171,8 @@ def test_empty_sweep_renders() -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
+    with headless_chromium() as chromium:
+        yield chromium
 
 
 @pytest.fixture

@@ -48,8 +48,8 @@ def test_json_report_has_the_yao_sections_and_every_statistic() -> None:
     for field in CaseStats.model_fields:
         assert field in first, field
     assert first["run_details"][0] == {"run": 1, "status": "passed", "duration_ms": 100.0,
-                                       "output": {"keywords": ["AI"]}, "error": None,
-                                       "failed_checks": [], "judged_checks": [], "retries": 0,
+                                       "output": {"keywords": ["AI"]}, "error": None, "error_type": None,
+                                       "traceback": None, "failed_checks": [], "judged_checks": [], "retries": 0,
                                        "failure_class": None, "failed_turn": None, "turns": None,
                                        "checkpoints": None}
     assert doc["results"][1]["run_details"][1]["failed_checks"][0]["message"] == "missing 'AI'"
@@ -68,12 +68,23 @@ def test_json_summary_carries_yaos_case_counts_for_jq_scripts() -> None:
 
 def test_json_results_carry_a_yao_status_and_single_run_output() -> None:
     results = json.loads(render_json(sample_report()))["results"]
-    assert [r["status"] for r in results] == ["passed", "failed", "skipped", "passed"]
+    assert [r["status"] for r in results] == ["passed", "failed", "passed"]  # skipped T003: no row (Yao)
     assert list(results[0])[:2] == ["id", "status"]
-    assert results[3]["output"] == "one" and results[3]["error"] is None
+    assert results[2]["output"] == "one" and results[2]["error"] is None
     assert "output" not in results[1]  # several runs: outputs live in run_details
     # Yao's CI example: jq -e '.results | all(.pass_rate >= 80)'
     assert not all(r["pass_rate"] >= 80 for r in results)
+
+
+def test_skipped_cases_are_listed_in_the_summary_and_never_fail_a_jq_gate() -> None:
+    doc = json.loads(render_json(sample_report()))
+    assert doc["summary"]["skipped_ids"] == ["T003"] and doc["summary"]["skipped"] == 1
+    assert all(r["id"] != "T003" for r in doc["results"])
+    green = json.loads(render_json(build_report(
+        [_stats(Case(id="a", format="yao", turns=[]), ["passed"], 1),
+         _stats(Case(id="s", format="yao", turns=[], skip=True), ["skipped"], 0)],
+        duration_ms=1, runs_per_case=1, environment={}, metadata={})))
+    assert all(r["pass_rate"] >= 80 for r in green["results"])  # the skipped case's 0 % no longer fails it
 
 
 def test_json_report_reads_back_to_the_same_model() -> None:

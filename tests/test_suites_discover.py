@@ -9,7 +9,7 @@ import pytest
 
 from farm.errors import InputError, SuiteError
 from farm.models import Message
-from farm.suites import find_suite_files, load_input
+from farm.suites import find_suite_files, load_input, load_message, looks_like_path
 
 
 def case_line(case_id: str) -> str:
@@ -90,9 +90,18 @@ def test_literal_message(tmp_path: Path) -> None:
     assert case.turns[0].assertions == [] and case.base_dir == str(tmp_path.resolve())
 
 
-@pytest.mark.parametrize("message", ["你好世界", "a" * 5000, "line one\nline two", "what is in /etc/passwd?"])
+@pytest.mark.parametrize("message", ["你好世界", "a" * 5000, "line one\nline two"])
 def test_unusual_messages_are_messages(tmp_path: Path, message: str) -> None:
     assert load_input(message, cwd=tmp_path).cases[0].input == message
+
+
+@pytest.mark.parametrize("arg", ["what is in /etc/passwd?", "./smoke", "~/suites", "cases.json", "Suite.JSONL"])
+def test_what_looks_like_a_path_is_one_and_m_sends_it_anyway(tmp_path: Path, arg: str) -> None:
+    """SPEC 10: a separator, a suite or .json extension, a leading . or ~: a path, never a message."""
+    assert looks_like_path(arg)
+    with pytest.raises(InputError, match="no such file or directory"):
+        load_input(arg, cwd=tmp_path)
+    assert load_message(arg, cwd=tmp_path).cases[0].input == arg  # -m says "message" explicitly
 
 
 @pytest.mark.parametrize(
@@ -101,7 +110,7 @@ def test_unusual_messages_are_messages(tmp_path: Path, message: str) -> None:
         ("missing.jsonl", "missing.jsonl: no such file"),
         ("dir/none.hocon", "dir/none.hocon: no such file"),
         ("x.CONF", "x.CONF: no such file"),
-        ("", "empty input: give a suite file (.jsonl, .hocon, .conf), a directory or a message"),
+        ("", "empty input: give a suite file (.jsonl, .hocon, .conf), a directory, or -m MESSAGE"),
         ("   ", "empty input"),
     ],
 )

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 from farm.checks.spec import ASSERTION_KEYS, RESPONSE_KEYS, STOCK_TESTS, YAO_TYPES
 from farm.errors import InputError
-from farm.suites import LoadedInput, load_input
+from farm.suites import load_input
 from farm.suites.hocon import HOCON_KEYS, INTERACTION_KEYS
 from farm.suites.jsonl import YAO_KEYS
+
+pytestmark = pytest.mark.slow  # hundreds of generated suites per test
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -55,7 +57,10 @@ def load_or_input_error(path: Path) -> None:
     except InputError as exc:
         assert str(exc)  # every error says something
         return
-    assert isinstance(loaded, LoadedInput)
+    # What loads must be usable: unique ids, and every case survives the JSON trip to a worker.
+    ids = [case.id for case in loaded.cases]
+    assert len(ids) == len(set(ids))
+    assert all(type(case).model_validate_json(case.model_dump_json()) == case for case in loaded.cases)
 
 
 @FUZZ

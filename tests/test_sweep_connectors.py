@@ -54,6 +54,7 @@ def server():
         yield served
 
 
+@pytest.mark.slow
 def test_prompt_agent_with_judges_and_no_key_anywhere(tmp_path: Path, server) -> None:
     suite = make_project(tmp_path, server.url)
     outputs = [tmp_path / f"report{ext}" for ext in (".jsonl", ".json", ".md", ".html", ".xml")]

@@ -1,7 +1,8 @@
 """The farm's Celery application: ``celery -A workers.app worker`` (or ``farm worker``).
 
-Settings come from the environment (``workers.config``): set FARM_BROKER_URL rather than
-Celery's ``-b``, so the result backend and the farm's data store follow the same broker.
+Settings are resolved once, here, from the environment (``farm.settings.FarmSettings``): set
+FARM_BROKER_URL rather than Celery's ``-b``, so the result backend and the farm's data store
+follow the same broker.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 from celery import Celery
 
 from farm.celery_config import celery_settings
+from farm.settings import FarmSettings
+
+SETTINGS = FarmSettings.from_env()
+"""This worker process's settings (queue, timeouts, store URL, result TTL)."""
 
 app = Celery("farm", include=["workers.tasks"])
-app.conf.update(celery_settings())
+app.conf.update(celery_settings(SETTINGS))
 
-__all__ = ["app"]
+__all__ = ["SETTINGS", "app"]

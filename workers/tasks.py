@@ -3,7 +3,9 @@
 Per case, ``farm.run`` × its runs, then ``farm.aggregate`` as the case's callback (SPEC's "chord
 callback"), fired by the farm's own Redis barrier rather than Celery's chord primitive; the
 aggregate that completes the last case enqueues ``farm.report``. The work is in
-``workers.runtime``.
+``workers.runs`` (``farm.run``), ``workers.finish`` (``farm.aggregate``, ``farm.report``) and
+``workers.nightly``; the tasks only turn Celery's arguments into calls and transient Redis
+faults into retries.
 
 Why not a Celery chord: per run it cost a result-backend write and ``on_chord_part_return`` in
 the worker (about a fifth of its CPU), and in the submitter a ``GroupResult`` that subscribed to
@@ -30,11 +32,14 @@ from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
-from farm.celery_config import visibility_timeout
-from farm.distributed import SweepStore, store_url
+from farm.history.worker import record_finished_sweep
 from farm.redis_keys import report_latch_ttl
-from workers import runtime
-from workers.app import app
+from farm.store import SweepStore
+from workers.app import SETTINGS, app
+from workers.context import get_store
+from workers.finish import aggregate_case, report_sweep
+from workers.nightly import start_nightly
+from workers.runs import run_one
 
 AGGREGATE_RETRY_S = 2
 AGGREGATE_MAX_RETRIES = 30
@@ -44,7 +49,7 @@ _TRANSIENT = (redis.ConnectionError, redis.TimeoutError, OperationalError)
 
 
 def _store(task: Task) -> SweepStore:
-    return runtime.get_store(store_url(task.app.conf.broker_url, task.app.conf.result_backend))
+    return get_store(SETTINGS.replace(broker_url=task.app.conf.broker_url).store_url, SETTINGS.result_ttl_s)
 
 
 def _fire_aggregate(sweep_id: str, case_id: str, queue: str) -> None:
@@ -55,7 +60,7 @@ def _fire_aggregate(sweep_id: str, case_id: str, queue: str) -> None:
 def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any]:
     """One run of one case; never fails: when Redis stays away, the message goes back on the queue."""
     try:
-        return runtime.run_one(_store(self), sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
+        return run_one(_store(self), sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
                                fire=_fire_aggregate)
     except _TRANSIENT as exc:
         # Failing would leave its case short of the barrier forever; requeued, it runs again and
@@ -69,12 +74,12 @@ def aggregate_task(self: Task, sweep_id: str, case_id: str) -> dict[str, Any]:
     """Callback of one case (fired by the barrier): its statistics; the last case enqueues ``farm.report``."""
     store = _store(self)
     final = self.request.retries >= AGGREGATE_MAX_RETRIES
-    outcome = runtime.aggregate_case(store, sweep_id, case_id, final=final)
+    outcome = aggregate_case(store, sweep_id, case_id, final=final)
     if outcome is None:
         return {"sweep": sweep_id, "case": case_id, "status": "dropped"}
     if not outcome.complete:
         raise self.retry(countdown=AGGREGATE_RETRY_S)
-    if outcome.sweep_done and store.claim_report(sweep_id, report_latch_ttl(visibility_timeout())):
+    if outcome.sweep_done and store.claim_report(sweep_id, report_latch_ttl(SETTINGS.visibility_timeout_s)):
         try:
             report_task.apply_async(args=(sweep_id,), queue=outcome.queue)
         except Exception:
@@ -86,11 +91,14 @@ def aggregate_task(self: Task, sweep_id: str, case_id: str) -> dict[str, Any]:
 
 @app.task(name="farm.report", bind=True, autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=20)
 def report_task(self: Task, sweep_id: str) -> dict[str, Any]:
-    """Last task of a sweep: the report, stored once, and the ``finish`` event."""
-    return {"sweep": sweep_id, "stored": runtime.report_sweep(_store(self), sweep_id)}
+    """Last task of a sweep: the report, stored once, and the ``finish`` event; then its history."""
+    store = _store(self)
+    stored = report_sweep(store, sweep_id)
+    recorded = record_finished_sweep(lambda: store.get_report(sweep_id))  # only with FARM_HISTORY_URL
+    return {"sweep": sweep_id, "stored": stored, "history": recorded}
 
 
 @app.task(name="farm.nightly", bind=True)
 def nightly_task(self: Task, suite: str) -> str:
     """Beat's nightly sweep of FARM_NIGHTLY_SUITE; returns the sweep id."""
-    return runtime.start_nightly(suite, self.app.conf.broker_url, os.environ.get("FARM_NIGHTLY_ARGS"))
+    return start_nightly(suite, self.app.conf.broker_url, os.environ.get("FARM_NIGHTLY_ARGS"))

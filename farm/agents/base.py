@@ -34,6 +34,8 @@ class AgentContext(BaseModel):
     accept: str = "standard"
     case_id: str = ""
     run: int = 1
+    turn: int = 1
+    """1-based turn of the case (record/replay keys calls by it)."""
     chat_id: str = ""
     """Unique per run and conversation."""
     metadata: dict[str, JsonValue] | None = None

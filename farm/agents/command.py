@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import AgentRequest
-from farm.agents.http import excerpt, reply_from_value, request_payload
-from farm.agents.secrets import redact, redact_reply, redact_value
+from farm.agents.protocol import reply_from_value, request_payload
+from farm.agents.secrets import excerpt, redact, redact_reply, redact_value
 from farm.errors import AgentError, AgentResolutionError
 from farm.models import Reply
 

@@ -1,10 +1,12 @@
 """LLM endpoints used by prompt agents and judges (Yao's ``connectors/``).
 
 ``connectors/openai/gpt-4o.conn.yao`` is the connector ``openai.gpt-4o``: JSON with comments,
-``{"type": "openai", "label": …, "options": {"model", "host", "key"}}`` (the options may also
-sit at the top level). A value ``$ENV.NAME`` is read from the environment when the connector
-is first used; keys are registered as secrets and never leave this module unmasked.
-Type ``openai`` means any server with an OpenAI-compatible ``/v1/chat/completions``.
+``{"type": "openai", "label": …, "options": {"model", "host", "key", "max_tokens"}}`` (the
+options may also sit at the top level). A value ``$ENV.NAME`` is read from the environment when
+the connector is first used; keys are registered as secrets and never leave this module unmasked.
+Type ``openai`` means any server with an OpenAI-compatible ``/v1/chat/completions``;
+``max_tokens``, when set, is sent with every completion. Every attempt goes through
+``farm.agents.transport`` under the connector's id as its rate-limit key, with a token estimate.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import Conversation
-from farm.agents.http import ClientPool, excerpt, post_json
 from farm.agents.retry import call_with_retries
-from farm.agents.secrets import expand_env, redact, redact_reply, redact_value, register_secret
+from farm.agents.secrets import excerpt, expand_env, redact, redact_reply, redact_value, register_secret
+from farm.agents.transport import CallLimiter, Transport
 from farm.errors import AgentError, AgentResolutionError
 from farm.models import Reply, ToolCall
 from farm.yaofile import read_yao_object
@@ -28,6 +30,9 @@ SUFFIX = ".conn.yao"
 DEFAULT_HOST = "https://api.openai.com"
 SUPPORTED_TYPES = ("openai",)
 OPTION_KEYS = ("model", "host", "key")
+"""String options (``$ENV.NAME`` allowed); ``max_tokens`` is a positive integer."""
+CHARS_PER_TOKEN = 4
+"""A rough, tokenizer-free estimate of input tokens for the limiter (English text averages ~4)."""
 
 
 @dataclass
@@ -41,7 +46,9 @@ class Connector:
     type: str = "openai"
     label: str | None = None
     source: str = ""
-    pool: ClientPool = field(default_factory=ClientPool, repr=False, compare=False)
+    max_tokens: int | None = None
+    """Sent as ``max_tokens`` with every completion when set."""
+    transport: Transport = field(default_factory=Transport, repr=False, compare=False)
 
     @property
     def endpoint(self) -> str:
@@ -70,21 +77,34 @@ class Connector:
             body["temperature"] = temperature
         if tools:
             body["tools"] = tools
-        return await call_with_retries(lambda: self._complete(body, timeout_s), conversation=conversation)
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        tokens = estimate_tokens(messages) + (self.max_tokens or 0)
+        return await call_with_retries(lambda: self._complete(body, timeout_s, tokens), conversation=conversation)
 
-    async def _complete(self, body: dict[str, Any], timeout_s: float | None) -> Reply:
+    async def _complete(self, body: dict[str, Any], timeout_s: float | None, tokens: int) -> Reply:
         what = f"connector {self.id}"
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
-        response = await post_json(self.pool, self.endpoint, body, headers=headers, timeout_s=timeout_s, what=what)
-        try:
-            answer = response.json()
-        except ValueError:
-            raise AgentError(redact(f"{what}: answer is not JSON: {excerpt(response.text)}")) from None
+        async with self.transport.attempt(self.id, tokens=tokens) as attempt:
+            response = await attempt.post_json(self.endpoint, body, headers=headers, timeout_s=timeout_s, what=what)
+            try:
+                answer = response.json()
+            except ValueError:
+                raise AgentError(redact(f"{what}: answer is not JSON: {excerpt(response.text)}")) from None
+            if isinstance(answer, dict) and isinstance(answer.get("usage"), dict):
+                attempt.record_usage(answer["usage"])
         raw = {"request": {"url": redact(self.endpoint), "body": redact_value(body)}, "response": redact_value(answer)}
         return redact_reply(completion_reply(answer, raw, what=what))
 
     async def aclose(self) -> None:
-        await self.pool.aclose()
+        await self.transport.aclose()
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """A rough count of the input tokens of ``messages`` (characters / 4, at least 1 per message)."""
+    chars = sum(len(m["content"]) if isinstance(m.get("content"), str) else len(json.dumps(m.get("content")))
+                for m in messages)
+    return chars // CHARS_PER_TOKEN + len(messages)
 
 
 def completion_reply(answer: Any, raw: Any, *, what: str) -> Reply:
@@ -122,8 +142,8 @@ def connector_id(path: Path, root: Path) -> str:
     return relative[: -len(SUFFIX)].replace("/", ".")
 
 
-def read_connector(path: Path, connector_id: str) -> Connector:
-    """Parse one ``.conn.yao`` file.
+def read_connector(path: Path, connector_id: str, *, limiter: CallLimiter | None = None) -> Connector:
+    """Parse one ``.conn.yao`` file; ``limiter`` admits the connector's HTTP attempts.
 
     Raises:
         AgentResolutionError: the file does not parse, or a field is missing or wrong.
@@ -155,15 +175,24 @@ def read_connector(path: Path, connector_id: str) -> Connector:
         type=kind,
         label=label,
         source=str(path),
+        max_tokens=_max_tokens(options.get("max_tokens", data.get("max_tokens")), path),
+        transport=Transport(limiter),
     )
+
+
+def _max_tokens(value: Any, path: Path) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise AgentResolutionError(f"{path}: options.max_tokens: expected a positive integer, got {json.dumps(value)}")
+    return value
 
 
 class ConnectorRegistry:
     """The connectors under a root, each read on first use (an unused broken file harms no one)."""
 
-    def __init__(self, root: Path, files: dict[str, Path]) -> None:
+    def __init__(self, root: Path, files: dict[str, Path], limiter: CallLimiter | None = None) -> None:
         self.root = root
         self.files = files
+        self.limiter = limiter
         self._loaded: dict[str, Connector] = {}
         self._lock = threading.Lock()
 
@@ -183,7 +212,7 @@ class ConnectorRegistry:
         if path is None:
             known = ", ".join(self.ids()) or f"none: no *{SUFFIX} files under {self.root}"
             raise AgentResolutionError(f"unknown connector {connector_id!r} (known: {known})")
-        connector = read_connector(path, connector_id)
+        connector = read_connector(path, connector_id, limiter=self.limiter)
         with self._lock:
             return self._loaded.setdefault(connector_id, connector)
 
@@ -192,8 +221,8 @@ class ConnectorRegistry:
             await connector.aclose()
 
 
-def load_connectors(root: Path) -> ConnectorRegistry:
+def load_connectors(root: Path, *, limiter: CallLimiter | None = None) -> ConnectorRegistry:
     """Index ``root/**/*.conn.yao`` (a missing root is an empty registry)."""
     root = Path(root)
     files = {connector_id(p, root): p for p in sorted(root.rglob(f"*{SUFFIX}"))} if root.is_dir() else {}
-    return ConnectorRegistry(root, files)
+    return ConnectorRegistry(root, files, limiter)

@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Awaitable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
+from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
 from farm.agents.secrets import redact
+from farm.agents.transport import KeyedLimiter
 from farm.checks.base import Judge, JudgeVerdict
 from farm.checks.judged import parse_verdict
 from farm.errors import AgentResolutionError
@@ -31,11 +35,6 @@ SYSTEM_PROMPT = (
     "criterion; the input is context only. Answer with JSON only, exactly "
     '{"passed": true, "reason": "<one sentence>"} or {"passed": false, "reason": "<one sentence>"}.'
 )
-
-
-def as_text(value: JsonValue) -> str:
-    """Strings as written, anything else as JSON (SPEC 4.2: non-strings reach the judge as JSON)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def judge_messages(criterion: str, actual: JsonValue, input: JsonValue) -> list[dict[str, Any]]:
@@ -53,6 +52,15 @@ def verdict_of(reply: Reply) -> JudgeVerdict:
     return parse_verdict("")
 
 
+async def verdict_of_call(call: Awaitable[Reply]) -> JudgeVerdict:
+    """The verdict of a judge's call; never raises: an unanswered judgment is equivocal."""
+    try:
+        reply = await call
+    except Exception as exc:
+        return JudgeVerdict("equivocal", reason=redact(f"judge error: {exc}"))
+    return verdict_of(reply)
+
+
 class ConnectorJudge:
     """A judge that is one chat completion at temperature 0."""
 
@@ -60,13 +68,8 @@ class ConnectorJudge:
         self.connector = connector
 
     async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
-        try:
-            reply = await self.connector.chat(
-                judge_messages(criterion, actual, input), temperature=0, conversation=None
-            )
-        except Exception as exc:  # never raise: an unanswered judgment is equivocal
-            return JudgeVerdict("equivocal", reason=redact(f"judge error: {exc}"))
-        return verdict_of(reply)
+        messages = judge_messages(criterion, actual, input)
+        return await verdict_of_call(self.connector.chat(messages, temperature=0, conversation=None))
 
 
 class AgentJudge:
@@ -84,18 +87,15 @@ class AgentJudge:
             context=AgentContext(case_id="judge", chat_id=chat_id),
             conversation=Conversation(chat_id=chat_id),
         )
-        try:
-            reply = await self.agent.respond(request)
-        except Exception as exc:  # never raise: an unanswered judgment is equivocal
-            return JudgeVerdict("equivocal", reason=redact(f"judge error: {exc}"))
-        return verdict_of(reply)
+        return await verdict_of_call(self.agent.respond(request))
 
 
 class JudgeResolver:
     """Finds judges by ``use`` and keeps them for the sweep (``aclose`` releases their clients)."""
 
-    def __init__(self, options: AgentOptions) -> None:
+    def __init__(self, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> None:
         self.options = options
+        self.hooks = hooks
         self._judges: dict[str | None, Judge] = {}
         self._connectors: ConnectorRegistry | None = None
         self._agents: list[Agent] = []
@@ -119,11 +119,14 @@ class JudgeResolver:
         if name.startswith(AGENT_PREFIX):
             from farm.agents.resolve import create_agent, parse_reference  # resolve imports adapters
 
-            agent = create_agent(parse_reference(name[len(AGENT_PREFIX) :], self.options), self.options)
+            hooks = self.hooks  # every call of this judge counts under its name (transport docstring)
+            if hooks.limiter is not None:
+                hooks = replace(hooks, limiter=KeyedLimiter(hooks.limiter, name))
+            agent = create_agent(parse_reference(name[len(AGENT_PREFIX) :], self.options), self.options, hooks)
             self._agents.append(agent)
             return AgentJudge(agent)
         if self._connectors is None:
-            self._connectors = load_connectors(Path(self.options.connectors_root))
+            self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
         return ConnectorJudge(self._connectors.get(name))
 
     async def aclose(self) -> None:
@@ -133,6 +136,6 @@ class JudgeResolver:
             await agent.aclose()
 
 
-def create_judge_resolver(options: AgentOptions) -> JudgeResolver:
-    """The judges of a sweep, created on first use."""
-    return JudgeResolver(options)
+def create_judge_resolver(options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> JudgeResolver:
+    """The judges of a sweep, created on first use with this process's ``hooks``."""
+    return JudgeResolver(options, hooks)

@@ -14,7 +14,7 @@ DEFAULT_NEURO_SAN_SERVER = "http://localhost:8080"
 class AgentOptions:
     """Everything agent resolution needs; built by the CLI, passed down explicitly.
 
-    Plain data (JSON-able via ``to_dict``) because Celery workers rebuild it.
+    Plain data (pydantic validates it inside ``farm.plan.SweepPlan``) because Celery workers rebuild it.
     """
 
     cwd: str
@@ -43,6 +43,3 @@ class AgentOptions:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, str | None]:
-        return dict(self.__dict__)

@@ -15,8 +15,8 @@ import yaml
 
 from farm.agents.base import AgentRequest
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
-from farm.agents.http import turn_timeout
 from farm.agents.options import AgentOptions
+from farm.agents.transport import CallLimiter, read_timeout
 from farm.errors import AgentResolutionError
 from farm.models import Reply
 
@@ -76,7 +76,7 @@ class PromptAgent:
         return await self._connector_for(request).chat(
             [*self.prompts, *request.messages],
             temperature=self.temperature,
-            timeout_s=turn_timeout(request.timeout_s, None),
+            timeout_s=read_timeout(request.timeout_s, None),
             conversation=request.conversation,
         )
 
@@ -87,8 +87,11 @@ class PromptAgent:
             await self.connector.aclose()
 
 
-def create_prompt_agent(agent_dir: Path, manifest: dict[str, Any], options: AgentOptions) -> PromptAgent:
-    """A prompt agent for the manifest in ``agent_dir``; ``options.connector`` (``-c``) wins.
+def create_prompt_agent(
+    agent_dir: Path, manifest: dict[str, Any], options: AgentOptions, *, limiter: CallLimiter | None = None
+) -> PromptAgent:
+    """A prompt agent for the manifest in ``agent_dir``; ``options.connector`` (``-c``) wins;
+    ``limiter`` admits its connector's HTTP attempts.
 
     Raises:
         AgentResolutionError: no connector, an unknown one, or a bad ``prompts.yml``.
@@ -99,7 +102,7 @@ def create_prompt_agent(agent_dir: Path, manifest: dict[str, Any], options: Agen
         raise AgentResolutionError(
             f"{agent_dir / 'package.yao'}: connector: missing (set it in package.yao or pass -c CONNECTOR)"
         )
-    registry = load_connectors(Path(options.connectors_root))
+    registry = load_connectors(Path(options.connectors_root), limiter=limiter)
     connector = registry.get(name)
     prompts = load_prompts(agent_dir / PROMPTS_FILE)
     settings = manifest.get("options")

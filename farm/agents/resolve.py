@@ -7,18 +7,23 @@ Order: ``-n`` if given; else walk up from the suite file to the first directory 
 ``package.yao``; else, for a neuro-san case, its ``agent`` key in the agents root and then on
 the neuro-san server. References: an agent id (``keyword``, ``workers.system.keyword``: folders
 under the agents root), ``py:module:function`` / ``py:file.py:function``, ``http(s)://…``,
-``neuro-san://host:port/agent``, ``cmd:program``.
+``neuro-san://host:port/agent`` (port 8080 when none: ``farm.agents.urls``), ``cmd:program``.
+Adapters are built by the registry (``farm.agents.registry``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from farm.agents.base import Agent
+from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
+from farm.agents.registry import AdapterSpec, create_adapter
+from farm.agents.urls import SCHEME as NEURO_SAN_SCHEME
+from farm.agents.urls import neuro_san_server, parse_neuro_san_url
 from farm.errors import AgentResolutionError
 from farm.models import Case
 from farm.yaofile import read_yao_object
@@ -47,13 +52,6 @@ class AgentRef:
         prefix = {"python": "py:", "command": "cmd:"}.get(self.kind, "")
         return prefix + self.target
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AgentRef:
-        return cls(**data)
-
 
 def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = None) -> AgentRef:
     """Turn a ``-n`` value (or a manifest-less reference) into an AgentRef."""
@@ -66,11 +64,9 @@ def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = N
         if not urlsplit(ref).hostname:
             raise AgentResolutionError(f"agent {ref!r}: the URL has no host")
         return AgentRef("http", ref, base)
-    if ref.startswith("neuro-san://"):
-        server, _, name = ref[len("neuro-san://") :].partition("/")
-        if not server or not name:
-            raise AgentResolutionError(f"agent {ref!r}: expected neuro-san://host:port/agent")
-        return AgentRef("neuro-san", f"http://{server}", base, name)
+    if ref.startswith(NEURO_SAN_SCHEME):
+        server, name = parse_neuro_san_url(ref)
+        return AgentRef("neuro-san", server, base, name)
     if ref.startswith("cmd:"):
         return AgentRef("command", ref[4:], base)
     return AgentRef("manifest", str(_find_by_id(ref, options)), base)
@@ -129,7 +125,7 @@ def resolve_case_agent(case: Case, name: str | None, options: AgentOptions) -> A
 def _on_server(case: Case, options: AgentOptions) -> AgentRef:
     if not case.agent:
         raise AgentResolutionError(f"{case.source}: agent: missing (needed for a {case.connection} connection)")
-    server = options.neuro_san_server.rstrip("/")
+    server = neuro_san_server(options.neuro_san_server)
     if case.connection == "https" and server.startswith("http://"):
         server = "https://" + server[len("http://"):]
     return AgentRef("neuro-san", server, case.base_dir, case.agent)
@@ -139,79 +135,44 @@ def read_manifest(agent_dir: Path) -> dict[str, Any]:
     return read_yao_object(agent_dir / MANIFEST, "manifest", AgentResolutionError)
 
 
-def create_agent(ref: AgentRef, options: AgentOptions) -> Agent:
-    """Build the adapter for a resolved reference."""
-    base = Path(ref.base_dir or options.cwd)
-    if ref.kind == "python":
-        from farm.agents.python import create_python_agent
+_TARGET_FIELD = {"python": "entry", "http": "url", "command": "command", "neuro-san": "server"}
+"""The manifest field a reference's target stands for, by reference kind."""
 
-        return create_python_agent(ref.target, base_dir=base)
-    if ref.kind == "http":
-        from farm.agents.http import create_http_agent
 
-        return create_http_agent(ref.target)
+def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
+    """What the registry builds ``ref`` from: its manifest, or the manifest a reference stands for."""
+    if ref.kind == "manifest":
+        agent_dir = Path(ref.target)
+        return AdapterSpec(read_manifest(agent_dir), agent_dir, agent_dir.name, str(agent_dir / MANIFEST))
+    manifest = {"type": ref.kind, _TARGET_FIELD[ref.kind]: ref.target}
     if ref.kind == "neuro-san":
-        from farm.agents.neuro_san import create_neuro_san_agent
-
-        return create_neuro_san_agent(ref.target, ref.name)
-    if ref.kind == "command":
-        from farm.agents.command import create_command_agent
-
-        return create_command_agent(ref.target, base_dir=base)
-    return _create_from_manifest(Path(ref.target), options)
+        manifest["agent"] = ref.name
+    return AdapterSpec(manifest, Path(ref.base_dir or options.cwd), None, ref.label)
 
 
-def _create_from_manifest(agent_dir: Path, options: AgentOptions) -> Agent:
-    manifest = read_manifest(agent_dir)
-    kind = manifest.get("type", "prompt")
-    agent_id = agent_dir.name
-    where = agent_dir / MANIFEST
-    if kind == "python":
-        from farm.agents.python import create_python_agent
-
-        return create_python_agent(_required(manifest, "entry", where), base_dir=agent_dir, agent_id=agent_id)
-    if kind == "http":
-        from farm.agents.http import create_http_agent
-
-        return create_http_agent(
-            _required(manifest, "url", where), manifest=manifest, agent_id=agent_id, source=str(where)
-        )
-    if kind == "neuro-san":
-        from farm.agents.neuro_san import create_neuro_san_agent
-
-        server = manifest.get("server") or options.neuro_san_server
-        return create_neuro_san_agent(server, _required(manifest, "agent", where), agent_id=agent_id)
-    if kind == "command":
-        from farm.agents.command import create_command_agent
-
-        return create_command_agent(_required(manifest, "command", where), base_dir=agent_dir, agent_id=agent_id)
-    if kind == "prompt":
-        from farm.agents.prompt import create_prompt_agent
-
-        return create_prompt_agent(agent_dir, manifest, options)
-    raise AgentResolutionError(
-        f"{where}: type: unknown agent type {kind!r} (expected prompt, python, http, neuro-san, command)"
-    )
-
-
-def _required(manifest: dict[str, Any], key: str, where: Path) -> str:
-    value = manifest.get(key)
-    if not isinstance(value, str) or not value:
-        raise AgentResolutionError(f"{where}: {key}: missing (a non-empty string is required)")
-    return value
+def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> Agent:
+    """Build the adapter for a resolved reference: ``hooks.limiter`` admits its HTTP attempts,
+    ``hooks.wrap_agent`` (when set) wraps it."""
+    agent = create_adapter(adapter_spec(ref, options), options, hooks)
+    return hooks.wrap_agent(agent, ref) if hooks.wrap_agent is not None else agent
 
 
 class AgentPool:
-    """Adapters built once per reference and shared by all runs (connection reuse)."""
+    """Adapters built once per reference and shared by all runs (connection reuse).
 
-    def __init__(self, options: AgentOptions) -> None:
+    Each is built by ``create_agent`` with this process's ``hooks`` (a limiter for its HTTP
+    attempts, a wrapper around each agent).
+    """
+
+    def __init__(self, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> None:
         self._options = options
+        self._hooks = hooks
         self._agents: dict[AgentRef, Agent] = {}
 
     def get(self, ref: AgentRef) -> Agent:
         agent = self._agents.get(ref)
         if agent is None:
-            agent = self._agents[ref] = create_agent(ref, self._options)
+            agent = self._agents[ref] = create_agent(ref, self._options, self._hooks)
         return agent
 
     async def aclose(self) -> None:

@@ -49,7 +49,7 @@ def load_or_run(settings: AssessSettings) -> SweepReport:
     from farm.observers import Observers
 
     prepared = prepare_sweep(_test_settings(settings))
-    prepared.plan.max_run_details = max(p.runs for p in prepared.plan.case_plans.values())
+    prepared.plan.max_run_details = max(c.plan.runs for c in prepared.plan.cases)
     return LocalExecutor().run(prepared.plan, Observers())
 
 

@@ -1,13 +1,14 @@
 """Checks on agent replies: Yao assertions and neuro-san stock tests (SPEC 4.2).
 
 ``evaluate_turn`` is the one entry point the executor uses; ``farm.checks.spec`` validates
-check specs when suites load.
+check specs when suites load; ``judges_needed`` tells which judges a sweep's checks will ask
+(this package is the only place that knows which checks are judged).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 
 from farm.checks.base import CheckContext, Judge, JudgeResolver, JudgeVerdict
 from farm.checks.extract import JSON_TYPES, json_equal
@@ -15,10 +16,12 @@ from farm.checks.judged import parse_verdict
 from farm.checks.spec import STOCK_TESTS, YAO_TYPES
 from farm.checks.stock import evaluate_stock
 from farm.checks.yao import evaluate_assertion
-from farm.models import CheckOutcome, Reply, Turn
+from farm.models import Case, CheckOutcome, Reply, Turn
 
 __all__ = [
     "JSON_TYPES",
+    "JUDGED_ASSERTIONS",
+    "JUDGED_STOCK_TESTS",
     "STOCK_TESTS",
     "YAO_TYPES",
     "CheckContext",
@@ -29,14 +32,19 @@ __all__ = [
     "evaluate_stock",
     "evaluate_turn",
     "json_equal",
+    "judges_needed",
     "parse_verdict",
     "waiting_checks",
 ]
 
 
-_WAITING_ASSERTIONS = frozenset({"script", "agent"})
+JUDGED_ASSERTIONS = frozenset({"agent"})
+"""Assertion types answered by a judge (its ``use``, else the default ``--judge``)."""
+JUDGED_STOCK_TESTS = frozenset({"gist", "not_gist"})
+"""Stock tests answered by the default judge."""
+_WAITING_ASSERTIONS = JUDGED_ASSERTIONS | {"script"}
 """Assertion types that may wait on I/O (a script, an LLM judge)."""
-_WAITING_STOCK_TESTS = frozenset({"gist", "not_gist"})
+_WAITING_STOCK_TESTS = JUDGED_STOCK_TESTS
 
 
 async def evaluate_turn(turn: Turn, reply: Reply, ctx: CheckContext, turn_index: int) -> list[CheckOutcome]:
@@ -52,6 +60,19 @@ async def evaluate_turn(turn: Turn, reply: Reply, ctx: CheckContext, turn_index:
         return list(await asyncio.gather(*jobs))
     # At most one check waits: in turn costs the same time without a Task per check.
     return [await job for job in jobs]
+
+
+def judges_needed(cases: Iterable[Case]) -> dict[str | None, Case]:
+    """Every judge the checks of ``cases`` ask for (None: the default ``--judge``), with a case that asks."""
+    uses: dict[str | None, Case] = {}
+    for case in cases:
+        for turn in case.turns:
+            for assertion in turn.assertions:
+                if assertion.type in JUDGED_ASSERTIONS:
+                    uses.setdefault(assertion.use, case)
+            if any(t.test in JUDGED_STOCK_TESTS for t in turn.stock_tests):
+                uses.setdefault(None, case)
+    return uses
 
 
 def waiting_checks(turn: Turn) -> int:

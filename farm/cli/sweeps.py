@@ -1,6 +1,6 @@
 """Commands on distributed sweeps: ``farm results``, ``cancel``, ``status`` and ``flower``.
 
-The work is in ``farm.executors.celery`` and ``farm.distributed``; these print and return exit codes.
+The work is in ``farm.executors.celery`` and ``farm.store``; these print and return exit codes.
 """
 
 from __future__ import annotations
@@ -14,25 +14,33 @@ from typing import Any
 
 import click
 
+from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.cli.worker import PASS_THROUGH, broker_option
 from farm.errors import ExitCode, SettingsError
+from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 
 DEFAULT_FLOWER_MAX_TASKS = 10_000
 """Flower keeps this many tasks in memory (its default, 100,000, costs hundreds of MB)."""
+
+FLOWER_TASK_COLUMNS = "name,uuid,state,args,result,received,started,runtime,worker"
+"""Flower's task list shows each task's arguments (sweep, case, run) and result (a ``farm.run``'s
+starts with its run's status: ``failed``, ``error``…); Flower's own default leaves both out."""
 
 
 def _executor(broker: str) -> Any:
     from farm.executors.celery import CeleryExecutor
 
-    return CeleryExecutor(broker_url=broker, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
+    settings = FarmSettings.from_env(broker_url=broker)
+    return CeleryExecutor(settings, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
 
 
 def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: bool) -> int:
     """``farm results``: follow a sweep (live or finished) into ``-o`` (or JSONL on stdout)."""
     from rich.console import Console
 
-    from farm.observers import JsonlObserver, Observers, ProgressBar, SweepObserver, print_summary
+    from farm.console import print_summary, say
+    from farm.observers import JsonlObserver, Observers, ProgressBar, SweepObserver
     from farm.reports import format_for_path, render_report
     from farm.stats import exit_code_for
 
@@ -58,11 +66,11 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
             text = executor.store().get_rendered(sweep_id, fmt) or render_report(report, fmt)
             path.write_text(text, encoding="utf-8")
         print_summary(err, report)
-        err.print(f"report: {path}", highlight=False, markup=False)
+        say(err, f"report: {path}")
     return int(exit_code_for(report))
 
 
-@click.command()
+@click.command(cls=StrictCommand)
 @click.argument("sweep_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Report file (.jsonl .json .md .html .xml); default: the JSONL stream on stdout.")
@@ -82,7 +90,7 @@ def cancel_sweep(sweep_id: str, broker: str) -> int:
     return int(ExitCode.OK)
 
 
-@click.command()
+@click.command(cls=StrictCommand)
 @click.argument("sweep_id")
 @broker_option
 def cancel(sweep_id: str, broker: str) -> None:
@@ -92,15 +100,13 @@ def cancel(sweep_id: str, broker: str) -> None:
 
 def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
     """Queues (waiting messages), workers (their queues, active tasks) and sweeps in flight."""
-    from farm.distributed import safe_url
-
     executor = _executor(broker)
     store = executor.store()
     inspect = executor.app.control.inspect(timeout=timeout)
     active_queues = inspect.active_queues() or {}
     active = inspect.active() or {}
     sweeps = store.in_flight()
-    names = {"farm"} | {s.queue for s in sweeps if s.queue}
+    names = {DEFAULT_QUEUE} | {s.queue for s in sweeps if s.queue}
     names |= {q["name"] for qs in active_queues.values() for q in qs or [] if not q.get("exclusive")}
     return {
         "broker": safe_url(broker),
@@ -127,7 +133,7 @@ def _print_status(status: dict[str, Any]) -> None:
                    f"cases {s['cases_done']}/{s['total_cases']}  queue {s['queue']}  since {since}{stopped}")
 
 
-@click.command()
+@click.command(cls=StrictCommand)
 @broker_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.option("--timeout", type=float, default=1.0, show_default=True, help="Seconds to wait for workers.")
@@ -156,8 +162,9 @@ def flower_command(
     if ":" in user or "," in user or "," in password:
         raise SettingsError("FARM_FLOWER_USER must not contain ':' or ','; FARM_FLOWER_PASSWORD must not contain ','")
     env = {**os.environ, "FARM_BROKER_URL": broker, "FLOWER_BASIC_AUTH": f"{user}:{password}"}
+    columns = [] if any(a.startswith("--tasks_columns") for a in extra) else [f"--tasks_columns={FLOWER_TASK_COLUMNS}"]
     argv = [sys.executable, "-m", "celery", "-A", "workers.app", "flower", f"--port={port}",
-            f"--address={address}", f"--max_tasks={max_tasks}", *extra]
+            f"--address={address}", f"--max_tasks={max_tasks}", *columns, *extra]
     return argv, env
 
 
@@ -171,8 +178,10 @@ def flower_command(
 def flower(ctx: click.Context, broker: str, port: int, address: str, max_tasks: int) -> None:
     """Start Flower on the farm's broker, behind basic auth (FARM_FLOWER_USER/FARM_FLOWER_PASSWORD).
 
-    Workers send task events only when asked: Flower asks running workers every few seconds, so
-    tasks show up shortly after it starts; ``farm worker --events`` sends them from the first task.
+    The task list shows each task's arguments (sweep, case, run) and result. Workers send task
+    events only when asked: Flower asks running workers every few seconds, so tasks show up
+    shortly after it starts; 'farm worker --events' sends them from the first task. Other
+    arguments go to Flower as they are.
     """
 
     def start() -> int:
@@ -182,4 +191,13 @@ def flower(ctx: click.Context, broker: str, port: int, address: str, max_tasks: 
     run_command(start)
 
 
-__all__ = ["cancel", "collect_status", "fetch_results", "flower", "flower_command", "results", "status"]
+__all__ = [
+    "FLOWER_TASK_COLUMNS",
+    "cancel",
+    "collect_status",
+    "fetch_results",
+    "flower",
+    "flower_command",
+    "results",
+    "status",
+]

@@ -1,34 +1,58 @@
-"""``farm test``: flags → ``TestSettings`` → a prepared sweep → an executor → reports → exit code."""
+"""``farm test``: flags → ``TestSettings`` → a prepared sweep → an executor → reports → exit code.
+
+Before the first agent call every input and every ``-o`` is checked (exit 2 otherwise). While
+the sweep runs, its run journal records every completed run, and Ctrl-C / SIGTERM stop it
+cleanly (``farm.cli.signals``): the reports are still written from what ran.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import os
+from typing import Any, TextIO
 
 import click
 from rich.console import Console
 
+from farm.cli.extras import start_extras, yao_flags
+from farm.cli.history import history_flags
+from farm.cli.options import RATE, StrictCommand
 from farm.cli.run import run_command
-from farm.errors import ExitCode
+from farm.cli.signals import StopSignals
+from farm.console import FailureDigest, print_summary, say
+from farm.errors import ExitCode, FarmError, ReporterError
+from farm.journal import RunJournal, open_journal, prune_journals
+from farm.lifecycle import StopReason, SweepStop
 from farm.models import SweepReport
-from farm.observers import (
-    JsonlObserver,
-    Observers,
-    ProgressBar,
-    StdoutPrinter,
-    SweepObserver,
-    VerbosePrinter,
-    print_summary,
-)
-from farm.sweep import PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
+from farm.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
+from farm.outputs import OutputTarget, write_document, write_report
+from farm.settings import FarmSettings, safe_url
+from farm.stats import exit_code_for
+from farm.sweep import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
 
 EXAMPLES = """
 \b
 Examples:
   farm test -i examples/keyword/tests/inputs.jsonl --runs 5
-  farm test -i tests/ -o report.html --runs 20 --parallel 8
-  farm test -i "Extract keywords from: cats and dogs" -n keyword
-  farm test -i suite.jsonl -n py:agents/my_agent.py:respond -o results.xml
+  farm test -i tests/ -o report.html -o junit.xml --runs 20
+  farm test -m "Extract keywords from: cats and dogs" -n py:examples/keyword/agent.py:respond
+  farm test -i suite.jsonl -k smoke -k "billing-*" --min-pass-rate 90%
   farm test -i suite.jsonl --broker redis://localhost:6379/0 --runs 50
+
+\b
+Exit codes (the first that applies wins):
+  2    bad input or configuration: nothing was run
+  130  interrupted by Ctrl-C (143: by SIGTERM); the reports hold what ran
+  3    runtime error: broker or workers lost, crash, sweep failed or abandoned
+  5    stopped: the provider's quota is exhausted
+  4    stopped by a budget
+  1    some case failed, or the overall pass rate is below --min-overall-pass-rate
+  0    every case passed
+
+\b
+Every completed run is also appended to a journal under $FARM_DATA_DIR/journals/
+(default ~/.local/share/agent-farm; kept FARM_JOURNAL_DAYS, default 7): farm report
+JOURNAL -o FILE renders it, even after a crash or a second Ctrl-C.
 """
 
 
@@ -43,83 +67,139 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc)) from None
 
 
-def _write_report(prepared: PreparedSweep, report: SweepReport, settings: TestSettings) -> None:
-    path, fmt = prepared.output_path, prepared.output_format
-    if fmt in ("jsonl", "stdout"):
-        return
-    if fmt == "reporter":
+def _render(target: OutputTarget, report: SweepReport, settings: TestSettings) -> None:
+    if target.format == "reporter":
         from farm.reports.agent import render_with_agent, reporter_format
 
-        assert settings.reporter is not None
-        content = render_with_agent(report, settings.reporter, reporter_format(path.suffix if path else ""),
+        assert settings.reporter is not None and target.path is not None
+        content = render_with_agent(report, settings.reporter, reporter_format(target.path.suffix),
                                     agent_options(settings), verbose=settings.verbose)
-    else:
+        write_document(target.path, content)
+    elif target.path is None:  # a literal message with -r report.*: the report goes to stdout
         from farm.reports import render_report
 
-        content = render_report(report, fmt)
-    if path is None:  # a literal message with -r report.*: the report goes to stdout
-        click.echo(content)
+        click.echo(render_report(report, target.format))
     else:
-        path.write_text(content, encoding="utf-8")
+        write_report(report, target.path, target.format)
 
 
-def run_test(settings: TestSettings, *, progress: bool) -> int:
-    """``farm test``: returns the exit code."""
-    prepared = prepare_sweep(settings)
-    err = Console(stderr=True)
-    for note in prepared.loaded.notes:
-        err.print(f"farm: note: {note}", markup=False, highlight=False, soft_wrap=True)
-    if settings.dry_run:
-        from farm.yao_options import dry_run_lines
+def write_outputs(targets: list[OutputTarget], report: SweepReport, settings: TestSettings, err: Console) -> None:
+    """Every requested report that is not streamed; one failing leaves the others written, then
+    raises ReporterError (exit 3)."""
+    failed: list[str] = []
+    for target in targets:
+        if target.format in ("jsonl", "stdout"):
+            continue  # streamed while the sweep ran
+        try:
+            _render(target, report, settings)
+        except FarmError as exc:
+            say(err, f"farm: {exc.message}")
+            failed.append(str(target.path))
+    if failed:
+        raise ReporterError(f"could not write {', '.join(failed)} (the other reports were written)")
 
-        labels = {case_id: ref.label for case_id, ref in prepared.plan.agents.items()}
-        click.echo("\n".join(dry_run_lines(prepared.plan.cases, prepared.plan.case_plans, labels)))
-        return ExitCode.OK
-    from farm.hooks import SweepHooks
 
-    hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
-    from farm.execute import sweep_context
-
-    hook_context = sweep_context(prepared.plan.env)
-    hook_data = hooks.before_all(hook_context, prepared.plan.cases)
-    executor: Any = create_executor(settings)  # the Celery one also has submit (--detach)
-    if settings.detach:
-        click.echo(executor.submit(prepared.plan))
-        return ExitCode.OK
-    observers: list[SweepObserver] = []
-    stream = None
-    if prepared.output_format == "jsonl" and prepared.output_path is not None:
-        stream = prepared.output_path.open("w", encoding="utf-8")
-        observers.append(JsonlObserver(stream))
-    if prepared.output_format == "stdout":
-        observers.append(StdoutPrinter(err))
+def _observers(prepared: PreparedSweep, settings: TestSettings, err: Console, streams: contextlib.ExitStack,
+               journal: RunJournal, progress: bool) -> list[SweepObserver]:
+    observers: list[SweepObserver] = [journal]
+    for target in prepared.outputs:
+        if target.format == "jsonl" and target.path is not None:
+            stream: TextIO = streams.enter_context(target.path.open("w", encoding="utf-8"))
+            observers.append(JsonlObserver(stream))
+        elif target.format == "stdout":
+            observers.append(StdoutPrinter(err))
     if progress and err.is_terminal:
         observers.append(ProgressBar(err))
     if settings.verbose:
-        observers.append(VerbosePrinter(err))
-    report = None
-    try:
-        report = executor.run(prepared.plan, Observers(*observers))
-    finally:
-        if stream is not None:
-            stream.close()
-        if warning := hooks.after_all(hook_context, report, hook_data):
-            err.print(f"farm: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-    _write_report(prepared, report, settings)
-    if prepared.output_path is not None:
+        observers.append(FailureDigest(err))
+    return observers
+
+
+def _notices(prepared: PreparedSweep, settings: TestSettings, grace_s: float, journal: str) -> dict[str, str]:
+    sid = prepared.plan.sweep_id
+    if settings.broker:
+        first = (f"interrupted: stopping sweep {sid} (cancelled on the workers: runs not started are dropped); "
+                 "press Ctrl-C again to quit at once")
+    else:
+        first = (f"interrupted: no new runs; runs in flight get {grace_s:g}s, then the reports are written; "
+                 "press Ctrl-C again to quit at once")
+    second = f"quitting at once: every completed run is in the journal {journal} (farm report {journal} -o FILE)"
+    return {"first_notice": first, "second_notice": second}
+
+
+def _announce(prepared: PreparedSweep, settings: TestSettings, err: Console) -> None:
+    """A distributed sweep's id as it starts: ``farm status`` and Flower find it by that."""
+    sid = prepared.plan.sweep_id
+    say(err, f"sweep {sid} on {safe_url(str(settings.broker))} (queue {settings.queue}): "
+             f"farm status; farm results {sid}; farm cancel {sid}")
+    flower = os.environ.get("FARM_FLOWER_URL")
+    if flower:
+        say(err, f"flower: {flower.rstrip('/')}/tasks (search {sid})")
+
+
+def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings, err: Console, journal: str) -> None:
+    write_outputs(prepared.outputs, report, settings, err)
+    if any(t.path is not None for t in prepared.outputs):
         print_summary(err, report)
-        err.print(f"report: {prepared.output_path}", highlight=False, markup=False)
-    from farm.stats import exit_code_for
+    if settings.broker and report.metadata.get("stopped") == StopReason.INTERRUPTED:
+        say(err, f"sweep {prepared.plan.sweep_id} cancelled on the workers")
+    for target in prepared.outputs:
+        if target.path is not None:
+            say(err, f"report: {target.path}")
+    if settings.verbose or report.metadata.get("stopped"):
+        say(err, f"journal: {journal}")
 
-    return int(exit_code_for(report))
+
+def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> int:
+    """``farm test``: returns the exit code."""
+    from farm.history.session import start_history
+
+    farm_settings = FarmSettings.from_env()
+    prepared = prepare_sweep(settings)
+    around = start_extras(prepared, settings)  # None: --dry-run listed the cases
+    if around is None:
+        return ExitCode.OK
+    session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
+    executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
+    if settings.detach:
+        click.echo(executor.submit(prepared.plan))
+        return ExitCode.OK
+    prune_journals(farm_settings.data_dir, farm_settings.journal_days)
+    err, stop = Console(stderr=True), SweepStop()
+    with contextlib.ExitStack() as streams:
+        journal = RunJournal(streams.enter_context(open_journal(farm_settings.data_dir, prepared.plan.sweep_id)),
+                             prepared.plan)
+        journal_name = str(journal.path)
+        observers = _observers(prepared, settings, err, streams, journal, progress)
+        if settings.broker:
+            _announce(prepared, settings, err)
+        with StopSignals(stop, **_notices(prepared, settings, farm_settings.stop_grace_s, journal_name)) as signals:
+            try:
+                report = around.run(lambda: executor.run(prepared.plan, Observers(*observers), stop))
+            except Exception:  # the farm failed (or crashed): what ran is still on disk
+                say(err, f"every completed run is in the journal {journal_name} "
+                         f"(farm report {journal_name} -o FILE)")
+                raise
+            streams.close()  # the JSONL reports are complete: close them before the rest is written
+            report = session.finish(report)
+            try:
+                _finish(prepared, report, settings, err, journal_name)
+            except ReporterError:
+                if signals.exit_code is None:
+                    raise
+            return int(signals.exit_code or session.exit_code(report, int(exit_code_for(report))))
 
 
-@click.command(epilog=EXAMPLES)
-@click.option("-i", "--input", "input_", required=True, metavar="PATH|MESSAGE",
-              help="A .jsonl (Yao) or .hocon/.conf (neuro-san) suite, a directory of suites, or a literal "
-                   "message to send once (printed to stdout unless -o).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Report file; the format follows the extension: .jsonl .json .md .html .xml (JUnit). "
+@click.command(cls=StrictCommand, epilog=EXAMPLES)
+@click.option("-i", "--input", "input_", default=None, metavar="PATH",
+              help="A .jsonl (Yao) or .hocon/.conf (neuro-san) suite, or a directory of suites. A value that "
+                   "looks like a path (a / in it, a suite or .json extension, a leading . or ~) is always one: "
+                   "when it does not exist, exit 2. Anything else is sent as a message, as -m does.")
+@click.option("-m", "--message", default=None, metavar="TEXT",
+              help="Send TEXT to the agent once (direct message mode); the answer is printed to stdout unless -o.")
+@click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
+              help="Report file, repeatable (each written from the same sweep); the format follows the "
+                   "extension: .jsonl .json .md .html .xml (JUnit). Checked writable before the first run. "
                    "Default: <input dir>/output-YYYYMMDDHHMMSS.jsonl.")
 @click.option("-n", "--name", default=None, metavar="AGENT",
               help="Agent under test: an id under the agents root (keyword, workers.system.keyword), "
@@ -135,40 +215,39 @@ def run_test(settings: TestSettings, *, progress: bool) -> int:
               help="Runs per case for stability analysis (default 1, or the case's success_ratio n).")
 @click.option("--timeout", "timeout_s", callback=_duration, default=None, metavar="DURATION",
               help="Default whole-run timeout per case, e.g. 30s, 2m, 1m30s (default 5m).")
-@click.option("--parallel", type=int, default=1, show_default=True, help="Runs in flight at once.")
-@click.option("-v", "--verbose", is_flag=True, help="Print every run that did not pass; tracebacks on errors.")
+@click.option("--parallel", type=int, default=DEFAULT_PARALLEL, show_default=True,
+              help="Runs in flight at once (in-process).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="After the sweep, print each distinct failure once, with its count, an example and its "
+                   "traceback.")
 @click.option("--fail-fast", is_flag=True, help="Stop scheduling runs after the first failed case.")
 @click.option("--broker", envvar="FARM_BROKER_URL", default=None, metavar="URL",
               help="Run distributed on this Celery broker (redis://…). Env: FARM_BROKER_URL.")
 @click.option("--queue", default="farm", show_default=True, help="Celery queue to submit to.")
 @click.option("--detach", is_flag=True, help="Submit, print the sweep id and return (distributed only).")
-@click.option("--min-pass-rate", type=float, default=1.0, show_default=True, metavar="P",
-              help="A case passes when its pass rate is at least P (0-1); a case's success_ratio wins.")
+@click.option("--min-pass-rate", type=RATE, default=1.0, show_default=True, metavar="RATE",
+              help="A case passes when its pass rate is at least RATE (0.95 or 95%); a case's success_ratio wins.")
+@click.option("--min-overall-pass-rate", type=RATE, default=None, metavar="RATE",
+              help="Also fail (exit 1) when the share of all runs that passed is below RATE (0.9 or 90%).")
 @click.option("--judge", default=None, metavar="CONNECTOR", help="Connector for gist/not_gist/agent checks.")
 @click.option("--server", envvar="FARM_NEURO_SAN_URL", default=None, metavar="URL",
               help="neuro-san server for http/https connections (default http://localhost:8080).")
-@click.option("-k", "pattern", default=None, metavar="GLOB", help="Run only cases whose id matches the glob.")
+@click.option("-k", "patterns", multiple=True, metavar="PATTERN",
+              help="Run only cases whose id contains PATTERN, or matches it as a glob when it has * ? [; "
+                   "repeatable (any match).")
 @click.option("--no-progress", is_flag=True, help="No progress bar (off anyway when stderr is not a terminal).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
-@click.option("--run", "run_pattern", default=None, metavar="REGEX",
-              help="Run only cases whose id the regular expression matches (Yao's --run).")
-@click.option("--ctx", default=None, metavar="FILE",
-              help="Yao context file (JSON: chat_id, authorized, metadata, client, locale, referer) for every call.")
-@click.option("--dry-run", is_flag=True, help="Load, validate and resolve everything, list the cases; call no agent.")
-@click.option("--simulator", default=None, metavar="AGENT",
-              help="Simulator of every dynamic case: an agent reference, or llm:CONNECTOR for the built-in one.")
-@click.option("--before", default=None, metavar="module:function",
-              help="Python callable run once before the sweep: before(context, cases) (Yao's BeforeAll).")
-@click.option("--after", default=None, metavar="module:function",
-              help="Python callable run once after the sweep: after(context, report, before_data) (Yao's AfterAll).")
-@click.option("--yao-compat", is_flag=True,
-              help="Dynamic cases as Yao's code runs them where its documentation disagrees (see the README).")
-def test(input_: str, no_progress: bool, **flags: Any) -> None:
+@history_flags
+@yao_flags
+def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
+         **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
-    settings = TestSettings(input=input_, **flags)
-    run_command(lambda: run_test(settings, progress=not no_progress), verbose=settings.verbose)
+    from farm.history.session import HistoryOptions
+
+    history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
+    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, **flags)
+    run_command(lambda: run_test(settings, progress=not no_progress, history=history), verbose=settings.verbose)
 
 
-
-__all__ = ["run_test", "test"]
+__all__ = ["run_test", "test", "write_outputs"]

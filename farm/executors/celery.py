@@ -19,35 +19,30 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from farm.distributed import (
-    CONNECTION_ERRORS,
-    Event,
-    StoredCase,
-    StoredSweep,
-    SweepStore,
-    now_epoch,
-    safe_url,
-    store_url,
+from farm.errors import (
+    AGENT_BUILD_FAILED,
+    AgentResolutionError,
+    BrokerError,
+    InputError,
+    SettingsError,
+    WorkerLostError,
 )
-from farm.errors import BrokerError, InputError, SettingsError, WorkerLostError
-from farm.executors.base import SweepPlan, report_metadata, utc_now
+from farm.lifecycle import SweepStop
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
+from farm.plan import SweepPlan, utc_now
 from farm.redis_keys import STOP_CANCELLED
+from farm.settings import FarmSettings, is_redis_url, safe_url
+from farm.store import CONNECTION_ERRORS, Event, SweepStore, now_epoch
 
 log = logging.getLogger("farm.celery")
 
-DEFAULT_NO_WORKER_TIMEOUT_S = 120.0
-"""Fail a sweep whose queue nobody consumed for this long (env FARM_NO_WORKER_TIMEOUT)."""
-DEFAULT_RECONNECT_TIMEOUT_S = 60.0
-"""How long a lost broker connection may take to come back (env FARM_RECONNECT_TIMEOUT)."""
 STALL_GRACE_S = 30.0
 """Added to case timeout + visibility timeout before a sweep with live workers counts as stuck."""
 WORKER_CHECK_S = 5.0
@@ -55,50 +50,18 @@ WORKER_CHECK_S = 5.0
 SOFT_LIMIT_GRACE_S = 15.0
 HARD_LIMIT_GRACE_S = 45.0
 """Per-task Celery time limits are the case timeout plus these (prefork pools enforce them; a
-threads pool relies on the worker's own guard, ``workers.runtime.RUN_GUARD_S``)."""
+threads pool relies on the worker's own guard, ``farm.lifecycle.RUN_GUARD_S``)."""
 
 
-def _env_seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected a number of seconds") from None
-    if value <= 0:
-        raise SettingsError(f"{name}={raw!r}: must be positive")
-    return value
-
-
-def create_celery_app(broker_url: str, result_backend: str | None = None) -> Any:
+def create_celery_app(settings: FarmSettings) -> Any:
     """A private Celery app with the workers' settings, for publishing and inspecting."""
     from celery import Celery
 
     from farm.celery_config import celery_settings
 
-    settings = celery_settings(broker_url)
-    if result_backend:
-        settings["result_backend"] = result_backend
     app = Celery("farm", set_as_current=False)
-    app.conf.update(settings)
+    app.conf.update(celery_settings(settings))
     return app
-
-
-def stored_plan(plan: SweepPlan, *, queue: str, formats: Sequence[str]) -> tuple[StoredSweep, list[StoredCase]]:
-    """The plan as workers read it back from Redis."""
-    started_at = utc_now()
-    metadata = report_metadata(plan, started_at)
-    metadata.pop("completed_at", None)
-    sweep = StoredSweep(
-        sweep_id=plan.sweep_id, env=plan.env, options=plan.options, case_ids=[c.id for c in plan.cases],
-        total_runs=plan.total_runs, runs_per_case=plan.runs_per_case, agent_id=plan.agent_label,
-        started_at=started_at, submitted_epoch=now_epoch(), metadata=metadata, fail_fast=plan.fail_fast,
-        formats=list(formats), queue=queue,
-        max_case_timeout_s=max((plan.env.case_timeout(c) for c in plan.cases), default=0.0),
-    )
-    cases = [StoredCase(c, plan.case_plans[c.id], plan.agents[c.id]) for c in plan.cases]
-    return sweep, cases
 
 
 PUBLISH_BATCH = 500
@@ -116,12 +79,12 @@ def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = PUBLISH_BATCH
     sid, amqp = plan.sweep_id, app.amqp
     sent_event = bool(app.conf.task_send_sent_event)
     with app.producer_or_acquire() as producer, producer.batch(max_size=batch):
-        for case in plan.cases:
-            timeout = plan.env.case_timeout(case)
+        for planned in plan.cases:
+            timeout = plan.env.case_timeout(planned.case)
             soft, hard = timeout + SOFT_LIMIT_GRACE_S, timeout + HARD_LIMIT_GRACE_S
-            for n in range(1, plan.case_plans[case.id].runs + 1):
+            for n in range(1, planned.plan.runs + 1):
                 message = amqp.create_task_message(
-                    uuid(), "farm.run", (sid, case.id, n), {}, time_limit=hard, soft_time_limit=soft,
+                    uuid(), "farm.run", (sid, planned.id, n), {}, time_limit=hard, soft_time_limit=soft,
                     create_sent_event=sent_event, ignore_result=True)
                 amqp.send_task_message(producer, "farm.run", message, queue=queue)
 
@@ -133,28 +96,20 @@ class _Watch:
     last_progress: float = field(default_factory=time.monotonic)
     last_check: float = 0.0
     no_worker_since: float | None = None
-    warned: bool = False
 
 
 class CeleryExecutor:
     """Runs sweeps on Celery workers through a Redis broker."""
 
-    def __init__(self, broker_url: str, queue: str = "farm", detach: bool = False, *,
-                 result_backend: str | None = None, formats: Sequence[str] = (),
-                 no_worker_timeout: float | None = None, reconnect_timeout: float | None = None,
-                 stall_timeout: float | None = None, warn: Callable[[str], None] | None = None) -> None:
-        if not broker_url.startswith(("redis://", "rediss://", "unix://")):
-            raise SettingsError(f"--broker {safe_url(broker_url)}: only Redis brokers are supported (redis://…)")
-        self.broker_url = broker_url
-        self.queue = queue
+    def __init__(self, settings: FarmSettings, *, detach: bool = False, formats: Sequence[str] = (),
+                 warn: Callable[[str], None] | None = None) -> None:
+        if not is_redis_url(settings.broker_url):
+            raise SettingsError(f"--broker {safe_url(settings.broker_url)}: only Redis brokers are supported "
+                                "(redis://…)")
+        self.settings = settings
+        self.broker_url = settings.broker_url
         self.detach = detach
         self.formats = list(formats)
-        self.result_backend = result_backend or os.environ.get("FARM_RESULT_BACKEND") or None
-        self.no_worker_timeout = no_worker_timeout or _env_seconds("FARM_NO_WORKER_TIMEOUT",
-                                                                   DEFAULT_NO_WORKER_TIMEOUT_S)
-        self.reconnect_timeout = reconnect_timeout or _env_seconds("FARM_RECONNECT_TIMEOUT",
-                                                                   DEFAULT_RECONNECT_TIMEOUT_S)
-        self.stall_timeout = stall_timeout or _env_seconds("FARM_STALL_TIMEOUT", 0.0) or None
         self._warn = warn or (lambda message: log.warning("%s", message))
         self._app: Any = None
         self._store: SweepStore | None = None
@@ -164,31 +119,32 @@ class CeleryExecutor:
     @property
     def app(self) -> Any:
         if self._app is None:
-            self._app = create_celery_app(self.broker_url, self.result_backend)
+            self._app = create_celery_app(self.settings)
         return self._app
 
     def store(self) -> SweepStore:
         if self._store is None:
-            self._store = SweepStore.from_url(store_url(self.broker_url, self.result_backend))
+            self._store = SweepStore.from_url(self.settings.store_url, ttl=self.settings.result_ttl_s)
             self._store.ping()
         return self._store
 
     # ------------------------------------------------------------------ submitting
 
     def _save(self, plan: SweepPlan) -> None:
-        sweep, cases = stored_plan(plan, queue=self.queue, formats=self.formats)
-        vt = _visibility_timeout()
-        if sweep.max_case_timeout_s + 60 > vt:
-            self._warn(f"a case timeout of {sweep.max_case_timeout_s:g}s is close to FARM_VISIBILITY_TIMEOUT={vt}: "
+        plan = plan.model_copy(update={"formats": self.formats, "queue": self.settings.queue,
+                                       "started_at": utc_now()})
+        vt = self.settings.visibility_timeout_s
+        if plan.max_case_timeout_s + 60 > vt:
+            self._warn(f"a case timeout of {plan.max_case_timeout_s:g}s is close to FARM_VISIBILITY_TIMEOUT={vt}: "
                        "a run still going then is delivered again (counted once); raise FARM_VISIBILITY_TIMEOUT")
         try:
-            self.store().save_sweep(sweep, cases)
+            self.store().save_sweep(plan, now_epoch())
         except CONNECTION_ERRORS as exc:
             raise BrokerError(f"cannot store sweep {plan.sweep_id} at {safe_url(self.broker_url)}: {exc}") from None
 
     def _publish(self, plan: SweepPlan) -> None:
         try:
-            publish(self.app, plan, self.queue)
+            publish(self.app, plan, self.settings.queue)
         except Exception as exc:
             raise BrokerError(f"cannot publish sweep {plan.sweep_id} to {safe_url(self.broker_url)}: {exc}") from exc
 
@@ -198,7 +154,7 @@ class CeleryExecutor:
         self._publish(plan)
         return plan.sweep_id
 
-    def run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
+    def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
         """Submit and follow the sweep to its report, publishing in the background."""
         self._save(plan)
         failures: list[BaseException] = []
@@ -269,7 +225,11 @@ class CeleryExecutor:
         if event.type == "start" and event.data:
             observer.on_start(SweepStart(**json.loads(event.data)))
         elif event.type == "result" and event.data:
-            observer.on_result(RunResult.model_validate_json(event.data))
+            result = RunResult.model_validate_json(event.data)
+            if result.error is not None and result.error.type == AGENT_BUILD_FAILED:
+                self._stop_quietly(sweep_id)  # every other run would fail the same way
+                raise AgentResolutionError(f"sweep {sweep_id} stopped: {result.error.message}")
+            observer.on_result(result)
         elif event.type == "case" and event.data:
             observer.on_case(CaseStats.model_validate_json(event.data))
         elif event.type == "stopped":
@@ -284,9 +244,9 @@ class CeleryExecutor:
 
     def _reconnect(self, sweep_id: str, error: BaseException) -> None:
         """Wait for the broker to come back; BrokerError after FARM_RECONNECT_TIMEOUT seconds."""
-        deadline = time.monotonic() + self.reconnect_timeout
+        deadline = time.monotonic() + self.settings.reconnect_timeout_s
         self._warn(f"lost the connection to {safe_url(self.broker_url)} ({error}); retrying for "
-                   f"{self.reconnect_timeout:g}s")
+                   f"{self.settings.reconnect_timeout_s:g}s")
         while time.monotonic() < deadline:
             time.sleep(1.0)
             try:
@@ -298,11 +258,11 @@ class CeleryExecutor:
                                   "without persistence?): the sweep is lost; submit it again")
             return
         raise BrokerError(f"lost the connection to {safe_url(self.broker_url)} ({error}) and it did not come back "
-                          f"within {self.reconnect_timeout:g}s; the sweep may still finish on the workers: "
+                          f"within {self.settings.reconnect_timeout_s:g}s; the sweep may still finish on the workers: "
                           f"farm results {sweep_id}")
 
-    def _check_stall(self, sweep: StoredSweep, watch: _Watch) -> None:
-        now = time.monotonic()
+    def _check_stall(self, sweep: SweepPlan, watch: _Watch) -> None:
+        now, no_worker = time.monotonic(), self.settings.no_worker_timeout_s
         if now - watch.last_check >= WORKER_CHECK_S:
             watch.last_check = now
             if consumers(self.app, sweep.queue):
@@ -310,21 +270,16 @@ class CeleryExecutor:
             elif watch.no_worker_since is None:
                 watch.no_worker_since = now
                 self._warn(f"no worker consumes queue {sweep.queue!r} on {safe_url(self.broker_url)}: start one "
-                           f"with `farm worker --broker URL -Q {sweep.queue}`; waiting {self.no_worker_timeout:g}s")
+                           f"with `farm worker --broker URL -Q {sweep.queue}`; waiting {no_worker:g}s")
         sid = sweep.sweep_id
-        if watch.no_worker_since is not None and now - watch.no_worker_since >= self.no_worker_timeout:
-            raise WorkerLostError(f"no worker consumed queue {sweep.queue!r} for {self.no_worker_timeout:g}s; "
+        if watch.no_worker_since is not None and now - watch.no_worker_since >= no_worker:
+            raise WorkerLostError(f"no worker consumed queue {sweep.queue!r} for {no_worker:g}s; "
                                   f"sweep {sid} stays queued: start workers, then `farm results {sid}`")
-        limit = self.stall_timeout or (sweep.max_case_timeout_s + _visibility_timeout() + STALL_GRACE_S)
+        vt = self.settings.visibility_timeout_s
+        limit = self.settings.stall_timeout_s or (sweep.max_case_timeout_s + vt + STALL_GRACE_S)
         if now - watch.last_progress >= limit:
             raise WorkerLostError(f"sweep {sid} made no progress for {limit:g}s although workers are up; "
                                   f"`farm results {sid}` re-attaches, `farm cancel {sid}` drops it")
-
-
-def _visibility_timeout() -> int:
-    from farm.celery_config import visibility_timeout
-
-    return visibility_timeout()
 
 
 def consumers(app: Any, queue: str, *, timeout: float = 1.0) -> list[str]:
@@ -337,4 +292,4 @@ def consumers(app: Any, queue: str, *, timeout: float = 1.0) -> list[str]:
     return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or []))
 
 
-__all__ = ["CeleryExecutor", "consumers", "create_celery_app", "publish", "stored_plan"]
+__all__ = ["CeleryExecutor", "consumers", "create_celery_app", "publish"]

@@ -2,8 +2,10 @@
 
 ``parallel`` worker coroutines pull (case, run) pairs from one iterator, so memory stays flat
 however many runs a sweep has, and a slow synchronous agent (run in its own thread by the
-python adapter) never blocks the others. It calls the same ``execute_run`` and
-``CaseAccumulator`` as the Celery tasks.
+python adapter) never blocks the others. It runs each run through the same guard, accumulator
+and sweep finish (``farm.lifecycle``) as the Celery workers. A stop request (``SweepStop``: a
+signal, fail-fast) ends scheduling; an interrupted sweep abandons its runs in flight after a
+grace, and every sweep, stopped or not, ends in a report of what ran.
 """
 
 from __future__ import annotations
@@ -12,58 +14,52 @@ import asyncio
 import time
 from collections.abc import Iterator
 
+from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
-from farm.checks.base import JudgeResolver
 from farm.deadlines import TestBudgets
-from farm.execute import execute_run
-from farm.executors.base import SweepPlan, report_metadata, utc_now
-from farm.models import Case, CaseStats, RunResult, SweepReport
-from farm.observers import SweepObserver, SweepStart
+from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, start_event
+from farm.models import CaseStats, RunResult, SweepReport
+from farm.observers import SweepObserver
+from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.settings import DEFAULT_STOP_GRACE_S
 from farm.simulators import create_simulator_pool
-from farm.stats import CaseAccumulator, build_report
-
-
-def _judges(plan: SweepPlan) -> JudgeResolver | None:
-    try:
-        from farm.agents.judge import create_judge_resolver
-    except ImportError:  # judge wiring not installed: judge checks fail with a clear message
-        return None
-    return create_judge_resolver(plan.options)
+from farm.stats import CaseAccumulator, pass_ks
 
 
 class _Sweep:
     """State of one in-process sweep."""
 
-    def __init__(self, plan: SweepPlan, observer: SweepObserver) -> None:
+    def __init__(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> None:
         self.plan = plan
         self.observer = observer
+        self.stop = stop
         self.pool = AgentPool(plan.options)
+        pass_k = pass_ks(plan.metadata)
         self.accumulators = {
-            c.id: CaseAccumulator(c, plan.case_plans[c.id], max_details=plan.max_run_details) for c in plan.cases
+            c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k)
+            for c in plan.cases
         }
-        self.finished: list[CaseStats] = []
-        self.stopped = False
-        for ref in dict.fromkeys(plan.agents.values()):
+        self.finished: dict[str, CaseStats] = {}
+        for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
-        self.judges = _judges(plan)
+        self.judges = create_judge_resolver(plan.options)
         self.simulators = create_simulator_pool(plan.options)
         self.budgets = TestBudgets()
 
-    def runs(self) -> Iterator[tuple[Case, int]]:
-        for case in self.plan.cases:
-            for run in range(1, self.plan.case_plans[case.id].runs + 1):
-                if self.stopped:
+    def runs(self) -> Iterator[tuple[PlannedCase, int]]:
+        for planned in self.plan.cases:
+            for run in range(1, planned.plan.runs + 1):
+                if self.stop.reason is not None:
                     return
-                if self.budgets.spent(case):  # neuro-san's test timeout: the rest is not run
+                if self.budgets.spent(planned.case):  # neuro-san's test timeout: the rest is not run
                     break
-                yield case, run
+                yield planned, run
 
-    async def worker(self, queue: Iterator[tuple[Case, int]]) -> None:
-        for case, run in queue:
-            agent = self.pool.get(self.plan.agents[case.id])
-            result = await execute_run(case, run, agent, self.plan.env, judges=self.judges,
-                                       simulators=self.simulators, not_after=self.budgets.start(case))
-            self.record(result)
+    async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
+        for planned, run in queue:
+            agent = self.pool.get(planned.agent)
+            self.record(await run_guarded(planned.case, run, agent, self.plan.env, judges=self.judges,
+                                          simulators=self.simulators, not_after=self.budgets.start(planned.case)))
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
             await asyncio.sleep(0)
@@ -74,61 +70,92 @@ class _Sweep:
             return
         self.observer.on_result(result)
         if self.plan.fail_fast and acc.cannot_pass:
-            self.stopped = True
+            self.stop.request(StopReason.FAIL_FAST)
         if acc.done:
             self._finish_case(result.case_id)
 
     def _finish_case(self, case_id: str) -> None:
         stats = self.accumulators.pop(case_id).stats()
-        self.finished.append(stats)
+        self.finished[case_id] = stats
         self.observer.on_case(stats)
 
     def flush_partial(self) -> None:
-        """Fail-fast: report the cases that had runs when scheduling stopped."""
+        """A stopped sweep: report the cases that had runs when scheduling stopped."""
         for case_id in [cid for cid, acc in self.accumulators.items() if acc.count]:
             self._finish_case(case_id)
 
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+        await self.simulators.aclose()
+        close_judges = getattr(self.judges, "aclose", None)
+        if close_judges is not None:
+            await close_judges()
+
+
+STOP_POLL_S = 0.05
+"""How often the loop looks at the stop request: a signal handler sets it from outside the loop,
+which no await wakes up for."""
+
 
 class LocalExecutor:
-    """Runs a plan in this process."""
+    """Runs a plan in this process.
 
-    def run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
+    A stop request (Ctrl-C, SIGTERM, fail-fast, …) stops scheduling at once; runs in flight get
+    ``grace_s`` to finish, then are abandoned (not counted), and the sweep finishes with what ran.
+    """
+
+    def __init__(self, *, grace_s: float = DEFAULT_STOP_GRACE_S) -> None:
+        self.grace_s = grace_s
+
+    def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
         box: list[SweepReport] = []
         # The report must not be the main task's result: at exit asyncio.Runner formats repr()
         # of that task (through signal.getsignal), i.e. of the whole report (0.45 s at 100k runs).
-        asyncio.run(self._run_into(plan, observer, box))
+        asyncio.run(self._run_into(plan, observer, stop or SweepStop(), box))
         return box[0]
 
-    async def _run_into(self, plan: SweepPlan, observer: SweepObserver, box: list[SweepReport]) -> None:
-        box.append(await self._run(plan, observer))
+    async def arun(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
+        """``run`` on the caller's event loop."""
+        return await self._run(plan, observer, stop or SweepStop())
 
-    async def _run(self, plan: SweepPlan, observer: SweepObserver) -> SweepReport:
-        sweep = _Sweep(plan, observer)
+    async def _run_into(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop,
+                        box: list[SweepReport]) -> None:
+        box.append(await self._run(plan, observer, stop))
+
+    async def _run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> SweepReport:
+        sweep = _Sweep(plan, observer, stop)
         started_at = utc_now()
-        observer.on_start(SweepStart(plan.sweep_id, plan.agent_label, len(plan.cases), plan.total_runs, started_at))
+        observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()
         queue = sweep.runs()
+        workers = [asyncio.create_task(sweep.worker(queue)) for _ in range(max(plan.parallel, 1))]
         try:
-            await asyncio.gather(*(sweep.worker(queue) for _ in range(max(plan.parallel, 1))))
+            await self._drive(workers, stop)
         finally:
-            await sweep.pool.aclose()
-            await sweep.simulators.aclose()
-            close_judges = getattr(sweep.judges, "aclose", None)
-            if close_judges is not None:
-                await close_judges()
+            await sweep.aclose()
         sweep.flush_partial()
-        order = {c.id: i for i, c in enumerate(plan.cases)}
-        stats = sorted(sweep.finished, key=lambda s: order[s.id])
-        metadata = report_metadata(plan, started_at)
-        if sweep.stopped:  # "stopped" as the distributed executor writes it; "not_run" lists the rest
-            metadata["stopped"] = "fail-fast"
-            metadata["not_run"] = list(sweep.accumulators)
-        report = build_report(
-            stats,
-            duration_ms=round((time.monotonic() - t0) * 1000, 1),
-            runs_per_case=plan.runs_per_case,
-            environment=plan.env.describe(),
-            metadata=metadata,
-        )
+        report = finish_sweep(plan, sweep.finished, case_ids=plan.case_ids, started_at=started_at,
+                              duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason)
         observer.on_finish(report)
         return report
+
+    async def _drive(self, workers: list[asyncio.Task[None]], stop: SweepStop) -> None:
+        """Until every worker is done or a stop is asked for. An interrupted sweep gives its runs
+        in flight ``grace_s``, then abandons them; other stops (fail-fast, budget) let them finish."""
+        pending: set[asyncio.Task[None]] = set(workers)
+        try:
+            while pending and not stop.event.is_set():
+                done, pending = await asyncio.wait(pending, timeout=STOP_POLL_S, return_when=asyncio.FIRST_EXCEPTION)
+                if any(not t.cancelled() and t.exception() for t in done):
+                    break
+            if pending and stop.event.is_set():
+                grace = self.grace_s if stop.reason is StopReason.INTERRUPTED else None
+                await asyncio.wait(pending, timeout=grace, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            for task in workers:
+                task.cancel()  # runs still in flight are abandoned: they never reach the report
+            await asyncio.gather(*workers, return_exceptions=True)
+        failures = [t.exception() for t in workers if not t.cancelled()]
+        failure = next((e for e in failures if e is not None), None)
+        if failure is not None:
+            raise failure  # a bug of ours, not a run's outcome (those are RunResults)

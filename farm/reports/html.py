@@ -18,6 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from farm.durations import format_ms
 from farm.models import CaseStats, SweepReport, SweepSummary
 
 __all__ = ["asset", "render_html", "script_safe_json", "template_environment"]
@@ -55,7 +56,8 @@ def render_html(report: SweepReport) -> str:
     return template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
-        verdict=_verdict(summary),
+        verdict=_verdict(summary, meta),
+        apart=_apart(report),
         meta_items=_meta_items(meta),
         cards=_cards(summary),
         status_bar=_status_bar(summary),
@@ -63,12 +65,24 @@ def render_html(report: SweepReport) -> str:
         histogram=_histogram(report.results) if multi_run else None,
         spread=_spread(report.results) if multi_run else None,
         environment=_rows(report.environment),
-        metadata=_rows(meta),
+        metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
+        compared=_compared_with(meta),
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
         data_json=Markup(script_safe_json(report.model_dump_json())),
-        css=Markup(asset("report.css")),
+        css=Markup(asset("report.css") + asset("history.css")),
         js=Markup(asset("report.js")),
     )
+
+
+def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The "compared with" section, when ``farm test --baseline`` attached a comparison."""
+    document = meta.get("compared_with")
+    if not isinstance(document, dict):
+        return None
+    from farm.reports.history_html import compared_with_section
+    from farm.stats.compare import Comparison
+
+    return compared_with_section(Comparison.model_validate(document))
 
 
 def script_safe_json(text: str) -> str:
@@ -117,12 +131,23 @@ def _rows(mapping: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(key), _text(value)) for key, value in mapping.items()]
 
 
-def _verdict(summary: SweepSummary) -> dict[str, str]:
+def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
+    if meta.get("stopped"):
+        return {"text": f"Stopped: {_text(meta['stopped'])}", "tone": "warn"}
     if summary.total_cases == 0:
         return {"text": "No cases", "tone": "muted"}
     if summary.failed_cases:
         return {"text": f"{summary.failed_cases} failed", "tone": "bad"}
     return {"text": "All passed", "tone": "good"}
+
+
+def _apart(report: SweepReport) -> list[tuple[str, list[str], str]]:
+    """Cases listed apart from the results: skipped by the suite, and not run (a stopped sweep)."""
+    not_run = report.metadata.get("not_run")
+    groups = [("Skipped cases", report.summary.skipped_ids, "skip: true in the suite; no pass rate")]
+    if isinstance(not_run, list):
+        groups.append(("Cases not run", [_text(i) for i in not_run], "the sweep stopped before they ran"))
+    return [(title, ids, note) for title, ids, note in groups if ids]
 
 
 def _meta_items(meta: dict[str, Any]) -> list[tuple[str, str]]:
@@ -156,7 +181,7 @@ def _cards(s: SweepSummary) -> list[dict[str, str]]:
         _card("Stable", f"{s.stable_cases:,}", "100% of runs passed", "good"),
         _card("Flaky", f"{s.flaky_cases:,}", "some runs failed", "warn" if s.flaky_cases else "neutral"),
         _card("Broken", f"{s.broken_cases:,}", "every run failed", _tone(s.broken_cases)),
-        _card("Duration", _duration(s.duration_ms), "wall clock", "neutral"),
+        _card("Duration", format_ms(s.duration_ms), "wall clock", "neutral"),
     ]
 
 
@@ -194,15 +219,6 @@ def _failure_classes(s: SweepSummary) -> list[dict[str, str]]:
 
 def _percent(value: float) -> str:
     return f"{value:.0f}%" if float(value).is_integer() else f"{value:.1f}%"
-
-
-def _duration(ms: float) -> str:
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.2f} s" if ms < 10_000 else f"{ms / 1000:.1f} s"
-    minutes, seconds = divmod(round(ms / 1000), 60)
-    return f"{minutes}m {seconds:02d}s"
 
 
 # ------------------------------------------------------------------------------- charts
@@ -264,14 +280,14 @@ def _spread(cases: list[CaseStats]) -> dict[str, Any]:
                      "avg": x(case.avg_duration_ms), "lo": x(lo), "hi": x(hi),
                      "tip": _spread_tip(case)})
     base = top + len(rows) * row + 4
-    axis = [{"x": x(t), "label": _duration(t)} for t in ticks]
+    axis = [{"x": x(t), "label": format_ms(t)} for t in ticks]
     return {"width": width, "height": base + 24, "left": left, "right": width - right, "top": top,
             "base": base, "rows": rows, "axis": axis, "shown": len(rows), "total": len(ran)}
 
 
 def _spread_tip(case: CaseStats) -> str:
-    return (f"{case.id}: min {_duration(case.min_duration_ms)}, avg {_duration(case.avg_duration_ms)}"
-            f" ± {_duration(case.std_deviation_ms)}, max {_duration(case.max_duration_ms)}")
+    return (f"{case.id}: min {format_ms(case.min_duration_ms)}, avg {format_ms(case.avg_duration_ms)}"
+            f" ± {format_ms(case.std_deviation_ms)}, max {format_ms(case.max_duration_ms)}")
 
 
 def _nice_ticks(top: float, target: int = 4, integer: bool = False) -> list[float]:

@@ -47,8 +47,8 @@ def _check(c: CheckOutcome) -> dict[str, Any]:
 
 
 def result_event(r: RunResult) -> dict[str, Any]:
-    """The ``result`` line of one run."""
-    return {
+    """The ``result`` line of one run: Yao's fields, plus the error's type and bounded traceback."""
+    event = {
         "type": "result",
         "id": r.case_id,
         "run": r.run,
@@ -63,6 +63,9 @@ def result_event(r: RunResult) -> dict[str, Any]:
         "failed_turn": r.failed_turn,
         **_dynamic(r),
     }
+    if r.error is not None:
+        event |= {"error_type": r.error.type, "traceback": r.error.traceback}
+    return event
 
 
 def _dynamic(r: RunResult) -> dict[str, Any]:
@@ -79,8 +82,10 @@ def stability_event(s: CaseStats) -> dict[str, Any]:
 
 
 def summary_event(report: SweepReport) -> dict[str, Any]:
-    """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts."""
-    return {"type": "summary", **report.summary.model_dump(mode="json"), **yao_summary_aliases(report)}
+    """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts, and
+    the report's metadata (a stopped sweep says so here: ``status``, ``stopped``, ``not_run``)."""
+    return {"type": "summary", **report.summary.model_dump(mode="json"), **yao_summary_aliases(report),
+            "metadata": report.metadata}
 
 
 class JsonlWriter:
@@ -89,8 +94,12 @@ class JsonlWriter:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def write(self, event: dict[str, Any]) -> None:
-        self.stream.write(_dumps(event) + "\n")
+    def write(self, event: dict[str, Any], *, raw: dict[str, str] | None = None) -> None:
+        """One line; ``raw`` values are JSON texts already (pydantic's), spliced in as they are."""
+        line = _dumps(event)
+        if raw:
+            line = line[:-1] + "".join(f", {json.dumps(key)}: {text}" for key, text in raw.items()) + "}"
+        self.stream.write(line + "\n")
         self.stream.flush()
 
     def start(self, *, timestamp: str, agent_id: str, total_cases: int, total_runs: int,
@@ -102,7 +111,8 @@ class JsonlWriter:
         self.write(result_event(r))
 
     def stability(self, s: CaseStats) -> None:
-        self.write(stability_event(s))
+        if s.label != "skipped":  # a skipped case has no statistics (SPEC 10): summary.skipped_ids lists it
+            self.write(stability_event(s))
 
     def summary(self, report: SweepReport) -> None:
         self.write(summary_event(report))

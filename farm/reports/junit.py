@@ -1,9 +1,9 @@
 """JUnit XML for CI systems: a ``<testsuite>`` per suite, a ``<testcase>`` per case.
 
 A case whose verdict failed gets ``<failure>`` listing the failing checks of its kept runs, or
-``<error>`` when every failing run was an agent error or timeout; a skipped case gets
-``<skipped/>``. Built with ElementTree (escaping for free); characters XML 1.0 forbids are
-stripped from every string first.
+``<error>`` when every failing run was an agent error or timeout; a skipped case (listed in
+``summary.skipped_ids``) gets ``<skipped/>`` in a ``skipped`` suite. Built with ElementTree
+(escaping for free); characters XML 1.0 forbids are stripped from every string first.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
 from farm.stats import case_verdict
 
@@ -45,9 +46,9 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 
 
 def _describe(detail: RunDetail) -> list[str]:
-    head = f"run {detail.run} ({detail.status.value}, {detail.duration_ms:.0f} ms)"
+    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
     if detail.error:
-        return [f"{head}: {detail.error}"]
+        return [f"{head}: {detail.error_line}"]
     lines = [head]
     for check in detail.failed_checks:
         line = f"  {check.name}: {check.message or 'failed'}"
@@ -112,13 +113,33 @@ def _suite_counts(cases: list[CaseStats]) -> dict[str, str]:
     }
 
 
+SKIPPED_SUITE = "skipped"
+"""Skipped cases have no statistics (SPEC 10), their suite included: they sit in a suite of their own."""
+
+
+def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> None:
+    suite = ET.SubElement(root, "testsuite", {
+        "name": SKIPPED_SUITE, "tests": str(len(ids)), "failures": "0", "errors": "0", "skipped": str(len(ids)),
+        "time": "0.000", "timestamp": xml_safe(meta.get("started_at") or ""),
+        "hostname": xml_safe(meta.get("hostname") or "localhost"),
+    })
+    for case_id in ids:
+        case = ET.SubElement(suite, "testcase", name=xml_safe(case_id), classname=SKIPPED_SUITE, time="0.000")
+        _properties(case, {"label": "skipped"})
+        ET.SubElement(case, "skipped", message="skip: true in the suite")
+
+
 def render_junit(report: SweepReport) -> str:
     """The report as JUnit XML text."""
     meta = report.metadata
     suites: dict[str, list[CaseStats]] = {}
     for stats in report.results:
         suites.setdefault(stats.suite or "farm", []).append(stats)
-    root = ET.Element("testsuites", {"name": "agent-farm", **_suite_counts(report.results)})
+    skipped = report.summary.skipped_ids
+    counts = _suite_counts(report.results)
+    counts["tests"] = str(int(counts["tests"]) + len(skipped))
+    counts["skipped"] = str(int(counts["skipped"]) + len(skipped))
+    root = ET.Element("testsuites", {"name": "agent-farm", **counts})
     root.set("time", _seconds(report.summary.duration_ms))
     for name, cases in suites.items():
         suite = ET.SubElement(root, "testsuite", {
@@ -130,5 +151,7 @@ def render_junit(report: SweepReport) -> str:
                                                      "min_pass_rate")})
         for stats in cases:
             _testcase(suite, stats)
+    if skipped:
+        _skipped_suite(root, skipped, meta)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

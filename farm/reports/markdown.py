@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from farm.durations import format_ms
 from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
 from farm.reports.failures import checkpoint_row, example_text
 from farm.stats import case_verdict
@@ -53,10 +54,6 @@ def _block(value: Any) -> str:
     return md_fence(_as_text(value), "" if isinstance(value, str) else "json")
 
 
-def _duration(ms: float) -> str:
-    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s"
-
-
 def _table(header: tuple[str, ...], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
     marks = [(":" if a == "r" else "") for a in align.ljust(len(header))]
     lines = ["| " + " | ".join(header) + " |",
@@ -70,7 +67,7 @@ def _summary(report: SweepReport) -> list[str]:
             ("Connector", md_inline(meta.get("connector") or "-")),
             ("Total", str(s.total_cases)), ("Passed", str(s.passed_cases)),
             ("Failed", str(s.failed_cases)), ("Skipped", str(s.skipped_cases)),
-            ("Pass Rate", f"{s.overall_pass_rate}%"), ("Duration", _duration(s.duration_ms)),
+            ("Pass Rate", f"{s.overall_pass_rate}%"), ("Duration", format_ms(s.duration_ms)),
             ("Runs per Case", str(s.runs_per_case)), ("Total Runs", str(s.total_runs))]
     if s.runs_per_case > 1:
         rows += [("Stable", str(s.stable_cases)), ("Flaky", str(s.flaky_cases)),
@@ -120,12 +117,12 @@ def _checkpoints(stats: CaseStats) -> list[str]:
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
-    head = f"Run {detail.run} ({detail.status.value}, {_duration(detail.duration_ms)})"
+    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
     if detail.failure_class:
         turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
         head += f" · {md_inline(detail.failure_class)}{turn}"
     if detail.error:
-        return [f"- {head}: {md_inline(detail.error)}"]
+        return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]
     for check in detail.failed_checks:
         line = f"  - **{md_inline(check.name)}**: {md_inline(check.message or 'failed')}"
@@ -151,7 +148,7 @@ def _failures(stats: CaseStats) -> list[str]:
 
 def _case(stats: CaseStats) -> list[str]:
     verdict = case_verdict(stats)
-    timing = "" if verdict == "skipped" else f" ({_duration(stats.avg_duration_ms)})"
+    timing = "" if verdict == "skipped" else f" ({format_ms(stats.avg_duration_ms)})"
     lines = [f"### {_ICONS[verdict]} {md_inline(stats.id)} - {verdict.capitalize()}{timing}", ""]
     if verdict == "skipped":
         lines += ["Skipped: no run was executed.", ""]
@@ -171,6 +168,19 @@ def _case(stats: CaseStats) -> list[str]:
     return lines + _failures(stats)
 
 
+def _apart(report: SweepReport) -> list[str]:
+    """Cases with no result section: skipped by the suite, not run by a stopped sweep."""
+    lines: list[str] = []
+    not_run = report.metadata.get("not_run")
+    groups = [("Skipped", report.summary.skipped_ids, "skipped by the suite")]
+    if isinstance(not_run, list):
+        groups.append(("Not run", not_run, f"the sweep stopped ({md_inline(report.metadata.get('stopped'))})"))
+    for title, ids, why in groups:
+        if ids:
+            lines += ["", f"## {title}", "", f"{len(ids)} cases, {why}:", "", *(f"- {md_inline(i)}" for i in ids)]
+    return lines[1:]
+
+
 def render_markdown(report: SweepReport) -> str:
     """The whole report as Markdown."""
     parts = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report),
@@ -181,5 +191,5 @@ def render_markdown(report: SweepReport) -> str:
         while lines and not lines[-1]:
             lines.pop()
         results += ["", *lines]
-    parts.append(results)
+    parts += [results, _apart(report)]
     return "\n\n".join("\n".join(p).rstrip("\n") for p in parts if p) + "\n"

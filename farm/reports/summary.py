@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from farm.durations import format_ms
 from farm.models import SweepReport
 from farm.reports.failures import failure_lines
 from farm.stats import case_verdict
@@ -20,10 +21,6 @@ def _ids(ids: list[str]) -> str:
     return f"{shown} (+{more} more)" if more > 0 else shown
 
 
-def _duration(ms: float) -> str:
-    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s"
-
-
 def render_summary(report: SweepReport) -> str:
     """Cases passed/failed, runs and pass rate, then the failed, flaky and broken case ids."""
     s = report.summary
@@ -32,7 +29,7 @@ def render_summary(report: SweepReport) -> str:
         f"{agent}: {s.passed_cases}/{s.passed_cases + s.failed_cases} cases passed "
         f"({s.failed_cases} failed, {s.skipped_cases} skipped)",
         f"runs: {s.total_runs} ({s.runs_per_case} per case), pass rate {s.overall_pass_rate}%, "
-        f"duration {_duration(s.duration_ms)}",
+        f"duration {format_ms(s.duration_ms)}",
     ]
     groups = (
         ("failed", [r.id for r in report.results if case_verdict(r) == "failed"]),

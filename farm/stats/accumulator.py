@@ -14,6 +14,7 @@ from fractions import Fraction
 from farm.failures import classify_run
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
 from farm.stats.failures import CheckpointTally, FailureTally
+from farm.stats.fingerprint import case_fingerprint
 from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
@@ -23,13 +24,18 @@ from farm.stats.outputs import (
     bounded_text,
     output_digest,
 )
+from farm.stats.passk import DEFAULT_PASS_K, pass_k_figures
 from farm.stats.plan import CasePlan
+from farm.stats.reasons import ReasonCounter
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
 
 MAX_CHECKS_PER_DETAIL = 20
 """Failed checks kept per kept run."""
+
+MAX_TRACEBACKS_PER_CASE = 5
+"""Distinct errors of a case whose traceback its kept runs hold (the first run of each)."""
 
 _NO_OUTPUT = frozenset({RunStatus.ERROR, RunStatus.TIMEOUT})
 
@@ -75,27 +81,35 @@ class _Details:
         self.passing: list[tuple[int, str]] = []
         self.others: list[tuple[int, str]] = []
         self.truncated = 0
+        self.tracebacks: set[tuple[str | None, str | None]] = set()
 
     def offer(self, result: RunResult) -> None:
         """Keep ``result`` as a detail if there is room for it (built only then: it costs)."""
         passing = RunStatus(result.status) is RunStatus.PASSED
         if len(self.passing) + len(self.others) < self.cap:
-            (self.passing if passing else self.others).append(_packed(result))
+            (self.passing if passing else self.others).append(self._packed(result))
             return
         self.truncated += 1
         if not passing and self.passing:
             self.passing.pop()
-            self.others.append(_packed(result))
+            self.others.append(self._packed(result))
+
+    def _packed(self, result: RunResult) -> tuple[int, str]:
+        # Defaults left out: half the JSON, and the models made from it carry a smaller
+        # fields-set (768 B instead of 1.28 KB each for a plain passing run).
+        detail = run_detail(result)
+        if detail.traceback is not None:
+            # one traceback per distinct error: fifty runs failing alike need not keep fifty copies
+            signature = (detail.error_type, detail.error)
+            if signature in self.tracebacks or len(self.tracebacks) >= MAX_TRACEBACKS_PER_CASE:
+                detail.traceback = None
+            else:
+                self.tracebacks.add(signature)
+        return result.run, detail.model_dump_json(exclude_defaults=True)
 
     def sorted(self) -> list[RunDetail]:
         kept = sorted(self.passing + self.others, key=lambda packed: packed[0])
         return [RunDetail.model_validate_json(data) for _run, data in kept]
-
-
-def _packed(result: RunResult) -> tuple[int, str]:
-    # Defaults left out: half the JSON, and the models made from it carry a smaller
-    # fields-set (768 B instead of 1.28 KB each for a plain passing run).
-    return result.run, run_detail(result).model_dump_json(exclude_defaults=True)
 
 
 def _bounded_check(check: CheckOutcome) -> CheckOutcome:
@@ -109,14 +123,15 @@ def _bounded_check(check: CheckOutcome) -> CheckOutcome:
 
 def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunDetail:
     """The bounded record of one run kept in ``CaseStats.run_details``."""
-    error = None
+    error = error_type = trace = None
     if result.error is not None:
         error = bounded_text(result.error.message or result.error.type, limit)
+        error_type, trace = result.error.type, result.error.traceback
     failed = result.failed_checks[:MAX_CHECKS_PER_DETAIL]
     judged = [c for c in result.checks if c.passed and c.verdict is not None][:MAX_CHECKS_PER_DETAIL]
     return RunDetail(
         run=result.run, status=result.status, duration_ms=result.duration_ms,
-        output=bounded(result.output, limit), error=error,
+        output=bounded(result.output, limit), error=error, error_type=error_type, traceback=trace,
         failed_checks=[_bounded_check(c) for c in failed],
         judged_checks=[_bounded_check(c) for c in judged], retries=result.retries,
         failure_class=result.failure_class, failed_turn=result.failed_turn,
@@ -133,11 +148,13 @@ class CaseAccumulator:
     """Statistics of one case, built from its run results in any order, each counted once."""
 
     def __init__(self, case: Case, plan: CasePlan, *, max_details: int = DEFAULT_MAX_RUN_DETAILS,
-                 max_distinct_outputs: int = DEFAULT_MAX_DISTINCT_OUTPUTS) -> None:
+                 max_distinct_outputs: int = DEFAULT_MAX_DISTINCT_OUTPUTS,
+                 pass_k: tuple[int, ...] = DEFAULT_PASS_K) -> None:
         self.case_id = case.id
         self._case = {"id": case.id, "suite": case.suite, "source": case.source,
-                      "input": case.input, "expected": case.expected}
+                      "input": case.input, "expected": case.expected, "content_hash": case_fingerprint(case)}
         self.plan = plan
+        self.pass_k = pass_k
         self._seen = bytearray((plan.runs + 8) // 8)
         self._counted = 0
         self._status = dict.fromkeys(RunStatus, 0)
@@ -145,6 +162,7 @@ class CaseAccumulator:
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
+        self._reasons = ReasonCounter()
         self._failures = FailureTally()
         self._checkpoints = CheckpointTally()
 
@@ -174,6 +192,7 @@ class CaseAccumulator:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
             self._outputs.add(output_digest(output))
+            self._reasons.add(result)
         self._details.offer(result)
         self._failures.add(result)
         self._checkpoints.add(result)
@@ -192,8 +211,7 @@ class CaseAccumulator:
     @property
     def cannot_pass(self) -> bool:
         """Even if every run still missing passed, the case would miss its requirement."""
-        remaining = self.plan.runs - self._counted
-        return self._status[RunStatus.PASSED] + remaining < self.plan.required
+        return self.plan.cannot_pass(self._counted, self._status[RunStatus.PASSED])
 
     def _consistency(self, scored: int) -> float:
         if scored <= 1:
@@ -208,6 +226,7 @@ class CaseAccumulator:
         label = label_for(passed, scored)
         exact_rate = Fraction(100 * passed, scored) if scored else Fraction(0)
         d = self._durations.figures()
+        pass_at, pass_hat = pass_k_figures(scored, passed, self.pass_k)
         return CaseStats(
             **self._case, runs=self._counted, passed=passed,
             failed=s[RunStatus.FAILED] + s[RunStatus.ERROR] + s[RunStatus.TIMEOUT],
@@ -216,10 +235,11 @@ class CaseAccumulator:
             pass_rate_ci=wilson_percent(passed, scored),
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
-            required_passes=self.plan.required,
+            runs_planned=self.plan.runs, required_passes=self.plan.required,
             case_passed=label == "skipped" or passed >= self.plan.required,
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
-            std_deviation_ms=d["std"], retries=self._retries,
+            std_deviation_ms=d["std"], retries=self._retries, distinct_outputs=len(self._outputs),
+            failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
         )

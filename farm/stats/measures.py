@@ -32,16 +32,20 @@ def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float,
 
 
 def wilson_percent(successes: int, n: int) -> tuple[float, float]:
-    """The 95 % Wilson interval in percent, one decimal (``pass_rate_ci``, checkpoint reach rates)."""
+    """The 95 % Wilson interval in percent, one decimal, rounded outward so it never claims more
+    than it knows (``pass_rate_ci``, checkpoint reach rates)."""
     low, high = wilson_interval(successes, n)
-    return (round_half_up(Fraction(low * 100), 1), round_half_up(Fraction(high * 100), 1))
+    return (floor_to(Fraction(low * 100), 1), ceil_to(Fraction(high * 100), 1))
 
 
 def stability_class(pass_rate: float | Fraction) -> StabilityClass:
-    """The Yao table: 100 stable, ≥ 80 mostly stable, ≥ 50 unstable, below highly unstable.
+    """The Yao table: 100 stable, ≥ 80 mostly stable, ≥ 50 unstable, above 0 highly unstable;
+    0 is ``broken``: a case that always fails is consistent, not random (SPEC 7).
 
     Give the exact rate (a ``Fraction``) where you have it: 99.96 % is not stable.
     """
+    if pass_rate <= 0:
+        return StabilityClass.BROKEN
     if pass_rate >= 100:
         return StabilityClass.STABLE
     if pass_rate >= 80:
@@ -66,6 +70,18 @@ def round_half_up(value: Fraction | int, digits: int) -> float:
     """``value`` rounded half-up to ``digits`` decimals, computed exactly (66.666… → 66.7)."""
     scale = 10**digits
     return float(math.floor(Fraction(value) * scale + Fraction(1, 2)) / scale)
+
+
+def floor_to(value: Fraction | int, digits: int) -> float:
+    """``value`` rounded down to ``digits`` decimals, exactly."""
+    scale = 10**digits
+    return float(math.floor(Fraction(value) * scale) / scale)
+
+
+def ceil_to(value: Fraction | int, digits: int) -> float:
+    """``value`` rounded up to ``digits`` decimals, exactly."""
+    scale = 10**digits
+    return float(math.ceil(Fraction(value) * scale) / scale)
 
 
 def percent(part: int, whole: int) -> float:

@@ -7,9 +7,8 @@ float rounding error.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from farm.errors import SettingsError, SuiteError
 from farm.models import Case
@@ -33,15 +32,9 @@ class CasePlan:
         if bad or not 0 <= self.required <= self.runs:
             raise ValueError(f"CasePlan.required must be an integer in 0..{self.runs}, got {self.required!r}")
 
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CasePlan:
-        try:
-            return cls(runs=data["runs"], required=data["required"])
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"not a CasePlan: {data!r} ({exc})") from exc
+    def cannot_pass(self, counted: int, passed: int) -> bool:
+        """The fail-fast rule: even if every run still missing passed, the case would fail."""
+        return passed + (self.runs - counted) < self.required
 
 
 def required_passes(k: int, n: int, runs: int) -> int:

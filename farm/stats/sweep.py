@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, Literal
 
 from farm.errors import ExitCode
@@ -52,26 +53,53 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         duration_ms=round(duration_ms, 1),
         by_status=by_status,
         failure_classes=merge_failure_classes(s.failure_classes for s in stats),
+        skipped_ids=[s.id for s in stats if s.label == "skipped"],
     )
 
 
 def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: int,
                  environment: dict[str, Any], metadata: dict[str, Any]) -> SweepReport:
-    """The whole report of a sweep, in the order the cases were given."""
+    """The whole report of a sweep, in the order the cases were given.
+
+    Skipped cases count in the summary (``skipped_cases``, ``skipped_ids``) but get no result
+    row: a row would carry a pass rate of 0 and a stability class for a case that never ran,
+    and ``jq '.results | all(.pass_rate >= 80)'`` would no longer mean what it says.
+    """
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
-        results=list(stats),
+        results=[s for s in stats if s.label != "skipped"],
         metadata=dict(metadata),
     )
 
 
-def exit_code_for(report: SweepReport) -> ExitCode:
-    """``OK`` when every case that ran met its requirement, else ``CASES_FAILED``.
+_STOPPED_CODES = {"interrupted": ExitCode.INTERRUPTED, "cancelled": ExitCode.RUNTIME_ERROR,
+                  "quota": ExitCode.QUOTA, "budget": ExitCode.BUDGET}
+"""Stop reasons that decide the exit code whatever the cases say (fail-fast does not: its failed case does)."""
 
-    A sweep that was cancelled did not finish: ``RUNTIME_ERROR``, whatever the cases that ran say.
+
+def exit_code_for(report: SweepReport) -> ExitCode:
+    """SPEC 10's table, first match wins: an unfinished sweep (failed, abandoned, or a snapshot
+    of one still running) is 3; a sweep stopped by Ctrl-C, ``farm cancel``, a quota or a budget
+    has its own code (a cancelled sweep is 3: it did not finish, so it must not read as green);
+    else 1 when a case failed or the run-weighted ``--min-overall-pass-rate`` was missed, 0
+    otherwise. SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
     """
-    if report.metadata.get("stopped") == "cancelled":
+    if report.metadata.get("status") in ("failed", "abandoned", "running"):
         return ExitCode.RUNTIME_ERROR
+    code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
+    if code is not None:
+        return code
     failed = any(case_verdict(s) == "failed" for s in report.results)
-    return ExitCode.CASES_FAILED if failed else ExitCode.OK
+    return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
+
+
+def below_overall_gate(report: SweepReport) -> bool:
+    """``--min-overall-pass-rate`` (``metadata.min_overall_pass_rate``, 0–1) not met: passed runs
+    over scored runs (run-weighted), compared exactly, not through the rounded percentage."""
+    gate = report.metadata.get("min_overall_pass_rate")
+    if not isinstance(gate, int | float) or isinstance(gate, bool):
+        return False
+    by_status = report.summary.by_status
+    scored = sum(n for status, n in by_status.items() if status != "skipped")
+    return scored > 0 and Fraction(by_status.get("passed", 0), scored) < Fraction(str(gate))

@@ -12,6 +12,8 @@ from farm.suites.discover import (
     find_suite_files,
     load_files,
     load_input,
+    load_message,
+    looks_like_path,
     message_case,
 )
 from farm.suites.dynamic import LoadOptions
@@ -27,5 +29,7 @@ __all__ = [
     "load_hocon",
     "load_input",
     "load_jsonl",
+    "load_message",
+    "looks_like_path",
     "message_case",
 ]

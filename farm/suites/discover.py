@@ -17,7 +17,17 @@ from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import load_jsonl
 
-__all__ = ["HOCON_SUFFIXES", "SUITE_SUFFIXES", "LoadedInput", "find_suite_files", "load_files", "load_input"]
+__all__ = [
+    "HOCON_SUFFIXES",
+    "PATH_SUFFIXES",
+    "SUITE_SUFFIXES",
+    "LoadedInput",
+    "find_suite_files",
+    "load_files",
+    "load_input",
+    "load_message",
+    "looks_like_path",
+]
 
 SUITE_SUFFIXES = (".jsonl", ".hocon", ".conf")
 HOCON_SUFFIXES = (".hocon", ".conf")
@@ -36,16 +46,33 @@ class LoadedInput:
     """Files skipped in a directory sweep and connections not spoken, one line each, to show the user."""
 
 
+PATH_SUFFIXES = (*SUITE_SUFFIXES, ".json")
+"""An ``-i`` value ending in one of these is a path, never a message (SPEC 10)."""
+
+
+def looks_like_path(arg: str) -> bool:
+    """SPEC 10: a path separator, a suite or ``.json`` extension, or a leading ``.`` or ``~``.
+
+    Such a value is always a path: a mistyped suite must fail, not be sent to the agent as a
+    message and pass (Yao sends it; we refuse). ``-m/--message`` says "message" explicitly.
+    """
+    text = arg.strip()
+    separators = {"/", os.sep, os.altsep or "/"}
+    return (any(sep in text for sep in separators) or text.lower().endswith(PATH_SUFFIXES)
+            or text.startswith((".", "~")))
+
+
 def load_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None = None) -> LoadedInput:
-    """Load what ``-i`` names.
+    """Load what ``-i`` names: a suite file, a directory of suites, or (when it cannot be a
+    path) a literal message.
 
     Raises:
-        InputError: a suite-looking path that does not exist, a directory without suites,
-            an empty message.
+        InputError: a path that does not exist, a file that is not a suite, a directory without
+            suites, an empty input.
         SuiteError: the suites have problems (all of them are listed).
     """
     if not isinstance(arg, str) or not arg.strip():
-        raise InputError("empty input: give a suite file (.jsonl, .hocon, .conf), a directory or a message")
+        raise InputError("empty input: give a suite file (.jsonl, .hocon, .conf), a directory, or -m MESSAGE")
     path = _as_path(arg, cwd)
     if path is not None and path.is_dir():
         files = find_suite_files(path)
@@ -58,9 +85,16 @@ def load_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None
         _check_suite_name(arg, path)
         cases = load_files([path], path.parent, single=True, options=options)
         return LoadedInput("file", path.parent, cases, [path], _unspoken(cases))
-    if arg.strip().lower().endswith(SUITE_SUFFIXES):
-        raise InputError(f"{arg}: no such file")
-    return LoadedInput("message", None, [message_case(arg, cwd)], [])
+    if looks_like_path(arg):
+        raise InputError(f"{arg}: no such file or directory (to send it to the agent as a message, use -m)")
+    return load_message(arg, cwd=cwd)
+
+
+def load_message(text: str, *, cwd: Path | None = None) -> LoadedInput:
+    """Direct message mode (``-m TEXT``, or an ``-i`` value that cannot be a path)."""
+    if not text.strip():
+        raise InputError("empty message: -m needs the text to send to the agent")
+    return LoadedInput("message", None, [message_case(text, cwd)], [])
 
 
 def _check_suite_name(arg: str, path: Path) -> None:

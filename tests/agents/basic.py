@@ -58,3 +58,23 @@ def crash(messages: list[dict[str, Any]], context: Any) -> str:
 def flaky(messages: list[dict[str, Any]], context: Any) -> str:
     """Right on odd runs only."""
     return "yes" if context.run % 2 else "no"
+
+
+def stalls(messages: list[dict[str, Any]], context: Any) -> str:
+    """Answers at once, except every run of a ``stall*`` case and run 2 of a ``mixed*`` case: those
+    hang (still in flight when a test interrupts the sweep)."""
+    _note_call(context)
+    if context.case_id.startswith("stall") or (context.case_id.startswith("mixed") and context.run == 2):
+        time.sleep(120)
+    return "done"
+
+
+def deep_crash(messages: list[dict[str, Any]], context: Any) -> str:
+    """Raises from deep recursion: a traceback far longer than any report keeps."""
+
+    def down(n: int) -> str:
+        if n == 0:
+            raise ValueError(f"bottom reached in case {context.case_id}")
+        return down(n - 1)
+
+    return down(200)

@@ -23,12 +23,8 @@
   }
   const nf = new Intl.NumberFormat("en-US");
   const pct = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(1)) + "%";
-  function ms(v) {
-    if (v < 1000) return Math.round(v) + " ms";
-    if (v < 60000) return (v / 1000).toFixed(v < 10000 ? 2 : 1) + " s";
-    const s = Math.round(v / 1000);
-    return Math.floor(s / 60) + "m " + String(s % 60).padStart(2, "0") + "s";
-  }
+  // The same format as farm.durations.format_ms, which renders the rest of the page.
+  const ms = (v) => (v < 1000 ? Math.round(v) + "ms" : (v / 1000).toFixed(1) + "s");
   function show(v) {
     if (typeof v === "string") return v;
     const flat = JSON.stringify(v === undefined ? null : v);
@@ -49,7 +45,6 @@
     ["flaky", "Flaky", (c) => c.label === "flaky"],
     ["broken", "Broken", (c) => c.label === "broken"],
     ["stable", "Stable", (c) => c.label === "stable"],
-    ["skipped", "Skipped", (c) => c.label === "skipped"],
   ];
   const LABEL_ORDER = { broken: 0, flaky: 1, stable: 2, skipped: 3 };
   const VERDICT_ORDER = { fail: 0, pass: 1, skipped: 2 };
@@ -249,7 +244,7 @@
     add(tr, el("td", "num", "#" + r.run), status);
     add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
-    if (r.error) add(out, add(el("div", "error-box"), el("b", null, r.status === "timeout" ? "Timeout" : "Error"), el("span", null, r.error)));
+    if (r.error) add(out, errorBox(r));
     if ((r.turns || []).length) add(out, conversation(r.turns));
     if ((r.failed_checks || []).length) {
       const list = el("ul", "checks");
@@ -262,6 +257,13 @@
       add(out, list);
     }
     return add(tr, out);
+  }
+
+  function errorBox(r) {
+    const kind = r.status === "timeout" ? "Timeout" : r.error_type || "Error";
+    const box = add(el("div", "error-box"), el("b", null, kind), el("span", null, r.error));
+    if (r.traceback) add(box, add(el("details", "trace"), el("summary", null, "Traceback"), el("pre", null, r.traceback)));
+    return box;
   }
 
   function checkItem(chk) {

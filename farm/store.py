@@ -1,4 +1,4 @@
-"""A distributed sweep's data in Redis: the plan, run results, case statistics, events, report.
+"""The Redis store of distributed sweeps: the plan, run results, case statistics, events, report.
 
 The submitter, the worker tasks and ``farm results/cancel/status`` all go through
 ``SweepStore``. Every write that must happen once is a Lua script, atomic on the server: a run
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -24,12 +24,10 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 from farm import redis_keys as keys
-from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentRef
 from farm.errors import BrokerError
-from farm.execute import RunEnvironment
-from farm.models import Case, CaseStats, RunResult, RunStatus, SweepReport
-from farm.stats import CasePlan
+from farm.models import CaseStats, RunResult, RunStatus, SweepReport
+from farm.plan import PlannedCase, SweepPlan
+from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 
@@ -85,65 +83,6 @@ return 0
 """
 """KEYS: report, stream, sweeps in flight, rendered hash; ARGV: report JSON, TTL, sweep id,
 then format/text pairs. 1 when this call stored the report."""
-
-
-def store_url(broker_url: str, backend_url: str | None = None) -> str:
-    """Where the farm keeps sweep data: the result backend when it is Redis, else the broker."""
-    if backend_url and backend_url.startswith(("redis://", "rediss://", "unix://")):
-        return backend_url
-    return broker_url
-
-
-@dataclass
-class StoredSweep:
-    """The sweep-wide part of a plan, as the submitter stored it for the workers."""
-
-    sweep_id: str
-    env: RunEnvironment
-    options: AgentOptions
-    case_ids: list[str]
-    total_runs: int
-    runs_per_case: int
-    agent_id: str
-    started_at: str
-    submitted_epoch: float
-    metadata: dict[str, Any] = field(default_factory=dict)
-    fail_fast: bool = False
-    formats: list[str] = field(default_factory=list)
-    queue: str = "farm"
-    max_case_timeout_s: float = 300.0
-    """The longest case timeout of the sweep: bounds how long a run may take (stall detection)."""
-
-    def to_json(self) -> str:
-        data = dict(self.__dict__)
-        data["env"], data["options"] = self.env.to_dict(), self.options.to_dict()
-        return json.dumps(data, ensure_ascii=False, default=str)
-
-    @classmethod
-    def from_json(cls, text: str) -> StoredSweep:
-        data = json.loads(text)
-        data["env"] = RunEnvironment.from_dict(data["env"])
-        data["options"] = AgentOptions(**data["options"])
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class StoredCase:
-    """One case of a stored sweep, with its plan and its agent."""
-
-    case: Case
-    plan: CasePlan
-    agent: AgentRef
-
-    def to_json(self) -> str:
-        return json.dumps({"case": self.case.model_dump(mode="json"), "plan": self.plan.to_dict(),
-                           "agent": self.agent.to_dict()}, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> StoredCase:
-        data = json.loads(text)
-        return cls(Case.model_validate(data["case"]), CasePlan.from_dict(data["plan"]),
-                   AgentRef.from_dict(data["agent"]))
 
 
 @dataclass(frozen=True)
@@ -204,31 +143,21 @@ def connect(url: str, *, retries: int = 0) -> redis.Redis:
     )
 
 
-def safe_url(url: str) -> str:
-    """``url`` without its password, for messages."""
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    creds, _, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}{sep}{user + ':***' if user else ':***'}@{host}"
-
-
 class SweepStore:
     """Reads and writes sweeps in one Redis database."""
 
-    def __init__(self, client: redis.Redis, *, ttl: int | None = None) -> None:
+    def __init__(self, client: redis.Redis, *, ttl: int = DEFAULT_RESULT_TTL_S) -> None:
         # Any: redis-py types every reply as "value or awaitable" (sync and asyncio share stubs).
         self.client: Any = client
-        self.ttl = ttl or keys.result_ttl()
+        self.ttl = ttl
         self._store_run = client.register_script(STORE_RUN_LUA)
         self._settle = client.register_script(SETTLE_LUA)
         self._store_case = client.register_script(STORE_CASE_LUA)
         self._store_report = client.register_script(STORE_REPORT_LUA)
 
     @classmethod
-    def from_url(cls, url: str, *, retries: int = 0) -> SweepStore:
-        return cls(connect(url, retries=retries))
+    def from_url(cls, url: str, *, retries: int = 0, ttl: int = DEFAULT_RESULT_TTL_S) -> SweepStore:
+        return cls(connect(url, retries=retries), ttl=ttl)
 
     def ping(self, what: str = "broker") -> None:
         """Raise BrokerError naming the server when it does not answer."""
@@ -240,31 +169,41 @@ class SweepStore:
 
     # ------------------------------------------------------------------------- the plan
 
-    def save_sweep(self, sweep: StoredSweep, cases: Sequence[StoredCase], *, chunk: int = 500) -> None:
-        """Store the plan, register the sweep as in flight and open its stream with ``start``."""
-        sid = sweep.sweep_id
+    def save_sweep(self, plan: SweepPlan, submitted_epoch: float, *, chunk: int = 500) -> None:
+        """Store the plan (each case on its own), register the sweep as in flight, open its stream."""
+        sid = plan.sweep_id
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(keys.sweep_key(sid), mapping={
-            "plan": sweep.to_json(), "total_cases": len(sweep.case_ids), "total_runs": sweep.total_runs,
-            "submitted_at": sweep.submitted_epoch, "queue": sweep.queue, "agent_id": sweep.agent_id,
+            "plan": plan.model_dump_json(), "total_cases": plan.total_cases, "total_runs": plan.total_runs,
+            "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
         })
-        for i in range(0, len(cases), chunk):
-            pipe.hset(keys.cases_key(sid), mapping={c.case.id: c.to_json() for c in cases[i:i + chunk]})
-        start = {"sweep_id": sid, "agent_id": sweep.agent_id, "total_cases": len(sweep.case_ids),
-                 "total_runs": sweep.total_runs, "timestamp": sweep.started_at}
+        for i in range(0, len(plan.cases), chunk):
+            batch = plan.cases[i:i + chunk]
+            pipe.hset(keys.cases_key(sid), mapping={c.id: c.model_dump_json() for c in batch})
+            pipe.rpush(keys.order_key(sid), *(c.id for c in batch))
+        start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
+                 "total_runs": plan.total_runs, "timestamp": plan.started_at}
         pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
-        for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.stream_key(sid)):
+        for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.stream_key(sid)):
             pipe.expire(key, self.ttl)
-        pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: sweep.submitted_epoch})
+        pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
         pipe.execute()
 
-    def load_sweep(self, sweep_id: str) -> StoredSweep | None:
+    def load_sweep(self, sweep_id: str) -> SweepPlan | None:
+        """The sweep-wide plan (``cases`` left empty: read them one by one with ``load_case``)."""
         text = self.client.hget(keys.sweep_key(sweep_id), "plan")
-        return None if text is None else StoredSweep.from_json(str(text))
+        return None if text is None else SweepPlan.model_validate_json(str(text))
 
-    def load_case(self, sweep_id: str, case_id: str) -> StoredCase | None:
+    def submitted_epoch(self, sweep_id: str) -> float:
+        return float(self.client.hget(keys.sweep_key(sweep_id), "submitted_at") or 0.0)
+
+    def load_case(self, sweep_id: str, case_id: str) -> PlannedCase | None:
         text = self.client.hget(keys.cases_key(sweep_id), case_id)
-        return None if text is None else StoredCase.from_json(str(text))
+        return None if text is None else PlannedCase.model_validate_json(str(text))
+
+    def case_ids(self, sweep_id: str) -> list[str]:
+        """The sweep's case ids in plan order."""
+        return [str(cid) for cid in self.client.lrange(keys.order_key(sweep_id), 0, -1)]
 
     def exists(self, sweep_id: str) -> bool:
         return bool(self.client.exists(keys.sweep_key(sweep_id)))

@@ -1,0 +1,35 @@
+"""What a process adds to every adapter it builds: objects, never serialised (``AgentOptions`` is the data).
+
+Set where the agent pool and the judges are made (the local executor, a worker thread) and
+passed to ``AgentPool``, ``create_agent`` and ``create_judge_resolver``; fleet control's
+limiter and record/replay's wrapper reach every adapter through them, none of which changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from farm.agents.base import Agent
+    from farm.agents.resolve import AgentRef
+    from farm.agents.transport import CallLimiter
+
+AgentWrapper = Callable[["Agent", "AgentRef"], "Agent"]
+"""Wraps an agent built for a reference at ``Agent.respond`` level (record/replay, accounting)."""
+
+
+@dataclass(frozen=True)
+class AgentHooks:
+    """The limiter and the wrapper of the adapters a pool or a judge resolver builds."""
+
+    limiter: CallLimiter | None = None
+    """Admits every HTTP attempt of every adapter, connector and judge (``farm.agents.transport``);
+    None: every attempt at once."""
+    wrap_agent: AgentWrapper | None = None
+    """Applied to every agent ``create_agent`` builds: the agent under test, ``agents:`` judges,
+    reporter agents."""
+
+
+NO_HOOKS = AgentHooks()

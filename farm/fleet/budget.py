@@ -1,0 +1,147 @@
+"""``--budget USD`` and ``--max-tokens N`` (SPEC 13): reserve before each call, settle after.
+
+Each call reserves the most it can cost (its token estimate at the dearer of its input and
+output prices) and its token estimate; the reservation is refused when spent + reserved + it
+would pass a limit. The first refusal marks the sweep's budget exhausted, so every later
+reservation is refused too and the sweep stops (``BudgetExhaustedError``: ``metadata.stopped =
+"budget"``, exit 4); only calls already in flight still settle, so the overshoot is at most
+what they use beyond their reservations. Settling replaces a reservation by the call's real
+cost and tokens (a cost that cannot be known keeps the reservation as spent).
+
+``LocalBudgetBackend`` keeps sweeps' budgets in this process; ``farm.fleet.redis_budget``
+shares one among every worker of a distributed sweep.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from farm.errors import BudgetExhaustedError, SettingsError
+
+
+@dataclass(frozen=True)
+class BudgetLimit:
+    """A sweep's limits; None: no limit on that measure."""
+
+    max_usd: float | None = None
+    max_tokens: int | None = None
+
+    def describe(self) -> str:
+        parts = ([f"${self.max_usd:g}"] if self.max_usd is not None else []) + (
+            [f"{self.max_tokens} tokens"] if self.max_tokens is not None else [])
+        return " and ".join(parts) or "unlimited"
+
+
+def parse_budget(max_usd: float | None, max_tokens: int | None) -> BudgetLimit:
+    """The flags' values as a BudgetLimit.
+
+    Raises:
+        SettingsError: a budget that is not a positive number, or a token limit below 1.
+    """
+    if max_usd is not None and (isinstance(max_usd, bool) or not isinstance(max_usd, int | float)
+                                or not math.isfinite(max_usd) or max_usd <= 0):
+        raise SettingsError(f"--budget: expected an amount of USD greater than 0, got {max_usd!r}")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise SettingsError(f"--max-tokens: expected a whole number of tokens ≥ 1, got {max_tokens!r}")
+    return BudgetLimit(float(max_usd) if max_usd is not None else None, max_tokens)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    usd: float
+    tokens: int
+
+
+@dataclass
+class BudgetState:
+    """A sweep's budget as it stands; ``exhausted`` once a reservation was refused."""
+
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+    spent_tokens: int = 0
+    reserved_tokens: int = 0
+    exhausted: bool = False
+
+    def admits(self, limit: BudgetLimit, usd: float, tokens: int) -> bool:
+        if limit.max_usd is not None and self.spent_usd + self.reserved_usd + usd > limit.max_usd:
+            return False
+        return limit.max_tokens is None or self.spent_tokens + self.reserved_tokens + tokens <= limit.max_tokens
+
+
+class BudgetBackend(Protocol):
+    """Where sweeps' budgets live: this process, or Redis for a distributed sweep."""
+
+    async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
+        """Take the reservation, or refuse it (and mark the budget exhausted)."""
+        ...
+
+    async def settle(self, sweep_id: str, reservation: Reservation, usd: float, tokens: int) -> None:
+        """Replace a reservation by what the call really spent."""
+        ...
+
+    async def state(self, sweep_id: str) -> BudgetState: ...
+
+
+class LocalBudgetBackend:
+    """Budgets of the sweeps run in this process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: dict[str, BudgetState] = {}
+
+    async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
+        with self._lock:
+            state = self._states.setdefault(sweep_id, BudgetState())
+            if state.exhausted or not state.admits(limit, usd, tokens):
+                state.exhausted = True
+                return False
+            state.reserved_usd += usd
+            state.reserved_tokens += tokens
+            return True
+
+    async def settle(self, sweep_id: str, reservation: Reservation, usd: float, tokens: int) -> None:
+        with self._lock:
+            state = self._states.setdefault(sweep_id, BudgetState())
+            state.reserved_usd -= reservation.usd
+            state.reserved_tokens -= reservation.tokens
+            state.spent_usd += usd
+            state.spent_tokens += tokens
+
+    async def state(self, sweep_id: str) -> BudgetState:
+        with self._lock:
+            found = self._states.get(sweep_id, BudgetState())
+            return replace(found)
+
+
+class Budget:
+    """One sweep's budget over a backend."""
+
+    def __init__(self, backend: BudgetBackend, sweep_id: str, limit: BudgetLimit) -> None:
+        self.backend = backend
+        self.sweep_id = sweep_id
+        self.limit = limit
+
+    async def reserve(self, usd: float, tokens: int) -> Reservation:
+        """Reserve a call's most.
+
+        Raises:
+            BudgetExhaustedError: the reservation would pass the budget (or one already did).
+        """
+        reservation = Reservation(max(0.0, usd), max(0, tokens))
+        if not await self.backend.reserve(self.sweep_id, self.limit, reservation.usd, reservation.tokens):
+            raise BudgetExhaustedError(
+                f"budget of {self.limit.describe()} reached: the next call could exceed it "
+                f"(it reserves ${reservation.usd:.6f}, {reservation.tokens} tokens); no new calls"
+            )
+        return reservation
+
+    async def settle(self, reservation: Reservation, usd: float | None, tokens: int | None) -> None:
+        """The call is over: it cost ``usd`` and used ``tokens`` (None: unknown, the reservation stays spent)."""
+        await self.backend.settle(self.sweep_id, reservation, reservation.usd if usd is None else usd,
+                                  reservation.tokens if tokens is None else tokens)
+
+    async def state(self) -> BudgetState:
+        return await self.backend.state(self.sweep_id)

@@ -1,0 +1,208 @@
+"""``--record DIR`` / ``--replay DIR``: agent, judge and simulator calls kept on disk (SPEC 13).
+
+Each call is keyed by (caller, config digest, case, run index, turn, history digest): the run
+index is always part of an agent call's key, so 50 runs of a case are 50 recordings, never one
+served 50 times. ``--record`` always calls and writes ``DIR/<caller kind>/<ab>/<digest>.json``
+(atomically: workers on a shared disk may record the same sweep); ``--replay`` reads and never
+calls, so a replayed sweep makes zero agent and judge calls and gives the recorded verdicts. A
+call the record has no file for is an ``AgentError`` for its run, naming the case, run and turn.
+
+What is written holds no secret: replies, requests and errors pass through
+``farm.agents.secrets`` redaction, the caller's name is stored as its Redis-safe form, and the
+history is a digest. A call that failed is recorded as its error and replayed as an
+``AgentError`` with the same message; a call cut off by a timeout is not recorded (its replay
+is then an error, which counts as failed like the timeout did).
+
+The wrappers layer on without touching adapters: ``RecordReplayAgent`` wraps an ``Agent``
+(the agent pool's wrapper hook), ``RecordReplayJudge`` a ``Judge``; the agent wrapper notes the
+call site (case, run, turn) in a context variable, which the judge calls of the same turn,
+made by ``execute`` right after, key by.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from farm.agents.base import Agent, AgentRequest
+from farm.agents.secrets import redact, redact_reply, redact_value
+from farm.checks.base import Judge, JudgeVerdict
+from farm.errors import AgentError, SettingsError
+from farm.models import JsonValue, Reply
+from farm.redis_keys import fleet_name
+
+T = TypeVar("T")
+FORMAT_VERSION = 1
+
+
+class ReplayMode(enum.StrEnum):
+    RECORD = "record"
+    REPLAY = "replay"
+
+
+def digest_of(value: JsonValue) -> str:
+    """sha256 of a JSON value's canonical form (sorted keys), for config and history digests."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CallKey:
+    """What identifies one recorded call."""
+
+    caller: str
+    """``agent:<id>``, ``judge:<name>`` or ``simulator:<name>``."""
+    config: str
+    case_id: str
+    run: int
+    turn: int
+    history: str
+
+    def __post_init__(self) -> None:
+        if self.caller.startswith("agent:") and self.run < 1:
+            raise ValueError(f"an agent call's key needs its run index (≥ 1), got {self.run}")
+
+    @property
+    def kind(self) -> str:
+        return self.caller.partition(":")[0] or "call"
+
+    def digest(self) -> str:
+        return digest_of(asdict(self))
+
+    def describe(self) -> str:
+        return f"{self.kind} call of case {self.case_id!r}, run {self.run}, turn {self.turn}"
+
+
+@dataclass(frozen=True)
+class CallSite:
+    case_id: str
+    run: int
+    turn: int
+
+
+_CALL_SITE: ContextVar[CallSite | None] = ContextVar("farm_replay_call_site", default=None)
+
+
+class ReplayStore:
+    """Recorded calls in a directory."""
+
+    def __init__(self, directory: Path, mode: ReplayMode) -> None:
+        self.directory = directory
+        self.mode = mode
+
+    @classmethod
+    def open(cls, directory: str | Path, mode: ReplayMode) -> ReplayStore:
+        """The store for ``--record DIR`` (created) or ``--replay DIR`` (must exist).
+
+        Raises:
+            SettingsError: the directory cannot be created, or there is nothing to replay.
+        """
+        path = Path(directory).expanduser()
+        flag = f"--{mode.value} {directory}"
+        if mode is ReplayMode.REPLAY and not path.is_dir():
+            raise SettingsError(f"{flag}: no such directory (record a sweep into it with --record first)")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SettingsError(f"{flag}: cannot create the directory: {exc}") from None
+        return cls(path, mode)
+
+    def path(self, key: CallKey) -> Path:
+        digest = key.digest()
+        return self.directory / key.kind / digest[:2] / f"{digest}.json"
+
+    def load(self, key: CallKey) -> dict[str, Any]:
+        """The recorded call.
+
+        Raises:
+            AgentError: the record has no such call (the sweep differs from the one recorded).
+        """
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise AgentError(f"--replay {self.directory}: no recording of the {key.describe()}") from None
+        except (OSError, ValueError) as exc:
+            what = f"--replay {self.directory}: unreadable recording of the {key.describe()}"
+            raise AgentError(f"{what}: {exc}") from None
+        return dict(data)
+
+    def save(self, key: CallKey, request: JsonValue, outcome: dict[str, JsonValue]) -> None:
+        """Write one call (``{"value": …}`` or ``{"error": …}``), secrets masked, atomically."""
+        record = {"version": FORMAT_VERSION, "key": {**asdict(key), "caller": fleet_name(key.caller)},
+                  "request": redact_value(request), **redact_value(outcome)}
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".rec-", suffix=".json")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(record, out, ensure_ascii=False, sort_keys=True)
+        os.replace(temporary, target)
+
+    async def call(self, key: CallKey, request: JsonValue, fn: Callable[[], Awaitable[T]],
+                   encode: Callable[[T], JsonValue], decode: Callable[[Any], T]) -> T:
+        """Replay: the recorded outcome. Record: call ``fn``, save what it gave or raised."""
+        if self.mode is ReplayMode.REPLAY:
+            data = self.load(key)
+            if "error" in data:
+                raise AgentError(str(data["error"].get("message", "recorded error")))
+            return decode(data["value"])
+        try:
+            result = await fn()
+        except Exception as exc:  # a failed call is part of the record: replayed as the same failure
+            message = exc.message if isinstance(exc, AgentError) else (str(exc) or type(exc).__name__)
+            self.save(key, request, {"error": {"type": type(exc).__name__, "message": redact(message)}})
+            raise
+        self.save(key, request, {"value": encode(result)})
+        return result
+
+
+class RecordReplayAgent:
+    """An ``Agent`` recorded to, or replayed from, a store (``inner`` is not called on replay)."""
+
+    def __init__(self, inner: Agent, store: ReplayStore, config: str) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.store = store
+        self.config = config
+
+    async def respond(self, request: AgentRequest) -> Reply:
+        context = request.context
+        site = CallSite(context.case_id, context.run, context.turn)
+        _CALL_SITE.set(site)  # seen by this turn's judge calls, which execute makes in the same task
+        sent = {"messages": request.messages, "sly_data": request.sly_data, "chat_filter": request.chat_filter,
+                "context": context.model_dump(mode="json", exclude={"chat_id"})}
+        key = CallKey(f"agent:{self.id}", self.config, site.case_id, site.run, site.turn, digest_of(sent))
+        return await self.store.call(key, sent, lambda: self.inner.respond(request),
+                                     lambda reply: redact_reply(reply).model_dump(mode="json"),
+                                     Reply.model_validate)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RecordReplayJudge:
+    """A ``Judge`` recorded to, or replayed from, a store, keyed by the turn it judges."""
+
+    def __init__(self, inner: Judge, store: ReplayStore, judge_id: str, config: str) -> None:
+        self.inner = inner
+        self.store = store
+        self.judge_id = judge_id
+        self.config = config
+
+    async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
+        site = _CALL_SITE.get() or CallSite("", 0, 0)
+        asked = {"criterion": criterion, "actual": actual, "input": input}
+        key = CallKey(f"judge:{self.judge_id}", self.config, site.case_id, site.run, site.turn, digest_of(asked))
+        return await self.store.call(
+            key, asked, lambda: self.inner.judge(criterion=criterion, actual=actual, input=input),
+            lambda verdict: {"verdict": verdict.verdict, "reason": verdict.reason},
+            lambda data: JudgeVerdict(data["verdict"], data.get("reason", "")),
+        )
+

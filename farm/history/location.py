@@ -1,0 +1,30 @@
+"""Where the history lives: ``--history URL``, else ``FARM_HISTORY_URL``, else a SQLite file.
+
+The SQLite file is ``$FARM_DATA_DIR/history.sqlite``; ``FARM_DATA_DIR`` defaults to
+``~/.local/share/agent-farm`` (SPEC 10). Kept apart from ``engine.py`` so that deciding where
+the history is costs no SQLAlchemy import.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+DEFAULT_DATA_DIR = "~/.local/share/agent-farm"
+HISTORY_FILE = "history.sqlite"
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The farm's data directory: ``FARM_DATA_DIR``, else ``~/.local/share/agent-farm``."""
+    env = os.environ if env is None else env
+    return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
+
+
+def history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The history URL: the ``--history`` flag, else ``FARM_HISTORY_URL``, else the default SQLite file."""
+    env = os.environ if env is None else env
+    url = flag or env.get("FARM_HISTORY_URL")
+    if url:
+        return url
+    return f"sqlite:///{data_dir(env) / HISTORY_FILE}"

@@ -1,0 +1,128 @@
+"""Record a finished sweep: one row per sweep, its tags, one row per case; idempotent.
+
+Everything recorded comes from the ``SweepReport`` itself: the sweep facts the submitter put in
+its metadata (``tags``, ``git``, ``suites``, ``settings``: ``farm.history.facts``) travel with
+the report, so a worker recording a detached sweep records the same as the submitter would.
+
+The sweep row is inserted-or-ignored on its unique ``sweep_id`` in the same transaction as its
+tags and cases: a sweep recorded twice (a redelivered ``farm.report``, a re-run of ``farm
+test``'s recording) is stored once, and a half-recorded sweep never exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Insert, Table, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from farm.history.tables import case_results, sweep_tags, sweeps
+from farm.models import CaseStats, SweepReport
+from farm.stats.compare import is_adaptive
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The sweep's row id, and whether this call stored it (False: it was there already)."""
+
+    pk: int
+    created: bool
+
+
+def utc(value: Any) -> datetime | None:
+    """An ISO-8601 time (``…Z`` or with an offset) as naive UTC; None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+def insert_or_ignore(conn: Connection, table: Table) -> Insert:
+    """``INSERT … ON CONFLICT DO NOTHING`` in the connection's dialect."""
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    return sqlite.insert(table).on_conflict_do_nothing()
+
+
+def sweep_status(metadata: dict[str, Any]) -> str:
+    """SPEC 11's status when the report has one; else ``stopped`` when it says why, else ``complete``."""
+    status = metadata.get("status")
+    if isinstance(status, str) and status:
+        return status
+    return "stopped" if metadata.get("stopped") else "complete"
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
+    meta, s = report.metadata, report.summary
+    git = _mapping(meta.get("git"))
+    return {
+        "sweep_id": str(meta.get("sweep_id") or ""), "started_at": utc(meta.get("started_at")) or recorded_at,
+        "finished_at": utc(meta.get("completed_at")), "recorded_at": recorded_at,
+        "status": sweep_status(meta), "stopped": _text(meta.get("stopped")),
+        "agent": _text(meta.get("agent_id")), "connector": _text(meta.get("connector")),
+        "git_commit": _text(git.get("commit")), "git_branch": _text(git.get("branch")),
+        "farm_version": _text(meta.get("version")),
+        "total_cases": s.total_cases, "total_runs": s.total_runs, "passed_cases": s.passed_cases,
+        "failed_cases": s.failed_cases, "flaky_cases": s.flaky_cases, "broken_cases": s.broken_cases,
+        "skipped_cases": s.skipped_cases, "overall_pass_rate": s.overall_pass_rate, "duration_ms": s.duration_ms,
+        "suites": meta.get("suites") or {}, "settings": meta.get("settings") or {},
+    }
+
+
+def case_row(sweep_pk: int, stats: CaseStats, metadata: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "sweep": sweep_pk, "case_id": stats.id, "suite": stats.suite, "source": stats.source,
+        "content_hash": stats.content_hash, "runs": stats.runs, "passed": stats.passed, "failed": stats.failed,
+        "errors": stats.errors, "timeouts": stats.timeouts, "skipped": stats.skipped, "pass_rate": stats.pass_rate,
+        "ci_low": stats.pass_rate_ci[0], "ci_high": stats.pass_rate_ci[1], "consistency": stats.consistency,
+        "stability_class": str(stats.stability_class), "label": stats.label,
+        "required_passes": stats.required_passes, "case_passed": stats.case_passed,
+        "adaptive": is_adaptive(stats, metadata),
+        "avg_duration_ms": stats.avg_duration_ms, "min_duration_ms": stats.min_duration_ms,
+        "max_duration_ms": stats.max_duration_ms, "std_deviation_ms": stats.std_deviation_ms,
+        "distinct_outputs": stats.distinct_outputs,
+        "failure_reasons": [r.model_dump() for r in stats.failure_reasons],
+        "pass_at_k": stats.pass_at_k, "pass_hat_k": stats.pass_hat_k,
+    }
+
+
+def tag_rows(sweep_pk: int, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"sweep": sweep_pk, "key": str(k), "value": str(v)} for k, v in _mapping(metadata.get("tags")).items()]
+
+
+def record_sweep(engine: Engine, report: SweepReport) -> Recorded:
+    """Store ``report`` once (by its sweep id); a second call finds it and stores nothing."""
+    row = sweep_row(report, now_utc())
+    if not row["sweep_id"]:
+        raise ValueError("a report without metadata.sweep_id cannot be recorded")
+    with engine.begin() as conn:
+        pk = conn.execute(insert_or_ignore(conn, sweeps).values(row).returning(sweeps.c.id)).scalar()
+        if pk is None:
+            existing = conn.execute(select(sweeps.c.id).where(sweeps.c.sweep_id == row["sweep_id"])).scalar_one()
+            return Recorded(existing, created=False)
+        tags = tag_rows(pk, report.metadata)
+        if tags:
+            conn.execute(sweep_tags.insert(), tags)
+        rows = [case_row(pk, stats, report.metadata) for stats in report.results]
+        if rows:
+            conn.execute(case_results.insert(), rows)
+    return Recorded(pk, created=True)

@@ -1,0 +1,79 @@
+"""BASE and HEAD of ``farm compare``: what a reference names, resolved to a comparable sweep.
+
+A reference is, in this order: a JSON report file (a path: ends in ``.json`` or holds a path
+separator; no database needed), ``last`` / ``last~N`` (N sweeps before the newest) /
+``last:KEY=VALUE`` (the newest with that tag), a baseline name, or a sweep id (or a prefix of
+exactly one). The store is opened only when a reference needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.errors import InputError
+from farm.history.store import HistoryStore, SweepInfo
+from farm.reports.json_report import parse_json_report
+from farm.stats.compare import SweepSnapshot, snapshot_of
+
+LAST = re.compile(r"^last(?::(?P<key>[^=~]+)=(?P<value>[^~]*))?(?:~(?P<skip>\d+))?$")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A side of a comparison: its snapshot, and its recorded sweep (None for a report file)."""
+
+    snapshot: SweepSnapshot
+    info: SweepInfo | None
+
+
+def is_report_path(ref: str) -> bool:
+    return ref.lower().endswith(".json") or os.sep in ref or "/" in ref
+
+
+def read_report_file(ref: str, role: str) -> SweepSnapshot:
+    path = Path(ref).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{role} {ref}: cannot read the report: {exc.strerror or exc}") from None
+    return snapshot_of(parse_json_report(text, source=ref))
+
+
+class RefResolver:
+    """Resolves references, opening the history store on first need (``open_store``)."""
+
+    def __init__(self, open_store: Callable[[], HistoryStore]) -> None:
+        self._open_store = open_store
+        self._store: HistoryStore | None = None
+
+    @property
+    def store(self) -> HistoryStore:
+        if self._store is None:
+            self._store = self._open_store()
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def resolve(self, ref: str, role: str = "BASE") -> Resolved:
+        """The sweep ``ref`` names; InputError (exit 2) when it names none."""
+        if is_report_path(ref):
+            return Resolved(read_report_file(ref, role), None)
+        info = self.find(ref)
+        if info is None:
+            raise InputError(f"{role} {ref!r}: no recorded sweep, baseline or JSON report by that name "
+                             f"({self.store.count()} sweeps recorded)")
+        return Resolved(self.store.snapshot(info), info)
+
+    def find(self, ref: str) -> SweepInfo | None:
+        """The recorded sweep ``ref`` names (``last…``, a baseline, a sweep id or prefix), if any."""
+        last = LAST.match(ref)
+        if last:
+            tag = (last["key"], last["value"]) if last["key"] is not None else None
+            return self.store.latest(tag=tag, skip=int(last["skip"] or 0))
+        return self.store.baseline(ref) or self.store.sweep(ref)

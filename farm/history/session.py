@@ -1,0 +1,206 @@
+"""``farm test``'s history: record the sweep, gate on a baseline, order cases by recent failures.
+
+``farm test`` calls a ``HistorySession`` three times: ``start`` once the sweep is prepared (before
+any run: a baseline that does not resolve is bad input, exit 2), ``finish`` with the report
+(record it, compare it with the baseline and attach the comparison to its metadata, so every
+report format shows it), and ``exit_code`` for the process's exit code.
+
+Gating (``--baseline REF``): by default (``--gate regressions``) the exit code is 1 only when a
+case regressed significantly against the baseline, because a baseline is how a team accepts
+today's known failures and flaky cases: gating on them again would fail every build until each
+is fixed. ``--gate verdicts`` also fails on the usual case verdicts. Runtime errors, interrupts
+and cancellations keep their own exit codes either way.
+
+Recording never changes the exit code: a history database that cannot be written is a warning,
+and the reports are written all the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from farm.errors import ExitCode, FarmError, SettingsError
+from farm.history.facts import parse_tags, sweep_facts
+from farm.history.location import history_url
+from farm.models import SweepReport
+from farm.plan import PlannedCase, SweepPlan
+from farm.stats import DEFAULT_PASS_K, exit_code_for
+from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, check_thresholds, compare, snapshot_of
+
+if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not with --no-history)
+    from farm.history.refs import Resolved
+    from farm.history.store import HistoryStore
+
+Gate = Literal["regressions", "verdicts"]
+Order = Literal["file", "failing-first"]
+
+ORDER_LOOKBACK = 20
+"""Sweeps ``--order failing-first`` looks back over."""
+LISTED = 10
+"""Regressed case ids named in ``farm test``'s "compared with" line."""
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """The history flags of ``farm test``."""
+
+    url: str | None = None
+    enabled: bool = True
+    tags: tuple[str, ...] = ()
+    """``--tag KEY=VALUE`` as given (checked when the session starts, inside the exit-code mapping)."""
+    baseline: str | None = None
+    gate: Gate | None = None
+    """None: ``regressions`` when a baseline is given."""
+    pass_k: tuple[int, ...] = DEFAULT_PASS_K
+    order: Order = "file"
+    alpha: float = DEFAULT_ALPHA
+    min_drop: float = DEFAULT_MIN_DROP
+
+    @classmethod
+    def from_flags(cls, flags: dict[str, Any]) -> HistoryOptions:
+        """Take (pop) the history flags out of ``farm test``'s flags."""
+        ks = tuple(flags.pop("pass_k", ()) or ()) or DEFAULT_PASS_K
+        return cls(url=flags.pop("history", None), enabled=not flags.pop("no_history", False),
+                   tags=tuple(flags.pop("tags", ()) or ()),
+                   baseline=flags.pop("baseline", None), gate=flags.pop("gate", None),
+                   pass_k=tuple(sorted(set(ks))), order=flags.pop("order", None) or "file",
+                   alpha=flags.pop("alpha", DEFAULT_ALPHA), min_drop=flags.pop("min_drop", DEFAULT_MIN_DROP))
+
+
+def gate_on_baseline(comparison: Comparison, report: SweepReport, gate: Gate) -> ExitCode:
+    """The exit code of a sweep compared with its baseline (see the module docstring)."""
+    code = exit_code_for(report)
+    if code not in (ExitCode.OK, ExitCode.CASES_FAILED):
+        return code
+    if comparison.regressed:
+        return ExitCode.CASES_FAILED
+    return code if gate == "verdicts" else ExitCode.OK
+
+
+def failing_first(cases: Sequence[PlannedCase], last_trouble: dict[str, int]) -> list[PlannedCase]:
+    """Cases that failed or were flaky most recently first (``last_trouble``: sweeps ago), then the rest,
+    each group in file order."""
+    position = {id(c): i for i, c in enumerate(cases)}
+    return sorted(cases, key=lambda c: (last_trouble.get(c.id, math.inf), position[id(c)]))
+
+
+def last_trouble(store: HistoryStore, lookback: int = ORDER_LOOKBACK) -> dict[str, int]:
+    """For each recorded case: how many sweeps ago it was last flaky or broken (0 = the newest sweep)."""
+    from farm.history.trends import TROUBLE, case_points
+
+    window = store.sweeps(last=lookback)  # newest first
+    found: dict[str, int] = {}
+    for case_id, points in case_points(store.engine, window).items():
+        ago = next((i for i, p in enumerate(points) if p is not None and p.label in TROUBLE), None)
+        if ago is not None:
+            found[case_id] = ago
+    return found
+
+
+class HistorySession:
+    """One ``farm test`` run's dealings with the history store."""
+
+    def __init__(self, options: HistoryOptions, *, tell: Callable[[str], None]) -> None:
+        self.options = options
+        self.tell = tell  # one line for the user: farm test prints it to stderr after "farm: "
+        self.url = history_url(options.url)
+        self.base: Resolved | None = None
+        self.comparison: Comparison | None = None
+
+    def _open(self) -> HistoryStore:
+        from farm.history.store import HistoryStore
+
+        return HistoryStore.open(self.url)
+
+    def start(self, plan: SweepPlan, *, settings: Any, files: Sequence[Any], root: Any, message_mode: bool) -> None:
+        """Before any run: check the flags, resolve the baseline, order the cases, add the sweep facts."""
+        opts = self.options
+        tags = parse_tags(opts.tags)
+        check_thresholds(opts.alpha, opts.min_drop)
+        if opts.enabled or opts.baseline or opts.order == "failing-first":
+            from farm.history.engine import parse_url
+
+            parse_url(self.url)  # a bad --history URL is bad input: exit 2 before anything runs
+        if opts.baseline and settings.detach:
+            raise SettingsError("--baseline waits for the sweep to compare it: not with --detach")
+        if opts.gate is not None and not opts.baseline:
+            raise SettingsError("--gate needs --baseline REF")
+        if opts.baseline:
+            from farm.history.refs import RefResolver
+
+            resolver = RefResolver(self._open)
+            try:
+                self.base = resolver.resolve(opts.baseline, "--baseline")
+            finally:
+                resolver.close()
+        if opts.order == "failing-first":
+            plan.cases = failing_first(plan.cases, self._last_trouble())
+        recorder = "off" if not opts.enabled or message_mode else "worker" if settings.detach else "submitter"
+        plan.metadata.update(sweep_facts(settings=settings, files=files, root=root, tags=tags,
+                                         pass_k=opts.pass_k, recorder=recorder))
+
+    def _last_trouble(self) -> dict[str, int]:
+        store = self._open()
+        try:
+            return last_trouble(store)
+        finally:
+            store.close()
+
+    def finish(self, report: SweepReport) -> SweepReport:
+        """Compare with the baseline (attached to the report's metadata), then record the sweep."""
+        if self.base is not None:
+            self.comparison = compare(self.base.snapshot, snapshot_of(report), alpha=self.options.alpha,
+                                      min_drop=self.options.min_drop)
+            report.metadata["baseline"] = self.options.baseline
+            report.metadata["compared_with"] = self.comparison.model_dump(mode="json")
+            self.tell(compared_line(self.options.baseline or "", self.comparison))
+        if report.metadata.get("history") == "submitter":
+            self._record(report)
+        return report
+
+    def _record(self, report: SweepReport) -> None:
+        try:
+            store = self._open()
+        except FarmError as exc:
+            self.tell(f"warning: history not recorded: {exc.message}")
+            return
+        try:
+            head = store.record(report)
+            if self.comparison is not None and self.base is not None and self.base.info is not None:
+                store.store_comparison(self.base.info.pk, head.pk, f"baseline:{self.options.baseline}",
+                                       self.comparison)
+        except Exception as exc:  # a history that cannot be written must not lose the sweep's reports
+            from farm.history.engine import error_reason, safe_url
+
+            self.tell(f"warning: history not recorded in {safe_url(self.url)}: {error_reason(exc)}")
+        finally:
+            store.close()
+
+    def exit_code(self, report: SweepReport, code: int) -> int:
+        """``code`` (the sweep's own), or the baseline gate's when a comparison was made."""
+        if self.comparison is None:
+            return code
+        return int(gate_on_baseline(self.comparison, report, self.options.gate or "regressions"))
+
+
+def compared_line(ref: str, comparison: Comparison) -> str:
+    """``compared with main (20261101T…): 2 regressed (a, b), 40 unchanged``."""
+    from farm.reports.comparison import headline
+
+    regressed = [c.id for c in comparison.cases if c.verdict == "regressed"]
+    shown = ", ".join(regressed[:LISTED]) + (f", … {len(regressed) - LISTED} more" if len(regressed) > LISTED else "")
+    line = f"compared with {ref} ({comparison.base.sweep_id or 'report'}): {headline(comparison)}"
+    return f"{line}; regressed: {shown}" if regressed else line
+
+
+def start_history(options: HistoryOptions | None, settings: Any, prepared: Any,
+                  tell: Callable[[str], None]) -> HistorySession:
+    """``farm test``'s session for a prepared sweep (``farm.sweep.PreparedSweep``), started."""
+    session = HistorySession(options or HistoryOptions(), tell=tell)
+    loaded = prepared.loaded
+    session.start(prepared.plan, settings=settings, files=loaded.files, root=loaded.root,
+                  message_mode=loaded.kind == "message")
+    return session

@@ -1,0 +1,186 @@
+"""The history store: record sweeps, find them, bless baselines, keep comparisons.
+
+``HistoryStore.open(url)`` migrates the database to the newest schema first
+(``farm.history.engine``). Reads return plain dataclasses; a sweep as a comparison sees it is a
+``SweepSnapshot`` (``farm.stats.compare``), the same thing a JSON report file becomes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, Select, and_, delete, func, or_, select
+
+from farm.errors import InputError
+from farm.history.engine import open_engine
+from farm.history.record import Recorded, insert_or_ignore, now_utc, record_sweep
+from farm.history.tables import baselines, case_results, comparisons, sweep_tags, sweeps
+from farm.models import SweepReport
+from farm.stats.compare import CaseSnapshot, Comparison, SweepSnapshot
+
+
+def iso(value: datetime | None) -> str | None:
+    """A stored (naive UTC) time as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return None if value is None else value.replace(microsecond=0).isoformat() + "Z"
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """One recorded sweep, as lists and references show it."""
+
+    pk: int
+    sweep_id: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    stopped: str | None
+    agent: str | None
+    connector: str | None
+    git_commit: str | None
+    git_branch: str | None
+    total_cases: int
+    total_runs: int
+    passed_cases: int
+    failed_cases: int
+    flaky_cases: int
+    broken_cases: int
+    overall_pass_rate: float
+    duration_ms: float
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        del doc["pk"]
+        doc["started_at"], doc["finished_at"] = iso(self.started_at), iso(self.finished_at)
+        return doc
+
+
+_INFO_COLUMNS = [sweeps.c[name] for name in SweepInfo.__dataclass_fields__ if name not in ("pk", "tags")]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    sweep: SweepInfo
+    set_at: datetime
+
+
+class HistoryStore:
+    """Sweeps, baselines and comparisons in one SQL database (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str) -> HistoryStore:
+        """The store at ``url``, migrated to the newest schema."""
+        return cls(open_engine(url))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def record(self, report: SweepReport) -> Recorded:
+        """Store a finished sweep once (idempotent on its sweep id)."""
+        return record_sweep(self.engine, report)
+
+    # ----------------------------------------------------------------------------- finding sweeps
+
+    def _infos(self, query: Select[Any]) -> list[SweepInfo]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            pks = [row.id for row in rows]
+            tags: dict[int, dict[str, str]] = {pk: {} for pk in pks}
+            if pks:
+                for sweep, key, value in conn.execute(select(sweep_tags).where(sweep_tags.c.sweep.in_(pks))):
+                    tags[sweep][key] = value
+        return [SweepInfo(pk=row.id, **{c.name: row._mapping[c.name] for c in _INFO_COLUMNS}, tags=tags[row.id])
+                for row in rows]
+
+    def _query(self, tag: tuple[str, str] | None = None) -> Select[Any]:
+        query = select(sweeps.c.id, *_INFO_COLUMNS)
+        if tag is not None:
+            query = query.join(sweep_tags, sweep_tags.c.sweep == sweeps.c.id).where(
+                sweep_tags.c.key == tag[0], sweep_tags.c.value == tag[1])
+        return query.order_by(sweeps.c.started_at.desc(), sweeps.c.id.desc())
+
+    def sweeps(self, *, last: int = 20, tag: tuple[str, str] | None = None) -> list[SweepInfo]:
+        """The ``last`` sweeps (with ``tag``, when given), newest first."""
+        return self._infos(self._query(tag).limit(last))
+
+    def latest(self, *, tag: tuple[str, str] | None = None, skip: int = 0,
+               before: SweepInfo | None = None) -> SweepInfo | None:
+        """The newest sweep (``skip`` newer ones passed over; only sweeps older than ``before``)."""
+        query = self._query(tag)
+        if before is not None:
+            query = query.where(or_(sweeps.c.started_at < before.started_at,
+                                    and_(sweeps.c.started_at == before.started_at, sweeps.c.id < before.pk)))
+        found = self._infos(query.offset(skip).limit(1))
+        return found[0] if found else None
+
+    def sweep(self, sweep_id: str) -> SweepInfo | None:
+        """The sweep with this exact id, else the only one whose id starts with it."""
+        found = self._infos(self._query().where(sweeps.c.sweep_id == sweep_id))
+        if not found:
+            found = self._infos(self._query().where(sweeps.c.sweep_id.startswith(sweep_id, autoescape=True)).limit(2))
+        return found[0] if len(found) == 1 else None
+
+    def count(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(sweeps)).scalar_one())
+
+    def snapshot(self, info: SweepInfo) -> SweepSnapshot:
+        """The sweep's cases as a comparison sees them."""
+        columns = [case_results.c[n] for n in ("case_id", "runs", "passed", "skipped", "label", "case_passed",
+                                               "content_hash", "failure_reasons", "adaptive")]
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*columns).where(case_results.c.sweep == info.pk)).all()
+        cases = [CaseSnapshot(id=r.case_id, runs=r.runs - r.skipped, passed=r.passed, label=r.label,
+                              case_passed=r.case_passed, content_hash=r.content_hash, adaptive=r.adaptive,
+                              failure_reasons=[f["reason"] for f in r.failure_reasons or []]) for r in rows]
+        return SweepSnapshot(sweep_id=info.sweep_id, started_at=iso(info.started_at), tags=dict(info.tags),
+                             cases=cases)
+
+    # ----------------------------------------------------------------------------------- baselines
+
+    def set_baseline(self, name: str, sweep_id: str) -> SweepInfo:
+        """Bless a sweep under ``name`` (replacing what the name pointed at)."""
+        info = self.sweep(sweep_id)
+        if info is None:
+            raise InputError(f"baseline {name}: no recorded sweep {sweep_id!r}")
+        with self.engine.begin() as conn:
+            conn.execute(delete(baselines).where(baselines.c.name == name))
+            conn.execute(baselines.insert().values(name=name, sweep=info.pk, set_at=now_utc()))
+        return info
+
+    def baselines(self) -> list[Baseline]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(baselines).order_by(baselines.c.name)).all()
+        infos = {i.pk: i for i in self._infos(self._query().where(sweeps.c.id.in_([r.sweep for r in rows])))}
+        return [Baseline(r.name, infos[r.sweep], r.set_at) for r in rows if r.sweep in infos]
+
+    def baseline(self, name: str) -> SweepInfo | None:
+        found = [b.sweep for b in self.baselines() if b.name == name]
+        return found[0] if found else None
+
+    def remove_baseline(self, name: str) -> bool:
+        with self.engine.begin() as conn:
+            return bool(conn.execute(delete(baselines).where(baselines.c.name == name)).rowcount)
+
+    # --------------------------------------------------------------------------------- comparisons
+
+    def store_comparison(self, base_pk: int, head_pk: int, kind: str, comparison: Comparison) -> bool:
+        """Keep a comparison once per (base sweep, head sweep, kind); False when it was kept already."""
+        row = {"base": base_pk, "head": head_pk, "kind": kind, "created_at": now_utc(),
+               "regressed": comparison.summary.get("regressed", 0), "document": comparison.model_dump(mode="json")}
+        with self.engine.begin() as conn:
+            stored = conn.execute(insert_or_ignore(conn, comparisons).values(row).returning(comparisons.c.id))
+            return stored.scalar() is not None
+
+    def comparisons_of(self, head: SweepInfo) -> dict[str, Comparison]:
+        """The comparisons kept for a sweep, by kind."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(comparisons.c.kind, comparisons.c.document)
+                                .where(comparisons.c.head == head.pk)).all()
+        return {r.kind: Comparison.model_validate(r.document) for r in rows}

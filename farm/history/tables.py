@@ -1,0 +1,128 @@
+"""The history store's schema: SQLAlchemy Core tables (every name prefixed ``farm_``).
+
+The prefix lets the tables share a team's PostgreSQL database with other applications; the
+Alembic version table is ``farm_alembic_version`` for the same reason. The schema changes only
+through a migration under ``migrations/versions``; ``SCHEMA_REVISION`` names the newest one, so
+opening a database that is already current costs one query and no Alembic import.
+
+Times are naive UTC ``DateTime``s (SQLite has no time zones). A sweep is unique by its
+``sweep_id``, a case result by (sweep, case id): recording inserts or ignores on those keys.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+SCHEMA_REVISION = "r0001"
+"""The newest migration (tests check that it is Alembic's head)."""
+
+VERSION_TABLE = "farm_alembic_version"
+
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s",
+    "pk": "pk_%(table_name)s",
+})
+
+sweeps = Table(
+    "farm_sweeps", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("sweep_id", String(128), nullable=False, unique=True),
+    Column("started_at", DateTime, nullable=False, index=True),
+    Column("finished_at", DateTime),
+    Column("recorded_at", DateTime, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("stopped", String(32)),
+    Column("agent", Text),
+    Column("connector", Text),
+    Column("git_commit", String(64)),
+    Column("git_branch", Text),
+    Column("farm_version", String(32)),
+    Column("total_cases", Integer, nullable=False),
+    Column("total_runs", Integer, nullable=False),
+    Column("passed_cases", Integer, nullable=False),
+    Column("failed_cases", Integer, nullable=False),
+    Column("flaky_cases", Integer, nullable=False),
+    Column("broken_cases", Integer, nullable=False),
+    Column("skipped_cases", Integer, nullable=False),
+    Column("overall_pass_rate", Float, nullable=False),
+    Column("duration_ms", Float, nullable=False),
+    Column("suites", JSON, nullable=False),
+    Column("settings", JSON, nullable=False),
+)
+
+sweep_tags = Table(
+    "farm_sweep_tags", metadata,
+    Column("sweep", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), primary_key=True),
+    Column("key", String(128), primary_key=True),
+    Column("value", Text, nullable=False),
+    Index("ix_farm_sweep_tags_key_value", "key", "value"),
+)
+
+case_results = Table(
+    "farm_case_results", metadata,
+    Column("sweep", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), primary_key=True),
+    Column("case_id", String(1024), primary_key=True),
+    Column("suite", Text),
+    Column("source", Text),
+    Column("content_hash", String(64)),
+    Column("runs", Integer, nullable=False),
+    Column("passed", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("errors", Integer, nullable=False),
+    Column("timeouts", Integer, nullable=False),
+    Column("skipped", Integer, nullable=False),
+    Column("pass_rate", Float, nullable=False),
+    Column("ci_low", Float, nullable=False),
+    Column("ci_high", Float, nullable=False),
+    Column("consistency", Float, nullable=False),
+    Column("stability_class", String(32), nullable=False),
+    Column("label", String(16), nullable=False),
+    Column("required_passes", Integer, nullable=False),
+    Column("case_passed", Boolean, nullable=False),
+    Column("adaptive", Boolean, nullable=False),
+    Column("avg_duration_ms", Float, nullable=False),
+    Column("min_duration_ms", Float, nullable=False),
+    Column("max_duration_ms", Float, nullable=False),
+    Column("std_deviation_ms", Float, nullable=False),
+    Column("distinct_outputs", Integer, nullable=False),
+    Column("failure_reasons", JSON, nullable=False),
+    Column("pass_at_k", JSON, nullable=False),
+    Column("pass_hat_k", JSON, nullable=False),
+    # A case's trend reads its rows newest sweep first: one index range scan.
+    Index("ix_farm_case_results_case_sweep", "case_id", "sweep"),
+)
+
+baselines = Table(
+    "farm_baselines", metadata,
+    Column("name", String(128), primary_key=True),
+    Column("sweep", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), nullable=False),
+    Column("set_at", DateTime, nullable=False),
+)
+
+comparisons = Table(
+    "farm_comparisons", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("base", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), nullable=False),
+    Column("head", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("kind", String(64), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("regressed", Integer, nullable=False),
+    Column("document", JSON, nullable=False),
+    UniqueConstraint("base", "head", "kind"),
+)

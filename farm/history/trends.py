@@ -1,0 +1,141 @@
+"""Pass rates of cases over recorded sweeps: the reads behind ``farm history`` and its trend page.
+
+A trend is a case's points over a window of sweeps, oldest first, with a gap (None) where the
+case did not run. ``class_changes`` lists where its label moved (stable → flaky, …); a case is
+*flagged* when its newest label is ``flaky`` or ``broken`` and its previous one was not.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import Engine, select
+
+from farm.history.store import SweepInfo
+from farm.history.tables import case_results, sweeps
+
+SPARKS = "▁▂▃▄▅▆▇█"
+GAP = "·"
+TROUBLE = ("flaky", "broken")
+
+
+@dataclass(frozen=True)
+class CasePoint:
+    """A case's figures in one sweep."""
+
+    sweep_id: str
+    pass_rate: float
+    ci_low: float
+    ci_high: float
+    label: str
+    runs: int
+    passed: int
+    skipped: int
+
+
+_POINT_COLUMNS = [case_results.c[n] for n in ("pass_rate", "ci_low", "ci_high", "label", "runs", "passed",
+                                                 "skipped")]
+
+
+def _point(row: Any) -> CasePoint:
+    return CasePoint(sweep_id=row.sweep_id, pass_rate=row.pass_rate, ci_low=row.ci_low, ci_high=row.ci_high,
+                     label=row.label, runs=row.runs, passed=row.passed, skipped=row.skipped)
+
+
+def case_points(engine: Engine, window: Sequence[SweepInfo], case_id: str | None = None
+                ) -> dict[str, list[CasePoint | None]]:
+    """Every case of ``window`` (or only ``case_id``), its points aligned with ``window``'s order."""
+    position = {info.pk: i for i, info in enumerate(window)}
+    query = (select(case_results.c.case_id, case_results.c.sweep, sweeps.c.sweep_id, *_POINT_COLUMNS)
+             .join(sweeps, sweeps.c.id == case_results.c.sweep).where(case_results.c.sweep.in_(list(position))))
+    if case_id is not None:
+        query = query.where(case_results.c.case_id == case_id)
+    trends: dict[str, list[CasePoint | None]] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(query):
+            points = trends.setdefault(row.case_id, [None] * len(window))
+            points[position[row.sweep]] = _point(row)
+    return dict(sorted(trends.items()))
+
+
+def case_trend(engine: Engine, case_id: str, last: int = 90) -> list[CasePoint]:
+    """One case's points in the ``last`` sweeps that ran it, oldest first (one indexed query)."""
+    query = (select(sweeps.c.sweep_id, *_POINT_COLUMNS).join(sweeps, sweeps.c.id == case_results.c.sweep)
+             .where(case_results.c.case_id == case_id)
+             .order_by(sweeps.c.started_at.desc(), sweeps.c.id.desc()).limit(last))
+    with engine.connect() as conn:
+        return [_point(row) for row in reversed(conn.execute(query).all())]
+
+
+def sparkline(points: Sequence[CasePoint | None]) -> str:
+    """One character per sweep: ▁ (0 %) … █ (100 %), ``·`` where the case did not run."""
+    return "".join(GAP if p is None else SPARKS[min(len(SPARKS) - 1, int(p.pass_rate / 100 * len(SPARKS)))]
+                   for p in points)
+
+
+def class_changes(points: Sequence[CasePoint | None]) -> list[dict[str, str]]:
+    """Where the case's label moved: ``{"sweep_id", "from", "to"}`` per change, oldest first."""
+    seen = [p for p in points if p is not None and p.label != "skipped"]
+    return [{"sweep_id": new.sweep_id, "from": old.label, "to": new.label}
+            for old, new in itertools.pairwise(seen) if old.label != new.label]
+
+
+def flag(points: Sequence[CasePoint | None]) -> str | None:
+    """``became flaky`` / ``became broken`` when the newest change turned the case that way."""
+    changes = class_changes(points)
+    if not changes:
+        return None
+    last = changes[-1]
+    newest = next((p for p in reversed(points) if p is not None and p.label != "skipped"), None)
+    if newest is not None and newest.sweep_id == last["sweep_id"] and last["to"] in TROUBLE:
+        return f"became {last['to']}"
+    return None
+
+
+def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]]) -> dict[str, Any]:
+    """What the trend page embeds: the sweeps (oldest first) and every case's points and changes."""
+    return {
+        "sweeps": [info.to_json() for info in window],
+        "cases": [{"id": case_id, "points": [None if p is None else asdict(p) for p in points],
+                   "changes": class_changes(points), "flag": flag(points)}
+                  for case_id, points in trends.items()],
+    }
+
+
+def _sweep_line(info: SweepInfo) -> tuple[str, ...]:
+    status = info.status + (f" ({info.stopped})" if info.stopped else "")
+    tags = " ".join(f"{k}={v}" for k, v in sorted(info.tags.items()))
+    return (f"{info.started_at:%Y-%m-%d %H:%M}", info.sweep_id, status, info.agent or "", str(info.total_cases),
+            f"{info.overall_pass_rate:g}%", str(info.flaky_cases), str(info.broken_cases), tags)
+
+
+def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  " + "  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]).rstrip()
+            for row in rows]
+
+
+def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]], *,
+                      show_all: bool = False) -> str:
+    """``farm history``'s terminal output: the sweeps, newest first, then each case's sparkline."""
+    if not window:
+        return "no sweeps recorded\n"
+    header = ("STARTED (UTC)", "SWEEP", "STATUS", "AGENT", "CASES", "PASS", "FLAKY", "BROKEN", "TAGS")
+    lines = [f"sweeps ({len(window)}, newest first):",
+             *_columns([header, *(_sweep_line(i) for i in reversed(window))]), "",
+             "cases (pass rate per sweep, oldest → newest; · = not run):"]
+    shown = {cid: pts for cid, pts in trends.items()
+             if show_all or class_changes(pts) or any(p is not None and p.pass_rate < 100 for p in pts)}
+    rows = []
+    for case_id, points in shown.items():
+        newest = next((p for p in reversed(points) if p is not None), None)
+        rate = f"{newest.pass_rate:g}%" if newest is not None else "—"
+        rows.append((case_id, sparkline(points), rate, flag(points) or ""))
+    lines += _columns(rows) if rows else []
+    hidden = len(trends) - len(shown)
+    if hidden:
+        lines.append(f"  ({hidden} cases passed every run of every sweep; --all lists them)")
+    return "\n".join(lines) + "\n"

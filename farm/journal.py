@@ -1,0 +1,104 @@
+"""The run journal: every completed run of a ``farm test`` sweep, on disk as soon as it completes.
+
+Whatever ``-o`` says, each sweep appends its events to ``$FARM_DATA_DIR/journals/<sweep id>.jsonl``
+and flushes every line, so no failure after the sweep (a full disk, a bad path, a crash, a
+kill, a second Ctrl-C) loses a paid run: ``farm report JOURNAL -o FILE…`` renders any format
+from it, complete or partial (``farm.replay``). Journals older than ``FARM_JOURNAL_DAYS`` are
+pruned when a sweep starts (SPEC 10).
+
+A journal is the JSONL stream of SPEC 8 (``start``, ``result`` per run, ``stability`` per case,
+``summary`` with the report's metadata), plus what makes it self-contained:
+
+    plan      the sweep's plan (settings and every planned case), right after ``start``
+    result    each carries ``run_result``: the full ``RunResult``, so a replay counts exactly
+              what the sweep counted (the Yao fields beside it are for people and ``jq``)
+
+The JSONL writer and the plan model are the ones reports and Redis use: no second codec.
+
+Flat memory for big JSON/HTML reports (issue 16) can build on this: every run is already here
+in full, in completion order, so the in-memory run details (``SweepPlan.max_run_details``) can
+drop to 0 and a renderer can stream ``results`` case by case, reading each case's kept runs back
+from the journal (an index of byte offsets per case, collected while writing, makes that one
+seek per case) instead of holding 100 details per case in the accumulators.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+from typing import TextIO
+
+from farm.errors import SettingsError
+from farm.models import CaseStats, RunResult, SweepReport
+from farm.observers import SweepStart
+from farm.plan import SweepPlan
+from farm.reports.jsonl import JsonlWriter, result_event
+
+JOURNAL_DIR = "journals"
+"""Under the data directory (``FARM_DATA_DIR``)."""
+JOURNAL_SUFFIX = ".jsonl"
+
+
+def journal_dir(data_dir: Path) -> Path:
+    return data_dir / JOURNAL_DIR
+
+
+def journal_path(data_dir: Path, sweep_id: str) -> Path:
+    return journal_dir(data_dir) / f"{sweep_id}{JOURNAL_SUFFIX}"
+
+
+def prune_journals(data_dir: Path, days: int, *, now: float | None = None) -> list[Path]:
+    """Delete journals not written to for ``days`` days; returns what was deleted."""
+    cutoff = (time.time() if now is None else now) - days * 86400
+    pruned = []
+    directory = journal_dir(data_dir)
+    for path in directory.glob(f"*{JOURNAL_SUFFIX}") if directory.is_dir() else ():
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                pruned.append(path)
+        except FileNotFoundError:  # another farm pruned it first
+            continue
+    return pruned
+
+
+def open_journal(data_dir: Path, sweep_id: str) -> TextIO:
+    """Create the sweep's journal; SettingsError (exit 2, before any run) when it cannot be."""
+    path = journal_path(data_dir, sweep_id)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("x", encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"cannot write the run journal {path}: {exc.strerror or exc} "
+                            "(set FARM_DATA_DIR to a writable directory)") from None
+
+
+class RunJournal:
+    """A sweep observer writing the journal; each line is flushed as it is written."""
+
+    def __init__(self, stream: TextIO, plan: SweepPlan) -> None:
+        self._writer = JsonlWriter(stream)
+        self._plan = plan
+        self.path = Path(stream.name) if isinstance(getattr(stream, "name", None), str) else None
+
+    def on_start(self, start: SweepStart) -> None:
+        self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
+                           total_runs=start.total_runs, sweep_id=start.sweep_id)
+        self._writer.write({"type": "plan", "pid": os.getpid(), "host": socket.gethostname(),
+                            "plan": self._plan.model_dump(mode="json"),
+                            "cases": [c.model_dump(mode="json") for c in self._plan.cases]})
+
+    def on_result(self, result: RunResult) -> None:
+        # pydantic's own JSON of the run, spliced in: a third of the cost of dumping it as a dict
+        self._writer.write(result_event(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
+
+    def on_case(self, stats: CaseStats) -> None:
+        self._writer.stability(stats)
+
+    def on_finish(self, report: SweepReport) -> None:
+        self._writer.summary(report)
+
+
+__all__ = ["JOURNAL_DIR", "RunJournal", "journal_dir", "journal_path", "open_journal", "prune_journals"]

@@ -1,0 +1,145 @@
+"""Where a sweep's reports go: every ``-o`` planned and checked writable before the first run.
+
+``-o`` repeats (SPEC 10): ``-o report.html -o junit.xml -o summary.md`` renders each format from
+the same sweep. Each path is checked before any agent is called (its directory exists, the file
+can be created or replaced): a report that cannot be written after an hour of paid LLM runs is
+the failure this module exists to prevent. ``write_report`` is the one way a report reaches a
+file, for the CLI and for Python callers alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from farm.errors import ReporterError, SettingsError
+from farm.models import SweepReport
+from farm.reports import BUILTIN_REPORTERS, format_for_path, render_report
+
+NO_RUN_DETAILS = ("jsonl", "stdout", "summary")
+"""Outputs that never show kept runs: the JSONL stream writes every run as it completes."""
+
+_REPORTER_SUFFIX = {"json": ".json", "markdown": ".md", "html": ".html", "summary": ".txt"}
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """One requested output of a sweep."""
+
+    path: Path | None
+    """The file; None: stdout (direct message mode)."""
+    format: str
+    """A renderer's format (``jsonl``, ``json``, ``markdown``, ``html``, ``junit``, ``summary``),
+    ``reporter`` (a ``-r`` agent writes the document) or ``stdout`` (the agent's answer printed)."""
+
+
+def default_output_path(root: Path, now: datetime | None = None, suffix: str = ".jsonl") -> Path:
+    """``<input dir>/output-YYYYMMDDHHMMSS.jsonl`` (``-2``, ``-3``… when taken)."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d%H%M%S")
+    path = root / f"output-{stamp}{suffix}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = root / f"output-{stamp}-{n}{suffix}"
+    return path
+
+
+def plan_outputs(outputs: Sequence[str], *, reporter: str | None, root: Path | None, inputs: Sequence[Path],
+                 cwd: Path) -> list[OutputTarget]:
+    """The outputs of a sweep, each checked writable; raises SettingsError (exit 2) otherwise.
+
+    ``root`` is the ``-i`` root (None in message mode); ``inputs`` are the suite files, which an
+    output must not overwrite.
+    """
+    builtin = BUILTIN_REPORTERS.get(reporter) if reporter else None
+    if not outputs:
+        return [_default_target(reporter, builtin, root)]
+    if reporter and len(outputs) > 1:
+        raise SettingsError(f"-r {reporter} writes one document: give one -o (got {len(outputs)})")
+    targets: list[OutputTarget] = []
+    seen: dict[Path, str] = {}
+    for given in outputs:
+        path = Path(given).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        if path.resolve() in seen:
+            raise SettingsError(f"-o {given}: given twice (as -o {seen[path.resolve()]})")
+        seen[path.resolve()] = given
+        if any(path.resolve() == f.resolve() for f in inputs):
+            raise SettingsError(f"-o {given}: is one of the input suites; it would be overwritten")
+        fmt = (builtin or "reporter") if reporter else format_for_path(path)
+        check_writable(path, given)
+        targets.append(OutputTarget(path, fmt))
+    return targets
+
+
+def _default_target(reporter: str | None, builtin: str | None, root: Path | None) -> OutputTarget:
+    if reporter and builtin is None:
+        raise SettingsError(f"-r {reporter}: a reporter agent needs -o FILE for its document")
+    if root is None:  # a literal message: its answer (or a built-in report) goes to stdout
+        return OutputTarget(None, builtin or "stdout")
+    path = default_output_path(root, suffix=_REPORTER_SUFFIX.get(builtin or "", ".jsonl"))
+    check_writable(path, str(path))
+    return OutputTarget(path, builtin or "jsonl")
+
+
+def check_writable(path: Path, given: str) -> None:
+    """The file can be created or replaced; SettingsError naming ``-o given`` and why not.
+
+    Tried for real (create and remove, or open for appending) rather than judged from
+    permission bits, which say nothing about read-only mounts, ACLs or root.
+    """
+    if path.is_dir():
+        raise SettingsError(f"-o {given}: is a directory")
+    if not path.parent.is_dir():
+        raise SettingsError(f"-o {given}: directory {path.parent} does not exist")
+    try:
+        if path.exists():
+            with path.open("a", encoding="utf-8"):
+                pass
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                path.unlink()
+    except OSError as exc:
+        raise SettingsError(f"-o {given}: cannot be written: {exc.strerror or exc}") from None
+
+
+def write_report(report: SweepReport, path: str | Path, fmt: str | None = None) -> Path:
+    """Render ``report`` into ``path`` in ``fmt`` (default: by extension, as ``-o`` does).
+
+    Raises SettingsError for an extension with no format, ReporterError when the file cannot be
+    written. Returns the path written.
+    """
+    target = Path(path)
+    return write_document(target, render_report(report, fmt or format_for_path(target)))
+
+
+def write_document(path: Path, text: str) -> Path:
+    """Write a rendered report; ReporterError (exit 3) naming the file when the disk says no."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ReporterError(f"{path}: cannot write the report: {exc.strerror or exc}") from exc
+    return path
+
+
+def keeps_run_details(targets: Sequence[OutputTarget]) -> bool:
+    """Whether any output shows kept runs (otherwise none are kept: flat memory)."""
+    return any(t.format not in NO_RUN_DETAILS for t in targets)
+
+
+__all__ = [
+    "NO_RUN_DETAILS",
+    "OutputTarget",
+    "check_writable",
+    "default_output_path",
+    "keeps_run_details",
+    "plan_outputs",
+    "write_document",
+    "write_report",
+]

@@ -1,0 +1,94 @@
+"""A sweep's plan as data: what runs, how often, against which agent, under which settings.
+
+``SweepPlan`` and ``PlannedCase`` are pydantic models (pytest's ``_to_json``/``_from_json``
+idea): the in-process executor reads them directly, and a distributed sweep stores them in
+Redis as JSON, the sweep-wide part once and every case on its own (so a million-case plan
+streams into Redis and a worker reads only the case it runs). The frozen dataclasses they hold
+(``RunEnvironment``, ``AgentOptions``, ``AgentRef``, ``CasePlan``) are validated by pydantic
+too: no hand-written codecs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import Field
+
+from farm.agents.options import AgentOptions
+from farm.agents.resolve import AgentRef
+from farm.execute import RunEnvironment
+from farm.models import Case, FarmModel
+from farm.settings import DEFAULT_QUEUE
+from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
+
+
+def new_sweep_id() -> str:
+    """Sortable, readable sweep ids: ``20261122T101500-3f2a9c``."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def utc_now() -> str:
+    """Now, as reports write timestamps: ``2026-11-22T10:15:00Z``."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class PlannedCase(FarmModel):
+    """One case of a sweep: the case, its run plan, and the agent it runs against."""
+
+    case: Case
+    plan: CasePlan
+    agent: AgentRef
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+
+class SweepPlan(FarmModel):
+    """A sweep ready to run. ``cases`` is in-process only: Redis stores each case on its own."""
+
+    sweep_id: str
+    env: RunEnvironment
+    options: AgentOptions
+    agent_label: str
+    """How reports name the agent (several agents: their labels joined)."""
+    total_cases: int
+    total_runs: int
+    runs_per_case: int
+    max_case_timeout_s: float
+    """The longest case timeout: bounds how long one run may take."""
+    parallel: int = 8
+    fail_fast: bool = False
+    max_run_details: int = DEFAULT_MAX_RUN_DETAILS
+    """Runs kept per case for the report; 0 when no output shows them (JSONL stream, stdout),
+    which keeps an in-process sweep's memory flat however many runs it has."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Goes into the report's metadata (input, min pass rate, reporter, …)."""
+    queue: str = DEFAULT_QUEUE
+    formats: list[str] = Field(default_factory=list)
+    """Report formats workers render when the sweep finishes (distributed)."""
+    started_at: str = ""
+    cases: list[PlannedCase] = Field(default_factory=list, exclude=True)
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [c.id for c in self.cases]
+
+
+def build_plan(sweep_id: str, cases: list[PlannedCase], *, env: RunEnvironment, options: AgentOptions,
+               **settings: Any) -> SweepPlan:
+    """A plan for ``cases`` with its totals worked out (``settings``: the other SweepPlan fields)."""
+    labels = sorted({c.agent.label for c in cases})
+    return SweepPlan(
+        sweep_id=sweep_id, env=env, options=options, cases=cases,
+        agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
+        total_cases=len(cases), total_runs=sum(c.plan.runs for c in cases),
+        runs_per_case=max((c.plan.runs for c in cases), default=1),
+        max_case_timeout_s=max((env.case_timeout(c.case) for c in cases), default=0.0),
+        **settings,
+    )
+
+
+__all__ = ["PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]

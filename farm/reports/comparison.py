@@ -1,0 +1,134 @@
+"""A comparison of two sweeps (``farm.stats.compare``) as a terminal table, Markdown or JSON.
+
+The table and the Markdown list what needs a look first: regressions, then improvements,
+inconclusive, new and removed cases; unchanged cases are counted (``show_all`` lists them too).
+HTML lives in ``farm.reports.comparison_html``. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from farm.errors import SettingsError
+from farm.reports.markdown import md_inline
+from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
+
+ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
+ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖"}
+
+COMPARISON_EXTENSIONS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html",
+                         ".htm": "html", ".txt": "text"}
+"""``farm compare -o`` extension → format."""
+
+
+def rows_to_show(comparison: Comparison, show_all: bool = False) -> list[CaseComparison]:
+    """The rows worth listing, worst first (every row with ``show_all``)."""
+    rows = [r for r in comparison.cases if show_all or r.verdict != "unchanged" or _notes(r)]
+    return sorted(rows, key=lambda r: (ORDER[r.verdict], r.delta if r.delta is not None else 0.0, r.id))
+
+
+def headline(comparison: Comparison) -> str:
+    """``2 regressed, 1 improved, 40 unchanged`` (verdicts with no case left out)."""
+    parts = [f"{n} {verdict}" for verdict, n in comparison.summary.items() if n]
+    return ", ".join(parts) if parts else "no cases"
+
+
+def side(ref: SweepRef) -> str:
+    tags = " ".join(f"{k}={v}" for k, v in sorted(ref.tags.items()))
+    return " ".join(p for p in (ref.sweep_id or "(report)", f"({ref.started_at})" if ref.started_at else "", tags)
+                    if p)
+
+
+def _counts(counts: Counts | None) -> str:
+    if counts is None:
+        return "—"
+    rate = f"{100 * counts.passed / counts.runs:.0f}%" if counts.runs else "no runs"
+    return f"{counts.passed}/{counts.runs} {rate}"
+
+
+def _delta(row: CaseComparison) -> str:
+    return "" if row.delta is None else f"{row.delta:+.1f}"
+
+
+def _q(row: CaseComparison) -> str:
+    return "" if row.q_value is None else f"{row.q_value:.3g}"
+
+
+def _notes(row: CaseComparison) -> list[str]:
+    notes = []
+    if row.class_change is not None:
+        notes.append(f"{row.class_change.base} → {row.class_change.head}")
+    if row.content_changed:
+        notes.append("test changed")
+    if row.adaptive:
+        notes.append("adaptive: verdicts only")
+    notes += [f"new failure: {reason}" for reason in row.new_failure_reasons]
+    return notes
+
+
+def render_text(comparison: Comparison, show_all: bool = False) -> str:
+    """The terminal table: one line per row worth a look, then the counts."""
+    rows = rows_to_show(comparison, show_all)
+    table = [("VERDICT", "CASE", "BASE", "HEAD", "DELTA", "Q", "NOTES")]
+    table += [(r.verdict, r.id, _counts(r.base), _counts(r.head), _delta(r), _q(r), "; ".join(_notes(r)))
+              for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(6)]
+    lines = [f"BASE {side(comparison.base)}", f"HEAD {side(comparison.head)}",
+             f"alpha {comparison.alpha:g}, min drop {comparison.min_drop:g} points", ""]
+    lines += ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:6], widths, strict=True)), row[6]]).rstrip()
+              for row in table] if rows else []
+    hidden = len(comparison.cases) - len(rows)
+    if hidden:
+        lines.append(f"({hidden} unchanged cases not listed; --all lists them)")
+    lines += ["", headline(comparison)]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(comparison: Comparison, show_all: bool = False) -> str:
+    """Markdown for a pull-request comment."""
+    regressed = comparison.summary.get("regressed", 0)
+    title = f"{regressed} regressed" if regressed else "no regression"
+    lines = [f"## agent-farm comparison: {title}", "",
+             f"**Base** {md_inline(side(comparison.base))} → **Head** {md_inline(side(comparison.head))}", "",
+             f"{md_inline(headline(comparison))} (alpha {comparison.alpha:g}, min drop "
+             f"{comparison.min_drop:g} points)", ""]
+    rows = rows_to_show(comparison, show_all)
+    if rows:
+        lines += ["| | Case | Base | Head | Δ points | q | Notes |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+        lines += [f"| {ICONS[r.verdict]} {r.verdict} | {md_inline(r.id)} | {_counts(r.base)} | {_counts(r.head)} | "
+                  f"{_delta(r)} | {_q(r)} | {md_inline('; '.join(_notes(r)))} |" for r in rows]
+    hidden = len(comparison.cases) - len(rows)
+    if hidden:
+        lines += ["", f"{hidden} unchanged cases not listed."]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(comparison: Comparison) -> str:
+    """SPEC 12's document, indented."""
+    return json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def _render_html(comparison: Comparison) -> str:
+    from farm.reports.history_html import render_comparison_html  # Jinja2: load on demand
+
+    return render_comparison_html(comparison)
+
+
+RENDERERS: dict[str, Callable[[Comparison], str]] = {
+    "text": render_text, "markdown": render_markdown, "json": render_json, "html": _render_html,
+}
+
+
+def comparison_format(path: str | Path) -> str:
+    """The format ``farm compare -o PATH`` writes; an unknown extension is an input error."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in COMPARISON_EXTENSIONS:
+        raise SettingsError(f"-o {path}: cannot tell the format from {suffix or 'no extension'!r} "
+                            f"(supported: {', '.join(COMPARISON_EXTENSIONS)})")
+    return COMPARISON_EXTENSIONS[suffix]
+
+
+def render_comparison(comparison: Comparison, fmt: str) -> str:
+    return RENDERERS[fmt](comparison)

@@ -1,0 +1,156 @@
+"""The farm's settings, resolved once: named defaults < ``FARM_*`` environment < command-line flags.
+
+arq's ``RedisSettings`` shape: one frozen object built at the edge (the CLI, a worker's start-up)
+and passed down explicitly, so no code below reads the environment on every call and the queue
+name, timeouts and Redis URLs are written once. A bad value is a ``SettingsError`` (exit 2)
+naming the variable.
+
+    FARM_BROKER_URL          broker: redis://, rediss://, unix:// or amqp:// (RabbitMQ)
+    FARM_RESULT_BACKEND      Celery result backend (default: the broker)
+    FARM_STORE_URL           Redis holding the farm's sweep data (default: the broker when it is Redis)
+    FARM_QUEUE               queue of submitters and workers (default ``farm``)
+    FARM_VISIBILITY_TIMEOUT  seconds before an unacknowledged run is delivered again (default 360)
+    FARM_RESULT_TTL          seconds results and reports stay retrievable (default 7 days)
+    FARM_NO_WORKER_TIMEOUT   seconds a submitter waits for a consumer before detaching (default 120)
+    FARM_RECONNECT_TIMEOUT   seconds a lost broker may take to come back (default 60)
+    FARM_STALL_TIMEOUT       seconds without progress before a submitter detaches (default: derived)
+    FARM_TASK_EVENTS         1: workers send Celery task events from the start (Flower)
+    FARM_DATA_DIR            journals, history, recordings (default ~/.local/share/agent-farm)
+    FARM_JOURNAL_DAYS        days run journals are kept (default 7)
+    FARM_STOP_GRACE          seconds runs in flight may finish after Ctrl-C/SIGTERM (default 5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from farm.errors import SettingsError
+
+DEFAULT_BROKER_URL = "redis://localhost:6379/0"
+"""Where workers and submitters look for the broker when nothing is set."""
+DEFAULT_QUEUE = "farm"
+"""The Celery queue of ``farm.run`` and friends."""
+DEFAULT_CASE_TIMEOUT_S = 300.0
+"""A run's whole time budget when neither the case nor ``--timeout`` sets one (Yao: 5m)."""
+DEFAULT_VISIBILITY_TIMEOUT_S = int(DEFAULT_CASE_TIMEOUT_S) + 60
+"""The default case timeout plus a minute (SPEC 9): a dead worker's runs come back by then."""
+DEFAULT_RESULT_TTL_S = 7 * 24 * 3600
+"""How long a sweep's results and report stay retrievable (SPEC 9: 7 days)."""
+DEFAULT_NO_WORKER_TIMEOUT_S = 120.0
+"""A submitter whose queue nobody consumed for this long detaches (the sweep stays queued)."""
+DEFAULT_RECONNECT_TIMEOUT_S = 60.0
+"""How long a lost broker connection may take to come back."""
+DEFAULT_JOURNAL_DAYS = 7
+"""Run journals older than this are pruned when a sweep starts (SPEC 10)."""
+DEFAULT_STOP_GRACE_S = 5.0
+"""After Ctrl-C or SIGTERM, runs in flight get this long to finish before they are abandoned."""
+DEFAULT_DATA_DIR = Path("~/.local/share/agent-farm")
+"""Journals, the SQLite history and recordings live here unless FARM_DATA_DIR says otherwise."""
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _positive(env: Mapping[str, str], name: str, default: float, *, whole: bool) -> Any:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value: float = int(raw) if whole else float(raw)
+    except ValueError:
+        kind = "a whole number of seconds" if whole else "a number of seconds"
+        raise SettingsError(f"{name}={raw!r}: expected {kind}") from None
+    if value <= 0:
+        raise SettingsError(f"{name}={raw!r}: must be positive")
+    return value
+
+
+def is_redis_url(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(("redis://", "rediss://", "unix://"))
+
+
+@dataclass(frozen=True)
+class FarmSettings:
+    """Every environment-level setting of the farm (flags override through ``replace``)."""
+
+    broker_url: str = DEFAULT_BROKER_URL
+    result_backend: str | None = None
+    store: str | None = None
+    """FARM_STORE_URL as given; ``store_url`` is the one in use."""
+    queue: str = DEFAULT_QUEUE
+    visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S
+    result_ttl_s: int = DEFAULT_RESULT_TTL_S
+    no_worker_timeout_s: float = DEFAULT_NO_WORKER_TIMEOUT_S
+    reconnect_timeout_s: float = DEFAULT_RECONNECT_TIMEOUT_S
+    stall_timeout_s: float | None = None
+    """None: the longest case timeout plus the visibility timeout plus a grace."""
+    task_events: bool = False
+    data_dir: Path = DEFAULT_DATA_DIR
+    journal_days: int = DEFAULT_JOURNAL_DAYS
+    stop_grace_s: float = DEFAULT_STOP_GRACE_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> FarmSettings:
+        """Defaults, then FARM_* variables, then ``overrides`` (None means 'not given')."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {
+            "broker_url": env.get("FARM_BROKER_URL") or DEFAULT_BROKER_URL,
+            "result_backend": env.get("FARM_RESULT_BACKEND") or None,
+            "store": env.get("FARM_STORE_URL") or None,
+            "queue": env.get("FARM_QUEUE") or DEFAULT_QUEUE,
+            "visibility_timeout_s": _positive(env, "FARM_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT_S,
+                                              whole=True),
+            "result_ttl_s": _positive(env, "FARM_RESULT_TTL", DEFAULT_RESULT_TTL_S, whole=True),
+            "no_worker_timeout_s": _positive(env, "FARM_NO_WORKER_TIMEOUT", DEFAULT_NO_WORKER_TIMEOUT_S, whole=False),
+            "reconnect_timeout_s": _positive(env, "FARM_RECONNECT_TIMEOUT", DEFAULT_RECONNECT_TIMEOUT_S, whole=False),
+            "stall_timeout_s": _positive(env, "FARM_STALL_TIMEOUT", 0.0, whole=False) or None,
+            "task_events": env.get("FARM_TASK_EVENTS", "").strip().lower() in _TRUE,
+            "data_dir": Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser(),
+            "journal_days": _positive(env, "FARM_JOURNAL_DAYS", DEFAULT_JOURNAL_DAYS, whole=True),
+            "stop_grace_s": _positive(env, "FARM_STOP_GRACE", DEFAULT_STOP_GRACE_S, whole=False),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> FarmSettings:
+        """A copy with ``changes`` applied (None values are ignored: 'flag not given')."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def store_url(self) -> str:
+        """Where the farm keeps sweep data: FARM_STORE_URL, else a Redis result backend, else the broker."""
+        if self.store:
+            return self.store
+        if is_redis_url(self.result_backend):
+            return str(self.result_backend)
+        if is_redis_url(self.broker_url):
+            return self.broker_url
+        raise SettingsError(f"broker {safe_url(self.broker_url)} is not Redis: set FARM_STORE_URL to the Redis "
+                            "server that holds the farm's sweep data (redis://…)")
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}{sep}{user + ':***' if user else ':***'}@{host}"
+
+
+__all__ = [
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_CASE_TIMEOUT_S",
+    "DEFAULT_QUEUE",
+    "DEFAULT_RESULT_TTL_S",
+    "DEFAULT_STOP_GRACE_S",
+    "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "FarmSettings",
+    "is_redis_url",
+    "safe_url",
+]

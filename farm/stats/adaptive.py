@@ -1,0 +1,156 @@
+"""Adaptive runs (SPEC 13): stop a case's runs once its verdict is settled.
+
+- ``Curtailment``: a case needing k passes of R runs is decided at the k-th pass (pass) or the
+  (R−k+1)-th failure (fail), whichever comes first. No further run can change that verdict, so
+  it is always the verdict all R runs would give; only the runs are saved.
+- ``Sprt``: Wald's sequential probability ratio test of H0 p ≤ p0 (fail) against H1 p ≥ p1
+  (pass) with error rates alpha (pass given p0) and beta (fail given p1), truncated at R runs:
+  undecided then, it is ``inconclusive`` (counted as failed for exit codes).
+
+Runs are fed as counts of counted runs (skipped runs count neither way; error and timeout runs
+are failures). A rule never decides before one run. ``operating_characteristics`` computes a
+rule's exact verdict probabilities and expected runs for a pass probability p (dynamic
+programming over (passes, failures)), for tests and ``benchmarks/bench_adaptive.py``.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from farm.errors import SettingsError
+
+Verdict = Literal["pass", "fail", "inconclusive"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    decided_after: int
+    """Runs counted when the verdict was settled."""
+
+
+class StoppingRule(Protocol):
+    runs: int
+    """Most runs the rule may take (R)."""
+
+    def decide(self, passed: int, failed: int) -> Decision | None:
+        """The verdict once settled by ``passed`` and ``failed`` counted runs, else None."""
+        ...
+
+
+@dataclass(frozen=True)
+class Curtailment:
+    """Exact curtailment of "at least ``required`` passes of ``runs``"."""
+
+    runs: int
+    required: int
+
+    def __post_init__(self) -> None:
+        if self.runs < 1 or not 0 <= self.required <= self.runs:
+            raise ValueError(f"need 0 ≤ required ≤ runs and runs ≥ 1, got {self.required} of {self.runs}")
+
+    def decide(self, passed: int, failed: int) -> Decision | None:
+        done = passed + failed
+        if done == 0:
+            return None
+        if passed >= self.required:
+            return Decision("pass", done)
+        if failed >= self.runs - self.required + 1:
+            return Decision("fail", done)
+        return None
+
+
+def _log_ratio(numerator: float, denominator: float) -> float:
+    if numerator == denominator:
+        return 0.0
+    if denominator == 0:
+        return math.inf
+    return -math.inf if numerator == 0 else math.log(numerator / denominator)
+
+
+@dataclass(frozen=True)
+class Sprt:
+    """Wald's SPRT on a pass probability, truncated at ``runs``."""
+
+    p0: float
+    p1: float
+    alpha: float
+    beta: float
+    runs: int
+
+    def __post_init__(self) -> None:
+        where = "--adaptive=sequential"
+        if not 0 <= self.p0 < self.p1 <= 1:
+            raise SettingsError(f"{where}: need 0 ≤ p0 < p1 ≤ 1, got p0={self.p0}, p1={self.p1}")
+        if not (0 < self.alpha < 1 and 0 < self.beta < 1 and self.alpha + self.beta < 1):
+            raise SettingsError(f"{where}: need alpha, beta in (0, 1) with alpha + beta < 1, "
+                                f"got alpha={self.alpha}, beta={self.beta}")
+        if self.runs < 1:
+            raise SettingsError(f"{where}: need at least 1 run, got {self.runs}")
+
+    @property
+    def upper(self) -> float:
+        """Accept H1 (pass) at or above this log-likelihood ratio."""
+        return math.log((1 - self.beta) / self.alpha)
+
+    @property
+    def lower(self) -> float:
+        """Accept H0 (fail) at or below this one."""
+        return math.log(self.beta / (1 - self.alpha))
+
+    def llr(self, passed: int, failed: int) -> float:
+        """log P(outcomes | p1) − log P(outcomes | p0)."""
+        total = 0.0
+        if passed:
+            total += passed * _log_ratio(self.p1, self.p0)
+        if failed:
+            total += failed * _log_ratio(1 - self.p1, 1 - self.p0)
+        return total
+
+    def decide(self, passed: int, failed: int) -> Decision | None:
+        done = passed + failed
+        if done == 0:
+            return None
+        llr = self.llr(passed, failed)
+        if llr >= self.upper:
+            return Decision("pass", done)
+        if llr <= self.lower:
+            return Decision("fail", done)
+        return Decision("inconclusive", done) if done >= self.runs else None
+
+
+@dataclass(frozen=True)
+class Characteristics:
+    """A rule's exact behaviour for one pass probability."""
+
+    p_pass: float
+    p_fail: float
+    p_inconclusive: float
+    expected_runs: float
+
+
+def operating_characteristics(rule: StoppingRule, p: float) -> Characteristics:
+    """Verdict probabilities and expected runs of ``rule`` when every run passes with probability ``p``."""
+    verdicts = {"pass": 0.0, "fail": 0.0, "inconclusive": 0.0}
+    expected = 0.0
+    undecided = {0: 1.0}  # passes → probability, among paths of n runs not decided yet
+    for n in range(1, rule.runs + 1):
+        following: dict[int, float] = {}
+        for passes, mass in undecided.items():
+            for step, chance in ((1, p), (0, 1 - p)):
+                if chance:
+                    following[passes + step] = following.get(passes + step, 0.0) + mass * chance
+        undecided = {}
+        for passes, mass in following.items():
+            decision = rule.decide(passes, n - passes)
+            if decision is None:
+                undecided[passes] = mass
+            else:
+                verdicts[decision.verdict] += mass
+                expected += mass * n
+        if not undecided:
+            break
+    return Characteristics(verdicts["pass"], verdicts["fail"], verdicts["inconclusive"], expected)

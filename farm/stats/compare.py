@@ -1,0 +1,263 @@
+"""Compare two sweeps case by case: verdicts exactly as SPEC 12 states them.
+
+A sweep is compared as a ``SweepSnapshot`` (made from a ``SweepReport`` here, or from the history
+store's rows), so a JSON report file and a recorded sweep compare alike. Per case:
+
+- ``new`` / ``removed`` when one side lacks the case;
+- a case of an adaptive sweep (either side) is compared on its verdict only (passed → failed is
+  ``regressed``), flagged ``adaptive``: stopping early biases its pass rate;
+- ``regressed`` when the one-sided exact test of "HEAD passes less often" has a BH q-value
+  ≤ ``alpha`` and the drop is at least ``min_drop`` points; ``improved`` symmetrically;
+- ``unchanged`` when the two-sided (1 − 2·alpha) Newcombe interval of the difference lies within
+  ±``min_drop`` points; otherwise ``inconclusive``.
+
+``p_value``/``q_value`` are those of the direction the pass rate moved (the regression test when
+it did not move). Each direction's q-values are adjusted over the cases tested in that direction's
+family (every case with runs on both sides that is not adaptive). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from pydantic import Field
+
+from farm.errors import SettingsError
+from farm.models import CaseStats, FarmModel, SweepReport
+from farm.stats.reasons import OTHER_REASONS
+from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
+
+DEFAULT_ALPHA = 0.10
+"""False discovery rate of the regression (and improvement) calls."""
+
+DEFAULT_MIN_DROP = 10.0
+"""Points of pass rate a change must reach to be called a regression or an improvement."""
+
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "removed"]
+VERDICTS: tuple[Verdict, ...] = ("regressed", "improved", "unchanged", "inconclusive", "new", "removed")
+
+
+class CaseSnapshot(FarmModel):
+    """What a comparison needs of one case of one sweep."""
+
+    id: str
+    runs: int
+    """Scored runs (skipped ones left out)."""
+    passed: int
+    label: str = ""
+    case_passed: bool = True
+    content_hash: str | None = None
+    failure_reasons: list[str] = Field(default_factory=list)
+    adaptive: bool = False
+
+
+class SweepRef(FarmModel):
+    """Which sweep a side of a comparison is."""
+
+    sweep_id: str | None
+    started_at: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class SweepSnapshot(SweepRef):
+    """A sweep as a comparison sees it."""
+
+    cases: list[CaseSnapshot]
+
+    def ref(self) -> SweepRef:
+        return SweepRef(sweep_id=self.sweep_id, started_at=self.started_at, tags=dict(self.tags))
+
+
+class Counts(FarmModel):
+    runs: int
+    passed: int
+
+
+class ClassChange(FarmModel):
+    base: str
+    head: str
+
+
+class CaseComparison(FarmModel):
+    """One row of ``cases`` in SPEC 12's JSON, plus the class change and the new failure reasons."""
+
+    id: str
+    base: Counts | None
+    head: Counts | None
+    delta: float | None
+    """HEAD's pass rate minus BASE's, in points."""
+    p_value: float | None
+    q_value: float | None
+    verdict: Verdict
+    content_changed: bool = False
+    adaptive: bool = False
+    class_change: ClassChange | None = None
+    new_failure_reasons: list[str] = Field(default_factory=list)
+
+
+class Comparison(FarmModel):
+    """SPEC 12's comparison document (``farm compare -o cmp.json``)."""
+
+    base: SweepRef
+    head: SweepRef
+    alpha: float
+    min_drop: float
+    cases: list[CaseComparison]
+    summary: dict[str, int]
+
+    @property
+    def regressed(self) -> bool:
+        return self.summary.get("regressed", 0) > 0
+
+
+_CASES_KNOW_ADAPTIVE = "adaptive" in CaseStats.model_fields
+"""Whether ``CaseStats`` carries a per-case ``adaptive`` flag (SPEC 13's adaptive runs)."""
+
+
+def is_adaptive(stats: CaseStats, metadata: dict[str, Any]) -> bool:
+    """A case of an adaptive sweep, or a case marked adaptive itself: compared on verdicts only."""
+    if metadata.get("adaptive"):
+        return True
+    return _CASES_KNOW_ADAPTIVE and bool(getattr(stats, "adaptive", False))
+
+
+def snapshot_of(report: SweepReport) -> SweepSnapshot:
+    """A report as a comparison sees it (a JSON report file compares like a recorded sweep)."""
+    meta = report.metadata
+    cases = [
+        CaseSnapshot(
+            id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
+            content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
+            adaptive=is_adaptive(s, meta),
+        )
+        for s in report.results
+    ]
+    tags = meta.get("tags") if isinstance(meta.get("tags"), dict) else {}
+    return SweepSnapshot(sweep_id=meta.get("sweep_id"), started_at=meta.get("started_at"),
+                         tags={str(k): str(v) for k, v in (tags or {}).items()}, cases=cases)
+
+
+@dataclass
+class _Tested:
+    """A case with runs on both sides: its two p-values and, later, their q-values."""
+
+    base: CaseSnapshot
+    head: CaseSnapshot
+    p_lower: float
+    p_higher: float
+    q_lower: float = 1.0
+    q_higher: float = 1.0
+
+
+def check_thresholds(alpha: float, min_drop: float) -> None:
+    """``--alpha`` in (0, 0.5) and ``--min-drop`` in [0, 100]; SettingsError (exit 2) otherwise."""
+    if not 0 < alpha < 0.5:
+        raise SettingsError(f"--alpha {alpha}: must be between 0 and 0.5")
+    if not 0 <= min_drop <= 100:
+        raise SettingsError(f"--min-drop {min_drop}: must be between 0 and 100 points")
+
+
+def compare(base: SweepSnapshot, head: SweepSnapshot, *, alpha: float = DEFAULT_ALPHA,
+            min_drop: float = DEFAULT_MIN_DROP) -> Comparison:
+    """Compare HEAD with BASE case by case (HEAD's case order, then the cases it lacks)."""
+    check_thresholds(alpha, min_drop)
+    z = z_for(alpha)
+    base_cases = {c.id: c for c in base.cases}
+    head_ids = {c.id for c in head.cases}
+    tested = _test(base_cases, head.cases)
+    rows = []
+    for case in head.cases:
+        old = base_cases.get(case.id)
+        rows.append(_row(case.id, old, case, tested.get(case.id), alpha, min_drop, z))
+    rows += [_row(c.id, c, None, None, alpha, min_drop, z) for c in base.cases if c.id not in head_ids]
+    summary: dict[str, int] = dict.fromkeys(VERDICTS, 0)
+    for row in rows:
+        summary[row.verdict] += 1
+    return Comparison(base=base.ref(), head=head.ref(), alpha=alpha, min_drop=min_drop, cases=rows, summary=summary)
+
+
+def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot]) -> dict[str, _Tested]:
+    tested: dict[str, _Tested] = {}
+    for head in head_cases:
+        base = base_cases.get(head.id)
+        if base is None or base.adaptive or head.adaptive or not base.runs or not head.runs:
+            continue
+        tested[head.id] = _Tested(base, head, p_head_lower(head.passed, head.runs, base.passed, base.runs),
+                                  p_head_higher(head.passed, head.runs, base.passed, base.runs))
+    family = list(tested.values())
+    for t, q in zip(family, bh_q_values([t.p_lower for t in family]), strict=True):
+        t.q_lower = q
+    for t, q in zip(family, bh_q_values([t.p_higher for t in family]), strict=True):
+        t.q_higher = q
+    return tested
+
+
+def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tested: _Tested | None,
+         alpha: float, min_drop: float, z: float) -> CaseComparison:
+    if base is None or head is None:
+        return CaseComparison(id=case_id, base=_counts(base), head=_counts(head), delta=None, p_value=None,
+                              q_value=None, verdict="new" if base is None else "removed")
+    delta = _delta(base, head)
+    adaptive = base.adaptive or head.adaptive
+    p = q = None
+    verdict: Verdict
+    if adaptive:
+        verdict = _verdict_only(base, head)
+    elif tested is None:  # a side without runs: nothing to test
+        verdict = "inconclusive"
+    else:
+        verdict = _verdict(base, head, tested, delta, alpha, min_drop, z)
+        p, q = (tested.p_higher, tested.q_higher) if delta > 0 else (tested.p_lower, tested.q_lower)
+    return CaseComparison(
+        id=case_id, base=_counts(base), head=_counts(head), delta=_points(delta), p_value=_sig(p),
+        q_value=_sig(q), verdict=verdict, adaptive=adaptive,
+        content_changed=bool(base.content_hash and head.content_hash and base.content_hash != head.content_hash),
+        class_change=ClassChange(base=base.label, head=head.label) if base.label != head.label else None,
+        new_failure_reasons=[r for r in head.failure_reasons if r not in base.failure_reasons and r != OTHER_REASONS],
+    )
+
+
+def _verdict(base: CaseSnapshot, head: CaseSnapshot, tested: _Tested, delta: Fraction, alpha: float,
+             min_drop: float, z: float) -> Verdict:
+    threshold = Fraction(str(min_drop))
+    if tested.q_lower <= alpha and -delta >= threshold:
+        return "regressed"
+    if tested.q_higher <= alpha and delta >= threshold:
+        return "improved"
+    low, high = newcombe_interval(head.passed, head.runs, base.passed, base.runs, z)
+    if low * 100 >= -min_drop and high * 100 <= min_drop:
+        return "unchanged"
+    return "inconclusive"
+
+
+def _verdict_only(base: CaseSnapshot, head: CaseSnapshot) -> Verdict:
+    if base.case_passed and not head.case_passed:
+        return "regressed"
+    if head.case_passed and not base.case_passed:
+        return "improved"
+    return "unchanged"
+
+
+def _counts(case: CaseSnapshot | None) -> Counts | None:
+    return None if case is None else Counts(runs=case.runs, passed=case.passed)
+
+
+def _delta(base: CaseSnapshot, head: CaseSnapshot) -> Fraction:
+    """HEAD's rate minus BASE's in points, exactly (a 95 % → 85 % drop is 10, not 9.999…)."""
+    return _rate(head) - _rate(base)
+
+
+def _rate(case: CaseSnapshot) -> Fraction:
+    return Fraction(100 * case.passed, case.runs) if case.runs else Fraction(0)
+
+
+def _points(delta: Fraction) -> float:
+    return round(float(delta), 1)
+
+
+def _sig(value: float | None) -> float | None:
+    """Four significant digits: enough to read, and a tiny p-value stays visible (not 0.0)."""
+    return None if value is None else float(f"{value:.4g}")

@@ -1,0 +1,120 @@
+"""Process-wide worker state: the store per URL, the sweep/case cache, each pool thread's loop.
+
+A worker runs many runs at once in a ``threads`` pool; each pool thread owns an asyncio loop and
+its own agent adapters (an HTTP client is bound to the loop that made it, and several small
+connection pools beat one big one: ARCHITECTURE, "Measured"). Sweep and case data are read from
+Redis once per process and cached, bounded, least recently used out first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from farm.agents.judge import create_judge_resolver
+from farm.agents.options import AgentOptions
+from farm.agents.resolve import AgentPool, AgentRef
+from farm.checks.base import JudgeResolver
+from farm.plan import PlannedCase, SweepPlan
+from farm.simulators import SimulatorPool, create_simulator_pool
+from farm.store import SweepStore, connect
+
+STORE_RETRIES = 10
+"""Redis command retries (exponential backoff capped at 4 s: about half a minute of outage)."""
+
+_stores: dict[str, SweepStore] = {}
+_stores_lock = threading.Lock()
+
+T = TypeVar("T")
+
+
+def get_store(url: str, ttl: int) -> SweepStore:
+    """The process-wide store for ``url`` (redis-py clients are thread-safe)."""
+    with _stores_lock:
+        store = _stores.get(url)
+        if store is None:
+            store = _stores[url] = SweepStore(connect(url, retries=STORE_RETRIES), ttl=ttl)
+        return store
+
+
+class SweepCache:
+    """Sweeps and cases read once per process; bounded, least recently used out first."""
+
+    def __init__(self, max_sweeps: int = 64, max_cases: int = 4096) -> None:
+        self._lock = threading.Lock()
+        self._sweeps: OrderedDict[str, SweepPlan] = OrderedDict()
+        self._cases: OrderedDict[tuple[str, str], PlannedCase] = OrderedDict()
+        self._limits = (max_sweeps, max_cases)
+
+    def _get(self, table: OrderedDict[Any, T], key: Any, limit: int, load: Callable[[], T | None]) -> T | None:
+        with self._lock:
+            if key in table:
+                table.move_to_end(key)
+                return table[key]
+        value = load()  # outside the lock: two threads may load the same thing, harmlessly
+        if value is not None:
+            with self._lock:
+                table[key] = value
+                while len(table) > limit:
+                    table.popitem(last=False)
+        return value
+
+    def sweep(self, store: SweepStore, sweep_id: str) -> SweepPlan | None:
+        return self._get(self._sweeps, sweep_id, self._limits[0], lambda: store.load_sweep(sweep_id))
+
+    def case(self, store: SweepStore, sweep_id: str, case_id: str) -> PlannedCase | None:
+        return self._get(self._cases, (sweep_id, case_id), self._limits[1],
+                         lambda: store.load_case(sweep_id, case_id))
+
+
+CACHE = SweepCache()
+
+
+class ThreadState:
+    """One pool thread's event loop, agent adapters, judges and simulators."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pools: dict[AgentOptions, AgentPool] = {}
+        self.judges: dict[AgentOptions, JudgeResolver | None] = {}
+        self.simulators: dict[AgentOptions, SimulatorPool] = {}
+
+    def agent(self, options: AgentOptions, ref: AgentRef) -> Any:
+        pool = self.pools.get(options)
+        if pool is None:
+            pool = self.pools[options] = AgentPool(options)
+        return pool.get(ref)
+
+    def judge(self, options: AgentOptions) -> JudgeResolver | None:
+        if options not in self.judges:
+            self.judges[options] = create_judge_resolver(options)
+        return self.judges[options]
+
+    def simulator(self, options: AgentOptions) -> SimulatorPool:
+        """The simulated users of dynamic cases (``farm.simulators``), one pool per thread."""
+        if options not in self.simulators:
+            self.simulators[options] = create_simulator_pool(options)
+        return self.simulators[options]
+
+    def reset_loop(self) -> None:
+        """After an interrupted run the loop may hold half-done work: start a fresh one."""
+        self.pools.clear()
+        self.judges.clear()
+        self.simulators.clear()
+        self.loop = asyncio.new_event_loop()
+
+
+_local = threading.local()
+
+
+def thread_state() -> ThreadState:
+    state = getattr(_local, "state", None)
+    if state is None:
+        state = _local.state = ThreadState()
+    return state
+
+
+__all__ = ["CACHE", "STORE_RETRIES", "SweepCache", "ThreadState", "get_store", "thread_state"]
