@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from farm.checks.extract import extract_data
+from farm.errors import AgentError
 from farm.failures import CHECKPOINT_PREFIX
 from farm.models import (
     Assertion,
@@ -214,7 +215,8 @@ class DynamicLoop:
                 from None
         except Exception as exc:  # the simulator's own failure: the run errors, the sweep goes on
             message = f"simulator error: {getattr(exc, 'message', None) or exc or type(exc).__name__}"
-            raise _Ended(RunStatus.ERROR, ErrorInfo(type=type(exc).__name__, message=message)) from None
+            kind = exc.kind.value if isinstance(exc, AgentError) and exc.kind else None
+            raise _Ended(RunStatus.ERROR, ErrorInfo(type=type(exc).__name__, message=message, kind=kind)) from None
 
     def simulator_input(self, history: list[Any], turn: int) -> dict[str, JsonValue]:
         """Yao's ``SimulatorInput``: empty fields left out, as Go's ``omitempty`` does."""

@@ -26,7 +26,7 @@ from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
-from farm.errors import AgentError
+from farm.errors import AgentError, FaultKind
 from farm.failures import classify_run
 from farm.hooks import HookFailedError, RunHooks
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
@@ -225,11 +225,13 @@ async def _send_turn(
         ) from None
     except AgentError as exc:
         state.conversation.retries = max(state.conversation.retries, exc.retries)
-        raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message=exc.message)) from None
+        kind = exc.kind.value if exc.kind else None
+        raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message=exc.message, kind=kind)) from None
     except Exception as exc:  # the agent's own failure is data, not a crash of the sweep
         raise _Outcome(RunStatus.ERROR, ErrorInfo.from_exception(exc)) from None
     if not isinstance(reply, Reply):
-        raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message="agent returned no Reply"))
+        raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message="agent returned no Reply",
+                                                  kind=FaultKind.PARSE.value))
     state.history = [*request.messages, _assistant_message(reply)]
     state.sly_data = _merge(sly, reply.sly_data)
     return reply

@@ -1,7 +1,9 @@
 """Failure classes (SPEC 14.2): why a run did not pass, decided from data, before any LLM.
 
 ``classify_run`` looks at a finished run: a timeout is ``infra:timeout``; an error is classed by
-its type and message; a failed run by its first failed check, in the order the checks ran:
+its type, an adapter error by the kind its fault mapping gave it (``farm.errors.FaultKind``,
+set by ``farm.agents.faults`` for the transport); a failed run by its first failed check, in the
+order the checks ran:
 
     infra:connect | infra:5xx | infra:429 | infra:quota | infra:timeout
         the path to the agent failed (after the retries of SPEC 6)
@@ -23,8 +25,7 @@ The same run always gets the same class: the rules below read only the run's dat
 
 from __future__ import annotations
 
-import re
-
+from farm.errors import AGENT_BUILD_FAILED, FaultKind
 from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
 
 __all__ = ["CHECKPOINT_PREFIX", "classify_check", "classify_error", "classify_run", "failure_message"]
@@ -33,32 +34,26 @@ CHECKPOINT_PREFIX = "checkpoint:"
 """Check outcomes of dynamic runs are named ``checkpoint:<id>``."""
 
 _JUDGE_CHECKS = frozenset({"agent", "gist", "not_gist"})
-_JUDGE_ERROR = "judge error"
-"""How ``farm.agents.judge`` begins the reason of a judgment whose call failed."""
 _ERROR_TYPES = {
     "Timeout": "infra:timeout",
     "HookError": "harness:config",
     "SimulatorReplyError": "harness:parse",
     "AgentResolutionError": "harness:config",
+    AGENT_BUILD_FAILED: "harness:config",
     "crashed": "crashed",
     "WorkerLost": "crashed",
 }
-# Adapter errors (``AgentError``) carry their cause in the message only; the first rule that
-# matches wins, so the order matters (an OpenAI quota error also says HTTP 429).
-_MESSAGE_RULES = (
-    ("infra:quota", re.compile(r"quota", re.IGNORECASE)),
-    ("infra:429", re.compile(r"\bHTTP 429\b|rate.?limit|too many requests", re.IGNORECASE)),
-    ("infra:5xx", re.compile(r"\bHTTP 5\d\d\b|server error", re.IGNORECASE)),
-    ("infra:timeout", re.compile(r"no answer within|timed out", re.IGNORECASE)),
-    ("infra:connect", re.compile(
-        r"Connect(?:Error|Timeout)|ClientConnector|cannot connect|connection (?:refused|reset|lost|error|closed|"
-        r"attempts)|refused|reset by peer|disconnected|stream was cut|RemoteProtocolError|ReadError|unreachable|"
-        r"name or service not known|cannot start", re.IGNORECASE)),
-    ("harness:parse", re.compile(
-        r"not JSON|does not parse|bad answer|no choices|without an answer|malformed|no Reply", re.IGNORECASE)),
-    ("harness:config", re.compile(r"\bHTTP 4\d\d\b|unknown agent|cannot be an HTTP header|chat_filter",
-                                  re.IGNORECASE)),
-)
+_KIND_CLASSES = {
+    FaultKind.CONNECT: "infra:connect",
+    FaultKind.SERVER: "infra:5xx",
+    FaultKind.RATE_LIMIT: "infra:429",
+    FaultKind.QUOTA: "infra:quota",
+    FaultKind.TIMEOUT: "infra:timeout",
+    FaultKind.PARSE: "harness:parse",
+    FaultKind.CONFIG: "harness:config",
+    FaultKind.CRASHED: "crashed",
+}
+"""An adapter error's class, by the kind its fault mapping gave it (``farm.agents.faults``)."""
 _MESSAGE_LIMIT = 300
 
 
@@ -82,18 +77,18 @@ def classify_run(result: RunResult, current_turn: int | None = None) -> tuple[st
 
 
 def classify_error(error: ErrorInfo | None) -> str:
-    """The class of a run error: by its type, else (adapter errors) by its message."""
+    """The class of a run error: by its type, an adapter error (``AgentError``) by its kind."""
     if error is None:
         return "crashed"
     known = _ERROR_TYPES.get(error.type)
     if known is not None:
         return known
-    if error.type != "AgentError":
-        return "crashed"  # an exception raised by the agent's own code
-    for name, pattern in _MESSAGE_RULES:
-        if pattern.search(error.message):
-            return name
-    return "crashed"
+    if error.kind is None:
+        return "crashed"  # an exception raised by the agent's own code, or an adapter error of no kind
+    try:
+        return _KIND_CLASSES[FaultKind(error.kind)]
+    except ValueError:  # a kind this version does not know (a newer worker's): still an error of the agent
+        return "crashed"
 
 
 def classify_check(check: CheckOutcome) -> str:
@@ -103,7 +98,7 @@ def classify_check(check: CheckOutcome) -> str:
         return f"assertion:checkpoint:{name[len(CHECKPOINT_PREFIX):]}"
     target, _, test = name.rpartition(".")
     if test in _JUDGE_CHECKS:
-        if check.verdict is None or (check.verdict == "equivocal" and (check.reason or "").startswith(_JUDGE_ERROR)):
+        if check.verdict in (None, "error"):
             return "judge:error"  # the judge could not be asked, or its call failed
         if check.verdict == "equivocal":
             return "judge:equivocal"

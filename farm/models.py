@@ -115,7 +115,7 @@ class CheckOutcome(FarmModel):
     turn: int = 1
     """1-based turn the check belongs to."""
     verdict: str | None = None
-    """Judge checks: ``pass``, ``fail`` or ``equivocal``."""
+    """Judge checks: ``pass``, ``fail``, ``equivocal`` (no decision) or ``error`` (the judge could not be asked)."""
     reason: str | None = None
     """Judge checks: the judge's reason."""
 
@@ -246,6 +246,9 @@ class ErrorInfo(FarmModel):
     type: str
     """The exception's class name (``ValueError``), ``AgentError`` or ``Timeout``."""
     message: str
+    kind: str | None = None
+    """An ``AgentError``'s ``FaultKind`` (``connect``, ``5xx``, ``429``, …): what failed on the way
+    to the agent; the run's failure class is read from it."""
     traceback: str | None = None
     """The innermost ``MAX_TRACEBACK_FRAMES`` frames, at most ``MAX_TRACEBACK_CHARS`` characters."""
 

@@ -5,38 +5,46 @@ python agents and hooks; counts and examples per case and per sweep in JSON and 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from farm.agents.faults import status_fault
+from farm.agents.retry import TransientError, call_with_retries
+from farm.errors import AgentError, FaultKind
 from farm.failures import classify_check, classify_error, classify_run
 from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
 from tests.formats_fixtures import Project, farm, make_project, read_report, result_of
 from tests.servers import free_port, openai_server
 
 
+def agent_error(kind: str | None, message: str = "connector x: something failed") -> ErrorInfo:
+    return ErrorInfo(type="AgentError", message=message, kind=kind)
+
+
 @pytest.mark.parametrize(("error", "expected"), [
     (ErrorInfo(type="Timeout", message="run timed out after 1s"), "infra:timeout"),
-    (ErrorInfo(type="AgentError", message="connector x: ConnectError: [Errno 111] Connection refused (gave up "
-                                          "after 3 retries)"), "infra:connect"),
-    (ErrorInfo(type="AgentError", message="agent a: cannot start ./nope: No such file"), "infra:connect"),
-    (ErrorInfo(type="AgentError", message="connector x: HTTP 503: busy (gave up after 3 retries)"), "infra:5xx"),
-    (ErrorInfo(type="AgentError", message="neuro-san: server error: boom"), "infra:5xx"),
-    (ErrorInfo(type="AgentError", message="connector x: HTTP 429: slow down"), "infra:429"),
-    (ErrorInfo(type="AgentError", message="HTTP 429: You exceeded your current quota"), "infra:quota"),
-    (ErrorInfo(type="AgentError", message="agent a: no answer within 30s (ReadTimeout)"), "infra:timeout"),
-    (ErrorInfo(type="AgentError", message="connector x: answer is not JSON: <html>"), "harness:parse"),
-    (ErrorInfo(type="AgentError", message="connector local.echo: HTTP 401: invalid API key"), "harness:config"),
-    (ErrorInfo(type="AgentError", message="agent a: exited with 1: Traceback"), "crashed"),
+    (agent_error("connect"), "infra:connect"),
+    (agent_error("5xx"), "infra:5xx"),
+    (agent_error("429"), "infra:429"),
+    (agent_error("quota"), "infra:quota"),
+    (agent_error("timeout"), "infra:timeout"),
+    (agent_error("parse"), "harness:parse"),
+    (agent_error("config"), "harness:config"),
+    (agent_error("crashed"), "crashed"),
+    (agent_error(None, "connector x: HTTP 503: quota, rate limit, refused"), "crashed"),  # the message is not read
+    (agent_error("a-kind-from-a-newer-worker"), "crashed"),
     (ErrorInfo(type="ValueError", message="the agent's own bug"), "crashed"),
     (ErrorInfo(type="HookError", message="before hook env.Before failed"), "harness:config"),
     (ErrorInfo(type="SimulatorReplyError", message="simulator error: empty"), "harness:parse"),
     (ErrorInfo(type="AgentResolutionError", message="simulator x: not found"), "harness:config"),
+    (ErrorInfo(type="AgentBuildError", message="cannot build agent 'a' on worker w"), "harness:config"),
     (ErrorInfo(type="crashed", message="worker died twice"), "crashed"),
 ])
-def test_errors_are_classed_by_type_then_message(error: ErrorInfo, expected: str) -> None:
+def test_errors_are_classed_by_type_then_by_the_kind_of_their_fault(error: ErrorInfo, expected: str) -> None:
     assert classify_error(error) == expected
 
 
@@ -50,12 +58,36 @@ def test_errors_are_classed_by_type_then_message(error: ErrorInfo, expected: str
     (CheckOutcome(name="checkpoint:ask-size", passed=False), "assertion:checkpoint:ask-size"),
     (CheckOutcome(name="agent", passed=False, verdict="fail"), "assertion:agent"),
     (CheckOutcome(name="agent", passed=False, verdict="equivocal", reason="no pass or fail"), "judge:equivocal"),
-    (CheckOutcome(name="agent", passed=False, verdict="equivocal", reason="judge error: refused"), "judge:error"),
+    (CheckOutcome(name="agent", passed=False, verdict="error", reason="judge error: refused"), "judge:error"),
     (CheckOutcome(name="text.gist", passed=False, verdict=None, message="no judge is configured"), "judge:error"),
     (CheckOutcome(name="script", passed=False, message="script s:f raised KeyError: 'x'"), "harness:config"),
 ])
 def test_failed_checks_are_classed_by_type_and_path(check: CheckOutcome, expected: str) -> None:
     assert classify_check(check) == expected
+
+
+QUOTA_BODY = '{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}'
+
+
+@pytest.mark.parametrize(("status", "body", "transient", "kind"), [
+    (500, "oops", False, FaultKind.SERVER), (503, "busy", True, FaultKind.SERVER),
+    (429, "slow down", True, FaultKind.RATE_LIMIT), (429, QUOTA_BODY, True, FaultKind.QUOTA),
+    (401, "bad key", False, FaultKind.CONFIG), (404, "no such route", False, FaultKind.CONFIG),
+])
+def test_the_transports_fault_mapping_gives_every_status_its_kind(status: int, body: str, transient: bool,
+                                                                    kind: FaultKind) -> None:
+    fault = status_fault(status, {}, body, "connector x")
+    assert isinstance(fault, TransientError if transient else AgentError)
+    assert fault.kind is kind
+
+
+def test_a_transient_fault_keeps_its_kind_when_the_retries_run_out() -> None:
+    async def busy() -> None:
+        raise TransientError("connector x: HTTP 503: busy", kind=FaultKind.SERVER)
+
+    with pytest.raises(AgentError) as raised:
+        asyncio.run(call_with_retries(busy, conversation=None, attempts=2, base_delay=0.0))
+    assert (raised.value.kind, raised.value.retries) == (FaultKind.SERVER, 1)
 
 
 def test_the_first_failed_check_decides_and_gives_the_turn() -> None:
@@ -65,7 +97,7 @@ def test_the_first_failed_check_decides_and_gives_the_turn() -> None:
     assert classify_run(run) == ("assertion:value:text", 2)
     assert classify_run(run.model_copy(update={"status": RunStatus.PASSED})) == (None, None)
     errored = RunResult(case_id="c", run=1, status=RunStatus.ERROR, turns_completed=1,
-                        error=ErrorInfo(type="AgentError", message="HTTP 502: bad gateway"))
+                        error=agent_error("5xx", "HTTP 502: bad gateway"))
     assert classify_run(errored) == ("infra:5xx", 2)
     assert classify_run(errored, current_turn=1) == ("infra:5xx", 1)
 
@@ -99,7 +131,9 @@ def _classes_project(tmp_path: Path, host: str) -> tuple[Project, Path]:
     (project.root / "connectors" / "local" / "down.conn.yao").write_text(json.dumps(
         {"type": "openai", "options": {"model": "echo", "host": f"http://127.0.0.1:{free_port()}"}}))
     (project.agent_dir / "tests" / "agents.py").write_text(AGENT)
-    cases = [{"id": f"infra-{name}", "input": "hello", "options": {"connector": f"local.{name}"}} for name in models]
+    # Only the slow model gets a short timeout: under load even a refused connection can take a second.
+    cases = [{"id": f"infra-{name}", "input": "hello", "options": {"connector": f"local.{name}"},
+              **({"timeout": "1s"} if name == "slow" else {})} for name in models]
     cases += [
         {"id": "contains", "input": "hello", "assert": {"type": "contains", "value": "goodbye"}},
         {"id": "json-path", "input": '{"need_search": false}', "assert": {"type": "json_path", "path": "$.need_search",
@@ -116,7 +150,7 @@ def test_every_class_is_made_by_a_real_fault(tmp_path: Path, server: Any) -> Non
     project, suite = _classes_project(tmp_path, server.url)
     out, stream = project.root / "r.json", project.root / "r.jsonl"
     env = {"FARM_RETRY_ATTEMPTS": "1"}
-    result = farm(project, "test", "-i", str(suite), "-o", str(out), "--timeout", "1s", "--runs", "2", env=env)
+    result = farm(project, "test", "-i", str(suite), "-o", str(out), "--runs", "2", env=env)
     assert result.exit_code == 1, result.output
     report = read_report(out)
     got = {r["id"]: list(r["failure_classes"]) for r in report["results"]}
@@ -132,6 +166,10 @@ def test_every_class_is_made_by_a_real_fault(tmp_path: Path, server: Any) -> Non
     assert classes["harness:config"]["example"] == {
         "case_id": "infra-e401", "run": 1, "turn": 1,
         "message": "connector local.e401: HTTP 401: {\"error\": {\"message\": \"injected error\"}}"}
+    [down] = result_of(report, "judge-down")["run_details"][0]["failed_checks"]
+    assert down["verdict"] == "error" and down["message"].startswith("the judge could not be asked: judge error: ")
+    [unsure] = result_of(report, "equivocal")["run_details"][0]["failed_checks"]
+    assert unsure["verdict"] == "equivocal" and unsure["message"].startswith("the judge equivocated: ")
     hook = result_of(report, "hook")["failure_classes"]["harness:config"]["example"]
     assert hook["message"] == "before hook agents.py:Before failed: OSError: db down"
     assert "failures by class:" in result.output and "infra:quota" in result.output

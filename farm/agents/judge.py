@@ -3,7 +3,8 @@
 A judge is a connector (``--judge CONNECTOR``, or an assertion's ``use``) or an agent
 (``use: agents:<agent id>``), asked at temperature 0 to answer ``{"passed": bool, "reason":
 str}``; its answer is read strictly by ``farm.checks.judged.parse_verdict``. A judge never
-raises: a failed call is an ``equivocal`` verdict whose reason says what went wrong.
+raises: a failed call is an ``error`` verdict whose reason says what went wrong (not
+``equivocal``: a judge that cannot be reached is not a judge that could not decide).
 """
 
 from __future__ import annotations
@@ -53,11 +54,11 @@ def verdict_of(reply: Reply) -> JudgeVerdict:
 
 
 async def verdict_of_call(call: Awaitable[Reply]) -> JudgeVerdict:
-    """The verdict of a judge's call; never raises: an unanswered judgment is equivocal."""
+    """The verdict of a judge's call; never raises: a call that failed is an ``error`` verdict."""
     try:
         reply = await call
     except Exception as exc:
-        return JudgeVerdict("equivocal", reason=redact(f"judge error: {exc}"))
+        return JudgeVerdict("error", reason=redact(f"judge error: {exc}"))
     return verdict_of(reply)
 
 

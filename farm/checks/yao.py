@@ -2,7 +2,8 @@
 
 Each check returns a ``Result``: whether it held, a message saying what was seen either way
 (the negated form needs the positive description), and the value it looked at. ``error``
-marks a check that could not be evaluated (a script that raised, an equivocal judge): it
+marks a check that could not be evaluated (a script that raised, a judge that equivocated or
+could not be asked): it
 fails whatever ``negate`` says.
 """
 
@@ -201,6 +202,8 @@ async def check_agent(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
     verdict, reason = call.verdict.verdict, call.verdict.reason
     if verdict == "equivocal":
         return Result(False, f"the judge equivocated: {reason}", output, True, verdict, reason)
+    if verdict == "error":
+        return Result(False, f"the judge could not be asked: {reason}", output, True, verdict, reason)
     said = f"the judge says {verdict}" + (f": {reason}" if reason else "")
     return Result(verdict == "pass", said, output, verdict=verdict, reason=reason)
 
