@@ -8,13 +8,16 @@ counts every call it gets, so "one judge call per distinct failure" is measured,
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from farm.assess import InMemoryModes, JsonFileModes, read_answer
+from farm.assess import InMemoryModes, JsonFileModes, default_modes_path, read_answer
+from farm.history.modes import HistoryModes
 from tests.browser_fixtures import Opened, headless_chromium
 from tests.formats_fixtures import Project, farm, farm_process, make_project
 from tests.servers import openai_server
@@ -196,6 +199,78 @@ def test_mode_memory_in_a_json_file(tmp_path: Path) -> None:
     scratch = InMemoryModes()
     scratch.remember("c", ["a"])
     assert scratch.known("c") == ["a"]
+
+
+def test_mode_memory_in_the_history_store(history_url: str) -> None:
+    memory = HistoryModes.open(history_url)
+    try:
+        assert memory.known("c") == []
+        memory.remember("c", ["Leaves out the total.", "Answers in French.", "Leaves out the total."])
+        memory.remember("c", ["Answers in French.", "Apologises. Then stops."])
+        memory.remember("other", ["Answers in French."])
+    finally:
+        memory.close()
+    again = HistoryModes.open(history_url)  # another process, another day: the same list, in order
+    try:
+        assert again.known("c") == ["Leaves out the total.", "Answers in French.", "Apologises. Then stops."]
+        assert again.known("other") == ["Answers in French."] and again.known("nobody") == []
+    finally:
+        again.close()
+
+
+def test_two_assessments_remembering_the_same_mode_store_it_once(history_url: str) -> None:
+    HistoryModes.open(history_url).close()  # migrated once, before the race
+    memories = [HistoryModes.open(history_url) for _ in range(4)]
+    barrier = threading.Barrier(len(memories))
+
+    def remember(memory: HistoryModes) -> None:
+        barrier.wait()
+        memory.remember("c", ["Answers in French.", "Leaves out the total."])
+
+    threads = [threading.Thread(target=remember, args=(m,)) for m in memories]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert memories[0].known("c") == ["Answers in French.", "Leaves out the total."]
+    finally:
+        for memory in memories:
+            memory.close()
+
+
+def test_with_a_history_the_modes_live_there_and_a_new_mode_is_a_finding(project: Project,
+                                                                          sqlite_history_url: str) -> None:
+    suite = project.agent_dir / "tests" / "cases.jsonl"
+
+    def assess_with_history(agent: str = "agent.py") -> Any:
+        return farm(project, "assess", str(suite), "-n", f"py:{agent}:respond", "--runs", "5", "--judge",
+                    "local.judge", "--history", sqlite_history_url)
+
+    first = assess_with_history()
+    assert first.exit_code == 0, first.output
+    assert "New failure modes:\n    flaky: Fails as assertion:contains." in first.output
+    assert not default_modes_path().exists()  # the JSON file is only for a farm without a history
+    memory = HistoryModes.open(sqlite_history_url)
+    try:
+        assert memory.known("flaky") == ["Fails as assertion:contains.", "Fails as crashed."]
+    finally:
+        memory.close()
+    second = assess_with_history()
+    assert second.exit_code == 0 and "New failure modes" not in second.output
+    (project.root / "changed.py").write_text(AGENT.replace('raise RuntimeError("database is down")', "return 123"))
+    third = assess_with_history("changed.py")  # run 4 answers a number: steady fails a way it never did
+    assert third.exit_code == 0 and "New failure modes:" in third.output, third.output
+    assert third.output.split("New failure modes:\n")[1].splitlines() == ["    steady: Fails as assertion:type."]
+
+
+def test_without_a_history_the_modes_live_in_the_data_directory(project: Project) -> None:
+    suite = project.agent_dir / "tests" / "cases.jsonl"
+    result = farm(project, "assess", str(suite), "-n", "py:agent.py:respond", "--runs", "5", "--no-history")
+    assert result.exit_code == 0, result.output
+    assert default_modes_path().parent == Path(os.environ["FARM_DATA_DIR"])
+    assert json.loads(default_modes_path().read_text()) == {"flaky": ["assertion:contains", "crashed"],
+                                                            "steady": ["crashed"]}
 
 
 @pytest.fixture(scope="module")

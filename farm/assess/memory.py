@@ -1,8 +1,9 @@
 """Failure modes remembered per case, so that "a new failure mode appeared" is a finding.
 
-``ModeMemory`` is the seam: the history store (``farm/history``) can implement it with its own
-table; until then ``JsonFileModes`` keeps ``{case id: [mode, …]}`` in a JSON file (default
-``$FARM_DATA_DIR/assess-modes.json``, the data directory of SPEC 10) and ``InMemoryModes`` keeps
+``ModeMemory`` is the seam. Where there is a history, the history store keeps the modes
+(``farm.history.modes.HistoryModes``, its ``farm_failure_modes`` table); where there is none,
+``JsonFileModes`` keeps ``{case id: [mode, …]}`` in a JSON file (default
+``$FARM_DATA_DIR/assess-modes.json``, the data directory of SPEC 10); ``InMemoryModes`` keeps
 nothing between processes. The judge is shown a case's remembered modes as its numbered list, so
 the same failures get the same modes run after run.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from farm.errors import SettingsError
+from farm.settings import FarmSettings
 
 __all__ = ["InMemoryModes", "JsonFileModes", "ModeMemory", "default_modes_path"]
 
@@ -33,6 +35,10 @@ class ModeMemory(Protocol):
         """Add ``modes`` not yet known for ``case_id`` (order kept, duplicates ignored)."""
         ...
 
+    def close(self) -> None:
+        """Let go of what the memory holds open (a database connection)."""
+        ...
+
 
 class InMemoryModes:
     """Modes kept for the life of the object."""
@@ -46,6 +52,9 @@ class InMemoryModes:
     def remember(self, case_id: str, modes: list[str]) -> None:
         kept = self._modes.setdefault(case_id, [])
         kept += [m for m in dict.fromkeys(modes) if m not in kept]
+
+    def close(self) -> None:
+        return None
 
 
 class JsonFileModes(InMemoryModes):
@@ -73,6 +82,6 @@ class JsonFileModes(InMemoryModes):
 
 
 def default_modes_path() -> Path:
-    """``$FARM_DATA_DIR/assess-modes.json``, else ``~/.local/share/agent-farm/assess-modes.json``."""
-    root = os.environ.get("FARM_DATA_DIR") or str(Path.home() / ".local" / "share" / "agent-farm")
-    return Path(root) / MODES_FILE
+    """``assess-modes.json`` in the farm's data directory (``FarmSettings.data_dir``: ``FARM_DATA_DIR``,
+    else ``~/.local/share/agent-farm``)."""
+    return FarmSettings.from_env().data_dir / MODES_FILE
