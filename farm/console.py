@@ -18,7 +18,8 @@ from rich.console import Console
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.observers import SweepStart
 from farm.reports.failures import class_counts, failure_lines
-from farm.stats import below_overall_gate, failure_reasons
+from farm.stats import below_overall_gate
+from farm.stats.reasons import classed_reasons
 
 MAX_REASON_CHARS = 60
 """The table's failure-reason column is cut to this many characters."""
@@ -120,6 +121,7 @@ class _Failure:
     """One distinct failure: how many runs, which cases, and the first run that showed it."""
 
     example: RunResult
+    failure_class: str | None
     count: int = 0
     cases: dict[str, None] = field(default_factory=dict)
     """The cases it happened in, in order (a dict: an ordered set)."""
@@ -129,7 +131,7 @@ class FailureDigest:
     """``-v``: every distinct failure once, with its count, after the sweep (not once per run).
 
     Failures are grouped by ``farm.stats.failure_reasons`` (the check and what it expected, or the
-    error's type and message), so fifty runs failing alike print as one entry.
+    error's type and message), so fifty runs failing alike print as one entry, with its failure class.
     """
 
     def __init__(self, console: Console, *, max_failures: int = 50) -> None:
@@ -143,13 +145,13 @@ class FailureDigest:
                            f"against {start.agent_id}")
 
     def on_result(self, result: RunResult) -> None:
-        for reason in failure_reasons(result):
+        for reason, failure_class in classed_reasons(result).items():
             failure = self._failures.get(reason)
             if failure is None:
                 if len(self._failures) >= self._max:
                     self._unlisted += 1
                     continue
-                failure = self._failures[reason] = _Failure(result)
+                failure = self._failures[reason] = _Failure(result, failure_class)
             failure.count += 1
             failure.cases[result.case_id] = None
 
@@ -164,7 +166,8 @@ class FailureDigest:
         ranked = sorted(self._failures.items(), key=lambda item: -item[1].count)
         for reason, failure in ranked:
             runs = _plural(failure.count, "run")
-            say(self._console, f"{runs} failed: {reason}", style="bold")
+            klass = f"  [{failure.failure_class}]" if failure.failure_class else ""
+            say(self._console, f"{runs} failed: {reason}{klass}", style="bold")
             say(self._console, f"  cases: {_ids(list(failure.cases))}")
             for line in _example(failure.example):
                 say(self._console, f"  {line}")

@@ -359,6 +359,8 @@ class FailureReason(FarmModel):
     reason: str
     """``check: expected …`` for a failed check, ``status: ErrorType: message`` for an error."""
     count: int
+    failure_class: str | None = None
+    """The failure class of this reason (SPEC 14.2): a reason is a finer grouping of one class."""
 
 
 class CaseStats(FarmModel):

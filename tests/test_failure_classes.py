@@ -6,17 +6,21 @@ python agents and hooks; counts and examples per case and per sweep in JSON and 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from farm.agents.faults import status_fault
 from farm.agents.retry import TransientError, call_with_retries
+from farm.console import FailureDigest
 from farm.errors import AgentError, FaultKind
 from farm.failures import classify_check, classify_error, classify_run
-from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
+from farm.models import Case, CheckOutcome, ErrorInfo, Message, RunResult, RunStatus, Turn
+from farm.stats import CaseAccumulator, CasePlan
 from tests.formats_fixtures import Project, farm, make_project, read_report, result_of
 from tests.servers import free_port, openai_server
 
@@ -100,6 +104,30 @@ def test_the_first_failed_check_decides_and_gives_the_turn() -> None:
                         error=agent_error("5xx", "HTTP 502: bad gateway"))
     assert classify_run(errored) == ("infra:5xx", 2)
     assert classify_run(errored, current_turn=1) == ("infra:5xx", 1)
+
+
+def test_every_failure_reason_carries_its_class() -> None:
+    case = Case(id="c", format="yao", turns=[Turn(messages=[Message(content="hi")])])
+    acc = CaseAccumulator(case, CasePlan(runs=3, required=3))
+    both = [CheckOutcome(name="contains", passed=False, expected="yes"),
+            CheckOutcome(name="json_path", passed=False, expected={"path": "$.a", "value": 1})]
+    acc.add(RunResult(case_id="c", run=1, status=RunStatus.FAILED, checks=both, turns_completed=1))
+    acc.add(RunResult(case_id="c", run=2, status=RunStatus.FAILED, checks=both[:1], turns_completed=1))
+    acc.add(RunResult(case_id="c", run=3, status=RunStatus.ERROR, error=agent_error("429", "x: HTTP 429: slow")))
+    reasons = [(r.reason, r.count, r.failure_class) for r in acc.stats().failure_reasons]
+    assert reasons == [("contains: expected 'yes'", 2, "assertion:contains"),
+                       ("json_path: expected {\"path\":\"$.a\",\"value\":1}", 1, "assertion:json_path:$.a"),
+                       ("error: AgentError: x: HTTP 429: slow", 1, "infra:429")]
+
+
+def test_verbose_names_each_distinct_failures_class(tmp_path: Path) -> None:
+    out = io.StringIO()
+    digest = FailureDigest(Console(file=out, width=200))
+    for run in (1, 2):
+        digest.on_result(RunResult(case_id="c", run=run, status=RunStatus.ERROR,
+                                   error=agent_error("connect", "x: connection failed")))
+    digest.show()
+    assert "2 runs failed: error: AgentError: x: connection failed  [infra:connect]" in out.getvalue()
 
 
 # ------------------------------------------------------------------------- classes made for real
