@@ -183,6 +183,10 @@ def _assistant_message(reply: Reply) -> dict[str, JsonValue]:
     return {"role": "assistant", "content": content}
 
 
+_NO_REPLY = ErrorInfo(type="AgentError", message="agent returned no Reply", kind=FaultKind.PARSE.value)
+"""A python agent that answered something that is not a Reply: an answer the farm cannot read."""
+
+
 class _Outcome(Exception):
     """Ends a run early with a status (timeout or error)."""
 
@@ -225,13 +229,11 @@ async def _send_turn(
         ) from None
     except AgentError as exc:
         state.conversation.retries = max(state.conversation.retries, exc.retries)
-        kind = exc.kind.value if exc.kind else None
-        raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message=exc.message, kind=kind)) from None
+        raise _Outcome(RunStatus.ERROR, ErrorInfo.of_agent_error(exc)) from None
     except Exception as exc:  # the agent's own failure is data, not a crash of the sweep
         raise _Outcome(RunStatus.ERROR, ErrorInfo.from_exception(exc)) from None
     if not isinstance(reply, Reply):
-        raise _Outcome(RunStatus.ERROR, ErrorInfo(type="AgentError", message="agent returned no Reply",
-                                                  kind=FaultKind.PARSE.value))
+        raise _Outcome(RunStatus.ERROR, _NO_REPLY.model_copy())
     state.history = [*request.messages, _assistant_message(reply)]
     state.sly_data = _merge(sly, reply.sly_data)
     return reply
@@ -334,6 +336,14 @@ def _deadline(case: Case, env: RunEnvironment, start: float, not_after: float | 
     return deadline
 
 
+def _finish(result: RunResult, state: _RunState, start: float) -> None:
+    """Duration, retries and (a run that did not pass) its failure class and turn."""
+    result.duration_ms = round((time.monotonic() - start) * 1000, 3)
+    result.retries = state.total_retries()
+    if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
+        result.failure_class, result.failed_turn = classify_run(result, state.turn)
+
+
 async def execute_run(
     case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None = None,
     simulators: SimulatorResolver | None = None, not_after: float | None = None,
@@ -369,12 +379,8 @@ async def execute_run(
     except HookFailedError as exc:
         result.status, result.error = RunStatus.ERROR, ErrorInfo(type="HookError", message=str(exc))
     except Exception as exc:  # a bug in a check or in the farm: still one run, not a dead sweep
-        result.status = RunStatus.ERROR
-        result.error = ErrorInfo.from_exception(exc)
-    result.duration_ms = round((time.monotonic() - start) * 1000, 3)
-    result.retries = state.total_retries()
-    if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
-        result.failure_class, result.failed_turn = classify_run(result, state.turn)
+        result.status, result.error = RunStatus.ERROR, ErrorInfo.from_exception(exc)
+    _finish(result, state, start)
     if hooks:
         await hooks.after(hook_context, result)
     return result

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from farm.errors import AgentError
+
 if TYPE_CHECKING:  # the annotations below name them; imported (and re-exported) at the end
     from farm.models_dynamic import CheckpointResult as CheckpointResult
     from farm.models_dynamic import DynamicSpec as DynamicSpec
@@ -255,6 +257,11 @@ class ErrorInfo(FarmModel):
         if len(text) > MAX_TRACEBACK_CHARS:
             text = "…" + text[-(MAX_TRACEBACK_CHARS - 1):]
         return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__, traceback=text)
+
+    @classmethod
+    def of_agent_error(cls, exc: AgentError) -> ErrorInfo:
+        """An adapter's error: its message and fault kind, no traceback (the adapter's own, not news)."""
+        return cls(type="AgentError", message=exc.message, kind=exc.kind.value if exc.kind else None)
 
 
 class RunResult(FarmModel):
