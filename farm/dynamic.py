@@ -107,7 +107,7 @@ def parse_simulator_reply(reply: Reply, *, yao_compat: bool) -> SimulatorReply:
     """The user's next message from the simulator's answer (Yao's ``parseSimulatorResponse``)."""
     if reply.structure is None and reply.text is None:
         raise SimulatorReplyError("the simulator's answer has no content")
-    text = reply.text if reply.text is not None else json.dumps(reply.structure, ensure_ascii=False)
+    text = reply.as_text()
     data = reply.structure if isinstance(reply.structure, dict) else extract_data(text)
     if not isinstance(data, dict):
         if not text.strip() and not yao_compat:

@@ -16,7 +16,6 @@ run that does not pass gets its failure class and turn (``farm.failures``).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -174,13 +173,7 @@ def _merge(base: dict[str, JsonValue] | None, extra: dict[str, JsonValue] | None
 
 
 def _assistant_message(reply: Reply) -> dict[str, JsonValue]:
-    if reply.text is not None:
-        content = reply.text
-    elif reply.structure is not None:
-        content = json.dumps(reply.structure, ensure_ascii=False)
-    else:
-        content = ""
-    return {"role": "assistant", "content": content}
+    return {"role": "assistant", "content": reply.as_text()}
 
 
 _NO_REPLY = ErrorInfo(type="AgentError", message="agent returned no Reply", kind=FaultKind.PARSE.value)

@@ -8,6 +8,7 @@ formats (Yao JSONL, neuro-san HOCON) load into the same ``Case``.
 from __future__ import annotations
 
 import enum
+import json
 import traceback
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -218,6 +219,12 @@ class Reply(FarmModel):
         if self.structure is not None:
             return self.structure
         return self.text
+
+    def as_text(self) -> str:
+        """The answer as one text: ``text``, else ``structure`` as JSON, else ``''``."""
+        if self.text is not None:
+            return self.text
+        return "" if self.structure is None else json.dumps(self.structure, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------------------- runs

@@ -15,11 +15,10 @@ sweep, and ``aclose`` releases them.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
+from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentPool, parse_reference
@@ -44,15 +43,6 @@ SIMULATOR_PROMPT = (
 )
 
 
-def _request(messages: list[dict[str, JsonValue]]) -> AgentRequest:
-    chat_id = f"simulator-{uuid.uuid4().hex[:12]}"
-    return AgentRequest(
-        messages=messages, new_messages=messages,
-        context=AgentContext(case_id="simulator", chat_id=chat_id, metadata={"test_mode": "simulator"}),
-        conversation=Conversation(chat_id=chat_id),
-    )
-
-
 class AgentSimulator:
     """An agent plays the user: the simulator input is one user message holding JSON (Yao)."""
 
@@ -61,7 +51,7 @@ class AgentSimulator:
 
     async def ask(self, request: dict[str, JsonValue]) -> Reply:
         message = {"role": "user", "content": json.dumps(request, ensure_ascii=False)}
-        return await self.agent.respond(_request([message]))
+        return await self.agent.respond(consulting_request([message], "simulator", {"test_mode": "simulator"}))
 
 
 class LLMSimulator:

@@ -8,6 +8,7 @@ retries); any other exception is recorded the same way by ``execute``.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -78,6 +79,15 @@ class AgentRequest(BaseModel):
     use it. ``execute`` enforces it anyway."""
     context: AgentContext
     conversation: Conversation
+
+
+def consulting_request(messages: list[dict[str, JsonValue]], purpose: str,
+                       metadata: dict[str, JsonValue] | None = None) -> AgentRequest:
+    """One turn in a fresh conversation, for an agent the farm consults rather than tests (a judge,
+    a simulated user): ``purpose`` is its case id and the prefix of its chat id."""
+    chat_id = f"{purpose}-{uuid.uuid4().hex[:12]}"
+    return AgentRequest(messages=messages, new_messages=messages, conversation=Conversation(chat_id=chat_id),
+                        context=AgentContext(case_id=purpose, chat_id=chat_id, metadata=metadata))
 
 
 @runtime_checkable

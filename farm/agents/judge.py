@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
+from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
@@ -80,14 +79,7 @@ class AgentJudge:
         self.agent = agent
 
     async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
-        chat_id = f"judge-{uuid.uuid4().hex[:12]}"
-        messages = judge_messages(criterion, actual, input)
-        request = AgentRequest(
-            messages=messages,
-            new_messages=messages,
-            context=AgentContext(case_id="judge", chat_id=chat_id),
-            conversation=Conversation(chat_id=chat_id),
-        )
+        request = consulting_request(judge_messages(criterion, actual, input), "judge")
         return await verdict_of_call(self.agent.respond(request))
 
 

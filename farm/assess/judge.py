@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import uuid
 from pathlib import Path
 from typing import Any
 
-from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
+from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, load_connectors
 from farm.agents.judge import AGENT_PREFIX
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import create_agent, parse_reference
 from farm.errors import FarmRuntimeError
-from farm.models import Reply
 
 __all__ = ["create_mode_judge"]
-
-
-def _text(reply: Reply) -> str:
-    if reply.text is not None:
-        return reply.text
-    return "" if reply.structure is None else json.dumps(reply.structure, ensure_ascii=False)
 
 
 class ConnectorModeJudge:
@@ -33,7 +24,7 @@ class ConnectorModeJudge:
 
     async def answer(self, messages: list[dict[str, Any]]) -> str:
         try:
-            return _text(await self.connector.chat(messages, temperature=0))
+            return (await self.connector.chat(messages, temperature=0)).as_text()
         except Exception as exc:
             raise FarmRuntimeError(f"judge {self.name}: {getattr(exc, 'message', None) or exc}") from None
 
@@ -49,12 +40,8 @@ class AgentModeJudge:
         self.agent = agent
 
     async def answer(self, messages: list[dict[str, Any]]) -> str:
-        chat_id = f"assess-{uuid.uuid4().hex[:12]}"
-        request = AgentRequest(messages=messages, new_messages=messages,
-                               context=AgentContext(case_id="assess", chat_id=chat_id),
-                               conversation=Conversation(chat_id=chat_id))
         try:
-            return _text(await self.agent.respond(request))
+            return (await self.agent.respond(consulting_request(messages, "assess"))).as_text()
         except Exception as exc:
             raise FarmRuntimeError(f"judge {self.name}: {getattr(exc, 'message', None) or exc}") from None
 
