@@ -3,8 +3,7 @@
 Each check returns a ``Result``: whether it held, a message saying what was seen either way
 (the negated form needs the positive description), and the value it looked at. ``error``
 marks a check that could not be evaluated (a script that raised, a judge that equivocated or
-could not be asked): it
-fails whatever ``negate`` says.
+could not be asked): it fails whatever ``negate`` says.
 """
 
 from __future__ import annotations

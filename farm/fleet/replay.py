@@ -158,7 +158,7 @@ class ReplayStore:
             result = await fn()
         except Exception as exc:  # a failed call is part of the record: replayed as the same failure
             message = exc.message if isinstance(exc, AgentError) else (str(exc) or type(exc).__name__)
-            kind = exc.kind.value if isinstance(exc, AgentError) and exc.kind else None
+            kind = exc.kind if isinstance(exc, AgentError) else None  # a FaultKind is a str: JSON as it is
             self.save(key, request, {"error": {"type": type(exc).__name__, "message": redact(message), "kind": kind}})
             raise
         self.save(key, request, {"value": encode(result)})
