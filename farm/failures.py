@@ -40,9 +40,8 @@ _ERROR_TYPES = {
     "SimulatorReplyError": "harness:parse",
     "AgentResolutionError": "harness:config",
     AGENT_BUILD_FAILED: "harness:config",
-    "crashed": "crashed",
-    "WorkerLost": "crashed",
 }
+"""Errors the farm makes itself, by type; any other type (the agent's own exception) is ``crashed``."""
 _KIND_CLASSES = {
     FaultKind.CONNECT: "infra:connect",
     FaultKind.SERVER: "infra:5xx",

@@ -183,7 +183,7 @@ class CaseAccumulator:
             return False
         status = RunStatus(result.status)  # tolerate model_construct'ed plain strings
         if result.failure_class is None and status not in (RunStatus.PASSED, RunStatus.SKIPPED):
-            # made outside execute_run (a worker's cut-off, a crashed run): classed here, the same way
+            # made before runs were classed (an older journal or report) or by hand: classed here, the same way
             result.failure_class, result.failed_turn = classify_run(result)
         self._counted += 1
         self._status[status] += 1
