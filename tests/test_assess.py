@@ -166,6 +166,8 @@ def test_a_bad_judge_is_refused_before_anything_runs(project: Project) -> None:
     result = assess(project, "--judge", "local.nobody")
     assert result.exit_code == 2 and "unknown connector 'local.nobody'" in result.output
     assert not (project.root / "modes.json").exists()
+    twice = assess(project, "--runs", "50")  # as every farm command: a flag given twice is refused, not "last wins"
+    assert twice.exit_code == 2 and "--runs given 2 times" in twice.output
 
 
 def test_success_ratio_sets_the_runs_of_a_neuro_san_case(project: Project) -> None:

@@ -16,6 +16,7 @@ from farm.assess.html import render_assessment_html
 from farm.assess.render import render_assessment_json, render_assessment_markdown, render_assessment_text
 from farm.assess.run import AssessSettings, assess_failures
 from farm.cli.history import history_option
+from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.errors import ExitCode, SettingsError
 
@@ -75,7 +76,7 @@ def run_assess(settings: AssessSettings, outputs: tuple[str, ...], memory: ModeM
     return int(ExitCode.OK)
 
 
-@click.command(epilog=EXAMPLES)
+@click.command(cls=StrictCommand, epilog=EXAMPLES)
 @click.argument("source", metavar="SUITE_OR_REPORT")
 @click.option("--judge", default=None, metavar="CONNECTOR",
               help="Names the failure modes (a connector id, or agents:<agent id>), at temperature 0; also judges "
