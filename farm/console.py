@@ -17,7 +17,9 @@ from rich.console import Console
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.observers import SweepStart
-from farm.stats import below_overall_gate, failure_reasons
+from farm.reports.failures import class_counts, failure_lines
+from farm.stats import below_overall_gate
+from farm.stats.reasons import classed_reasons
 
 MAX_REASON_CHARS = 60
 """The table's failure-reason column is cut to this many characters."""
@@ -53,10 +55,11 @@ def _cells(stats: CaseStats) -> list[str]:
     low, high = stats.pass_rate_ci
     runs = f"{stats.runs}" if stats.runs_planned in (None, stats.runs) else f"{stats.runs}/{stats.runs_planned}"
     return ["pass" if stats.case_passed else "FAIL", _cut(stats.id, MAX_ID_CHARS), runs, f"{stats.pass_rate:.1f}%",
-            f"{low:.1f}–{high:.1f}%", stats.stability_class.value, _top_reason(stats)]
+            f"{low:.1f}–{high:.1f}%", stats.stability_class.value, _top_reason(stats),
+            class_counts(stats.failure_classes)]
 
 
-_HEADER = ["", "case", "runs", "pass rate", "95% CI", "class", "most common failure"]
+_HEADER = ["", "case", "runs", "pass rate", "95% CI", "class", "most common failure", "failure classes"]
 _RIGHT = {2, 3, 4}
 
 
@@ -98,6 +101,8 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         say(console, text, style="red" if failing else None)
     if len(report.results) > max_rows:
         say(console, f"… {len(report.results) - max_rows} more cases in the report")
+    for line in failure_lines(report):
+        say(console, line)
     if report.summary.skipped_ids:
         say(console, f"skipped (skip: true): {_ids(report.summary.skipped_ids)}")
     meta = report.metadata
@@ -116,6 +121,7 @@ class _Failure:
     """One distinct failure: how many runs, which cases, and the first run that showed it."""
 
     example: RunResult
+    failure_class: str | None
     count: int = 0
     cases: dict[str, None] = field(default_factory=dict)
     """The cases it happened in, in order (a dict: an ordered set)."""
@@ -125,7 +131,7 @@ class FailureDigest:
     """``-v``: every distinct failure once, with its count, after the sweep (not once per run).
 
     Failures are grouped by ``farm.stats.failure_reasons`` (the check and what it expected, or the
-    error's type and message), so fifty runs failing alike print as one entry.
+    error's type and message), so fifty runs failing alike print as one entry, with its failure class.
     """
 
     def __init__(self, console: Console, *, max_failures: int = 50) -> None:
@@ -139,13 +145,13 @@ class FailureDigest:
                            f"against {start.agent_id}")
 
     def on_result(self, result: RunResult) -> None:
-        for reason in failure_reasons(result):
+        for reason, failure_class in classed_reasons(result).items():
             failure = self._failures.get(reason)
             if failure is None:
                 if len(self._failures) >= self._max:
                     self._unlisted += 1
                     continue
-                failure = self._failures[reason] = _Failure(result)
+                failure = self._failures[reason] = _Failure(result, failure_class)
             failure.count += 1
             failure.cases[result.case_id] = None
 
@@ -160,7 +166,8 @@ class FailureDigest:
         ranked = sorted(self._failures.items(), key=lambda item: -item[1].count)
         for reason, failure in ranked:
             runs = _plural(failure.count, "run")
-            say(self._console, f"{runs} failed: {reason}", style="bold")
+            klass = f"  [{failure.failure_class}]" if failure.failure_class else ""
+            say(self._console, f"{runs} failed: {reason}{klass}", style="bold")
             say(self._console, f"  cases: {_ids(list(failure.cases))}")
             for line in _example(failure.example):
                 say(self._console, f"  {line}")

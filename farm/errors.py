@@ -17,7 +17,8 @@ Per-run failures are never exceptions: they are ``RunResult`` data (see ``farm.e
      └── QuotaExhaustedError         exit 5: the provider's quota is used up
 
 ``AgentError`` stands apart: adapters raise it for one run; ``execute`` records it as a run
-``error`` and the sweep goes on.
+``error`` and the sweep goes on. Its ``kind`` (a ``FaultKind``, set where the fault is mapped:
+``farm.agents.faults`` for the transport) is what the run's failure class is read from.
 """
 
 from __future__ import annotations
@@ -152,14 +153,38 @@ that machine): the submitter ends the sweep as a configuration error (exit 2), s
 worker's message, instead of reporting every run as a failed case."""
 
 
+class FaultKind(enum.StrEnum):
+    """What failed on the way to (or back from) the agent under test: the ``kind`` of an
+    ``AgentError``, from which ``farm.failures`` reads the run's failure class (SPEC 14.2)."""
+
+    #: refused, DNS failure, connect timeout, TLS failure, connection lost or cut midway
+    CONNECT = "connect"
+    #: the server answered HTTP 5xx, or said it failed
+    SERVER = "5xx"
+    #: HTTP 429 (rate limited), after the retries
+    RATE_LIMIT = "429"
+    #: the provider's quota is used up (an "insufficient quota" answer)
+    QUOTA = "quota"
+    #: no answer within the read timeout
+    TIMEOUT = "timeout"
+    #: an answer the farm cannot read (not JSON, no reply in it)
+    PARSE = "parse"
+    #: a request the test got wrong: a 4xx, a bad URL or header, an unknown agent, no recording
+    CONFIG = "config"
+    #: the agent itself failed: a non-zero exit, an answer that is an error
+    CRASHED = "crashed"
+
+
 class AgentError(Exception):
     """Raised by an agent adapter when one call to the agent under test fails.
 
     Never escapes ``execute``: it becomes a run with status ``error``. ``retries`` says how
-    many transient faults were retried before giving up.
+    many transient faults were retried before giving up; ``kind`` what failed (None: the
+    agent failed on its own, ``crashed``).
     """
 
-    def __init__(self, message: str, *, retries: int = 0) -> None:
+    def __init__(self, message: str, *, retries: int = 0, kind: FaultKind | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.retries = retries
+        self.kind = kind

@@ -7,17 +7,19 @@ suites' ``rules.py`` or ``agent.py`` never collide in ``sys.modules``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["resolve_callable"]
+__all__ = ["call_user", "resolve_callable"]
 
 _cache: dict[tuple[str, str], Callable[..., Any]] = {}
 _lock = threading.RLock()
@@ -104,3 +106,16 @@ def _on_sys_path(base: Path) -> Iterator[None]:
     finally:
         with contextlib.suppress(ValueError):
             sys.path.remove(entry)
+
+
+async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call user code (a script, a hook): ``async def`` awaited, a plain function in a thread.
+
+    A plain function returning an awaitable has that awaited too. Exceptions propagate.
+    """
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args)
+    result = await asyncio.to_thread(fn, *args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result

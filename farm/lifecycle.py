@@ -18,7 +18,9 @@ from typing import Any
 
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
+from farm.dynamic import SimulatorResolver
 from farm.execute import RunEnvironment, execute_run
+from farm.failures import classify_run
 from farm.models import Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
 from farm.observers import SweepStart
 from farm.plan import SweepPlan, utc_now
@@ -129,21 +131,25 @@ def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: S
 
 
 def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
-    return RunResult(
+    result = RunResult(
         case_id=case.id, run=run, status=RunStatus.TIMEOUT, sweep_id=env.sweep_id, started_at=utc_now(),
         duration_ms=round((time.monotonic() - started) * 1000, 3),
         error=ErrorInfo(type="Timeout", message=f"run cut off after {limit:g}s (the case timeout)"),
     )
+    result.failure_class, result.failed_turn = classify_run(result)  # as execute_run classes its own
+    return result
 
 
 async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *,
-                      judges: JudgeResolver | None = None) -> RunResult:
+                      judges: JudgeResolver | None = None, simulators: SimulatorResolver | None = None,
+                      not_after: float | None = None) -> RunResult:
     """``execute_run`` bounded from outside at the case timeout plus ``RUN_GUARD_S``; never raises."""
     limit = env.case_timeout(case)
     started = time.monotonic()
     try:
         async with asyncio.timeout(limit + RUN_GUARD_S):
-            return await execute_run(case, run, agent, env, judges=judges)
+            return await execute_run(case, run, agent, env, judges=judges, simulators=simulators,
+                                     not_after=not_after)
     except TimeoutError:
         return _cut_off(case, run, env, limit, started)
 

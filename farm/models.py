@@ -8,10 +8,18 @@ formats (Yao JSONL, neuro-san HOCON) load into the same ``Case``.
 from __future__ import annotations
 
 import enum
+import json
 import traceback
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from farm.errors import AgentError
+
+if TYPE_CHECKING:  # the annotations below name them; imported (and re-exported) at the end
+    from farm.models_dynamic import CheckpointResult as CheckpointResult
+    from farm.models_dynamic import DynamicSpec as DynamicSpec
+    from farm.models_dynamic import TurnRecord as TurnRecord
 
 JsonValue = Any
 """Any JSON value: None, bool, int, float, str, list, dict."""
@@ -66,6 +74,9 @@ class Assertion(FarmModel):
     """``module:function`` or ``file.py:function``, for ``script``."""
     use: str | None = None
     """Judge for ``agent``: a connector id or ``agents:<agent id>``."""
+    options: dict[str, JsonValue] | None = None
+    """Yao's judge ``options`` of an ``agent`` check: ``connector`` (the judge when ``use`` names
+    none), ``metadata`` (accepted, not sent: the farm's judges get ``{output, input, criteria}``)."""
     message: str | None = None
     """Custom failure message."""
     negate: bool = False
@@ -103,7 +114,7 @@ class CheckOutcome(FarmModel):
     turn: int = 1
     """1-based turn the check belongs to."""
     verdict: str | None = None
-    """Judge checks: ``pass``, ``fail`` or ``equivocal``."""
+    """Judge checks: ``pass``, ``fail``, ``equivocal`` (no decision) or ``error`` (the judge could not be asked)."""
     reason: str | None = None
     """Judge checks: the judge's reason."""
 
@@ -154,11 +165,26 @@ class Case(FarmModel):
     metadata: dict[str, JsonValue] | None = None
     skip: bool = False
     timeout_s: float | None = None
-    """Whole-run timeout (``timeout`` / ``timeout_in_seconds``); None: the sweep default."""
+    """Whole-run timeout (Yao's ``timeout``); None: the sweep default."""
+    test_timeout_s: float | None = None
+    """neuro-san's top-level ``timeout_in_seconds``: all runs of the test together (``farm.deadlines``)."""
     agent: str | None = None
     """Agent reference from the file (neuro-san ``agent`` key), before resolution."""
-    connection: Literal["direct", "http", "https"] | None = None
+    connection: Literal["direct", "http", "https", "grpc", "service", "mcp"] | None = None
+    """neuro-san ``connections`` entry; grpc, service and mcp cases are skipped (not spoken)."""
     success_ratio: SuccessRatio | None = None
+    name: str | None = None
+    """A Yao case's ``name`` (its own tests write one): shown beside the id."""
+    options: dict[str, JsonValue] | None = None
+    """Yao's per-case ``options`` (``connector``, ``mode``, ``metadata``, …), passed to the agent."""
+    before: str | None = None
+    """Yao ``before`` hook: a Python callable (``module:function``), run before each run."""
+    after: str | None = None
+    """Yao ``after`` hook, run after each run whose ``before`` succeeded."""
+    dynamic: DynamicSpec | None = None
+    """A Yao dynamic case: a simulator plays the user until the checkpoints are reached."""
+    skip_reason: str | None = None
+    """Why a case is skipped when the farm decided it (e.g. a connection it does not speak)."""
 
 
 # ------------------------------------------------------------------------------------ replies
@@ -194,6 +220,12 @@ class Reply(FarmModel):
             return self.structure
         return self.text
 
+    def as_text(self) -> str:
+        """The answer as one text: ``text``, else ``structure`` as JSON, else ``''``."""
+        if self.text is not None:
+            return self.text
+        return "" if self.structure is None else json.dumps(self.structure, ensure_ascii=False)
+
 
 # --------------------------------------------------------------------------------------- runs
 
@@ -219,6 +251,9 @@ class ErrorInfo(FarmModel):
     type: str
     """The exception's class name (``ValueError``), ``AgentError`` or ``Timeout``."""
     message: str
+    kind: str | None = None
+    """An ``AgentError``'s ``FaultKind`` (``connect``, ``5xx``, ``429``, …): what failed on the way
+    to the agent; the run's failure class is read from it."""
     traceback: str | None = None
     """The innermost ``MAX_TRACEBACK_FRAMES`` frames, at most ``MAX_TRACEBACK_CHARS`` characters."""
 
@@ -229,6 +264,11 @@ class ErrorInfo(FarmModel):
         if len(text) > MAX_TRACEBACK_CHARS:
             text = "…" + text[-(MAX_TRACEBACK_CHARS - 1):]
         return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__, traceback=text)
+
+    @classmethod
+    def of_agent_error(cls, exc: AgentError) -> ErrorInfo:
+        """An adapter's error: its message and fault kind, no traceback (the adapter's own, not news)."""
+        return cls(type="AgentError", message=exc.message, kind=exc.kind.value if exc.kind else None)
 
 
 class RunResult(FarmModel):
@@ -250,142 +290,25 @@ class RunResult(FarmModel):
     turns_completed: int = 0
     started_at: str | None = None
     sweep_id: str | None = None
+    failure_class: str | None = None
+    """Why a run did not pass, decided before any LLM (SPEC 14.2): ``infra:…``, ``harness:…``,
+    ``assertion:<type>[:<path or checkpoint>]``, ``judge:…`` or ``crashed``."""
+    failed_turn: int | None = None
+    """1-based turn the failure happened in."""
+    turns: list[TurnRecord] | None = None
+    """Dynamic runs: the conversation, turn by turn."""
+    checkpoints: dict[str, CheckpointResult] | None = None
+    """Dynamic runs: every checkpoint by id, in the case's order."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:
         return [c for c in self.checks if not c.passed]
 
 
-# --------------------------------------------------------------------------------- statistics
+# Dynamic-case models and the statistics live in their own modules (they build on the models
+# above); both are re-exported here, so ``from farm.models import CaseStats`` goes on working.
+from farm.models_dynamic import *  # noqa: E402, F403
+from farm.models_stats import *  # noqa: E402, F403
 
-
-class StabilityClass(enum.StrEnum):
-    STABLE = "stable"
-    MOSTLY_STABLE = "mostly_stable"
-    UNSTABLE = "unstable"
-    HIGHLY_UNSTABLE = "highly_unstable"
-    BROKEN = "broken"
-    """Every run failed: consistent, not random (SPEC 7); the Yao table's classes are for 0 < rate."""
-
-
-class RunDetail(FarmModel):
-    """One run as kept in a case's statistics (bounded: see ``farm.stats``)."""
-
-    run: int
-    status: RunStatus
-    duration_ms: float
-    output: JsonValue = None
-    error: str | None = None
-    error_type: str | None = None
-    """The exception's class name for an ``error`` run (``ErrorInfo.type``)."""
-    traceback: str | None = None
-    """Bounded traceback, kept once per distinct error of the case (the first run that had it)."""
-    failed_checks: list[CheckOutcome] = Field(default_factory=list)
-    judged_checks: list[CheckOutcome] = Field(default_factory=list)
-    """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
-    retries: int = 0
-
-    @property
-    def error_line(self) -> str:
-        """The error as one line for people: ``ValueError: bad input`` (the type when it says more)."""
-        message = self.error or ""
-        if self.status is RunStatus.ERROR and self.error_type not in (None, "AgentError"):
-            return f"{self.error_type}: {message}"
-        return message
-
-
-
-class FailureReason(FarmModel):
-    """Why runs of a case failed, and how many runs failed that way."""
-
-    reason: str
-    """``check: expected …`` for a failed check, ``status: ErrorType: message`` for an error."""
-    count: int
-
-
-class CaseStats(FarmModel):
-    """Per-case statistics of a sweep (SPEC 7)."""
-
-    id: str
-    suite: str = ""
-    source: str = ""
-    input: JsonValue = None
-    expected: JsonValue = None
-    runs: int
-    """Runs that finished (any status, skipped included)."""
-    passed: int
-    failed: int
-    """Failed, error and timeout runs."""
-    errors: int = 0
-    timeouts: int = 0
-    skipped: int = 0
-    pass_rate: float
-    """0–100, of the runs that were not skipped."""
-    pass_rate_ci: tuple[float, float]
-    """95 % Wilson interval of the pass rate, 0–100."""
-    consistency: float
-    stable: bool
-    stability_class: StabilityClass
-    label: Literal["stable", "flaky", "broken", "skipped"]
-    """``flaky``: 0 < pass rate < 100; ``broken``: always fails."""
-    runs_planned: int | None = None
-    """Runs the plan asked for; more than ``runs`` when the sweep stopped before the case finished."""
-    required_passes: int
-    """Passes needed for the case to pass (from ``success_ratio``, ``--min-pass-rate``)."""
-    case_passed: bool
-    """The verdict: passes ≥ required_passes (skipped cases: True, counted neither way)."""
-    avg_duration_ms: float
-    min_duration_ms: float
-    max_duration_ms: float
-    std_deviation_ms: float
-    retries: int = 0
-    distinct_outputs: int = 0
-    """Distinct normalised outputs among the scored runs (errors and timeouts count as one "no
-    output"); exact up to ``farm.stats.DEFAULT_MAX_DISTINCT_OUTPUTS``, a lower bound beyond."""
-    failure_reasons: list[FailureReason] = Field(default_factory=list)
-    """The most frequent reasons runs failed, most frequent first (``farm.stats.reasons``)."""
-    pass_at_k: dict[str, float | None] = Field(default_factory=dict)
-    """Unbiased pass@k by k (as a string): the chance that at least one of k runs passes,
-    1 − C(n−c, k)/C(n, k) over the n scored runs, c passed; None when n < k."""
-    pass_hat_k: dict[str, float | None] = Field(default_factory=dict)
-    """Unbiased pass^k by k: the chance that all of k runs pass, C(c, k)/C(n, k); None when n < k."""
-    content_hash: str | None = None
-    """Digest of the case as written (turns, checks, input, settings; not its file or line):
-    comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
-    run_details: list[RunDetail] = Field(default_factory=list)
-    run_details_truncated: int = 0
-    """How many runs were counted but not kept in ``run_details``."""
-
-
-class SweepSummary(FarmModel):
-    """Sweep-wide figures (SPEC 7)."""
-
-    total_cases: int
-    total_runs: int
-    runs_per_case: int
-    overall_pass_rate: float
-    stable_cases: int
-    unstable_cases: int
-    passed_cases: int
-    failed_cases: int
-    skipped_cases: int
-    flaky_cases: int
-    broken_cases: int
-    duration_ms: float
-    by_status: dict[str, int]
-    """Run counts by status: passed, failed, error, timeout, skipped."""
-    skipped_ids: list[str] = Field(default_factory=list)
-    """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
-    no result row, pass rate or stability class (SPEC 10)."""
-
-
-class SweepReport(FarmModel):
-    """The whole report of a sweep: what every renderer takes."""
-
-    summary: SweepSummary
-    environment: dict[str, JsonValue]
-    results: list[CaseStats]
-    """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
-    metadata: dict[str, JsonValue]
-    """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
-    ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
+for _model in (Case, RunResult):
+    _model.model_rebuild()

@@ -29,8 +29,10 @@ from farm.outputs import OutputTarget, keeps_run_details, plan_outputs
 from farm.plan import PlannedCase, SweepPlan, build_plan, new_sweep_id
 from farm.reports import BUILTIN_REPORTERS
 from farm.settings import FarmSettings
+from farm.simulators import check_simulators
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
-from farm.suites import LoadedInput, load_input, load_message
+from farm.suites import LoadedInput, LoadOptions, load_input, load_message
+from farm.yao_options import filter_by_regex, load_context_file
 
 DEFAULT_PARALLEL = 8
 """Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
@@ -69,6 +71,16 @@ class TestSettings:
     patterns: tuple[str, ...] = ()
     """``-k``, repeatable: a case runs when its id contains any of them (a glob when it has ``*?[``)."""
     neuro_san_compat: bool = False
+    run_pattern: str | None = None
+    """``--run REGEX`` (Yao's case filter)."""
+    ctx: str | None = None
+    """``--ctx FILE``: Yao's context file for every call."""
+    dry_run: bool = False
+    simulator: str | None = None
+    """``--simulator REF``: the simulator of every dynamic case."""
+    before: str | None = None
+    after: str | None = None
+    yao_compat: bool = False
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
 
@@ -144,7 +156,8 @@ def _load(settings: TestSettings) -> LoadedInput:
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
     if settings.message is not None:
         return load_message(settings.message, cwd=Path(settings.cwd))
-    return load_input(str(settings.input), cwd=Path(settings.cwd))
+    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
+    return load_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 
 def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> PreparedSweep:
@@ -152,12 +165,13 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     anything runs."""
     _check_numbers(settings)
     loaded = _load(settings)
-    cases = _runnable(loaded.cases, settings, settings.input or "-m")
+    cases = _runnable(filter_by_regex(loaded.cases, settings.run_pattern), settings, settings.input or "-m")
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=loaded.root, inputs=loaded.files,
                            cwd=Path(settings.cwd))
     options = agent_options(settings)
     agents = _resolve_agents(cases, settings, options)
     _check_agents_and_judges(cases, agents, options)
+    check_simulators(cases, options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
     planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate), agent=agents[c.id])
@@ -165,7 +179,8 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
-        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid,
+        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
+        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
     )
     plan = build_plan(
         sid, planned, env=env, options=options, parallel=settings.parallel, fail_fast=settings.fail_fast,
@@ -228,6 +243,8 @@ def _metadata(settings: TestSettings, loaded: LoadedInput) -> dict[str, Any]:
         "min_pass_rate": settings.min_pass_rate,
         "runs": settings.runs,
         "reporter": settings.reporter,
+        **({"yao_compat": True} if settings.yao_compat else {}),
+        **({"notes": loaded.notes} if loaded.notes else {}),
     }
     if settings.min_overall_pass_rate is not None:
         metadata["min_overall_pass_rate"] = settings.min_overall_pass_rate

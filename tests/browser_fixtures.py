@@ -13,6 +13,7 @@ import random
 import shutil
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,6 +72,38 @@ def headless_chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+class Opened:
+    """A report opened in a fresh page, with everything the page tried to do recorded."""
+
+    def __init__(self, browser: Any, path: Path, ready: str | None = "html[data-ready]") -> None:
+        self.url = path.as_uri()
+        self.requests: list[str] = []
+        self.blocked: list[str] = []
+        self.dialogs: list[str] = []
+        self.problems: list[str] = []
+        self.context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
+        self.context.route("**/*", self._route)
+        self.page = page = self.context.new_page()
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: self.problems.append(str(e)))
+        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(m.text))
+        page.goto(self.url)
+        if ready:  # pages with a script say when it has run
+            page.wait_for_selector(ready)
+
+    def _route(self, route: Any) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            self.blocked.append(route.request.url)
+            route.abort()
+
+    def indices(self) -> list[int]:
+        return [int(i) for i in self.page.eval_on_selector_all(
+            "#rows tr.case-row", "rows => rows.map(r => r.dataset.index)")]
 
 
 def run(n: int, status: str = "passed", ms: float = 100.0, output: Any = "ok", **extra: Any) -> RunDetail:

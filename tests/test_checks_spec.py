@@ -24,7 +24,7 @@ from farm.checks.spec import parse_assertions, parse_response
         ),
         ({"type": 3}, ("assert.type", "must be a string, got number")),
         ({"type": "contains", "valeu": "x"}, ("assert.valeu", "unknown key (expected one of: type, value, path, "
-                                              "script, use, message, negate) (did you mean 'value'?)")),
+                                              "script, use, options, message, negate) (did you mean 'value'?)")),
         ({"type": "contains"}, ("assert.value", "missing: contains needs a value")),
         ({"type": "regex", "value": "("}, ("assert.value", "invalid regex '(': missing ), unterminated subpattern "
                                            "at position 0")),

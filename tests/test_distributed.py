@@ -81,13 +81,16 @@ def test_hung_agent_is_cut_off_and_recorded_as_timeout(tmp_path, redis_client, f
     suite = write_suite(tmp_path / "hang.jsonl", [{"id": "hangs", "input": "hi", "timeout": "2s"},
                                                   {"id": "fine", "input": "hi"}])
     farm_worker(queue="hang")
-    out = tmp_path / "hang.json"
+    out, stream = tmp_path / "hang.json", tmp_path / "hang-runs.jsonl"
     done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:hang", "--runs", "2", "-o", str(out),
-                        "--broker", farm_cli.broker, "--queue", "hang", "--timeout", "3s", timeout=90)
+                        "-o", str(stream), "--broker", farm_cli.broker, "--queue", "hang", "--timeout", "3s",
+                        timeout=90)
     assert done.returncode == 1, done.stderr
     report = {c["id"]: c for c in json.loads(out.read_text())["results"]}
     assert report["hangs"]["timeouts"] == 2 and report["fine"]["timeouts"] == 2
     assert all("timed out" in d["error"] or "cut off" in d["error"] for d in report["hangs"]["run_details"])
+    results = [json.loads(line) for line in stream.read_text().splitlines() if '"result"' in line]
+    assert {r["failure_class"] for r in results} == {"infra:timeout"}  # classed where the run was cut off
 
 
 def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, farm_cli):

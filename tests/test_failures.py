@@ -90,9 +90,10 @@ def test_the_table_shows_interval_class_and_top_failure_reason(tmp_path: Path) -
     assert result.exit_code == 1
     rows = result.stderr.splitlines()
     header = next(line for line in rows if "pass rate" in line and "95% CI" in line)
-    assert "class" in header and "most common failure" in header
+    assert "class" in header and "most common failure" in header and "failure classes" in header
     failing = next(line for line in rows if line.startswith("FAIL"))
-    assert re.fullmatch(r"FAIL\s+f\s+4\s+50\.0%\s+15\.0–85\.0%\s+unstable\s+2× equals: expected 'yes'", failing)
+    assert re.fullmatch(r"FAIL\s+f\s+4\s+50\.0%\s+15\.0–85\.0%\s+unstable\s+2× equals: expected 'yes'"
+                        r"\s+assertion:equals ×2", failing)
     assert re.fullmatch(r"pass\s+ok\s+4\s+100\.0%\s+51\.0–100\.0%\s+stable", next(r for r in rows if "pass  ok" in r))
     assert "skipped (skip: true): s" in result.stderr
     assert not any(re.match(r"\S+\s+s\s", line) for line in rows)  # no row for the skipped case

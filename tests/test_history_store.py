@@ -24,7 +24,7 @@ from farm.stats.compare import compare
 from tests.browser_fixtures import case_stats, run, sweep_report
 
 FARM_TABLES = {"farm_sweeps", "farm_sweep_tags", "farm_case_results", "farm_baselines", "farm_comparisons",
-               "farm_alembic_version"}
+               "farm_failure_modes", "farm_alembic_version"}
 
 
 def make_report(sweep_id: str, started: str, cases: dict[str, tuple[int, int]], **meta: Any) -> SweepReport:
@@ -32,7 +32,8 @@ def make_report(sweep_id: str, started: str, cases: dict[str, tuple[int, int]], 
     stats = []
     for case_id, (passed, runs) in cases.items():
         details = [run(n, "passed" if n <= passed else "failed") for n in range(1, runs + 1)]
-        reasons = [FailureReason(reason="equals: expected 'ok'", count=runs - passed)] if passed < runs else []
+        failing = FailureReason(reason="equals: expected 'ok'", count=runs - passed, failure_class="assertion:equals")
+        reasons = [failing] if passed < runs else []
         stats.append(case_stats(case_id, details, content_hash=f"h-{case_id}", failure_reasons=reasons,
                                 pass_at_k={"1": passed / runs}, pass_hat_k={"1": passed / runs}))
     return sweep_report(stats, sweep_id=sweep_id, started_at=started, completed_at=started, **meta)
@@ -99,7 +100,8 @@ def test_recording_stores_the_sweep_once(history_url: str) -> None:
             assert conn.execute(select(func.count()).select_from(sweep_tags)).scalar() == 2
             row = conn.execute(select(case_results).where(case_results.c.case_id == "b")).one()
         assert (row.runs, row.passed, row.failed, row.label, row.content_hash) == (3, 1, 2, "flaky", "h-b")
-        assert row.failure_reasons == [{"reason": "equals: expected 'ok'", "count": 2}]
+        assert row.failure_reasons == [{"reason": "equals: expected 'ok'", "count": 2,
+                                        "failure_class": "assertion:equals"}]
         assert row.pass_at_k == {"1": pytest.approx(1 / 3)}
         info = store.sweep("s1")
         assert info is not None

@@ -1,4 +1,4 @@
-"""Judges: verdicts pass/fail/equivocal through the real OpenAI-compatible server, and agent judges."""
+"""Judges: verdicts pass/fail/equivocal/error through the real OpenAI-compatible server, and agent judges."""
 
 from __future__ import annotations
 
@@ -86,10 +86,10 @@ def test_use_names_a_connector(root: Path) -> None:
     assert judge(resolver, "local.judge", "JUDGE_PASS", "anything").verdict == "pass"
 
 
-def test_a_failing_connector_is_an_equivocal_verdict_not_an_exception(root: Path) -> None:
+def test_a_failing_connector_is_an_error_verdict_not_an_exception(root: Path) -> None:
     resolver = create_judge_resolver(AgentOptions.from_env(root))
     verdict = judge(resolver, "local.broken", "JUDGE_PASS", "x")
-    assert verdict.verdict == "equivocal"
+    assert verdict.verdict == "error"  # a judge that cannot be asked is not one that could not decide
     assert verdict.reason.startswith("judge error: connector local.broken: HTTP 500")
     assert KEY not in verdict.reason
 

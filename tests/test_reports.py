@@ -46,6 +46,8 @@ def test_summary_is_a_few_plain_lines() -> None:
         "failed: flaky-1, dead[31m",
         "flaky: flaky-1, ok-ish",
         "broken: dead[31m",
+        "failures by class:",
+        "      8  assertion:unknown  e.g. flaky-1 run 2, turn 1",
     ]
 
 

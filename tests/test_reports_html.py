@@ -18,7 +18,7 @@ import pytest
 
 from farm.models import CheckOutcome, SweepReport
 from farm.reports.html import render_html, script_safe_json
-from tests.browser_fixtures import case_stats, headless_chromium, run, sweep_report, synthetic_report
+from tests.browser_fixtures import Opened, case_stats, headless_chromium, run, sweep_report, synthetic_report
 
 try:
     from playwright.sync_api import expect
@@ -173,37 +173,6 @@ def test_empty_sweep_renders() -> None:
 def browser() -> Iterator[Any]:
     with headless_chromium() as chromium:
         yield chromium
-
-
-class Opened:
-    """A report opened in a fresh page, with everything the page tried to do recorded."""
-
-    def __init__(self, browser: Any, path: Path) -> None:
-        self.url = path.as_uri()
-        self.requests: list[str] = []
-        self.blocked: list[str] = []
-        self.dialogs: list[str] = []
-        self.problems: list[str] = []
-        self.context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
-        self.context.route("**/*", self._route)
-        self.page = page = self.context.new_page()
-        page.on("request", lambda r: self.requests.append(r.url))
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        page.on("pageerror", lambda e: self.problems.append(str(e)))
-        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(m.text))
-        page.goto(self.url)
-        page.wait_for_selector("html[data-ready]")
-
-    def _route(self, route: Any) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            self.blocked.append(route.request.url)
-            route.abort()
-
-    def indices(self) -> list[int]:
-        return [int(i) for i in self.page.eval_on_selector_all(
-            "#rows tr.case-row", "rows => rows.map(r => r.dataset.index)")]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ def _stats(case: Case, statuses: list[str], required: int, output: object = "ok"
     for n, status in enumerate(statuses, 1):
         failed = [CheckOutcome(name="contains", passed=False, message="missing 'AI'", expected="AI",
                                actual=output)] if status == "failed" else []
-        error = ErrorInfo(type="AgentError", message="refused") if status == "error" else None
+        error = ErrorInfo(type="AgentError", message="refused", kind="connect") if status == "error" else None
         acc.add(RunResult(case_id=case.id, run=n, status=RunStatus(status), duration_ms=100.0 * n,
                           output=output, checks=failed, error=error))
     return acc.stats()
@@ -49,9 +49,13 @@ def test_json_report_has_the_yao_sections_and_every_statistic() -> None:
         assert field in first, field
     assert first["run_details"][0] == {"run": 1, "status": "passed", "duration_ms": 100.0,
                                        "output": {"keywords": ["AI"]}, "error": None, "error_type": None,
-                                       "traceback": None, "failed_checks": [], "judged_checks": [], "retries": 0}
+                                       "traceback": None, "failed_checks": [], "judged_checks": [], "retries": 0,
+                                       "failure_class": None, "failed_turn": None, "turns": None,
+                                       "checkpoints": None}
     assert doc["results"][1]["run_details"][1]["failed_checks"][0]["message"] == "missing 'AI'"
     assert doc["results"][1]["run_details"][2]["error"] == "refused"
+    assert [d["failure_class"] for d in doc["results"][1]["run_details"]] == [None, "assertion:contains",
+                                                                            "infra:connect"]
 
 
 def test_json_summary_carries_yaos_case_counts_for_jq_scripts() -> None:

@@ -63,7 +63,8 @@ def test_result_lines_carry_run_status_output_failed_checks_error_and_retries() 
     assert failed == {"type": "result", "id": "T1", "run": 2, "status": "failed", "duration_ms": 20.0,
                       "output": "ML", "failed_checks": [{"name": "contains", "message": "missing 'AI'",
                                                          "expected": "AI", "actual": "ML"}],
-                      "judged_checks": [], "error": None, "retries": 2}
+                      "judged_checks": [], "error": None, "retries": 2,
+                      "failure_class": None, "failed_turn": None}  # made by hand: no execute_run classed it
     assert timed_out["status"] == "timeout" and timed_out["error"] == "timeout after 30s"
     assert timed_out["output"] is None and timed_out["failed_checks"] == []
     assert lines[1]["output"] == {"k": ["AI"]} and lines[1]["failed_checks"] == []

@@ -73,9 +73,10 @@ def test_stability_table_only_with_several_runs() -> None:
 def test_failures_list_failed_checks_and_errors() -> None:
     text = render_markdown(sample_report())
     failed_section = text.split("### ❌")[1]
-    assert "- Run 1 (failed, 234ms)" in failed_section
+    assert "- Run 1 (failed, 234ms) · assertion:contains\\|x, turn 1\n" in failed_section
     assert "**contains\\|x**" in failed_section
-    assert "- Run 2 (error, 234ms): " in failed_section
+    assert "- Run 2 (error, 234ms) · crashed, turn 1: " in failed_section
+    assert "| assertion:contains\\|x | 1 | run 1, turn 1: contains\\|x: " in failed_section
     assert "Runs: 1/3 passed (33.3%), 3 required; flaky" in failed_section
 
 

@@ -65,7 +65,7 @@ def test_the_reference_example_loads(tmp_path: Path) -> None:
     path = write(tmp_path, MUSIC_NERD, "beatles.hocon")
     [case] = load_input(str(path)).cases
     assert (case.id, case.format, case.suite, case.source) == ("beatles", "neuro-san", "beatles", str(path))
-    assert (case.agent, case.connection, case.metadata, case.timeout_s) == (
+    assert (case.agent, case.connection, case.metadata, case.test_timeout_s) == (
         "music_nerd",
         None,
         {"user_id": "tester"},
@@ -179,7 +179,7 @@ def test_top_level_must_be_an_object(tmp_path: Path) -> None:
         ('success_ratio = 1\ninteractions = [{text = hi}]', "success_ratio: must be \"k/n\" with integers k and n, "
          "got 1"),
         ('connections = [direct, ftp]\ninteractions = [{text = hi}]', "connections[1]: unknown connection 'ftp' "
-         "(expected one of: direct, http, https)"),
+         "(expected one of: direct, http, https, grpc, service, mcp)"),
         ('connections = [http, http]\ninteractions = [{text = hi}]', "connections[1]: 'http' is listed twice"),
         ('connections = []\ninteractions = [{text = hi}]', "connections: an empty list: nothing to connect with"),
         ('use_direct = maybe\ninteractions = [{text = hi}]', "use_direct: must be true or false, got string"),

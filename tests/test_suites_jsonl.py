@@ -91,11 +91,12 @@ def test_blank_and_comment_lines_are_counted(tmp_path: Path) -> None:
         ({"id": "a", "input": {"role": "robot", "content": "x"}}, "input.role: unknown role 'robot' (expected one of: "
                                                                   "system, developer, user, assistant, tool)"),
         ({"id": "a", "input": {"role": "user"}}, "input.content: missing: a message needs content"),
-        ({"id": "a", "input": {"content": "x", "colour": 1}}, "input.colour: unknown key (expected role, content, "
-                                                              "name, tool_calls, tool_call_id)"),
+        ({"id": "a", "input": {"content": "x", "colour": 1}}, "input.colour: unknown key (expected one of: role, "
+                                                              "content, name, tool_calls, tool_call_id, refusal)"),
         ({"id": "a", "input": [{"type": "text"}]}, "input[0].text: missing: a text part needs text (a string)"),
-        ({"id": "a", "input": "x", "timout": "3s"}, "timout: unknown key (expected one of: id, input, expected, "
-                                                    "assert, user, team, metadata, skip, timeout) (did you mean "
+        ({"id": "a", "input": "x", "timout": "3s"}, "timout: unknown key (expected one of: id, name, input, "
+                                                    "expected, assert, user, team, metadata, options, skip, timeout, "
+                                                    "before, after, simulator, checkpoints, max_turns) (did you mean "
                                                     "'timeout'?)"),
         ({"id": "a", "input": "x", "timeout": "soon"}, "timeout: not a duration: 'soon' (expected e.g. 30s, 1m, "
                                                        "2m30s, 1h)"),

@@ -19,6 +19,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentPool, AgentRef
 from farm.checks.base import JudgeResolver
 from farm.plan import PlannedCase, SweepPlan
+from farm.simulators import SimulatorPool, create_simulator_pool
 from farm.store import SweepStore, connect
 
 STORE_RETRIES = 10
@@ -73,12 +74,13 @@ CACHE = SweepCache()
 
 
 class ThreadState:
-    """One pool thread's event loop, agent adapters and judges."""
+    """One pool thread's event loop, agent adapters, judges and simulators."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.pools: dict[AgentOptions, AgentPool] = {}
         self.judges: dict[AgentOptions, JudgeResolver | None] = {}
+        self.simulators: dict[AgentOptions, SimulatorPool] = {}
 
     def agent(self, options: AgentOptions, ref: AgentRef) -> Any:
         pool = self.pools.get(options)
@@ -91,10 +93,17 @@ class ThreadState:
             self.judges[options] = create_judge_resolver(options)
         return self.judges[options]
 
+    def simulator(self, options: AgentOptions) -> SimulatorPool:
+        """The simulated users of dynamic cases (``farm.simulators``), one pool per thread."""
+        if options not in self.simulators:
+            self.simulators[options] = create_simulator_pool(options)
+        return self.simulators[options]
+
     def reset_loop(self) -> None:
         """After an interrupted run the loop may hold half-done work: start a fresh one."""
         self.pools.clear()
         self.judges.clear()
+        self.simulators.clear()
         self.loop = asyncio.new_event_loop()
 
 

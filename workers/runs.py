@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from farm.errors import AGENT_BUILD_FAILED
+from farm.failures import classify_run
 from farm.lifecycle import StopReason, run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan, utc_now
@@ -37,8 +38,10 @@ def _no_fire(sweep_id: str, case_id: str, queue: str) -> None:
 
 
 def _failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str) -> RunResult:
-    return RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
-                     error=ErrorInfo(type=kind, message=message))
+    result = RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
+                       error=ErrorInfo(type=kind, message=message))
+    result.failure_class, result.failed_turn = classify_run(result)
+    return result
 
 
 def execute(sweep: SweepPlan, planned: PlannedCase, run: int, *, interrupts: tuple[type[BaseException], ...] = ()
@@ -54,7 +57,8 @@ def execute(sweep: SweepPlan, planned: PlannedCase, run: int, *, interrupts: tup
                            f"{type(exc).__name__}: {exc}")
     started = time.monotonic()
     try:
-        return state.loop.run_until_complete(run_guarded(case, run, agent, sweep.env, judges=judges))
+        return state.loop.run_until_complete(run_guarded(case, run, agent, sweep.env, judges=judges,
+                                                         simulators=state.simulator(sweep.options)))
     except interrupts:  # a time limit raised into the loop from outside: start afresh
         state.reset_loop()
         limit = sweep.env.case_timeout(case)

@@ -17,6 +17,14 @@ and point a connector at it (``connectors/local/echo.conn.yao``)::
   criteria's words of 4+ letters must). Any other user message makes the judge equivocate.
 - the system prompt mentions ``keyword``: ``{"keywords": [...]}`` (the last user message's
   words of 4+ letters that are not stop words, in order, deduplicated).
+- the system prompt mentions ``user simulator`` (the farm's built-in simulator): the user message
+  is the simulator input JSON. With ``extra.script`` (a list), entry ``turn_number - 1`` is the
+  answer: a string is ``{"message": it, "goal_achieved": false}``, an object is sent as it is,
+  a string starting ``RAW:`` is sent as plain text; past the end of the script the answer is
+  ``{"message": "Thanks, that is all.", "goal_achieved": true}``. Without a script: the goal as
+  the message, ``goal_achieved`` once no checkpoint is pending.
+- the system prompt mentions ``failure mode`` (``farm assess``): the number of the first known
+  mode that names the failure class, else the new mode ``Fails as <class>.``.
 - the request offers ``tools`` and the last user message names one: a call to that tool with
   ``{"input": <message>}``; a last message of role ``tool`` is answered ``tool said: …``.
 - otherwise: the last user message, echoed.
@@ -28,6 +36,7 @@ Faults are injected by the model name:
   ``Retry-After: 1`` on 429/503; the key is the ``X-Fault-Key`` header, else the last user message.
 - ``error-<status>``: always that status; ``slow-<seconds>s``: answer after a delay;
   ``malformed-json``: a truncated JSON body; ``crash``: close the connection mid-body;
+  ``quota``: 429 with OpenAI's ``insufficient_quota`` error body;
   ``html``: an HTML page instead of JSON.
 
 With ``--key``, requests without ``Authorization: Bearer <key>`` get 401. ``GET /stats``
@@ -154,6 +163,36 @@ def judge_content(messages: list[dict[str, Any]]) -> str:
     return json.dumps(verdict)
 
 
+def simulate(user: str) -> str:
+    """The simulated user's next message (see the module docstring)."""
+    try:
+        asked = json.loads(user)
+    except ValueError:
+        return "I do not understand the simulator input."
+    script = (asked.get("extra") or {}).get("script")
+    turn = int(asked.get("turn_number") or 1)
+    if isinstance(script, list):
+        if turn - 1 >= len(script):
+            return json.dumps({"message": "Thanks, that is all.", "goal_achieved": True})
+        entry = script[turn - 1]
+        if isinstance(entry, str) and entry.startswith("RAW:"):
+            return entry[len("RAW:"):]
+        return json.dumps(entry if isinstance(entry, dict) else {"message": entry, "goal_achieved": False})
+    goal = asked.get("goal") or "get help"
+    return json.dumps({"message": f"I would like to {goal}.", "goal_achieved": "checkpoints_pending" not in asked})
+
+
+def name_failure_mode(user: str) -> str:
+    """A known mode's number, or a new mode, for ``farm assess`` (see the module docstring)."""
+    failure_class = re.search(r"The failure_class is: (\S+)", user)
+    name = failure_class.group(1) if failure_class else "unknown"
+    known = re.findall(r"^(\d+)\. (.*)$", user, re.MULTILINE)
+    for number, mode in known:
+        if name in mode:
+            return number
+    return f"Fails as {name}."
+
+
 def tool_call(body: dict[str, Any], user: str) -> dict[str, Any] | None:
     """A call to the first offered tool whose name the user message mentions."""
     for tool in body.get("tools") or []:
@@ -174,6 +213,10 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
         message["tool_calls"] = [call]
     elif messages and messages[-1].get("role") == "tool":
         message["content"] = "tool said: " + message_text(messages[-1])
+    elif "user simulator" in system:
+        message["content"] = simulate(user)
+    elif "failure mode" in system:
+        message["content"] = name_failure_mode(user)
     elif "judge" in system:
         message["content"] = judge_content(messages)
     elif "keyword" in system:
@@ -254,6 +297,11 @@ class ChatHandler(JsonHandler):
             return
         elif slow := SLOW.fullmatch(model):
             time.sleep(float(slow.group(1)))
+        elif model == "quota":
+            error = {"message": "You exceeded your current quota, please check your plan and billing details.",
+                     "type": "insufficient_quota", "code": "insufficient_quota"}
+            self.send_json(429, {"error": error})
+            return
         elif model == "malformed-json":
             self.send_bytes(200, b'{"choices": [{"message": {"content": "trunc', "application/json")
             return

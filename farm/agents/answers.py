@@ -9,7 +9,7 @@ from email.message import Message as _HeaderParser
 from typing import TYPE_CHECKING, Any
 
 from farm.agents.secrets import redact
-from farm.errors import AgentError
+from farm.errors import AgentError, FaultKind
 
 if TYPE_CHECKING:
     import aiohttp
@@ -97,7 +97,8 @@ class Stream:
         except aiohttp.ClientError as exc:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise AgentError(
-                redact(f"{self.what}: the stream was cut after {self.lines_read} line(s) ({reason})")
+                redact(f"{self.what}: the stream was cut after {self.lines_read} line(s) ({reason})"),
+                kind=FaultKind.CONNECT,
             ) from None
         tail = bytes(buffer).decode("utf-8", errors="replace")
         if tail.strip():

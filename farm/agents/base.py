@@ -8,6 +8,7 @@ retries); any other exception is recorded the same way by ``execute``.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,6 +43,10 @@ class AgentContext(BaseModel):
     sly_data: dict[str, JsonValue] | None = None
     connector: str | None = None
     """The ``-c`` override, or None."""
+    options: dict[str, JsonValue] | None = None
+    """A Yao case's ``options`` (``connector``, ``mode``, ``metadata``, ``skip``, …), as Yao passes them."""
+    authorized: dict[str, JsonValue] | None = None
+    """``--ctx``'s ``authorized`` block (``user_id``, ``team_id``, ``constraints``, …), or None."""
 
 
 @dataclass
@@ -74,6 +79,15 @@ class AgentRequest(BaseModel):
     use it. ``execute`` enforces it anyway."""
     context: AgentContext
     conversation: Conversation
+
+
+def consulting_request(messages: list[dict[str, JsonValue]], purpose: str,
+                       metadata: dict[str, JsonValue] | None = None) -> AgentRequest:
+    """One turn in a fresh conversation, for an agent the farm consults rather than tests (a judge,
+    a simulated user): ``purpose`` is its case id and the prefix of its chat id."""
+    chat_id = f"{purpose}-{uuid.uuid4().hex[:12]}"
+    return AgentRequest(messages=messages, new_messages=messages, conversation=Conversation(chat_id=chat_id),
+                        context=AgentContext(case_id=purpose, chat_id=chat_id, metadata=metadata))
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ from typing import Any
 from farm.agents.base import AgentRequest
 from farm.agents.protocol import reply_from_value, request_payload
 from farm.agents.secrets import excerpt, redact, redact_reply, redact_value
-from farm.errors import AgentError, AgentResolutionError
+from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply
 
 STDERR_TAIL = 500
@@ -79,11 +79,13 @@ class CommandAgent:
                 start_new_session=True,  # its own process group: kill it with its children
             )
         except OSError as exc:
-            raise AgentError(redact(f"agent {self.id}: cannot start {self.argv[0]}: {exc}")) from None
+            raise AgentError(redact(f"agent {self.id}: cannot start {self.argv[0]}: {exc}"),
+                             kind=FaultKind.CONNECT) from None
         stdout, stderr = await self._communicate(process, stdin, request.timeout_s)
         if process.returncode != 0:
             tail = stderr.decode(errors="replace")[-STDERR_TAIL:]
-            raise AgentError(redact(f"agent {self.id}: exited with {process.returncode}: {excerpt(tail, STDERR_TAIL)}"))
+            raise AgentError(redact(f"agent {self.id}: exited with {process.returncode}: {excerpt(tail, STDERR_TAIL)}"),
+                             kind=FaultKind.CRASHED)
         return redact_reply(self._reply(stdout.decode(errors="replace"), payload, stderr))
 
     async def _communicate(self, process: Any, stdin: bytes, timeout_s: float | None) -> tuple[bytes, bytes]:

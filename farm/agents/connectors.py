@@ -22,7 +22,7 @@ from farm.agents.base import Conversation
 from farm.agents.retry import call_with_retries
 from farm.agents.secrets import excerpt, expand_env, redact, redact_reply, redact_value, register_secret
 from farm.agents.transport import CallLimiter, Transport
-from farm.errors import AgentError, AgentResolutionError
+from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply, ToolCall
 from farm.yaofile import read_yao_object
 
@@ -90,7 +90,8 @@ class Connector:
             try:
                 answer = response.json()
             except ValueError:
-                raise AgentError(redact(f"{what}: answer is not JSON: {excerpt(response.text)}")) from None
+                raise AgentError(redact(f"{what}: answer is not JSON: {excerpt(response.text)}"),
+                                 kind=FaultKind.PARSE) from None
             if isinstance(answer, dict) and isinstance(answer.get("usage"), dict):
                 attempt.record_usage(answer["usage"])
         raw = {"request": {"url": redact(self.endpoint), "body": redact_value(body)}, "response": redact_value(answer)}
@@ -116,7 +117,7 @@ def completion_reply(answer: Any, raw: Any, *, what: str) -> Reply:
         tool_calls = [tool_call(call["function"]) for call in calls]
     except (KeyError, IndexError, TypeError, AttributeError):
         raise AgentError(
-            redact(f"{what}: no choices[0].message in the answer: {excerpt(json.dumps(answer))}")
+            redact(f"{what}: no choices[0].message in the answer: {excerpt(json.dumps(answer))}"), kind=FaultKind.PARSE
         ) from None
     if content is not None and not isinstance(content, str):
         content = json.dumps(content, ensure_ascii=False)

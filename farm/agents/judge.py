@@ -3,20 +3,20 @@
 A judge is a connector (``--judge CONNECTOR``, or an assertion's ``use``) or an agent
 (``use: agents:<agent id>``), asked at temperature 0 to answer ``{"passed": bool, "reason":
 str}``; its answer is read strictly by ``farm.checks.judged.parse_verdict``. A judge never
-raises: a failed call is an ``equivocal`` verdict whose reason says what went wrong.
+raises: a failed call is an ``error`` verdict whose reason says what went wrong (not
+``equivocal``: a judge that cannot be reached is not a judge that could not decide).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
+from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
@@ -53,11 +53,11 @@ def verdict_of(reply: Reply) -> JudgeVerdict:
 
 
 async def verdict_of_call(call: Awaitable[Reply]) -> JudgeVerdict:
-    """The verdict of a judge's call; never raises: an unanswered judgment is equivocal."""
+    """The verdict of a judge's call; never raises: a call that failed is an ``error`` verdict."""
     try:
         reply = await call
     except Exception as exc:
-        return JudgeVerdict("equivocal", reason=redact(f"judge error: {exc}"))
+        return JudgeVerdict("error", reason=redact(f"judge error: {exc}"))
     return verdict_of(reply)
 
 
@@ -79,14 +79,7 @@ class AgentJudge:
         self.agent = agent
 
     async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
-        chat_id = f"judge-{uuid.uuid4().hex[:12]}"
-        messages = judge_messages(criterion, actual, input)
-        request = AgentRequest(
-            messages=messages,
-            new_messages=messages,
-            context=AgentContext(case_id="judge", chat_id=chat_id),
-            conversation=Conversation(chat_id=chat_id),
-        )
+        request = consulting_request(judge_messages(criterion, actual, input), "judge")
         return await verdict_of_call(self.agent.respond(request))
 
 

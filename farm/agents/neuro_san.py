@@ -24,7 +24,7 @@ from farm.agents.retry import TransientError, call_with_retries
 from farm.agents.secrets import excerpt
 from farm.agents.transport import CallLimiter, Transport
 from farm.agents.urls import neuro_san_server
-from farm.errors import AgentError, AgentResolutionError
+from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import JsonValue, Reply
 
 CHAT_FILTERS = frozenset({"MINIMAL", "MAXIMAL"})
@@ -66,7 +66,8 @@ def request_body(request: AgentRequest, where: str) -> dict[str, Any]:
     if request.chat_filter:
         chat_filter = request.chat_filter.strip().upper()
         if chat_filter not in CHAT_FILTERS:
-            raise AgentError(f"{where}: chat_filter {request.chat_filter!r} is not MINIMAL or MAXIMAL")
+            raise AgentError(f"{where}: chat_filter {request.chat_filter!r} is not MINIMAL or MAXIMAL",
+                             kind=FaultKind.CONFIG)
         body["chat_filter"] = {"chat_filter_type": chat_filter}
     return body
 
@@ -81,9 +82,10 @@ def request_headers(context: AgentContext, where: str) -> dict[str, str]:
             continue
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         if not HEADER_NAME.fullmatch(str(key)):
-            raise AgentError(f"{where}: metadata.{key}: the name cannot be an HTTP header")
+            raise AgentError(f"{where}: metadata.{key}: the name cannot be an HTTP header", kind=FaultKind.CONFIG)
         if "\n" in text or "\r" in text or not text.isascii():
-            raise AgentError(f"{where}: metadata.{key}: value cannot travel as an HTTP header: {text!r}")
+            raise AgentError(f"{where}: metadata.{key}: value cannot travel as an HTTP header: {text!r}",
+                             kind=FaultKind.CONFIG)
         headers[str(key)] = text
     return headers
 
@@ -137,7 +139,8 @@ class NeuroSanAgent:
                     reader.feed_line(line)
                 attempt.record_usage(reader.usage)
         if stream.status == 404:  # asked once the lease is released: a capped limiter must not deadlock
-            raise AgentError(f"unknown agent {self.agent!r} on server {self.server}{await self._served()}")
+            raise AgentError(f"unknown agent {self.agent!r} on server {self.server}{await self._served()}",
+                             kind=FaultKind.CONFIG)
         reader.check()
         return reader
 

@@ -25,7 +25,7 @@ from collections import deque
 from typing import Any
 
 from farm.agents.secrets import excerpt
-from farm.errors import AgentError
+from farm.errors import AgentError, FaultKind
 from farm.models import JsonValue, ToolCall
 
 MESSAGE_TYPES: dict[int, str] = {0: "UNKNOWN", 1: "SYSTEM", 2: "HUMAN", 4: "AI", 100: "AGENT"}
@@ -76,7 +76,8 @@ class StreamReader:
         try:
             item = json.loads(line)
         except ValueError:
-            raise AgentError(f"{self.where}: line {self.lines} of the stream is not JSON: {excerpt(line)}") from None
+            raise AgentError(f"{self.where}: line {self.lines} of the stream is not JSON: {excerpt(line)}",
+                             kind=FaultKind.PARSE) from None
         if isinstance(item, dict) and isinstance(item.get("response"), dict):
             self.feed(item["response"])
         elif isinstance(item, dict) and "error" in item:
@@ -137,12 +138,14 @@ class StreamReader:
     def check(self) -> None:
         """Raise ``AgentError`` when the stream carried an error or ended without an answer."""
         if self.server_error is not None:
-            raise AgentError(f"{self.where}: server error: {self.server_error}")
+            raise AgentError(f"{self.where}: server error: {self.server_error}", kind=FaultKind.SERVER)
         if not self.answered:
-            raise AgentError(f"{self.where}: the stream ended after {self.lines} line(s) without an answer")
+            raise AgentError(f"{self.where}: the stream ended after {self.lines} line(s) without an answer",
+                             kind=FaultKind.PARSE)
         error = error_in_answer(self.text, self.structure)
         if error is not None:
-            raise AgentError(f"{self.where}: the agent answered with an error: {excerpt(error)}")
+            raise AgentError(f"{self.where}: the agent answered with an error: {excerpt(error)}",
+                             kind=FaultKind.CRASHED)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

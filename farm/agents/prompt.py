@@ -2,7 +2,8 @@
 
 The agent is its system messages (``prompts.yml``: a YAML list of ``{role, content}``) plus a
 connector. Each turn sends prompts + the conversation to the connector and returns its Reply
-as it is: the text stays text (Yao assertions parse JSON out of it themselves).
+as it is: the text stays text (Yao assertions parse JSON out of it themselves). A Yao case's
+``options.connector`` picks another connector for that case; ``-c`` wins over it (Yao's order).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import yaml
 
 from farm.agents.base import AgentRequest
-from farm.agents.connectors import Connector, load_connectors
+from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.options import AgentOptions
 from farm.agents.transport import CallLimiter, read_timeout
 from farm.errors import AgentResolutionError
@@ -55,15 +56,24 @@ class PromptAgent:
     """Prompts + conversation → one chat completion."""
 
     def __init__(
-        self, agent_id: str, connector: Connector, prompts: list[dict[str, Any]], temperature: float | None = None
+        self, agent_id: str, connector: Connector, prompts: list[dict[str, Any]], temperature: float | None = None,
+        registry: ConnectorRegistry | None = None,
     ) -> None:
         self.id = agent_id
         self.connector = connector
         self.prompts = prompts
         self.temperature = temperature
+        self.registry = registry
+        """Where a case's ``options.connector`` is looked up (None: the option is not honoured)."""
+
+    def _connector_for(self, request: AgentRequest) -> Connector:
+        chosen = (request.context.options or {}).get("connector")
+        if request.context.connector or not isinstance(chosen, str) or self.registry is None:
+            return self.connector
+        return self.registry.get(chosen)
 
     async def respond(self, request: AgentRequest) -> Reply:
-        return await self.connector.chat(
+        return await self._connector_for(request).chat(
             [*self.prompts, *request.messages],
             temperature=self.temperature,
             timeout_s=read_timeout(request.timeout_s, None),
@@ -71,7 +81,10 @@ class PromptAgent:
         )
 
     async def aclose(self) -> None:
-        await self.connector.aclose()
+        if self.registry is not None:  # it holds self.connector too
+            await self.registry.aclose()
+        else:
+            await self.connector.aclose()
 
 
 def create_prompt_agent(
@@ -89,7 +102,8 @@ def create_prompt_agent(
         raise AgentResolutionError(
             f"{agent_dir / 'package.yao'}: connector: missing (set it in package.yao or pass -c CONNECTOR)"
         )
-    connector = load_connectors(Path(options.connectors_root), limiter=limiter).get(name)
+    registry = load_connectors(Path(options.connectors_root), limiter=limiter)
+    connector = registry.get(name)
     prompts = load_prompts(agent_dir / PROMPTS_FILE)
     settings = manifest.get("options")
     temperature = settings.get("temperature") if isinstance(settings, dict) else None
@@ -97,4 +111,4 @@ def create_prompt_agent(
         raise AgentResolutionError(f"{agent_dir / 'package.yao'}: options.temperature: expected a number")
     declared = manifest.get("id")
     agent_id = declared if isinstance(declared, str) and declared else agent_dir.name
-    return PromptAgent(agent_id, connector, prompts, temperature)
+    return PromptAgent(agent_id, connector, prompts, temperature, registry)

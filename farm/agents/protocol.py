@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from farm.agents.answers import HttpAnswer
 from farm.agents.base import AgentRequest
 from farm.agents.secrets import excerpt, redact, redacted
-from farm.errors import AgentError
+from farm.errors import AgentError, FaultKind
 from farm.models import JsonValue, Reply
 
 REPLY_KEYS = frozenset({"text", "structure", "sly_data", "tool_calls", "usage"})
@@ -39,7 +39,7 @@ def reply_from_value(value: JsonValue, raw: JsonValue = None) -> Reply:
             return Reply.model_validate({**value, "raw": raw})
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise AgentError(redact(f"bad answer: {problems}")) from None
+            raise AgentError(redact(f"bad answer: {problems}"), kind=FaultKind.PARSE) from None
     if isinstance(value, str):  # a JSON string is text: a structure is data (SPEC 5.2)
         return Reply(text=value, raw=raw)
     return Reply(structure=value, raw=raw)
@@ -58,7 +58,8 @@ def reply_from_answer(answer: HttpAnswer, *, raw: dict[str, Any], what: str) -> 
         value = answer.json()
     except ValueError:
         if declared_json:
-            raise AgentError(redact(f"{what}: body declared JSON does not parse: {excerpt(answer.text)}")) from None
+            raise AgentError(redact(f"{what}: body declared JSON does not parse: {excerpt(answer.text)}"),
+                             kind=FaultKind.PARSE) from None
         return text_reply(answer.text, raw)
     raw["response"]["body"] = redacted(value)
     return reply_from_value(value, raw)

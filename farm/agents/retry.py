@@ -20,7 +20,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.wait import wait_exponential, wait_random
 
 from farm.agents.base import Conversation
-from farm.errors import AgentError, SettingsError
+from farm.errors import AgentError, FaultKind, SettingsError
 
 T = TypeVar("T")
 
@@ -37,11 +37,14 @@ still bounds the whole call, so a longer wait ends as a ``timeout``, never a han
 class TransientError(Exception):
     """Raised by adapters for a fault that may go away if the call is repeated."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None,
+                 kind: FaultKind = FaultKind.CONNECT) -> None:
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
         """Seconds the server asked us to wait (``Retry-After``), or None."""
+        self.kind = kind
+        """What the ``AgentError`` raised when the retries run out says failed."""
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -145,7 +148,7 @@ async def _retry_after_first(
                 result = await fn()
     except TransientError as fault:
         tries = f"{retries} {'retry' if retries == 1 else 'retries'}"
-        raise AgentError(f"{fault.message} (gave up after {tries})", retries=retries) from fault
+        raise AgentError(f"{fault.message} (gave up after {tries})", retries=retries, kind=fault.kind) from fault
     except AgentError as error:
         error.retries = error.retries or retries
         raise

@@ -14,9 +14,10 @@ from farm.models import JsonValue
 
 @dataclass(frozen=True)
 class JudgeVerdict:
-    """A judge's answer. ``equivocal``: the judge said neither pass nor fail; the check fails."""
+    """A judge's answer. ``equivocal``: the judge said neither pass nor fail; ``error``: the judge
+    could not be asked (its call failed). Either way the check fails."""
 
-    verdict: Literal["pass", "fail", "equivocal"]
+    verdict: Literal["pass", "fail", "equivocal", "error"]
     reason: str = ""
 
 

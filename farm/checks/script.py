@@ -8,13 +8,11 @@ returns a bool or ``{"pass": bool, "message": str}``; it may be ``async``.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from farm.imports import resolve_callable
+from farm.imports import call_user, resolve_callable
 
 __all__ = ["ScriptResult", "call_script", "resolve_script"]
 
@@ -30,13 +28,7 @@ ScriptResult = tuple[bool, str]
 
 async def call_script(fn: Callable[..., Any], output: Any, input: Any, expected: Any) -> ScriptResult:
     """Call the user's function and interpret its answer; exceptions propagate to the caller."""
-    if inspect.iscoroutinefunction(fn):
-        result = await fn(output, input, expected)
-    else:
-        result = await asyncio.to_thread(fn, output, input, expected)
-        if inspect.isawaitable(result):
-            result = await result
-    return interpret_result(result)
+    return interpret_result(await call_user(fn, output, input, expected))
 
 
 def interpret_result(result: Any) -> ScriptResult:

@@ -43,11 +43,12 @@ STOCK_TESTS = (
 )  # fmt: skip
 """Every neuro-san stock test (names are case-insensitive in files)."""
 
-ASSERTION_KEYS = ("type", "value", "path", "script", "use", "message", "negate")
+ASSERTION_KEYS = ("type", "value", "path", "script", "use", "options", "message", "negate")
 RESPONSE_KEYS = ("text", "sly_data", "structure")
 
 _NEEDS_VALUE = frozenset(YAO_TYPES) - {"script"}
-_KEY_OWNER = {"path": "json_path", "script": "script", "use": "agent"}
+_KEY_OWNER = {"path": "json_path", "script": "script", "use": "agent", "options": "agent"}
+_JUDGE_OPTION_KEYS = ("connector", "metadata")
 _ORDERED_TESTS = frozenset({"less", "not_less", "greater", "not_greater"})
 
 
@@ -92,6 +93,8 @@ def parse_assertion(raw: Any, where: str, base_dir: str = "") -> tuple[Assertion
         if k not in ASSERTION_KEYS
     ]
     kind = raw.get("type", "equals")
+    if kind == "":  # Yao's code evaluates an empty type as equals
+        kind = "equals"
     if not isinstance(kind, str):
         return None, [*issues, (f"{where}.type", f"must be a string, got {json_type_name(kind)}")]
     if kind not in YAO_TYPES:
@@ -126,6 +129,7 @@ def _build(raw: dict[str, Any], kind: str, where: str) -> Assertion:
         path=raw.get("path"),
         script=raw.get("script"),
         use=raw.get("use"),
+        options=raw.get("options"),
         message=raw.get("message"),
         negate=bool(raw.get("negate", False)),
         where=where,
@@ -192,7 +196,22 @@ def _check_agent(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
         return [(f"{where}.use", "must be a connector id or agents:<agent id>")]
     if raw.get("value", "x") in (None, ""):
         return [(f"{where}.value", "the judge needs a criterion")]
-    return []
+    return _judge_option_issues(raw.get("options"), f"{where}.options")
+
+
+def _judge_option_issues(options: Any, at: str) -> list[Issue]:
+    """Yao's assertion ``options``: ``connector`` (the judge's) and ``metadata`` (sent to an agent judge)."""
+    if options is None:
+        return []
+    if not isinstance(options, dict):
+        return [(at, f"must be an object, got {json_type_name(options)}")]
+    issues = [(f"{at}.{k}", f"unknown key ({_one_of(_JUDGE_OPTION_KEYS)})") for k in options
+              if k not in _JUDGE_OPTION_KEYS]
+    if "connector" in options and (not isinstance(options["connector"], str) or not options["connector"]):
+        issues.append((f"{at}.connector", "must be a connector id (a non-empty string)"))
+    if "metadata" in options and not isinstance(options["metadata"], dict):
+        issues.append((f"{at}.metadata", f"must be an object, got {json_type_name(options['metadata'])}"))
+    return issues
 
 
 def _check_tool_called(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:

@@ -189,6 +189,8 @@ async def _gist(test: StockTest, actual: Any, ctx: CheckContext) -> tuple[list[s
             reasons.append(call.verdict.reason)
         if call.verdict.verdict == "equivocal":
             failures.append(f"the judge equivocated on {safe_repr(criterion)}: {call.verdict.reason}")
+        elif call.verdict.verdict == "error":
+            failures.append(f"the judge could not be asked about {safe_repr(criterion)}: {call.verdict.reason}")
         elif call.verdict.verdict != want:
             failures.append(f"the judge says {call.verdict.verdict} for {safe_repr(criterion)}: {call.verdict.reason}")
     verdict = next((v for v in verdicts if v != want), verdicts[0] if verdicts else None)

@@ -2,8 +2,8 @@
 
 Each check returns a ``Result``: whether it held, a message saying what was seen either way
 (the negated form needs the positive description), and the value it looked at. ``error``
-marks a check that could not be evaluated (a script that raised, an equivocal judge): it
-fails whatever ``negate`` says.
+marks a check that could not be evaluated (a script that raised, a judge that equivocated or
+could not be asked): it fails whatever ``negate`` says.
 """
 
 from __future__ import annotations
@@ -194,12 +194,15 @@ async def check_script(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
 async def check_agent(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
     """An LLM judge decides whether the output meets the criterion in ``value``."""
     output = reply.output
-    call = await ask_judge(ctx, a.use, a.value, output)
+    connector = (a.options or {}).get("connector")
+    call = await ask_judge(ctx, a.use or (connector if isinstance(connector, str) else None), a.value, output)
     if call.verdict is None:
         return Result(False, call.error, output, error=True)
     verdict, reason = call.verdict.verdict, call.verdict.reason
     if verdict == "equivocal":
         return Result(False, f"the judge equivocated: {reason}", output, True, verdict, reason)
+    if verdict == "error":
+        return Result(False, f"the judge could not be asked: {reason}", output, True, verdict, reason)
     said = f"the judge says {verdict}" + (f": {reason}" if reason else "")
     return Result(verdict == "pass", said, output, verdict=verdict, reason=reason)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from farm.cli import history, report, sweeps, test, worker
+from farm.cli import assess, history, report, sweeps, test, worker
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +20,7 @@ def main() -> None:
 main.add_command(test.test)
 main.add_command(report.report)
 main.add_command(worker.worker)
+main.add_command(assess.assess)
 for command in (sweeps.results, sweeps.cancel, sweeps.status, sweeps.flower):
     main.add_command(command)
 main.add_command(history.compare)

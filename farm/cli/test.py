@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+from farm.cli.extras import start_extras, yao_flags
 from farm.cli.history import history_flags
 from farm.cli.options import RATE, StrictCommand
 from farm.cli.run import run_command
@@ -155,6 +156,9 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 
     farm_settings = FarmSettings.from_env()
     prepared = prepare_sweep(settings)
+    around = start_extras(prepared, settings)  # None: --dry-run listed the cases
+    if around is None:
+        return ExitCode.OK
     session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
     executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
     if settings.detach:
@@ -171,7 +175,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
             _announce(prepared, settings, err)
         with StopSignals(stop, **_notices(prepared, settings, farm_settings.stop_grace_s, journal_name)) as signals:
             try:
-                report = executor.run(prepared.plan, Observers(*observers), stop)
+                report = around.run(lambda: executor.run(prepared.plan, Observers(*observers), stop))
             except Exception:  # the farm failed (or crashed): what ran is still on disk
                 say(err, f"every completed run is in the journal {journal_name} "
                          f"(farm report {journal_name} -o FILE)")
@@ -235,6 +239,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
 @history_flags
+@yao_flags
 def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
          **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""

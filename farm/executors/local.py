@@ -16,11 +16,13 @@ from collections.abc import Iterator
 
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
+from farm.deadlines import TestBudgets
 from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, start_event
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver
 from farm.plan import PlannedCase, SweepPlan, utc_now
 from farm.settings import DEFAULT_STOP_GRACE_S
+from farm.simulators import create_simulator_pool
 from farm.stats import CaseAccumulator, pass_ks
 
 
@@ -41,18 +43,23 @@ class _Sweep:
         for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
         self.judges = create_judge_resolver(plan.options)
+        self.simulators = create_simulator_pool(plan.options)
+        self.budgets = TestBudgets()
 
     def runs(self) -> Iterator[tuple[PlannedCase, int]]:
         for planned in self.plan.cases:
             for run in range(1, planned.plan.runs + 1):
                 if self.stop.reason is not None:
                     return
+                if self.budgets.spent(planned.case):  # neuro-san's test timeout: the rest is not run
+                    break
                 yield planned, run
 
     async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
         for planned, run in queue:
             agent = self.pool.get(planned.agent)
-            self.record(await run_guarded(planned.case, run, agent, self.plan.env, judges=self.judges))
+            self.record(await run_guarded(planned.case, run, agent, self.plan.env, judges=self.judges,
+                                          simulators=self.simulators, not_after=self.budgets.start(planned.case)))
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
             await asyncio.sleep(0)
@@ -79,6 +86,7 @@ class _Sweep:
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+        await self.simulators.aclose()
         close_judges = getattr(self.judges, "aclose", None)
         if close_judges is not None:
             await close_judges()

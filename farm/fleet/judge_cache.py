@@ -3,7 +3,8 @@
 A stable case run 50 times gives 50 identical outputs: ``CachedJudge`` asks its judge once and
 serves the other 49 from the cache. Callers that ask for the same verdict at the same time wait
 for the first one's answer instead of asking too (single flight). Only ``pass`` and ``fail``
-are kept: an ``equivocal`` verdict is usually a failed call, which the next caller retries.
+are kept: an ``error`` verdict (a failed call) or an ``equivocal`` one is asked again by the
+next caller.
 
 Judges are asked about *outputs*, not runs, so no run index is in the key; agent calls are
 never cached this way (see ``farm.fleet.replay``). ``MemoryVerdictCache`` serves one process;
@@ -68,7 +69,7 @@ class CachedJudge:
         except BaseException:
             await self.cache.abandon(key)
             raise
-        if verdict.verdict == "equivocal":
+        if verdict.verdict in ("equivocal", "error"):
             await self.cache.abandon(key)
         else:
             await self.cache.store(key, JudgeVerdict(verdict.verdict, redact(verdict.reason)))

@@ -31,8 +31,8 @@ def _error_object(body: str) -> dict[str, Any]:
     return error if isinstance(error, dict) else {}
 
 
-def quota_error(key: str, status: int, body: str | bytes | None) -> QuotaExhaustedError | None:
-    """The error to raise when an answer of ``key`` says its quota is exhausted, else None."""
+def quota_message(status: int, body: str | bytes | None) -> str | None:
+    """What an error answer says when it says the provider's quota is exhausted, else None."""
     if status < 400 or not body:
         return None
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
@@ -40,10 +40,18 @@ def quota_error(key: str, status: int, body: str | bytes | None) -> QuotaExhaust
     codes = {str(error.get("code")), str(error.get("type"))}
     message = str(error.get("message") or text)
     if codes & QUOTA_CODES or any(phrase in message.lower() for phrase in QUOTA_PHRASES):
-        said = redact(message.strip()[:200])
-        return QuotaExhaustedError(f"rate-limit key {key!r}: the provider's quota is exhausted (HTTP {status}: "
-                                   f"{said}); stopping instead of retrying")
+        return message
     return None
+
+
+def quota_error(key: str, status: int, body: str | bytes | None) -> QuotaExhaustedError | None:
+    """The error to raise when an answer of ``key`` says its quota is exhausted, else None."""
+    message = quota_message(status, body)
+    if message is None:
+        return None
+    said = redact(message.strip()[:200])
+    return QuotaExhaustedError(f"rate-limit key {key!r}: the provider's quota is exhausted (HTTP {status}: "
+                               f"{said}); stopping instead of retrying")
 
 
 def raise_if_quota_exhausted(key: str, status: int, body: str | bytes | None) -> None:

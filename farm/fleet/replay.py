@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from farm.agents.base import Agent, AgentRequest
 from farm.agents.secrets import redact, redact_reply, redact_value
 from farm.checks.base import Judge, JudgeVerdict
-from farm.errors import AgentError, SettingsError
+from farm.errors import AgentError, FaultKind, SettingsError
 from farm.models import JsonValue, Reply
 from farm.redis_keys import fleet_name
 
@@ -128,10 +128,11 @@ class ReplayStore:
         try:
             data = json.loads(self.path(key).read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise AgentError(f"--replay {self.directory}: no recording of the {key.describe()}") from None
+            raise AgentError(f"--replay {self.directory}: no recording of the {key.describe()}",
+                             kind=FaultKind.CONFIG) from None
         except (OSError, ValueError) as exc:
             what = f"--replay {self.directory}: unreadable recording of the {key.describe()}"
-            raise AgentError(f"{what}: {exc}") from None
+            raise AgentError(f"{what}: {exc}", kind=FaultKind.CONFIG) from None
         return dict(data)
 
     def save(self, key: CallKey, request: JsonValue, outcome: dict[str, JsonValue]) -> None:
@@ -151,16 +152,26 @@ class ReplayStore:
         if self.mode is ReplayMode.REPLAY:
             data = self.load(key)
             if "error" in data:
-                raise AgentError(str(data["error"].get("message", "recorded error")))
+                raise _recorded_error(data["error"])
             return decode(data["value"])
         try:
             result = await fn()
         except Exception as exc:  # a failed call is part of the record: replayed as the same failure
             message = exc.message if isinstance(exc, AgentError) else (str(exc) or type(exc).__name__)
-            self.save(key, request, {"error": {"type": type(exc).__name__, "message": redact(message)}})
+            kind = exc.kind if isinstance(exc, AgentError) else None  # a FaultKind is a str: JSON as it is
+            self.save(key, request, {"error": {"type": type(exc).__name__, "message": redact(message), "kind": kind}})
             raise
         self.save(key, request, {"value": encode(result)})
         return result
+
+
+def _recorded_error(error: dict[str, Any]) -> AgentError:
+    """The failure a recording holds, replayed with its kind (None in recordings made before kinds)."""
+    try:
+        kind: FaultKind | None = FaultKind(str(error.get("kind")))
+    except ValueError:
+        kind = None
+    return AgentError(str(error.get("message", "recorded error")), kind=kind)
 
 
 class RecordReplayAgent:

@@ -10,6 +10,7 @@
     session.py    ``farm test``'s history: record, --baseline gating, --order failing-first
     nightly.py    the nightly loop: record, compare with the last nightly and the baseline, notify
     worker.py     the hook the ``farm.report`` task calls on a worker with FARM_HISTORY_URL
+    modes.py      ``farm assess``'s known failure modes per case (a ``farm.assess.ModeMemory``)
 
 Nothing in the pure core (models, suites, checks, stats, reports, execute) imports this package:
 SQLAlchemy stays out of it.

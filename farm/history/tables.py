@@ -1,5 +1,7 @@
 """The history store's schema: SQLAlchemy Core tables (every name prefixed ``farm_``).
 
+``farm_failure_modes`` is ``farm assess``'s memory of each case's failure modes (SPEC 14.3).
+
 The prefix lets the tables share a team's PostgreSQL database with other applications; the
 Alembic version table is ``farm_alembic_version`` for the same reason. The schema changes only
 through a migration under ``migrations/versions``; ``SCHEMA_REVISION`` names the newest one, so
@@ -27,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0001"
+SCHEMA_REVISION = "r0002"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -114,6 +116,18 @@ baselines = Table(
     Column("sweep", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), nullable=False),
     Column("set_at", DateTime, nullable=False),
 )
+
+failure_modes = Table(
+    "farm_failure_modes", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("case_id", String(1024), nullable=False),
+    Column("mode_hash", String(64), nullable=False),
+    Column("mode", Text, nullable=False),
+    Column("first_seen_at", DateTime, nullable=False),
+    # unique on the mode's hash: a mode is free text, too long for every database's index
+    UniqueConstraint("case_id", "mode_hash"),
+)
+"""``farm assess``'s known failure modes per case (``farm.history.modes``), oldest first by ``id``."""
 
 comparisons = Table(
     "farm_comparisons", metadata,

@@ -61,6 +61,7 @@ def render_html(report: SweepReport) -> str:
         meta_items=_meta_items(meta),
         cards=_cards(summary),
         status_bar=_status_bar(summary),
+        failure_classes=_failure_classes(summary),
         histogram=_histogram(report.results) if multi_run else None,
         spread=_spread(report.results) if multi_run else None,
         environment=_rows(report.environment),
@@ -97,6 +98,7 @@ def script_safe_json(text: str) -> str:
 
 @functools.cache
 def template_environment() -> Environment:
+    """The Jinja environment of the farm's HTML pages (autoescape on, strict about undefined names)."""
     return Environment(
         loader=PackageLoader("farm.reports", "templates"),
         autoescape=True,
@@ -201,6 +203,18 @@ def _status_bar(s: SweepSummary) -> list[dict[str, Any]]:
         for key in order
         if s.by_status.get(key)
     ]
+
+
+def _failure_classes(s: SweepSummary) -> list[dict[str, str]]:
+    """The sweep's failure classes as table rows: name, runs, share of failed runs, example."""
+    total = sum(entry.count for entry in s.failure_classes.values())
+    rows = []
+    for name, entry in s.failure_classes.items():
+        example = entry.example
+        where = f"run {example.run}" + (f", turn {example.turn}" if example.turn else "")
+        rows.append({"name": name, "count": f"{entry.count:,}", "share": _percent(round(100 * entry.count / total, 1)),
+                     "case": example.case_id, "where": where, "message": example.message})
+    return rows
 
 
 def _percent(value: float) -> str:

@@ -59,10 +59,21 @@ def result_event(r: RunResult) -> dict[str, Any]:
         "judged_checks": [_check(c) for c in r.checks if c.passed and c.verdict is not None],
         "error": None if r.error is None else (r.error.message or r.error.type),
         "retries": r.retries,
+        "failure_class": r.failure_class,
+        "failed_turn": r.failed_turn,
+        **_dynamic(r),
     }
     if r.error is not None:
         event |= {"error_type": r.error.type, "traceback": r.error.traceback}
     return event
+
+
+def _dynamic(r: RunResult) -> dict[str, Any]:
+    """A dynamic run's conversation and checkpoints (Yao's ``turns`` and ``checkpoints``)."""
+    if r.turns is None:
+        return {}
+    return {"turns": [t.model_dump(mode="json") for t in r.turns],
+            "checkpoints": {k: v.model_dump(mode="json") for k, v in (r.checkpoints or {}).items()}}
 
 
 def stability_event(s: CaseStats) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from farm.durations import format_ms
-from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
+from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
+from farm.reports.failures import checkpoint_row, example_text
 from farm.stats import case_verdict
 
 MAX_DETAILS_SHOWN = 10
@@ -95,8 +96,31 @@ def _stability(report: SweepReport) -> list[str]:
     return ["## Stability", "", *_table(header, rows, "lrrrr")]
 
 
+def _failure_classes(classes: dict[str, FailureClassStats], *, with_case: bool) -> list[str]:
+    rows = [(md_inline(name), str(entry.count), md_inline(example_text(entry.example, with_case=with_case)))
+            for name, entry in classes.items()]
+    return _table(("Failure class", "Runs", "Example"), rows, "lr")
+
+
+def _sweep_failures(report: SweepReport) -> list[str]:
+    if not report.summary.failure_classes:
+        return []
+    return ["## Failure classes", "", *_failure_classes(report.summary.failure_classes, with_case=True)]
+
+
+def _checkpoints(stats: CaseStats) -> list[str]:
+    if not stats.checkpoints:
+        return []
+    header = ("Checkpoint", "Required", "Reached", "Reach rate", "95% CI", "Avg turn", "First unmet")
+    rows = [tuple(md_inline(cell) for cell in checkpoint_row(point)) for point in stats.checkpoints]
+    return ["**Checkpoints**", "", *_table(header, rows, "llrrrrr"), ""]
+
+
 def _run_lines(detail: RunDetail) -> list[str]:
     head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
+    if detail.failure_class:
+        turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
+        head += f" · {md_inline(detail.failure_class)}{turn}"
     if detail.error:
         return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]
@@ -138,6 +162,9 @@ def _case(stats: CaseStats) -> list[str]:
     shown = next((d for d in stats.run_details if d.status is not RunStatus.SKIPPED), None)
     if shown is not None and shown.output is not None:
         lines += [f"**Output** (run {shown.run})", "", _block(shown.output), ""]
+    lines += _checkpoints(stats)
+    if stats.failure_classes:
+        lines += ["**Failure classes**", "", *_failure_classes(stats.failure_classes, with_case=False), ""]
     return lines + _failures(stats)
 
 
@@ -156,7 +183,8 @@ def _apart(report: SweepReport) -> list[str]:
 
 def render_markdown(report: SweepReport) -> str:
     """The whole report as Markdown."""
-    parts = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report)]
+    parts = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report),
+             _sweep_failures(report)]
     results = ["## Results"]
     for stats in report.results:
         lines = _case(stats)

@@ -11,17 +11,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus
+from farm.failures import classify_run
+from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
+from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
-from farm.stats.measures import (
-    ceil_to,
-    floor_to,
-    label_for,
-    percent,
-    round_half_up,
-    stability_class,
-    wilson_interval,
-)
+from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -140,7 +134,14 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         output=bounded(result.output, limit), error=error, error_type=error_type, traceback=trace,
         failed_checks=[_bounded_check(c) for c in failed],
         judged_checks=[_bounded_check(c) for c in judged], retries=result.retries,
+        failure_class=result.failure_class, failed_turn=result.failed_turn,
+        turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
+        checkpoints=result.checkpoints,
     )
+
+
+def _bounded_turn(turn: TurnRecord, limit: int) -> TurnRecord:
+    return turn.model_copy(update={"input": bounded(turn.input, limit), "output": bounded(turn.output, limit)})
 
 
 class CaseAccumulator:
@@ -162,6 +163,8 @@ class CaseAccumulator:
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
         self._reasons = ReasonCounter()
+        self._failures = FailureTally()
+        self._checkpoints = CheckpointTally()
 
     def _claim(self, run: int) -> bool:
         if not 1 <= run <= self.plan.runs:
@@ -179,6 +182,9 @@ class CaseAccumulator:
         if not self._claim(result.run):
             return False
         status = RunStatus(result.status)  # tolerate model_construct'ed plain strings
+        if result.failure_class is None and status not in (RunStatus.PASSED, RunStatus.SKIPPED):
+            # made before runs were classed (an older journal or report) or by hand: classed here, the same way
+            result.failure_class, result.failed_turn = classify_run(result)
         self._counted += 1
         self._status[status] += 1
         self._retries += result.retries
@@ -188,6 +194,8 @@ class CaseAccumulator:
             self._outputs.add(output_digest(output))
             self._reasons.add(result)
         self._details.offer(result)
+        self._failures.add(result)
+        self._checkpoints.add(result)
         return True
 
     @property
@@ -216,7 +224,6 @@ class CaseAccumulator:
         passed = s[RunStatus.PASSED]
         scored = self._counted - s[RunStatus.SKIPPED]
         label = label_for(passed, scored)
-        low, high = wilson_interval(passed, scored)
         exact_rate = Fraction(100 * passed, scored) if scored else Fraction(0)
         d = self._durations.figures()
         pass_at, pass_hat = pass_k_figures(scored, passed, self.pass_k)
@@ -225,7 +232,7 @@ class CaseAccumulator:
             failed=s[RunStatus.FAILED] + s[RunStatus.ERROR] + s[RunStatus.TIMEOUT],
             errors=s[RunStatus.ERROR], timeouts=s[RunStatus.TIMEOUT], skipped=s[RunStatus.SKIPPED],
             pass_rate=percent(passed, scored),
-            pass_rate_ci=(floor_to(Fraction(low * 100), 1), ceil_to(Fraction(high * 100), 1)),  # rounded outward
+            pass_rate_ci=wilson_percent(passed, scored),
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
             runs_planned=self.plan.runs, required_passes=self.plan.required,
@@ -234,4 +241,5 @@ class CaseAccumulator:
             std_deviation_ms=d["std"], retries=self._retries, distinct_outputs=len(self._outputs),
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
+            failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
         )

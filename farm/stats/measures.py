@@ -31,6 +31,13 @@ def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float,
     return (max(0.0, centre - margin), min(1.0, centre + margin))
 
 
+def wilson_percent(successes: int, n: int) -> tuple[float, float]:
+    """The 95 % Wilson interval in percent, one decimal, rounded outward so it never claims more
+    than it knows (``pass_rate_ci``, checkpoint reach rates)."""
+    low, high = wilson_interval(successes, n)
+    return (floor_to(Fraction(low * 100), 1), ceil_to(Fraction(high * 100), 1))
+
+
 def stability_class(pass_rate: float | Fraction) -> StabilityClass:
     """The Yao table: 100 stable, ≥ 80 mostly stable, ≥ 50 unstable, above 0 highly unstable;
     0 is ``broken``: a case that always fails is consistent, not random (SPEC 7).

@@ -4,6 +4,10 @@ A reason names *what* failed, not what the agent said: a failed check is ``name:
 (the expectation, never the actual output, so fifty different wrong answers to one check are
 one reason), an error or timeout is ``status: ErrorType: message``. Reasons are one line and
 bounded. A comparison lists the reasons HEAD has that BASE had not (``farm.stats.compare``).
+
+Each reason also has its failure class (``farm.failures``, SPEC 14.2): the class of its failed
+check, or of the run's error. A class groups failures coarsely, a reason finely; a reason
+always falls in one class.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from farm.failures import classify_check, classify_error
 from farm.models import FailureReason, RunResult, RunStatus
 
 MAX_REASON_CHARS = 160
@@ -36,19 +41,26 @@ def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def failure_reasons(result: RunResult) -> list[str]:
-    """The distinct reasons ``result`` failed, in check order; empty for a passed or skipped run."""
+def classed_reasons(result: RunResult) -> dict[str, str | None]:
+    """The distinct reasons ``result`` failed, in check order, each with its failure class; empty
+    for a passed or skipped run."""
     status = RunStatus(result.status)
     if status in (RunStatus.PASSED, RunStatus.SKIPPED):
-        return []
+        return {}
     if result.error is not None:
-        return [_one_line(f"{status.value}: {result.error.type}: {result.error.message}")]
-    reasons = []
+        reason = _one_line(f"{status.value}: {result.error.type}: {result.error.message}")
+        return {reason: result.failure_class or classify_error(result.error)}
+    reasons: dict[str, str | None] = {}
     for check in result.failed_checks:
         where = f"turn {check.turn} " if check.turn > 1 else ""
         expected = f": expected {_compact(check.expected)}" if check.expected is not None else ""
-        reasons.append(_one_line(f"{where}{check.name}{expected}"))
-    return list(dict.fromkeys(reasons)) or [status.value]
+        reasons.setdefault(_one_line(f"{where}{check.name}{expected}"), classify_check(check))
+    return reasons or {status.value: result.failure_class}
+
+
+def failure_reasons(result: RunResult) -> list[str]:
+    """The distinct reasons ``result`` failed, in check order; empty for a passed or skipped run."""
+    return list(classed_reasons(result))
 
 
 class ReasonCounter:
@@ -57,14 +69,17 @@ class ReasonCounter:
     def __init__(self, capacity: int = DEFAULT_MAX_REASONS) -> None:
         self.capacity = capacity
         self._counts: dict[str, int] = {}
+        self._classes: dict[str, str | None] = {}
 
     def add(self, result: RunResult) -> None:
-        for reason in failure_reasons(result):
+        for reason, failure_class in classed_reasons(result).items():
             if reason not in self._counts and len(self._counts) >= self.capacity:
-                reason = OTHER_REASONS
+                reason, failure_class = OTHER_REASONS, None
             self._counts[reason] = self._counts.get(reason, 0) + 1
+            self._classes.setdefault(reason, failure_class)
 
     def top(self, n: int = TOP_REASONS) -> list[FailureReason]:
         """The ``n`` most frequent reasons, most frequent first (ties: first seen first)."""
         ranked = sorted(self._counts.items(), key=lambda item: -item[1])[:n]
-        return [FailureReason(reason=reason, count=count) for reason, count in ranked]
+        return [FailureReason(reason=reason, count=count, failure_class=self._classes[reason])
+                for reason, count in ranked]

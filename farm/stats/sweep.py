@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from farm.errors import ExitCode
 from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
+from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
 
 Verdict = Literal["passed", "failed", "skipped"]
@@ -51,6 +52,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         broken_cases=labels.count("broken"),
         duration_ms=round(duration_ms, 1),
         by_status=by_status,
+        failure_classes=merge_failure_classes(s.failure_classes for s in stats),
         skipped_ids=[s.id for s in stats if s.label == "skipped"],
     )
 

@@ -16,11 +16,13 @@ from farm.suites.discover import (
     looks_like_path,
     message_case,
 )
+from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import load_jsonl
 
 __all__ = [
     "SUITE_SUFFIXES",
+    "LoadOptions",
     "LoadedInput",
     "find_suite_files",
     "load_files",

@@ -13,6 +13,7 @@ from typing import Literal
 
 from farm.errors import InputError, Problem, SuiteError
 from farm.models import Case, Message, Turn
+from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import load_jsonl
 
@@ -41,6 +42,8 @@ class LoadedInput:
     """The ``-i`` root: the file's directory for a file, the directory itself for a directory."""
     cases: list[Case] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Files skipped in a directory sweep and connections not spoken, one line each, to show the user."""
 
 
 PATH_SUFFIXES = (*SUITE_SUFFIXES, ".json")
@@ -59,7 +62,7 @@ def looks_like_path(arg: str) -> bool:
             or text.startswith((".", "~")))
 
 
-def load_input(arg: str, *, cwd: Path | None = None) -> LoadedInput:
+def load_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None = None) -> LoadedInput:
     """Load what ``-i`` names: a suite file, a directory of suites, or (when it cannot be a
     path) a literal message.
 
@@ -75,11 +78,13 @@ def load_input(arg: str, *, cwd: Path | None = None) -> LoadedInput:
         files = find_suite_files(path)
         if not files:
             raise InputError(f"{arg}: no suite files (*.jsonl, *.hocon, *.conf) in this directory")
-        return LoadedInput("dir", path, load_files(files, path, single=False), files)
+        notes: list[str] = []
+        cases = load_files(files, path, single=False, options=options, notes=notes)
+        return LoadedInput("dir", path, cases, files, notes + _unspoken(cases))
     if path is not None and path.is_file():
-        if path.suffix.lower() not in SUITE_SUFFIXES:
-            raise InputError(f"{arg}: not a suite file (expected .jsonl, .hocon or .conf)")
-        return LoadedInput("file", path.parent, load_files([path], path.parent, single=True), [path])
+        _check_suite_name(arg, path)
+        cases = load_files([path], path.parent, single=True, options=options)
+        return LoadedInput("file", path.parent, cases, [path], _unspoken(cases))
     if looks_like_path(arg):
         raise InputError(f"{arg}: no such file or directory (to send it to the agent as a message, use -m)")
     return load_message(arg, cwd=cwd)
@@ -90,6 +95,19 @@ def load_message(text: str, *, cwd: Path | None = None) -> LoadedInput:
     if not text.strip():
         raise InputError("empty message: -m needs the text to send to the agent")
     return LoadedInput("message", None, [message_case(text, cwd)], [])
+
+
+def _check_suite_name(arg: str, path: Path) -> None:
+    name = path.name.lower()
+    if not name.endswith(SUITE_SUFFIXES):
+        raise InputError(f"{arg}: not a suite file (expected .jsonl, .hocon or .conf)")
+    if name in SUITE_SUFFIXES:  # ".hocon": Path(".hocon").suffix is '', and a case id needs a name
+        raise InputError(f"{arg}: the file has an extension but no name: a case id comes from the name before "
+                         f"{path.name} (rename it, e.g. case{path.name})")
+
+
+def _unspoken(cases: list[Case]) -> list[str]:
+    return [f"{c.source}: case {c.id} skipped: {c.skip_reason}" for c in cases if c.skip_reason]
 
 
 def _as_path(arg: str, cwd: Path | None) -> Path | None:
@@ -141,16 +159,20 @@ def suite_name(path: Path, root: Path, single: bool) -> str:
     return path.relative_to(root).with_suffix("").as_posix()
 
 
-def load_files(files: list[Path], root: Path, *, single: bool) -> list[Case]:
-    """Load every file; raise one ``SuiteError`` with all problems, duplicate ids included."""
+def load_files(files: list[Path], root: Path, *, single: bool, options: LoadOptions | None = None,
+               notes: list[str] | None = None) -> list[Case]:
+    """Load every file; raise one ``SuiteError`` with all problems, duplicate ids included.
+
+    With ``notes``, HOCON files that are not test cases are skipped with a note (directory sweeps).
+    """
     cases: list[Case] = []
     problems: list[Problem] = []
     for path in files:
         name = suite_name(path, root, single)
         if path.suffix.lower() in HOCON_SUFFIXES:
-            loaded, found = load_hocon(path, case_id=name, suite=name)
+            loaded, found = load_hocon(path, case_id=name, suite=name, notes=notes)
         else:
-            loaded, found = load_jsonl(path, suite=name)
+            loaded, found = load_jsonl(path, suite=name, options=options)
         cases += loaded
         problems += found
     problems += _duplicates(cases)

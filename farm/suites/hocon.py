@@ -7,6 +7,11 @@ a ``ConfigTree`` keeps no positions, so semantic errors name the key path instea
 
 Unknown top-level keys are errors, except keys starting with ``_``: they hold shared
 definitions for substitutions (``_shared { band = Beatles }`` … ``${_shared.band}``).
+
+``connections`` the farm does not speak (``grpc``/``service``: neuro-san's gRPC service; ``mcp``:
+its MCP endpoint, as neuro-san-studio uses them) still make their case, skipped with a reason,
+so one such file never fails a directory. In a directory sweep a file without ``interactions``
+(neuro-san-studio's ``*.initial_memory.hocon``) is not a test case: it is skipped with a note.
 """
 
 from __future__ import annotations
@@ -32,17 +37,32 @@ HOCON_KEYS = ("agent", "connections", "success_ratio", "use_direct", "metadata",
 """Every top-level key of a neuro-san test case."""
 INTERACTION_KEYS = ("text", "sly_data", "timeout_in_seconds", "chat_filter", "continue_conversation", "response")
 CONNECTIONS = ("direct", "http", "https")
+UNSPOKEN_CONNECTIONS = {
+    "grpc": "neuro-san's gRPC service: the farm speaks its HTTP API (use http or https)",
+    "service": "neuro-san's gRPC service ('service' is its other name): the farm speaks its HTTP API "
+               "(use http or https)",
+    "mcp": "neuro-san's MCP endpoint (JSON-RPC tool calls): the farm speaks its chat API (use http or https)",
+}
+"""Connections neuro-san knows and the farm does not run, with why."""
 CHAT_FILTERS = ("MINIMAL", "MAXIMAL")
 
 _LINE_IN_TEXT = re.compile(r"line:\s*(\d+)")
 _RATIO = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
-def load_hocon(path: Path, case_id: str, suite: str) -> tuple[list[Case], list[Problem]]:
-    """Read one HOCON test case: one ``Case``, or one per entry of a ``connections`` list."""
+def load_hocon(
+    path: Path, case_id: str, suite: str, notes: list[str] | None = None
+) -> tuple[list[Case], list[Problem]]:
+    """Read one HOCON test case: one ``Case``, or one per entry of a ``connections`` list.
+
+    With ``notes`` (a directory sweep), a file that is not a test case adds a note instead of a problem.
+    """
     data, problem = read_hocon(path)
     if problem is not None:
         return [], [problem]
+    if notes is not None and "interactions" not in data:
+        notes.append(f"{path}: skipped: not a test case (no interactions)")
+        return [], []
     cases, issues = parse_hocon_case(data, case_id, str(path.parent.resolve()))
     if issues:
         return [], [Problem(str(path), None, key, message) for key, message in issues]
@@ -132,10 +152,12 @@ def parse_hocon_case(data: dict[str, Any], case_id: str, base_dir: str = "") -> 
     cases = []
     for connection in connections:
         suffix = f"@{connection}" if connection and isinstance(data.get("connections"), list) else ""
+        unspoken = UNSPOKEN_CONNECTIONS.get(connection or "")
+        skip = {"skip": True, "skip_reason": f"connection {connection!r} is not spoken: {unspoken}"} if unspoken else {}
         try:
             cases.append(
                 Case(id=f"{case_id}{suffix}", format="neuro-san", base_dir=base_dir, turns=turns,
-                     input=texts[0] if len(texts) == 1 else texts, connection=connection, **fields)  # type: ignore[arg-type]
+                     input=texts[0] if len(texts) == 1 else texts, connection=connection, **fields, **skip)  # type: ignore[arg-type]
             )  # fmt: skip
         except ValidationError as exc:
             return [], [("", str(exc.errors()[0].get("msg", "invalid")))]
@@ -154,7 +176,7 @@ def _top_fields(data: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
     return {
         "agent": agent,
         "metadata": metadata,
-        "timeout_s": _seconds(data.get("timeout_in_seconds"), "timeout_in_seconds", issues),
+        "test_timeout_s": _seconds(data.get("timeout_in_seconds"), "timeout_in_seconds", issues),
         "success_ratio": _success_ratio(data.get("success_ratio"), issues),
     }
 
@@ -192,9 +214,10 @@ def _connections(value: Any, issues: list[Issue]) -> list[str | None]:
     found: list[str | None] = []
     for n, item in enumerate(items):
         key = f"connections[{n}]" if isinstance(value, list) else "connections"
-        name = item.lower() if isinstance(item, str) else item
-        if name not in CONNECTIONS:
-            issues.append((key, f"unknown connection {item!r} (expected one of: {', '.join(CONNECTIONS)})"))
+        name = item.lower() if isinstance(item, str) else None
+        if name not in CONNECTIONS and name not in UNSPOKEN_CONNECTIONS:  # a non-string is None here
+            known = ", ".join((*CONNECTIONS, *UNSPOKEN_CONNECTIONS))
+            issues.append((key, f"unknown connection {item!r} (expected one of: {known})"))
         elif name in found:
             issues.append((key, f"{name!r} is listed twice"))
         else:

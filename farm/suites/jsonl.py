@@ -2,6 +2,13 @@
 
 Blank lines and ``//`` comment lines are skipped but counted, so every problem is reported
 at the line an editor shows. Every bad line is reported, not only the first.
+
+Besides the design's fields, a line may have what Yao's ``agent/eval`` reads: ``options``
+(passed to the agent), ``before``/``after`` hooks (Python callables, ``farm.hooks``), the
+dynamic fields (``farm.suites.dynamic``), attachments in content parts
+(``farm.suites.attachments``), and the smaller shapes Yao accepts: a message's ``content`` as
+one part object, ``refusal`` on a history message, and the ``name`` Yao's own tests write.
+Any other key is refused: a typo would test nothing.
 """
 
 from __future__ import annotations
@@ -16,18 +23,29 @@ from farm.checks.extract import json_type_name
 from farm.checks.spec import Issue, parse_assertions, suggest
 from farm.durations import parse_duration
 from farm.errors import Problem
+from farm.hooks import check_hook
 from farm.models import Assertion, Case, Message, Turn
+from farm.suites.attachments import convert_part
+from farm.suites.dynamic import DYNAMIC_KEYS, LoadOptions, parse_dynamic
 
 __all__ = ["YAO_KEYS", "input_messages", "load_jsonl"]
 
-YAO_KEYS = ("id", "input", "expected", "assert", "user", "team", "metadata", "skip", "timeout")
+YAO_KEYS = (
+    "id", "name", "input", "expected", "assert", "user", "team", "metadata", "options", "skip", "timeout",
+    "before", "after", *DYNAMIC_KEYS,
+)  # fmt: skip
 """Every top-level key a Yao case may have."""
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
-_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "refusal")
+OPTION_TYPES: dict[str, type] = {
+    "connector": str, "mode": str, "search": bool, "disable_global_prompts": bool, "metadata": dict, "skip": dict,
+}
+"""Yao's per-case ``options`` and the JSON type of each."""
+SKIP_OPTIONS = ("history", "trace", "output", "keyword", "search")
 
 
-def load_jsonl(path: Path, suite: str) -> tuple[list[Case], list[Problem]]:
+def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tuple[list[Case], list[Problem]]:
     """Read a JSONL suite; returns the good cases and a problem for every bad line."""
     try:
         data = path.read_bytes()
@@ -43,7 +61,7 @@ def load_jsonl(path: Path, suite: str) -> tuple[list[Case], list[Problem]]:
             continue
         if obj is None:
             continue
-        case, issues = parse_case(obj, base_dir)
+        case, issues = parse_case(obj, base_dir, options or LoadOptions())
         problems += [Problem(str(path), lineno, key, message) for key, message in issues]
         if case is not None:
             cases.append(case.model_copy(update={"source": str(path), "line": lineno, "suite": suite}))
@@ -71,8 +89,10 @@ def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
     return obj, ""
 
 
-def parse_case(obj: dict[str, Any], base_dir: str = "") -> tuple[Case | None, list[Issue]]:
+def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | None = None,
+               ) -> tuple[Case | None, list[Issue]]:
     """Validate one Yao case object (the line's location is added by the caller)."""
+    options = options or LoadOptions()
     issues: list[Issue] = [
         (str(k), f"unknown key (expected one of: {', '.join(YAO_KEYS)}){suggest(k, YAO_KEYS)}")
         for k in obj
@@ -83,19 +103,21 @@ def parse_case(obj: dict[str, Any], base_dir: str = "") -> tuple[Case | None, li
         issues.append(("id", "missing: every case needs an id"))
     elif not isinstance(case_id, str) or not case_id.strip():
         issues.append(("id", f"must be a non-empty string, got {json_type_name(case_id)}"))
+    dynamic = parse_dynamic(obj, base_dir, options, issues)
     messages: list[Message] = []
     if "input" not in obj:
         issues.append(("input", "missing: every case needs an input"))
-    else:
-        messages, found = input_messages(obj["input"])
+    elif not (dynamic is not None and obj["input"] == []):  # [] lets the simulator open
+        messages, found = input_messages(obj["input"], base_dir=base_dir)
         issues += found
-    assertions = _assertions(obj, base_dir, issues)
-    fields = _optional_fields(obj, issues)
+    assertions = [] if dynamic is not None else _assertions(obj, base_dir, issues)
+    fields = _optional_fields(obj, issues) | _yao_fields(obj, base_dir, issues)
     if issues:
         return None, issues
     try:
         turn = Turn(messages=messages, assertions=assertions)
-        case = Case(id=str(case_id), format="yao", base_dir=base_dir, turns=[turn], input=obj["input"], **fields)
+        case = Case(id=str(case_id), format="yao", base_dir=base_dir, turns=[turn], input=obj["input"],
+                    dynamic=dynamic, **fields)
     except ValidationError as exc:
         return None, [("", _first_error(exc))]
     return case, []
@@ -136,52 +158,112 @@ def _optional_fields(obj: dict[str, Any], issues: list[Issue]) -> dict[str, Any]
     return fields
 
 
-def input_messages(value: Any, key: str = "input") -> tuple[list[Message], list[Issue]]:
+def _yao_fields(obj: dict[str, Any], base_dir: str, issues: list[Issue]) -> dict[str, Any]:
+    """``name``, ``options`` and the ``before``/``after`` hooks (Yao's ``agent/eval``)."""
+    name = obj.get("name")
+    if name is not None and not isinstance(name, str):
+        issues.append(("name", f"must be a string, got {json_type_name(name)}"))
+    for key in ("before", "after"):
+        problem = check_hook(obj[key], base_dir) if key in obj else ""
+        if problem:
+            issues.append((key, problem))
+    return {"name": name, "options": _case_options(obj.get("options"), issues),
+            "before": obj.get("before"), "after": obj.get("after")}
+
+
+def _case_options(raw: Any, issues: list[Issue]) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        issues.append(("options", f"must be an object, got {json_type_name(raw)}"))
+        return None
+    for key, value in raw.items():
+        wanted = OPTION_TYPES.get(key)
+        if wanted is None:
+            issues.append((f"options.{key}", f"unknown option (expected one of: {', '.join(OPTION_TYPES)})"
+                                             f"{suggest(key, OPTION_TYPES)}"))
+        elif not isinstance(value, wanted) or (wanted is str and not value):
+            issues.append((f"options.{key}", f"must be {_type_word(wanted)}, got {json_type_name(value)}"))
+        elif key == "skip":
+            issues += _skip_issues(raw["skip"])
+    return raw
+
+
+def _skip_issues(skip: dict[str, Any]) -> list[Issue]:
+    unknown = f"unknown skip option (expected one of: {', '.join(SKIP_OPTIONS)})"
+    return [(f"options.skip.{k}", unknown if k not in SKIP_OPTIONS else "must be true or false")
+            for k, v in skip.items() if k not in SKIP_OPTIONS or not isinstance(v, bool)]
+
+
+def _type_word(wanted: type) -> str:
+    return {str: "a non-empty string", bool: "true or false", dict: "an object"}.get(wanted, "valid")
+
+
+def input_messages(value: Any, key: str = "input", base_dir: str = "") -> tuple[list[Message], list[Issue]]:
     """A Yao ``input``: a string, a Message, a ContentPart array or a list of Messages."""
     if isinstance(value, str):
         return [Message(role="user", content=value)], []
     if isinstance(value, dict):
-        message, issues = _message(value, key)
+        message, issues = _message(value, key, base_dir)
         return ([message] if message else []), issues
     if not isinstance(value, list):
         return [], [(key, f"must be a string, a Message or a list of Messages, got {json_type_name(value)}")]
     if not value:
         return [], [(key, "an empty list: nothing to send")]
     if all(isinstance(p, dict) and "type" in p and "role" not in p for p in value):
-        issues = [i for n, part in enumerate(value) for i in _part_issues(part, f"{key}[{n}]")]
-        return ([] if issues else [Message(role="user", content=value)]), issues
+        parts, issues = _parts(value, key, base_dir)
+        return ([] if issues else [Message(role="user", content=parts)]), issues
     messages: list[Message] = []
     issues = []
     for n, item in enumerate(value):
         if not isinstance(item, dict):
             issues.append((f"{key}[{n}]", f"must be a Message object, got {json_type_name(item)}"))
             continue
-        message, found = _message(item, f"{key}[{n}]")
+        message, found = _message(item, f"{key}[{n}]", base_dir)
         issues += found
         if message:
             messages.append(message)
     return messages, issues
 
 
-def _message(raw: dict[str, Any], key: str) -> tuple[Message | None, list[Issue]]:
+def _message(raw: dict[str, Any], key: str, base_dir: str) -> tuple[Message | None, list[Issue]]:
     issues: list[Issue] = [
-        (f"{key}.{k}", "unknown key (expected role, content, name, tool_calls, tool_call_id)")
+        (f"{key}.{k}", f"unknown key (expected one of: {', '.join(_MESSAGE_KEYS)}){suggest(k, _MESSAGE_KEYS)}")
         for k in raw
         if k not in _MESSAGE_KEYS
     ]
     role = raw.get("role", "user")
     if role not in ROLES:
         issues.append((f"{key}.role", f"unknown role {role!r} (expected one of: {', '.join(ROLES)})"))
+    if "refusal" in raw and not isinstance(raw["refusal"], str):
+        issues.append((f"{key}.refusal", f"must be a string, got {json_type_name(raw['refusal'])}"))
     content = raw.get("content")
+    if isinstance(content, dict):  # one part object stands for a one-part array (Yao accepts it)
+        content = [content]
     if isinstance(content, list):
-        issues += [i for n, part in enumerate(content) for i in _part_issues(part, f"{key}.content[{n}]")]
-    elif content is None and not raw.get("tool_calls"):
+        content, found = _parts(content, f"{key}.content", base_dir)
+        issues += found
+    elif content is None and not raw.get("tool_calls") and "refusal" not in raw:
         issues.append((f"{key}.content", "missing: a message needs content"))
     elif content is not None and not isinstance(content, str):
         issues.append((f"{key}.content", f"must be a string or a ContentPart array, got {json_type_name(content)}"))
     if issues:
         return None, issues
-    return Message.model_validate(raw), []
+    return Message.model_validate({**raw, "content": content}), []
+
+
+def _parts(parts: list[Any], key: str, base_dir: str) -> tuple[list[dict[str, Any]], list[Issue]]:
+    """Validate content parts and convert attachments to what is sent."""
+    converted: list[dict[str, Any]] = []
+    issues: list[Issue] = []
+    for n, part in enumerate(parts):
+        at = f"{key}[{n}]"
+        found = _part_issues(part, at)
+        if not found:
+            part, found = convert_part(part, at, base_dir)
+        issues += found
+        converted.append(part)
+    return converted, issues
 
 
 def _part_issues(part: Any, key: str) -> list[Issue]:

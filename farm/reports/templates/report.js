@@ -148,12 +148,65 @@
       ["Errors", c.errors ? String(c.errors) : null], ["Timeouts", c.timeouts ? String(c.timeouts) : null],
       ["Retries", c.retries ? String(c.retries) : null],
     ]));
+    if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
+    const classes = Object.entries(c.failure_classes || {});
+    if (classes.length) add(box, el("h3", null, "Failure classes"), classesTable(classes));
     const details = c.run_details || [];
     if (details.length > 1) add(box, variants(details));
     add(box, el("h3", null, "Runs"), runsTable(details));
     if (c.run_details_truncated) add(box, el("p", "note", c.run_details_truncated + " more runs were counted but not kept."));
     td.appendChild(box);
     return add(tr, td);
+  }
+
+  function miniTable(head, rows) {
+    const table = el("table", "runs mini");
+    const tr = el("tr");
+    for (const [h, num] of head) tr.appendChild(el("th", num ? "num" : null, h));
+    add(table, add(el("thead"), tr));
+    const body = el("tbody");
+    for (const cells of rows) {
+      const row = el("tr");
+      cells.forEach((cell, i) => row.appendChild(cell instanceof Node ? add(el("td"), cell) : el("td", head[i][1] ? "num" : null, cell)));
+      body.appendChild(row);
+    }
+    return add(table, body);
+  }
+
+  function checkpointsTable(points) {
+    const head = [["Checkpoint", false], ["Required", false], ["Reached", true], ["Reach rate", false], ["Avg turn", true], ["First unmet", true]];
+    return miniTable(head, points.map((p) => {
+      const meter = el("div", "meter" + (p.reach_rate >= 100 ? "" : p.reach_rate >= 50 ? " m-warn" : " m-bad"));
+      const fill = el("span");
+      fill.style.width = Math.max(0, Math.min(100, p.reach_rate)) + "%";
+      meter.appendChild(fill);
+      const ci = p.reach_rate_ci || [0, 100];
+      const rate = add(el("div", "rate cp-rate"), meter, add(el("div"), el("span", null, pct(p.reach_rate)),
+        el("span", "sub", "95% CI " + ci[0] + "–" + ci[1])));
+      return [p.id, p.required ? "yes" : "no", p.reached + " / " + p.runs, rate,
+        p.avg_reached_at_turn === null || p.avg_reached_at_turn === undefined ? "–" : String(p.avg_reached_at_turn), String(p.first_unmet || 0)];
+    }));
+  }
+
+  function classesTable(classes) {
+    return miniTable([["Failure class", false], ["Runs", true], ["Example", false]], classes.map(([name, entry]) => {
+      const ex = entry.example || {};
+      const where = "run " + ex.run + (ex.turn ? ", turn " + ex.turn : "");
+      return [el("span", "fclass", name), nf.format(entry.count), add(el("div"), el("span", "sub", where), el("div", "check-msg", ex.message || ""))];
+    }));
+  }
+
+  function conversation(turns) {
+    const box = el("details", "conversation");
+    add(box, el("summary", null, "Conversation (" + turns.length + (turns.length === 1 ? " turn)" : " turns)")));
+    const list = el("ol", "turns");
+    for (const t of turns) {
+      const said = (who, value) => add(el("div"), el("span", "who", who), document.createTextNode(" "), el("span", null, show(value)));
+      const li = add(el("li"), said("User", t.input), said("Agent", t.output));
+      if ((t.checkpoints_reached || []).length) add(li, el("div", "sub", "✓ " + t.checkpoints_reached.join(", ")));
+      list.appendChild(li);
+    }
+    return add(box, list);
   }
 
   function variants(details) {
@@ -186,10 +239,13 @@
   function runRow(r) {
     const bad = r.status !== "passed" && r.status !== "skipped";
     const tr = el("tr", "run-row" + (bad ? " is-bad" : ""));
-    add(tr, el("td", "num", "#" + r.run), add(el("td"), badge(r.status, r.status)));
+    const status = add(el("td"), badge(r.status, r.status));
+    if (r.failure_class) add(status, el("div", "fclass", r.failure_class + (r.failed_turn ? " · turn " + r.failed_turn : "")));
+    add(tr, el("td", "num", "#" + r.run), status);
     add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
     if (r.error) add(out, errorBox(r));
+    if ((r.turns || []).length) add(out, conversation(r.turns));
     if ((r.failed_checks || []).length) {
       const list = el("ul", "checks");
       for (const chk of r.failed_checks) list.appendChild(checkItem(chk));

@@ -1,0 +1,93 @@
+"""``farm test``'s Yao extras around a sweep: their flags, the load notes, ``--dry-run``, and the
+global ``--before``/``--after`` hooks (``farm.hooks.SweepHooks``).
+
+``run_test`` calls ``start_extras`` once the sweep is prepared (before any history or executor:
+a dry run records nothing and starts nothing) and runs the sweep through ``SweepAround.run``, so
+``--after`` sees the report, or None when the sweep failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from rich.console import Console
+
+from farm.agents.base import AgentContext
+from farm.console import say
+from farm.execute import sweep_context
+from farm.hooks import SweepHooks
+from farm.models import JsonValue, SweepReport
+from farm.sweep import PreparedSweep, TestSettings
+from farm.yao_options import dry_run_lines
+
+__all__ = ["SweepAround", "start_extras", "yao_flags"]
+
+
+def yao_flags(command: Any) -> Any:
+    """The flags of Yao's ``agent eval`` that ``farm test`` takes (``TestSettings`` fields)."""
+    options = [
+        click.option("--run", "run_pattern", default=None, metavar="REGEX",
+                     help="Run only cases whose id the regular expression matches (Yao's --run)."),
+        click.option("--ctx", default=None, metavar="FILE",
+                     help="Yao context file (JSON: chat_id, authorized, metadata, client, locale, referer) "
+                          "for every call."),
+        click.option("--dry-run", is_flag=True,
+                     help="Load, validate and resolve everything, list the cases; call no agent."),
+        click.option("--simulator", default=None, metavar="AGENT",
+                     help="Simulator of every dynamic case: an agent reference, or llm:CONNECTOR for the "
+                          "built-in one."),
+        click.option("--before", default=None, metavar="module:function",
+                     help="Python callable run once before the sweep: before(context, cases) (Yao's BeforeAll)."),
+        click.option("--after", default=None, metavar="module:function",
+                     help="Python callable run once after the sweep: after(context, report, before_data) "
+                          "(Yao's AfterAll)."),
+        click.option("--yao-compat", is_flag=True,
+                     help="Dynamic cases as Yao's code runs them where its documentation disagrees "
+                          "(see the README)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@dataclass(frozen=True)
+class SweepAround:
+    """The ``--before``/``--after`` hooks of one sweep, with what ``--before`` returned."""
+
+    hooks: SweepHooks
+    context: AgentContext
+    before_data: JsonValue
+    err: Console
+
+    def run(self, sweep: Callable[[], SweepReport]) -> SweepReport:
+        """``sweep()``, then ``--after`` even when the sweep raised (a failing hook is a warning)."""
+        report = None
+        try:
+            report = sweep()
+        finally:
+            if warning := self.hooks.after_all(self.context, report, self.before_data):
+                say(self.err, f"farm: warning: {warning}")
+        return report
+
+
+def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround | None:
+    """Print the load notes; for ``--dry-run`` list the cases and return None (nothing runs);
+    else resolve the hooks and run ``--before``.
+
+    Raises:
+        SettingsError: a hook reference that does not resolve (exit 2).
+        FarmRuntimeError: ``--before`` raised (exit 3, nothing ran).
+    """
+    err = Console(stderr=True)
+    for note in prepared.loaded.notes:
+        say(err, f"farm: note: {note}")
+    if settings.dry_run:
+        click.echo("\n".join(dry_run_lines(prepared.plan.cases)))
+        return None
+    hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
+    context = sweep_context(prepared.plan.env)
+    before_data = hooks.before_all(context, [c.case for c in prepared.plan.cases])
+    return SweepAround(hooks, context, before_data, err)
