@@ -69,6 +69,12 @@ def _positive(env: Mapping[str, str], name: str, default: float, *, whole: bool)
     return value
 
 
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The farm's data directory: ``FARM_DATA_DIR``, else ``~/.local/share/agent-farm`` (SPEC 10)."""
+    env = os.environ if env is None else env
+    return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
+
+
 def is_redis_url(url: str | None) -> bool:
     return bool(url) and str(url).startswith(("redis://", "rediss://", "unix://"))
 
@@ -109,7 +115,7 @@ class FarmSettings:
             "reconnect_timeout_s": _positive(env, "FARM_RECONNECT_TIMEOUT", DEFAULT_RECONNECT_TIMEOUT_S, whole=False),
             "stall_timeout_s": _positive(env, "FARM_STALL_TIMEOUT", 0.0, whole=False) or None,
             "task_events": env.get("FARM_TASK_EVENTS", "").strip().lower() in _TRUE,
-            "data_dir": Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser(),
+            "data_dir": data_dir(env),
             "journal_days": _positive(env, "FARM_JOURNAL_DAYS", DEFAULT_JOURNAL_DAYS, whole=True),
             "stop_grace_s": _positive(env, "FARM_STOP_GRACE", DEFAULT_STOP_GRACE_S, whole=False),
         }
@@ -151,6 +157,7 @@ __all__ = [
     "DEFAULT_STOP_GRACE_S",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "FarmSettings",
+    "data_dir",
     "is_redis_url",
     "safe_url",
 ]

@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
-DEFAULT_DATA_DIR = "~/.local/share/agent-farm"
+from farm.settings import data_dir
+
 HISTORY_FILE = "history.sqlite"
-
-
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The farm's data directory: ``FARM_DATA_DIR``, else ``~/.local/share/agent-farm``."""
-    env = os.environ if env is None else env
-    return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
 
 
 def history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
