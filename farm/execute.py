@@ -22,6 +22,7 @@ from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError
+from farm.fleet.usage import RunUsage
 from farm.models import Case, CheckOutcome, ErrorInfo, JsonValue, Reply, RunResult, RunStatus, Turn
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
 
@@ -74,6 +75,7 @@ class _RunState:
         self.history: list[dict[str, JsonValue]] = []
         self.sly_data: dict[str, JsonValue] | None = None
         self.retries = 0
+        self.usage = RunUsage()
 
     def start_fresh(self) -> None:
         """A new conversation: new chat id, empty history, nothing carried; retries kept."""
@@ -203,24 +205,10 @@ async def _run_turns(
             state.start_fresh()
         reply = await _send_turn(agent, case, run, turn, index, state, env, deadline)
         result.output = reply.output
-        result.usage = _add_usage(result.usage, reply.usage)
+        state.usage.add(reply.usage)
         result.turns_completed = index
         result.checks.extend(await _check_turn(turn, reply, ctx, index, deadline))
         fresh_next = not turn.continue_conversation
-
-
-def _add_usage(
-    total: dict[str, JsonValue] | None, usage: dict[str, JsonValue] | None
-) -> dict[str, JsonValue] | None:
-    if not usage:
-        return total
-    merged = dict(total or {})
-    for key, value in usage.items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            merged[key] = merged.get(key, 0) + value
-        else:
-            merged[key] = value
-    return merged
 
 
 async def execute_run(
@@ -248,4 +236,5 @@ async def execute_run(
         result.error = ErrorInfo.from_exception(exc)
     result.duration_ms = round((time.monotonic() - start) * 1000, 3)
     result.retries = state.total_retries()
+    state.usage.fill(result)
     return result

@@ -246,7 +246,17 @@ class RunResult(FarmModel):
     error: ErrorInfo | None = None
     retries: int = 0
     """Transient faults retried during this run."""
-    usage: dict[str, JsonValue] | None = None
+    usage: dict[str, int] | None = None
+    """The agent's tokens summed over the turns (``input_tokens``, ``output_tokens``,
+    ``cached_tokens``, ``reasoning_tokens``; a count nobody reported is absent); None: none reported."""
+    turn_usage: list[dict[str, int]] | None = None
+    """The same per answered turn ({} for a turn that reported none); None: no turn reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost (price table, else what the agent reported); None: unknown."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of this run's judge calls, apart from the agent's; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
     turns_completed: int = 0
     started_at: str | None = None
     sweep_id: str | None = None
@@ -349,6 +359,26 @@ class CaseStats(FarmModel):
     1 − C(n−c, k)/C(n, k) over the n scored runs, c passed; None when n < k."""
     pass_hat_k: dict[str, float | None] = Field(default_factory=dict)
     """Unbiased pass^k by k: the chance that all of k runs pass, C(c, k)/C(n, k); None when n < k."""
+    usage: dict[str, int] | None = None
+    """The agent's tokens over the case's runs (SPEC 13); None: no run reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost over the case's runs; None: unknown for some run."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of the case's judge calls, apart; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
+    cost_per_passing_run: float | None = None
+    """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
+    adaptive: bool = False
+    """``--adaptive``: the case stopped once its verdict was settled, so its pass rate is biased
+    by stopping (compare such cases on verdicts only)."""
+    decided_after: int | None = None
+    """Adaptive: the run that settled the verdict (runs in flight then still count)."""
+    adaptive_verdict: Literal["pass", "fail", "inconclusive"] | None = None
+    """Adaptive: the rule's verdict; ``inconclusive`` (the SPRT undecided after every planned
+    run) counts as failed."""
+    runs_saved: int = 0
+    """Adaptive: planned runs not made because the verdict was settled."""
     content_hash: str | None = None
     """Digest of the case as written (turns, checks, input, settings; not its file or line):
     comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
@@ -374,6 +404,18 @@ class SweepSummary(FarmModel):
     duration_ms: float
     by_status: dict[str, int]
     """Run counts by status: passed, failed, error, timeout, skipped."""
+    usage: dict[str, int] | None = None
+    """The agent's tokens over the sweep (SPEC 13); None: no run reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost; None: unknown for some case."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of the judge calls, apart; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
+    cost_per_passing_run: float | None = None
+    """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
+    runs_saved: int = 0
+    """``--adaptive``: planned runs not made because their cases' verdicts were settled."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

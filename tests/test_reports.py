@@ -46,6 +46,7 @@ def test_summary_is_a_few_plain_lines() -> None:
         "failed: flaky-1, dead[31m",
         "flaky: flaky-1, ok-ish",
         "broken: dead[31m",
+        "cost unknown",
     ]
 
 
@@ -53,7 +54,8 @@ def test_summary_of_an_all_green_sweep_names_no_case() -> None:
     report = build_report([_stats("a", ["passed"], 1)], duration_ms=12, runs_per_case=1, environment={},
                           metadata={})
     assert render_summary(report) == "agent: 1/1 cases passed (0 failed, 0 skipped)\n" \
-                                     "runs: 1 (1 per case), pass rate 100.0%, duration 12ms\n"
+                                     "runs: 1 (1 per case), pass rate 100.0%, duration 12ms\n" \
+                                     "cost unknown\n"
 
 
 @pytest.mark.parametrize(("fmt", "renderer"), [

@@ -6,6 +6,7 @@ import re
 
 from farm.durations import format_ms
 from farm.models import SweepReport
+from farm.reports.fleet import fleet_line
 from farm.stats import case_verdict
 
 MAX_IDS = 20
@@ -36,4 +37,5 @@ def render_summary(report: SweepReport) -> str:
         ("broken", [r.id for r in report.results if r.label == "broken"]),
     )
     lines += [f"{name}: {_ids(ids)}" for name, ids in groups if ids]
+    lines.append(fleet_line(report, always=True) or "")
     return "\n".join(lines) + "\n"

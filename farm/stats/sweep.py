@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from farm.errors import ExitCode
 from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
+from farm.stats.costs import CostTotals
 from farm.stats.measures import percent
 
 Verdict = Literal["passed", "failed", "skipped"]
@@ -37,6 +38,9 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
     scored = [s for s in stats if s.label != "skipped"]
     scored_runs = sum(s.runs - s.skipped for s in stats)
     labels = [s.label for s in stats]
+    costs = CostTotals()
+    for case in stats:
+        costs.add_case(case)
     return SweepSummary(
         total_cases=len(stats),
         total_runs=sum(s.runs for s in stats),
@@ -52,6 +56,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         duration_ms=round(duration_ms, 1),
         by_status=by_status,
         skipped_ids=[s.id for s in stats if s.label == "skipped"],
+        runs_saved=sum(s.runs_saved for s in stats), **costs.figures(by_status["passed"]),
     )
 
 
