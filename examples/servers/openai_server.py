@@ -28,7 +28,8 @@ Faults are injected by the model name:
   ``Retry-After: 1`` on 429/503; the key is the ``X-Fault-Key`` header, else the last user message.
 - ``error-<status>``: always that status; ``slow-<seconds>s``: answer after a delay;
   ``malformed-json``: a truncated JSON body; ``crash``: close the connection mid-body;
-  ``html``: an HTML page instead of JSON.
+  ``html``: an HTML page instead of JSON; ``quota-exhausted``: 429 with OpenAI's
+  ``insufficient_quota`` error (a quota used up, which waiting does not cure).
 
 With ``--key``, requests without ``Authorization: Bearer <key>`` get 401. ``GET /stats``
 returns the request count per key. Standard library only.
@@ -262,6 +263,10 @@ class ChatHandler(JsonHandler):
             return
         elif model == "html":
             self.send_bytes(200, b"<html><body>Bad gateway</body></html>", "text/html")
+            return
+        elif model == "quota-exhausted":
+            self.send_json(429, {"error": {"message": "You exceeded your current quota, please check your plan.",
+                                           "type": "insufficient_quota", "code": "insufficient_quota"}})
             return
         self.send_json(200, answer(body))
 
