@@ -191,7 +191,7 @@ def runs_needed(rule: StoppingRule, passed: int, failed: int) -> int:
     if rule.decide(passed, failed) is not None:
         return 0
     if isinstance(rule, Curtailment):  # the same, without the search
-        return min(rule.required - passed, rule.runs - rule.required + 1 - failed)
+        return max(1, min(rule.required - passed, rule.runs - rule.required + 1 - failed))
     left = rule.runs - passed - failed
     for more in range(1, max(left, 0) + 1):
         if rule.decide(passed + more, failed) is not None or rule.decide(passed, failed + more) is not None:

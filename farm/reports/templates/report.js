@@ -159,7 +159,7 @@
     if (c.expected !== null && c.expected !== undefined) add(io, add(el("div"), el("h3", null, "Expected"), pre(c.expected)));
     const counted = c.runs - (c.skipped || 0);
     add(box, io, facts([
-      ["Source", c.source], ["Requirement", c.required_passes + " of " + counted + " passes needed, " + c.passed + " passed"],
+      ["Source", c.source], ["Requirement", c.required_passes + " of " + (c.adaptive ? c.runs_planned : counted) + " passes needed, " + c.passed + " passed"],
       ["Stability", (c.stability_class || "").replace("_", " ")], ["Consistency", pct(Math.round(c.consistency * 1000) / 10)],
       ["Duration", "min " + ms(c.min_duration_ms) + " · avg " + ms(c.avg_duration_ms) + " ± " + ms(c.std_deviation_ms) + " · max " + ms(c.max_duration_ms)],
       ["Errors", c.errors ? String(c.errors) : null], ["Timeouts", c.timeouts ? String(c.timeouts) : null],
