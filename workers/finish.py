@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from farm.fleet.redis_runtime import budget_metadata
 from farm.lifecycle import finish_sweep
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
@@ -77,6 +78,7 @@ def report_sweep(store: SweepStore, sweep_id: str) -> bool:
         duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
         stopped=store.stop_reason(sweep_id),
     )
+    report.metadata.update(budget_metadata(store, sweep))  # what a budgeted sweep spent (SPEC 13)
     return store.store_report(sweep_id, report, _render(report, sweep.formats))
 
 

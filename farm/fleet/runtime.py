@@ -30,7 +30,7 @@ from farm.agents.resolve import AgentRef
 from farm.agents.transport import NO_LIMITER, CallLease
 from farm.checks.base import Judge
 from farm.errors import FleetStop
-from farm.fleet.budget import Budget, BudgetBackend, LocalBudgetBackend, Reservation
+from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation
 from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, JudgeRole, Refusal, UsageMeter, fleet_scope, refuse
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
@@ -118,6 +118,10 @@ class FleetRuntime:
         """The first refusal: why the sweep must stop."""
         self.hooks = AgentHooks(limiter=self.limiter, wrap_agent=self._wrap_agent if self.replay else None,
                                 wrap_judge=self._wrap_judge)
+        self.hooks_key = digest_of({"fleet": plan.model_dump(mode="json", exclude={"budget", "adaptive"}),
+                                    "budget": plan.budget is not None, "lease_ttl_s": policy.lease_ttl_s})
+        """Sweeps with equal keys may share adapters built with these hooks (a worker's pools): the
+        budget and the scope of each run are the sweep's own, whichever runtime built the adapter."""
 
     def _wrap_agent(self, agent: Agent, ref: AgentRef) -> Agent:
         assert self.replay is not None
@@ -155,6 +159,12 @@ class FleetRuntime:
         assert self.stopped is not None, "no call was refused"
         return self.stopped.stopped
 
+    @property
+    def stop_message(self) -> str:
+        """What the refusal said (which budget, which provider)."""
+        assert self.stopped is not None, "no call was refused"
+        return self.stopped.message
+
     async def _admit(self) -> bool:
         """An unmetered agent's run may start while its sweep's budget is not exhausted."""
         assert self.budget is not None
@@ -181,11 +191,16 @@ class FleetRuntime:
         metadata: dict[str, Any] = {}
         if self.budget is not None:
             state = await self.budget.state()
-            metadata["budget"] = {"max_usd": self.budget.limit.max_usd, "max_tokens": self.budget.limit.max_tokens,
-                                  "spent_usd": round(state.spent_usd, 6), "spent_tokens": state.spent_tokens}
+            metadata |= budget_report(self.budget.limit, state.spent_usd, state.spent_tokens)
         if self.stopped is not None:
             metadata["reason"] = self.stopped.message
         return metadata
+
+
+def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
+    """The report's ``metadata.budget``: the limits and what the sweep spent."""
+    return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": round(spent_usd, 6),
+                       "spent_tokens": spent_tokens}}
 
 
 def local_runtime(sweep: SweepPlan) -> FleetRuntime:
@@ -193,4 +208,5 @@ def local_runtime(sweep: SweepPlan) -> FleetRuntime:
     return FleetRuntime(sweep, rates=LOCAL_RATES, budgets=LocalBudgetBackend(), verdicts=MemoryVerdictCache())
 
 
-__all__ = ["LOCAL_RATES", "FleetRuntime", "SelectiveLimiter", "local_runtime", "priced_cost"]
+__all__ = ["LEASE_MARGIN_S", "LOCAL_RATES", "FleetRuntime", "SelectiveLimiter", "budget_report", "local_runtime",
+           "priced_cost"]
