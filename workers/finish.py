@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from farm.fleet.redis_runtime import budget_metadata
+from farm.fleet.redis_runtime import budget_metadata, is_decided
 from farm.lifecycle import finish_sweep
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
@@ -49,7 +49,8 @@ def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: boo
     for result in store.case_results(sweep_id, case_id, planned.plan.runs):
         acc.add(result)
     stop = store.stop_reason(sweep_id)
-    if not acc.done and stop is None and not final:
+    decided = not acc.done and planned.plan.adaptive is not None and is_decided(store, sweep_id, case_id)
+    if not acc.done and stop is None and not decided and not final:  # a decided case's other runs were dropped
         return Aggregated(False, 0, sweep.total_cases, sweep.queue)
     stats = acc.stats() if acc.count else None
     done = store.store_case(sweep_id, case_id, stats)
