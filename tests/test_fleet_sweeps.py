@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.fleet_helpers import CountingServer
+from tests.fleet_helpers import counting_server
 from tests.fleet_project import (
     KEY,
     farm_env,
@@ -24,7 +24,7 @@ from tests.fleet_project import (
     write_prompt_agent,
     write_suite,
 )
-from tests.servers import Served, openai_server, serve_in_thread
+from tests.servers import Served, openai_server
 
 ROOT = Path(__file__).resolve().parent.parent
 COIN = f"py:{ROOT / 'tests' / 'agents' / 'coin.py'}:respond"
@@ -240,16 +240,37 @@ def test_the_sequential_rule_decides_early_and_its_inconclusive_verdict_fails(tm
 
 
 def test_a_shared_rate_limit_holds_in_process(tmp_path: Path) -> None:
-    with serve_in_thread(CountingServer()) as served:
+    with counting_server() as (served, counting):
         suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(4)])
         start = time.time()
         proc = run_farm(tmp_path, "-i", str(suite), "-n", served.url + "/agent", "--runs", "25", "--parallel", "16",
                         "--rate-limit", "*=20/s")
         end = time.time()
         assert proc.returncode == 0, proc.stderr
-        counting: CountingServer = served.server  # type: ignore[assignment]
         per_second = counting.per_second(start, end)
         assert counting.count(start, end) == 100
         assert per_second and max(per_second) <= 21, per_second  # the limit, +5 %
         busy = [n for n in per_second[1:-1] if n]
         assert busy and sum(busy) / len(busy) >= 18, per_second  # and at least 90 % of it used
+
+
+def test_declared_rate_limits_reach_the_plan_and_the_flag_wins(tmp_path: Path, server: Served,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm import TestSettings
+    from farm.errors import SettingsError
+    from farm.fleet.plan import FleetFlags
+    from farm.fleet.specs import RateLimit
+    from farm.sweep import prepare_sweep
+
+    write_connector(tmp_path, server.url, rate_limit="600/m,4conc")
+    suite = write_prompt_agent(tmp_path, [{"id": "kw", "input": "limits"}])
+    for name, value in farm_env(tmp_path).items():  # the environment the CLI would read
+        if name.startswith("FARM_"):
+            monkeypatch.setenv(name, value)
+    flags = FleetFlags(rate_limits=("local.llm=2/s",))
+    plan = prepare_sweep(TestSettings(input=str(suite), cwd=str(tmp_path), fleet=flags)).plan
+    assert plan.fleet.limit_table().for_key("local.llm") == RateLimit(requests_per_s=2.0, concurrency=4)
+    assert plan.fleet.metered == ["local.llm"] and plan.metadata["rate_limits"] == {"local.llm": "120/m"}
+    write_connector(tmp_path, server.url, rate_limit="lots")
+    with pytest.raises(SettingsError, match=r"llm.conn.yao: rate_limit: 'lots' is not a limit"):
+        prepare_sweep(TestSettings(input=str(suite), cwd=str(tmp_path)))
