@@ -232,3 +232,11 @@ def test_the_html_page_marks_biased_rates_and_shows_costs(tmp_path: Path) -> Non
         expect(details).to_contain_text("Requirement16 of 20 passes needed")
         expect(details).to_contain_text("Cost$0.0615")
         expect(details).to_contain_text("Cost per passing rununknown")
+
+
+@pytest.mark.parametrize(("usd", "shown"), [(None, "unknown"), (0.0, "$0"), (0.5, "$0.500"), (0.0123, "$0.0123"),
+                                            (6.45e-06, "$0.00000645"), (1234.567, "$1,234.57")])
+def test_costs_read_as_money_and_unknown_as_unknown(usd: float | None, shown: str) -> None:
+    from farm.reports.fleet import cost_text
+
+    assert cost_text(usd) == shown

@@ -7,6 +7,7 @@ stopped by an adaptive rule says so, since its pass rate is biased by stopping. 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from farm.models import CaseStats, SweepReport, SweepSummary
@@ -18,12 +19,15 @@ BIASED_NOTE = "adaptive: runs stopped once the verdict was settled, so pass rate
 
 
 def cost_text(usd: float | None) -> str:
-    """``$12.35``, ``$0.01234``, ``$0``, or ``unknown``."""
+    """``$12.35``, ``$0.0123``, ``$0.00000645`` (three significant digits below a dollar), ``$0``,
+    or ``unknown``."""
     if usd is None:
         return UNKNOWN
-    if usd == 0:
+    if usd <= 0:
         return "$0"
-    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.4g}"
+    if usd >= 1:
+        return f"${usd:,.2f}"
+    return f"${usd:.{min(12, 2 - math.floor(math.log10(usd)))}f}"
 
 
 def tokens_text(usage: dict[str, int] | None) -> str:

@@ -26,9 +26,9 @@
   // The same format as farm.durations.format_ms, which renders the rest of the page.
   const ms = (v) => (v < 1000 ? Math.round(v) + "ms" : (v / 1000).toFixed(1) + "s");
   // The same formats as farm.reports.fleet: an unknown cost is "unknown", never $0.
-  const usd = (v) => (v === null || v === undefined ? "unknown" : v === 0 ? "$0"
+  const usd = (v) => (v === null || v === undefined ? "unknown" : v <= 0 ? "$0"
     : v >= 1 ? "$" + v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })
-    : "$" + Number(v.toPrecision(4)));
+    : "$" + v.toFixed(Math.min(12, 2 - Math.floor(Math.log10(v)))));
   function tokens(u) {
     if (!u || !Object.keys(u).length) return "unknown";
     const main = [["input_tokens", "in"], ["output_tokens", "out"]].filter(([k]) => k in u).map(([k, w]) => nf.format(u[k]) + " " + w);
