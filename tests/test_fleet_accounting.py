@@ -240,3 +240,15 @@ def test_costs_read_as_money_and_unknown_as_unknown(usd: float | None, shown: st
     from farm.reports.fleet import cost_text
 
     assert cost_text(usd) == shown
+
+
+def test_a_comparison_reads_adaptive_cases_from_the_report() -> None:
+    from farm.stats.compare import snapshot_of
+
+    report = adaptive_report()
+    assert [c.adaptive for c in snapshot_of(report).cases] == [True, True]
+    report.metadata.pop("adaptive")
+    assert [c.adaptive for c in snapshot_of(report).cases] == [True, True]  # the case's own flag is enough
+    plain = build_report([accumulate(CasePlan(2, 2), [True, True]).stats()], duration_ms=1, runs_per_case=2,
+                         environment={}, metadata={})
+    assert [c.adaptive for c in snapshot_of(plain).cases] == [False]
