@@ -164,7 +164,7 @@ def test_a_replayed_sweep_makes_no_call_and_gives_the_same_verdicts(tmp_path: Pa
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--record", "a", "--replay", "b"), "--record and --replay: give one"),
-    (("--replay", "missing"), "--replay missing: no such directory"),
+    (("--replay", "missing"), "missing: no such directory (record a sweep into it with --record first)"),
     (("--sprt", "0.5,0.9,0.05,0.1"), "--sprt needs --adaptive=sequential"),
     (("--adaptive=sequential", "--sprt", "0.9,0.5,0.05,0.1"), "need 0 ≤ p0 < p1 ≤ 1"),
     (("--adaptive=sequential", "--sprt", "a,b"), "expected P0,P1,ALPHA,BETA"),

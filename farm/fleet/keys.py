@@ -21,7 +21,7 @@ from farm.agents.judge import AgentJudge, ConnectorJudge, JudgeResolver
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef, adapter_spec
 from farm.errors import AgentResolutionError, SettingsError
-from farm.fleet.plan import FleetFlags, FleetPlan, agent_ref_key
+from farm.fleet.plan import FleetFlags, FleetPlan, ReplaySpec, agent_ref_key
 from farm.fleet.prices import PRICES_ENV, Price, PriceTable
 from farm.fleet.replay import ReplayStore
 from farm.fleet.specs import RateLimit, declared_limit
@@ -97,8 +97,8 @@ def plan_fleet(flags: FleetFlags, agents: Mapping[AgentRef, Agent], judges: Judg
     budget, adaptive, replay = flags.budget(), flags.adaptive_rule(), flags.replay_spec()
     limits = flags.rate_table()
     if replay is not None:  # checked now (and the record directory made): exit 2 before any run
-        store = ReplayStore.open(replay.directory, replay.mode)
-        replay = type(replay)(directory=str(store.directory.resolve()), mode=replay.mode)
+        store = ReplayStore.open(Path(options.cwd) / Path(replay.directory).expanduser(), replay.mode)
+        replay = ReplaySpec(directory=str(store.directory.resolve()), mode=replay.mode)
     keys = _Keys(PriceTable.from_env())
     agent_keys: dict[str, str] = {}
     unmetered: list[str] = []
