@@ -115,6 +115,11 @@ def test_a_judged_stable_case_run_50_times_asks_the_judge_once(tmp_path: Path, s
     case = report_of(out)["results"][0]
     assert case["passed"] == 50 and case["judge_usage"]["input_tokens"] > 0
     assert case["judge_cost_usd"] is None  # no price for the judge's model: unknown, never $0
+    stream = tmp_path / "runs.jsonl"
+    assert run_farm(tmp_path, "-i", str(suite), "-n", COIN, "--runs", "2", "-o", str(stream)).returncode == 0
+    results = [e for e in map(json.loads, stream.read_text().splitlines()) if e["type"] == "result"]
+    judged = [e for e in results if e.get("judge_usage")]  # the run that asked the judge (the other hit the cache)
+    assert len(judged) == 1 and judged[0]["judge_usage"]["output_tokens"] > 0 and judged[0]["cost_usd"] is None
 
 
 def test_no_judge_cache_asks_the_judge_every_run(tmp_path: Path, server: Served) -> None:
