@@ -1,7 +1,8 @@
 """Fleet control on real ``farm worker`` processes (SPEC 13): a rate limit shared by three workers
 against an HTTP agent on 127.0.0.1 that counts requests per second (and later plays a provider's
 429s), a budget and an exhausted quota against the bundled OpenAI-compatible server, the judge
-cache shared through Redis, and adaptive runs whose decided cases' queued runs workers drop.
+cache shared through Redis, record/replay from a shared directory, and adaptive runs whose
+decided cases' queued runs workers drop.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def _steady_then_throttled(server: CountingServer, started: float) -> None:
     assert max(server.per_second(started, time.time())) <= LIMIT * 1.05
 
 
-def test_budget_quota_and_the_judge_cache_hold_across_workers(tmp_path, redis_client, farm_worker, farm_cli,
+def test_budget_quota_judge_cache_and_replay_hold_across_workers(tmp_path, redis_client, farm_worker, farm_cli,
                                                                llm) -> None:
     env = {"FARM_TEST_OPENAI_KEY": KEY}  # the connector's key is the workers' own secret, never in the plan
     for _ in range(2):
@@ -114,6 +115,19 @@ def test_budget_quota_and_the_judge_cache_hold_across_workers(tmp_path, redis_cl
     done = farm_cli.run("test", "-i", str(judged), "-n", COIN, "--runs", "50", *distributed, env=project)
     assert done.returncode == 0, done.stderr
     assert calls(llm) - before == 1  # 50 runs on two workers, one judge call: the cache is in Redis
+
+    record, recorded, replayed = tmp_path / "calls", tmp_path / "recorded.json", tmp_path / "replayed.json"
+    done = farm_cli.run("test", "-i", str(suite), "--runs", "6", "--record", str(record), "-o", str(recorded),
+                        *distributed, env=project)
+    assert done.returncode == 0, done.stderr
+    before = calls(llm)
+    done = farm_cli.run("test", "-i", str(suite), "--runs", "6", "--replay", str(record), "-o", str(replayed),
+                        *distributed, env=project)
+    assert done.returncode == 0, done.stderr
+    assert calls(llm) == before  # the workers replayed every call from the shared directory
+    outputs = [sorted((d["run"], str(d["output"])) for d in report_of(path)["results"][0]["run_details"])
+               for path in (recorded, replayed)]
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 6
 
 
 def test_adaptive_runs_on_workers_drop_the_queued_runs_of_decided_cases(tmp_path, redis_client, farm_worker,
