@@ -9,13 +9,35 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.servers import ROOT, Served, openai_server
 
 KEY = "sk-fleet-test-3b8e1f0c9a7d4e2b"
 MODEL = "gpt-fleet-test"
 PRICE = {"input": 1000.0, "output": 2000.0}
 """USD per million tokens: a call of a few dozen tokens costs a few cents."""
+COIN = f"py:{ROOT / 'tests' / 'agents' / 'coin.py'}:respond"
+"""The agent of known pass probability (``tests/agents/coin.py``), by absolute path."""
+
+
+@contextmanager
+def llm_server() -> Iterator[Served]:
+    """The bundled OpenAI-compatible server in its own process, requiring ``KEY``."""
+    with openai_server(key=KEY, separate_process=True) as served:
+        yield served
+
+
+def calls(served: Served) -> int:
+    """Every chat completion the server has answered so far."""
+    return sum(served.stats()["hits"].values())
+
+
+def report_of(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))
 
 
 def write_connector(root: Path, host: str, *, model: str = MODEL, max_tokens: int | None = 40,

@@ -7,37 +7,34 @@ decided cases' queued runs workers drop.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.fleet_helpers import CountingServer, counting_server
-from tests.fleet_project import KEY, write_connector, write_prices, write_prompt_agent, write_suite
-from tests.servers import Served, openai_server
+from tests.fleet_project import (
+    COIN,
+    KEY,
+    calls,
+    llm_server,
+    report_of,
+    write_connector,
+    write_prices,
+    write_prompt_agent,
+    write_suite,
+)
+from tests.servers import Served
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 LIMIT = 100
-ROOT = Path(__file__).resolve().parent.parent
-COIN = f"py:{ROOT / 'tests' / 'agents' / 'coin.py'}:respond"
 
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[Served]:
-    with openai_server(key=KEY, separate_process=True) as served:
+    with llm_server() as served:
         yield served
-
-
-def calls(served: Served) -> int:
-    return sum(served.stats()["hits"].values())
-
-
-def report_of(path: Path) -> dict[str, Any]:
-    return dict(json.loads(path.read_text()))
 
 
 def test_three_workers_share_a_rate_limit_and_slow_down_together_on_429(tmp_path, redis_client, farm_worker,

@@ -15,8 +15,13 @@ import pytest
 
 from tests.fleet_helpers import counting_server
 from tests.fleet_project import (
+    COIN,
     KEY,
+    ROOT,
+    calls,
     farm_env,
+    llm_server,
+    report_of,
     run_farm,
     secrets_in,
     write_connector,
@@ -24,25 +29,13 @@ from tests.fleet_project import (
     write_prompt_agent,
     write_suite,
 )
-from tests.servers import Served, openai_server
-
-ROOT = Path(__file__).resolve().parent.parent
-COIN = f"py:{ROOT / 'tests' / 'agents' / 'coin.py'}:respond"
+from tests.servers import Served
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Served]:
-    with openai_server(key=KEY, separate_process=True) as served:
+    with llm_server() as served:
         yield served
-
-
-def calls(served: Served) -> int:
-    """Every chat completion the server has answered so far."""
-    return sum(served.stats()["hits"].values())
-
-
-def report_of(path: Path) -> dict[str, Any]:
-    return dict(json.loads(path.read_text()))
 
 
 # ------------------------------------------------------------------------------------ budget
