@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from farm.agents.base import Agent, AgentRequest
 from farm.agents.secrets import redact, redact_reply, redact_value
 from farm.checks.base import Judge, JudgeVerdict
-from farm.errors import AgentError, SettingsError
+from farm.errors import AgentError, FleetStop, SettingsError
 from farm.models import JsonValue, Reply
 from farm.redis_keys import fleet_name
 
@@ -155,6 +155,8 @@ class ReplayStore:
             return decode(data["value"])
         try:
             result = await fn()
+        except FleetStop:  # refused by fleet control (budget, quota): the run is not counted, nor recorded
+            raise
         except Exception as exc:  # a failed call is part of the record: replayed as the same failure
             message = exc.message if isinstance(exc, AgentError) else (str(exc) or type(exc).__name__)
             self.save(key, request, {"error": {"type": type(exc).__name__, "message": redact(message)}})
