@@ -18,6 +18,7 @@ from rich.console import Console
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.observers import SweepStart
 from farm.reports.failures import class_counts, failure_lines
+from farm.reports.fleet import BIASED_NOTE, fleet_line
 from farm.stats import below_overall_gate
 from farm.stats.reasons import classed_reasons
 
@@ -54,7 +55,8 @@ def _top_reason(stats: CaseStats) -> str:
 def _cells(stats: CaseStats) -> list[str]:
     low, high = stats.pass_rate_ci
     runs = f"{stats.runs}" if stats.runs_planned in (None, stats.runs) else f"{stats.runs}/{stats.runs_planned}"
-    return ["pass" if stats.case_passed else "FAIL", _cut(stats.id, MAX_ID_CHARS), runs, f"{stats.pass_rate:.1f}%",
+    rate = f"{stats.pass_rate:.1f}%" + ("*" if stats.adaptive else "")  # * : biased by stopping (footnote)
+    return ["pass" if stats.case_passed else "FAIL", _cut(stats.id, MAX_ID_CHARS), runs, rate,
             f"{low:.1f}–{high:.1f}%", stats.stability_class.value, _top_reason(stats),
             class_counts(stats.failure_classes)]
 
@@ -103,6 +105,8 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         say(console, f"… {len(report.results) - max_rows} more cases in the report")
     for line in failure_lines(report):
         say(console, line)
+    if any(c.adaptive for c in report.results):
+        say(console, f"* {BIASED_NOTE}")
     if report.summary.skipped_ids:
         say(console, f"skipped (skip: true): {_ids(report.summary.skipped_ids)}")
     meta = report.metadata
@@ -114,6 +118,9 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
     say(console, summary_line(report))
+    fleet = fleet_line(report, always=False)
+    if fleet:
+        say(console, fleet)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from farm.checks.base import CheckContext, JudgeResolver
 from farm.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
 from farm.errors import AgentError, FaultKind
 from farm.failures import classify_run
+from farm.fleet.usage import RunUsage
 from farm.hooks import HookFailedError, RunHooks
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
@@ -93,6 +94,8 @@ class _RunState:
         self.timeout_s = 0.0
         """The run's own timeout."""
         self.budget_left_s: float | None = None
+        self.usage = RunUsage()
+        """Tokens of every answered turn (``farm.fleet.usage``)."""
         """Set when a neuro-san test's budget (``farm.deadlines``) ends the run sooner: what was left."""
 
     def limit(self, case: Case) -> str:
@@ -262,7 +265,7 @@ async def _run_turns(
         state.turn = index
         reply = await _send_turn(agent, case, run, turn, index, state, env, deadline)
         result.output = reply.output
-        result.usage = _add_usage(result.usage, reply.usage)
+        state.usage.add(reply.usage)
         result.turns_completed = index
         result.checks.extend(await _check_turn(turn, reply, ctx, index, deadline))
         fresh_next = not turn.continue_conversation
@@ -280,7 +283,7 @@ async def _run_dynamic(
         state.turn = index
         reply = await _send_turn(agent, case, run, Turn(messages=messages), index, state, env, deadline)
         result.output = reply.output
-        result.usage = _add_usage(result.usage, reply.usage)
+        state.usage.add(reply.usage)
         result.turns_completed = index
         return reply
 
@@ -305,20 +308,6 @@ def _simulator(case: Case, simulators: SimulatorResolver | None) -> Simulator:
                                               message=f"simulator {spec.use}: no simulator resolver in this executor"))
 
 
-def _add_usage(
-    total: dict[str, JsonValue] | None, usage: dict[str, JsonValue] | None
-) -> dict[str, JsonValue] | None:
-    if not usage:
-        return total
-    merged = dict(total or {})
-    for key, value in usage.items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            merged[key] = merged.get(key, 0) + value
-        else:
-            merged[key] = value
-    return merged
-
-
 def _deadline(case: Case, env: RunEnvironment, start: float, not_after: float | None, state: _RunState) -> float:
     """When the run must end (monotonic): its own timeout, or what is left of the test's budget."""
     state.timeout_s = env.case_timeout(case)
@@ -333,6 +322,7 @@ def _finish(result: RunResult, state: _RunState, start: float) -> None:
     """Duration, retries and (a run that did not pass) its failure class and turn."""
     result.duration_ms = round((time.monotonic() - start) * 1000, 3)
     result.retries = state.total_retries()
+    state.usage.fill(result)
     if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
         result.failure_class, result.failed_turn = classify_run(result, state.turn)
 

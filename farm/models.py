@@ -286,7 +286,17 @@ class RunResult(FarmModel):
     error: ErrorInfo | None = None
     retries: int = 0
     """Transient faults retried during this run."""
-    usage: dict[str, JsonValue] | None = None
+    usage: dict[str, int] | None = None
+    """The agent's tokens summed over the turns (``input_tokens``, ``output_tokens``,
+    ``cached_tokens``, ``reasoning_tokens``; a count nobody reported is absent); None: none reported."""
+    turn_usage: list[dict[str, int]] | None = None
+    """The same per answered turn ({} for a turn that reported none); None: no turn reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost (price table, else what the agent reported); None: unknown."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of this run's judge calls, apart from the agent's; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
     turns_completed: int = 0
     started_at: str | None = None
     sweep_id: str | None = None

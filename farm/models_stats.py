@@ -137,6 +137,26 @@ class CaseStats(FarmModel):
     1 − C(n−c, k)/C(n, k) over the n scored runs, c passed; None when n < k."""
     pass_hat_k: dict[str, float | None] = Field(default_factory=dict)
     """Unbiased pass^k by k: the chance that all of k runs pass, C(c, k)/C(n, k); None when n < k."""
+    usage: dict[str, int] | None = None
+    """The agent's tokens over the case's runs (SPEC 13); None: no run reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost over the case's runs; None: unknown for some run."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of the case's judge calls, apart; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
+    cost_per_passing_run: float | None = None
+    """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
+    adaptive: bool = False
+    """``--adaptive``: the case stopped once its verdict was settled, so its pass rate is biased
+    by stopping (compare such cases on verdicts only)."""
+    decided_after: int | None = None
+    """Adaptive: the run that settled the verdict (runs in flight then still count)."""
+    adaptive_verdict: Literal["pass", "fail", "inconclusive"] | None = None
+    """Adaptive: the rule's verdict; ``inconclusive`` (the SPRT undecided after every planned
+    run) counts as failed."""
+    runs_saved: int = 0
+    """Adaptive: planned runs not made because the verdict was settled."""
     content_hash: str | None = None
     """Digest of the case as written (turns, checks, input, settings; not its file or line):
     comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
@@ -166,6 +186,18 @@ class SweepSummary(FarmModel):
     duration_ms: float
     by_status: dict[str, int]
     """Run counts by status: passed, failed, error, timeout, skipped."""
+    usage: dict[str, int] | None = None
+    """The agent's tokens over the sweep (SPEC 13); None: no run reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost; None: unknown for some case."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of the judge calls, apart; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
+    cost_per_passing_run: float | None = None
+    """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
+    runs_saved: int = 0
+    """``--adaptive``: planned runs not made because their cases' verdicts were settled."""
     failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
     """Failed runs of the whole sweep by failure class, most frequent first."""
     skipped_ids: list[str] = Field(default_factory=list)

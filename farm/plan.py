@@ -19,6 +19,7 @@ from pydantic import Field
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef
 from farm.execute import RunEnvironment
+from farm.fleet.plan import FleetPlan
 from farm.models import Case, FarmModel
 from farm.settings import DEFAULT_QUEUE
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
@@ -70,6 +71,8 @@ class SweepPlan(FarmModel):
     formats: list[str] = Field(default_factory=list)
     """Report formats workers render when the sweep finishes (distributed)."""
     started_at: str = ""
+    fleet: FleetPlan = Field(default_factory=FleetPlan)
+    """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
     cases: list[PlannedCase] = Field(default_factory=list, exclude=True)
 
     @property

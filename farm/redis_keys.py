@@ -115,11 +115,17 @@ def budget_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:budget"
 
 
+def decided_key(sweep_id: str) -> str:
+    """Set of the cases an adaptive rule has decided: their runs not started yet are dropped."""
+    return f"{sweep_key(sweep_id)}:decided"
+
+
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
-            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id)]
+            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
+            decided_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

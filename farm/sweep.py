@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from farm.agents.judge import create_judge_resolver
+from farm.agents.base import Agent
+from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentRef, create_agent, parse_reference, resolve_case_agent
 from farm.agents.retry import attempts_from_env
@@ -22,6 +23,8 @@ from farm.errors import AgentResolutionError, FarmRuntimeError, InputError, Sett
 from farm.execute import RunEnvironment
 from farm.executors.base import Executor
 from farm.executors.local import LocalExecutor
+from farm.fleet.keys import plan_fleet
+from farm.fleet.plan import FleetFlags
 from farm.lifecycle import SweepStop
 from farm.models import Case, SweepReport
 from farm.observers import Observers, SweepObserver
@@ -81,6 +84,8 @@ class TestSettings:
     before: str | None = None
     after: str | None = None
     yao_compat: bool = False
+    fleet: FleetFlags = field(default_factory=FleetFlags)
+    """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
 
@@ -120,10 +125,10 @@ def _runnable(cases: list[Case], settings: TestSettings, source: str) -> list[Ca
     return selected
 
 
-def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], options: AgentOptions) -> None:
+def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], options: AgentOptions
+                             ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
     """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
-    for ref in dict.fromkeys(agents.values()):
-        create_agent(ref, options)
+    built = {ref: create_agent(ref, options) for ref in dict.fromkeys(agents.values())}
     resolver = create_judge_resolver(options)
     for use, case in judges_needed(cases).items():
         try:
@@ -132,6 +137,7 @@ def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], opt
             where = f"{case.source}:{case.line}" if case.line else case.source or case.id
             raise AgentResolutionError(f"{where}: judge {use or '(default)'}: {exc.message}") from None
     attempts_from_env(4)  # a bad FARM_RETRY_ATTEMPTS is a settings error, not a failure in every run
+    return built, resolver
 
 
 def _resolve_agents(cases: list[Case], settings: TestSettings, options: AgentOptions) -> dict[str, AgentRef]:
@@ -170,12 +176,13 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
                            cwd=Path(settings.cwd))
     options = agent_options(settings)
     agents = _resolve_agents(cases, settings, options)
-    _check_agents_and_judges(cases, agents, options)
+    built, judges = _check_agents_and_judges(cases, agents, options)
     check_simulators(cases, options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate), agent=agents[c.id])
-               for c in cases]
+    fleet = plan_fleet(settings.fleet, built, judges, judges_needed(cases), options)
+    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive),
+                           agent=agents[c.id]) for c in cases]
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
@@ -184,7 +191,7 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     )
     plan = build_plan(
         sid, planned, env=env, options=options, parallel=settings.parallel, fail_fast=settings.fail_fast,
-        metadata=_metadata(settings, loaded), queue=settings.queue,
+        metadata=_metadata(settings, loaded) | fleet.describe(), queue=settings.queue, fleet=fleet,
         max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
     return PreparedSweep(plan, loaded, outputs)

@@ -1,25 +1,17 @@
-"""Test peers for fleet control: an HTTP server that counts requests per second and can play a
-provider's rate limit, and the processes that hammer it (``tests/fleet_hammer.py``).
+"""Test peer for fleet control: an HTTP server that counts requests per second and can play a
+provider's rate limit (``tests/test_fleet_distributed.py`` hammers it with real ``farm worker``s).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
-from pathlib import Path
-from typing import Any
 
-from tests.servers import HOST, ROOT, Served, load_example, serve_in_thread
-
-HAMMER = Path(__file__).with_name("fleet_hammer.py")
+from tests.servers import HOST, Served, load_example, serve_in_thread
 
 
 class CountingServer(ThreadingHTTPServer):
@@ -86,44 +78,3 @@ def counting_server() -> Iterator[tuple[Served, CountingServer]]:
     server = CountingServer()
     with serve_in_thread(server) as served:
         yield served, server
-
-
-class Hammers:
-    """Several ``fleet_hammer.py`` processes, started together once all are ready."""
-
-    def __init__(self, count: int, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.processes = [
-            subprocess.Popen([sys.executable, str(HAMMER), *args], cwd=ROOT, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)
-            for _ in range(count)
-        ]
-
-    def go(self, timeout: float = 60.0) -> float:
-        """Wait for every process to be ready, then start them all; returns the start time."""
-        for process in self.processes:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            if line.strip() != "ready":
-                raise RuntimeError(f"hammer not ready: {line!r} {process.stderr.read() if process.stderr else ''}")
-        started = time.time()
-        for process in self.processes:
-            assert process.stdin is not None
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        return started
-
-    def results(self, timeout: float = 120.0) -> list[dict[str, Any]]:
-        out = []
-        for process in self.processes:
-            stdout, stderr = process.communicate(timeout=timeout)
-            assert process.returncode == 0, stderr[-3000:]
-            out.append(json.loads(stdout.strip().splitlines()[-1]))
-        return out
-
-    def kill(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=10)

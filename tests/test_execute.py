@@ -149,10 +149,27 @@ def test_skipped_case_is_not_run() -> None:
 
 
 def test_results_round_trip_through_json() -> None:
-    agent = RecordingAgent([Reply(text="a", usage={"tokens": 3}), Reply(structure={"k": [1, 2]}, usage={"tokens": 4})])
+    agent = RecordingAgent([Reply(text="a", usage={"prompt_tokens": 3, "completion_tokens": 1}),
+                            Reply(structure={"k": [1, 2]}, usage={"input_tokens": 4, "output_tokens": 2})])
     result = run(case(turn("one"), turn("two")), agent)
-    assert result.usage == {"tokens": 7}
+    assert result.usage == {"input_tokens": 7, "output_tokens": 3}
     assert RunResult.model_validate_json(result.model_dump_json()) == result
+
+
+def test_usage_is_kept_per_turn_and_summed_and_a_reported_cost_only_when_every_turn_reports_one() -> None:
+    openai = {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4},
+              "completion_tokens_details": {"reasoning_tokens": 2}}
+    agent = RecordingAgent([Reply(text="a", usage={**openai, "cost": 0.25}), Reply(text="b"),
+                            Reply(text="c", usage={"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.5})])
+    result = run(case(turn("one"), turn("two"), turn("three")), agent)
+    assert result.turn_usage == [{"input_tokens": 10, "output_tokens": 5, "cached_tokens": 4, "reasoning_tokens": 2},
+                                 {}, {"input_tokens": 1, "output_tokens": 1}]
+    assert result.usage == {"input_tokens": 11, "output_tokens": 6, "cached_tokens": 4, "reasoning_tokens": 2}
+    assert result.cost_usd is None  # the second turn reported no cost: the sum is unknown, never $0.75
+    priced = run(case(turn("one")), RecordingAgent([Reply(text="a", usage={**openai, "cost": 0.25})]))
+    assert priced.cost_usd == 0.25
+    silent = run(case(turn("one")), RecordingAgent([Reply(text="a")]))
+    assert silent.usage is None and silent.turn_usage is None and silent.cost_usd is None
 
 
 def test_sync_agent_threads_are_reused_and_a_hung_one_leaves_the_pool() -> None:

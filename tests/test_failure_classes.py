@@ -151,7 +151,8 @@ def Before(ctx, case):
 
 def _classes_project(tmp_path: Path, host: str) -> tuple[Project, Path]:
     project = make_project(tmp_path, host)
-    models = {"down": None, "e500": "error-500", "r429": "fail-429x9-then-ok", "quota": "quota",
+    # No quota model here: an exhausted quota stops the whole sweep (exit 5), see the test below.
+    models = {"down": None, "e500": "error-500", "r429": "fail-429x9-then-ok",
               "slow": "slow-3s", "broken": "malformed-json", "e401": "error-401"}
     for name, model in models.items():
         if model:
@@ -184,7 +185,7 @@ def test_every_class_is_made_by_a_real_fault(tmp_path: Path, server: Any) -> Non
     got = {r["id"]: list(r["failure_classes"]) for r in report["results"]}
     assert got == {
         "infra-down": ["infra:connect"], "infra-e500": ["infra:5xx"], "infra-r429": ["infra:429"],
-        "infra-quota": ["infra:quota"], "infra-slow": ["infra:timeout"], "infra-broken": ["harness:parse"],
+        "infra-slow": ["infra:timeout"], "infra-broken": ["harness:parse"],
         "infra-e401": ["harness:config"], "contains": ["assertion:contains"],
         "json-path": ["assertion:json_path:$.need_search"], "equivocal": ["judge:equivocal"],
         "judge-down": ["judge:error"], "hook": ["harness:config"],
@@ -200,10 +201,24 @@ def test_every_class_is_made_by_a_real_fault(tmp_path: Path, server: Any) -> Non
     assert unsure["verdict"] == "equivocal" and unsure["message"].startswith("the judge equivocated: ")
     hook = result_of(report, "hook")["failure_classes"]["harness:config"]["example"]
     assert hook["message"] == "before hook agents.py:Before failed: OSError: db down"
-    assert "failures by class:" in result.output and "infra:quota" in result.output
+    assert "failures by class:" in result.output and "infra:timeout" in result.output
     farm(project, "test", "-i", str(suite), "-o", str(stream), "-k", "contains", env=env)
     [line] = [json.loads(x) for x in stream.read_text().splitlines() if '"result"' in x]
     assert (line["failure_class"], line["failed_turn"]) == ("assertion:contains", 1)
+
+
+def test_an_exhausted_quota_stops_the_sweep_instead_of_failing_runs(tmp_path: Path, server: Any) -> None:
+    project = make_project(tmp_path, server.url)
+    project.connector("quota", "quota")
+    suite = project.suite([{"id": f"q{i}", "input": "hello", "options": {"connector": "local.quota"}}
+                           for i in range(3)])
+    out = project.root / "r.json"
+    result = farm(project, "test", "-i", str(suite), "-o", str(out), "--runs", "2", "--parallel", "1",
+                  env={"FARM_RETRY_ATTEMPTS": "1"})
+    assert result.exit_code == 5, result.output
+    report = read_report(out)
+    assert report["metadata"]["stopped"] == "quota" and "quota is exhausted" in report["metadata"]["reason"]
+    assert report["metadata"]["not_run"] == ["q0", "q1", "q2"]  # the call that met the quota is not counted
 
 
 def test_an_agent_that_raises_is_crashed(tmp_path: Path, server: Any) -> None:

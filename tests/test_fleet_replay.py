@@ -120,3 +120,16 @@ def test_replaying_from_a_missing_directory_is_a_settings_error(tmp_path: Path) 
     with pytest.raises(SettingsError, match=r"--replay .*: no such directory"):
         ReplayStore.open(tmp_path / "none", ReplayMode.REPLAY)
 
+
+
+def test_a_call_fleet_control_refused_is_not_recorded(tmp_path: Path) -> None:
+    from farm.errors import BudgetExhaustedError
+
+    store = ReplayStore.open(tmp_path, ReplayMode.RECORD)
+
+    async def refused() -> str:
+        raise BudgetExhaustedError("budget of $1 reached")
+
+    with pytest.raises(BudgetExhaustedError):
+        asyncio.run(store.call(CallKey("agent:a", "cfg", "c", 1, 1, "h"), {}, refused, str, str))
+    assert not list(tmp_path.rglob("*.json"))  # a refused run is not counted, so nothing to replay

@@ -13,7 +13,9 @@ CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.reports
         "farm.plan", "farm.observers", "farm.settings", "farm.executors.local", "farm.cli",
         "farm.stats.adaptive", "farm.fleet", "farm.fleet.specs", "farm.fleet.ratestate", "farm.fleet.limiter",
         "farm.fleet.local_rates", "farm.fleet.usage", "farm.fleet.prices", "farm.fleet.budget",
-        "farm.fleet.control", "farm.fleet.quota", "farm.fleet.judge_cache", "farm.fleet.replay"]
+        "farm.fleet.control", "farm.fleet.quota", "farm.fleet.judge_cache", "farm.fleet.replay",
+        "farm.fleet.plan", "farm.fleet.keys", "farm.fleet.runtime", "farm.stats.costs", "farm.reports.fleet",
+        "farm.executors.adaptive"]
 """farm.cli is here too: a ``farm test`` without --broker must start without Celery; of fleet control
 only the ``redis_*`` modules may talk to Redis."""
 

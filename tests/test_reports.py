@@ -48,6 +48,7 @@ def test_summary_is_a_few_plain_lines() -> None:
         "broken: dead[31m",
         "failures by class:",
         "      8  assertion:unknown  e.g. flaky-1 run 2, turn 1",
+        "cost unknown",
     ]
 
 
@@ -55,7 +56,8 @@ def test_summary_of_an_all_green_sweep_names_no_case() -> None:
     report = build_report([_stats("a", ["passed"], 1)], duration_ms=12, runs_per_case=1, environment={},
                           metadata={})
     assert render_summary(report) == "agent: 1/1 cases passed (0 failed, 0 skipped)\n" \
-                                     "runs: 1 (1 per case), pass rate 100.0%, duration 12ms\n"
+                                     "runs: 1 (1 per case), pass rate 100.0%, duration 12ms\n" \
+                                     "cost unknown\n"
 
 
 @pytest.mark.parametrize(("fmt", "renderer"), [

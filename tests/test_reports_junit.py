@@ -98,7 +98,8 @@ def test_document_follows_the_junit_schema() -> None:
         assert {k: int(suite.attrib[k]) for k in _counts(suite)} == _counts(suite)
         times = sum(float(c.attrib["time"]) for c in suite.iter("testcase"))
         assert float(suite.attrib["time"]) == pytest.approx(times, abs=0.002)
-    assert _props(suites[0]) == {"agent_id": "keyword", "sweep_id": "s-1"}
+    assert _props(suites[0]) == {"agent_id": "keyword", "sweep_id": "s-1", "cost_usd": "unknown",
+                                 "cost_per_passing_run": "unknown"}  # an unknown cost says so, never $0
 
 
 def _props(elem: ET.Element) -> dict[str, str]:
@@ -119,7 +120,8 @@ def test_each_verdict_maps_to_its_element() -> None:
     assert [c.tag for c in ok] == ["properties", "system-out"]
     assert (ok.attrib["classname"], ok.attrib["time"]) == ("kw", "0.500")
     assert _props(ok) == {"pass_rate": "100.0", "pass_rate_ci": "[34.2, 100.0]", "consistency": "1.0",
-                     "stability_class": "stable", "label": "stable", "runs": "2", "required_passes": "2"}
+                     "stability_class": "stable", "label": "stable", "runs": "2", "required_passes": "2",
+                     "cost_usd": "unknown", "cost_per_passing_run": "unknown"}
     down = _case(root, "down").find("error")
     assert down is not None and down.attrib["type"] == "error"
     assert down.attrib["message"].startswith("0 of 2 runs passed, 1 required: refused fails")

@@ -18,6 +18,8 @@ from farm.agents.judge import create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentPool, AgentRef
 from farm.checks.base import JudgeResolver
+from farm.fleet.redis_runtime import redis_runtime
+from farm.fleet.runtime import FleetRuntime
 from farm.plan import PlannedCase, SweepPlan
 from farm.simulators import SimulatorPool, create_simulator_pool
 from farm.store import SweepStore, connect
@@ -37,7 +39,12 @@ def get_store(url: str, ttl: int) -> SweepStore:
         store = _stores.get(url)
         if store is None:
             store = _stores[url] = SweepStore(connect(url, retries=STORE_RETRIES), ttl=ttl)
+            _store_urls[store] = url
         return store
+
+
+_store_urls: dict[SweepStore, str] = {}
+"""The URL of each store: fleet control opens its own asyncio clients to it."""
 
 
 class SweepCache:
@@ -47,6 +54,7 @@ class SweepCache:
         self._lock = threading.Lock()
         self._sweeps: OrderedDict[str, SweepPlan] = OrderedDict()
         self._cases: OrderedDict[tuple[str, str], PlannedCase] = OrderedDict()
+        self._fleets: OrderedDict[str, FleetRuntime] = OrderedDict()
         self._limits = (max_sweeps, max_cases)
 
     def _get(self, table: OrderedDict[Any, T], key: Any, limit: int, load: Callable[[], T | None]) -> T | None:
@@ -69,6 +77,13 @@ class SweepCache:
         return self._get(self._cases, (sweep_id, case_id), self._limits[1],
                          lambda: store.load_case(sweep_id, case_id))
 
+    def fleet(self, store: SweepStore, sweep: SweepPlan) -> FleetRuntime:
+        """The sweep's fleet control on this worker (``farm.fleet.redis_runtime``), built once."""
+        runtime = self._get(self._fleets, sweep.sweep_id, self._limits[0],
+                            lambda: redis_runtime(sweep, _store_urls[store], store.ttl))
+        assert runtime is not None
+        return runtime
+
 
 CACHE = SweepCache()
 
@@ -78,20 +93,21 @@ class ThreadState:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.pools: dict[AgentOptions, AgentPool] = {}
-        self.judges: dict[AgentOptions, JudgeResolver | None] = {}
+        self.pools: dict[tuple[AgentOptions, str], AgentPool] = {}
+        self.judges: dict[tuple[AgentOptions, str], JudgeResolver | None] = {}
         self.simulators: dict[AgentOptions, SimulatorPool] = {}
 
-    def agent(self, options: AgentOptions, ref: AgentRef) -> Any:
-        pool = self.pools.get(options)
+    def agent(self, options: AgentOptions, ref: AgentRef, fleet: FleetRuntime) -> Any:
+        """The adapter of ``ref``, built with the fleet's hooks (shared by sweeps with equal ones)."""
+        pool = self.pools.get((options, fleet.hooks_key))
         if pool is None:
-            pool = self.pools[options] = AgentPool(options)
+            pool = self.pools[(options, fleet.hooks_key)] = AgentPool(options, fleet.hooks)
         return pool.get(ref)
 
-    def judge(self, options: AgentOptions) -> JudgeResolver | None:
-        if options not in self.judges:
-            self.judges[options] = create_judge_resolver(options)
-        return self.judges[options]
+    def judge(self, options: AgentOptions, fleet: FleetRuntime) -> JudgeResolver | None:
+        if (options, fleet.hooks_key) not in self.judges:
+            self.judges[(options, fleet.hooks_key)] = create_judge_resolver(options, fleet.hooks)
+        return self.judges[(options, fleet.hooks_key)]
 
     def simulator(self, options: AgentOptions) -> SimulatorPool:
         """The simulated users of dynamic cases (``farm.simulators``), one pool per thread."""

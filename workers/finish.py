@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from farm.fleet.redis_runtime import budget_metadata, is_decided
 from farm.lifecycle import finish_sweep
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
@@ -48,7 +49,8 @@ def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: boo
     for result in store.case_results(sweep_id, case_id, planned.plan.runs):
         acc.add(result)
     stop = store.stop_reason(sweep_id)
-    if not acc.done and stop is None and not final:
+    decided = not acc.done and planned.plan.adaptive is not None and is_decided(store, sweep_id, case_id)
+    if not acc.done and stop is None and not decided and not final:  # a decided case's other runs were dropped
         return Aggregated(False, 0, sweep.total_cases, sweep.queue)
     stats = acc.stats() if acc.count else None
     done = store.store_case(sweep_id, case_id, stats)
@@ -77,6 +79,7 @@ def report_sweep(store: SweepStore, sweep_id: str) -> bool:
         duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
         stopped=store.stop_reason(sweep_id),
     )
+    report.metadata.update(budget_metadata(store, sweep))  # what a budgeted sweep spent (SPEC 13)
     return store.store_report(sweep_id, report, _render(report, sweep.formats))
 
 

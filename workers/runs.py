@@ -5,6 +5,10 @@ stored, nothing counted), so the sweep drains fast and its report holds what ran
 stops a sweep as soon as a stored run makes its case unable to pass (``CasePlan.cannot_pass``,
 the local executor's rule); runs already in flight on other workers still finish and count.
 
+Fleet control (SPEC 13): each run is made under the sweep's ``FleetRuntime``; a run whose call
+it refused (budget, quota) is dropped and stops the sweep (``budget``/``quota``), and a run of a
+case its adaptive rule has decided (``farm.fleet.redis_runtime``) is dropped like a stopped one.
+
 Each stored or dropped run settles once in its case's Redis barrier (``SweepStore.store_run`` /
 ``settle``); the run that completes the case calls ``fire`` (``workers.tasks`` enqueues
 ``farm.aggregate``), and so does a redelivered run while the aggregate has not run yet.
@@ -12,6 +16,7 @@ Each stored or dropped run settles once in its case's Redis barrier (``SweepStor
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import time
@@ -20,6 +25,8 @@ from typing import Any
 
 from farm.errors import AGENT_BUILD_FAILED
 from farm.failures import classify_run
+from farm.fleet.redis_runtime import is_decided, mark_decided
+from farm.fleet.runtime import FleetRuntime
 from farm.lifecycle import StopReason, run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan, utc_now
@@ -44,21 +51,23 @@ def _failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: 
     return result
 
 
-def execute(sweep: SweepPlan, planned: PlannedCase, run: int, *, interrupts: tuple[type[BaseException], ...] = ()
-            ) -> RunResult:
-    """One run on this thread's loop under the shared run guard; never raises."""
+def execute(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRuntime, *,
+            interrupts: tuple[type[BaseException], ...] = ()) -> RunResult | None:
+    """One run on this thread's loop under the shared run guard and the sweep's fleet control;
+    never raises; None when fleet control refused a call (budget, quota)."""
     case, state = planned.case, thread_state()
     try:
-        agent = state.agent(sweep.options, planned.agent)
-        judges = state.judge(sweep.options)
+        agent = state.agent(sweep.options, planned.agent, fleet)
+        judges = state.judge(sweep.options, fleet)
     except Exception as exc:  # the agent cannot be built here (missing key or module on this machine, …)
         return _failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, AGENT_BUILD_FAILED,
                            f"cannot build agent {planned.agent.label!r} on worker {socket.gethostname()}: "
                            f"{type(exc).__name__}: {exc}")
     started = time.monotonic()
+    call = functools.partial(run_guarded, case, run, agent, sweep.env, judges=judges,
+                             simulators=state.simulator(sweep.options))
     try:
-        return state.loop.run_until_complete(run_guarded(case, run, agent, sweep.env, judges=judges,
-                                                         simulators=state.simulator(sweep.options)))
+        return state.loop.run_until_complete(fleet.run(planned, call))
     except interrupts:  # a time limit raised into the loop from outside: start afresh
         state.reset_loop()
         limit = sweep.env.case_timeout(case)
@@ -94,15 +103,26 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
             # its first delivery may have died between storing and firing: fire again if still due
             _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
             return _summary(existing, counted=False)
+    if stop is None and planned.plan.adaptive is not None and is_decided(store, sweep_id, case_id):
+        stop = "decided"  # its adaptive rule has decided: the run is not needed
     if stop is not None:
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped", reason=stop)
-    result = execute(sweep, planned, run, interrupts=interrupts)
+    fleet = CACHE.fleet(store, sweep)
+    result = execute(sweep, planned, run, fleet, interrupts=interrupts)
+    if result is None:  # fleet control refused a call: the run is dropped, and the sweep stops
+        if store.stop(sweep_id, fleet.stop_reason):
+            log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
+        _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+        return _record(sweep_id, case_id, run, status="dropped", reason=fleet.stop_reason)
     result.sweep_id = sweep_id
     tally, state = store.store_run(sweep_id, result)
     stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)
     if stopping and store.stop(sweep_id, StopReason.FAIL_FAST):
         log.info("sweep %s: case %s can no longer pass; --fail-fast drops the runs not started", sweep_id, case_id)
+    rule = planned.plan.stopping_rule()
+    if tally is not None and rule is not None and rule.decide(tally.passed, tally.counted - tally.passed):
+        mark_decided(store, sweep_id, case_id)
     _barrier(state, sweep, planned, fire)
     return _summary(result, tally is not None)
 

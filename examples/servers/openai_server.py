@@ -36,8 +36,8 @@ Faults are injected by the model name:
   ``Retry-After: 1`` on 429/503; the key is the ``X-Fault-Key`` header, else the last user message.
 - ``error-<status>``: always that status; ``slow-<seconds>s``: answer after a delay;
   ``malformed-json``: a truncated JSON body; ``crash``: close the connection mid-body;
-  ``quota``: 429 with OpenAI's ``insufficient_quota`` error body;
-  ``html``: an HTML page instead of JSON.
+  ``quota`` (or ``quota-exhausted``): 429 with OpenAI's ``insufficient_quota`` error body (a quota
+  used up, which waiting does not cure); ``html``: an HTML page instead of JSON.
 
 With ``--key``, requests without ``Authorization: Bearer <key>`` get 401. ``GET /stats``
 returns the request count per key. Standard library only.
@@ -297,7 +297,7 @@ class ChatHandler(JsonHandler):
             return
         elif slow := SLOW.fullmatch(model):
             time.sleep(float(slow.group(1)))
-        elif model == "quota":
+        elif model in ("quota", "quota-exhausted"):
             error = {"message": "You exceeded your current quota, please check your plan and billing details.",
                      "type": "insufficient_quota", "code": "insufficient_quota"}
             self.send_json(429, {"error": error})

@@ -15,21 +15,27 @@ if TYPE_CHECKING:
     from farm.agents.base import Agent
     from farm.agents.resolve import AgentRef
     from farm.agents.transport import CallLimiter
+    from farm.checks.base import Judge
 
 AgentWrapper = Callable[["Agent", "AgentRef"], "Agent"]
 """Wraps an agent built for a reference at ``Agent.respond`` level (record/replay, accounting)."""
+JudgeWrapper = Callable[[str, "Judge"], "Judge"]
+"""Wraps a judge the resolver built, given its name (a connector id or ``agents:<id>``): caching,
+record/replay, metering its calls as the judge's."""
 
 
 @dataclass(frozen=True)
 class AgentHooks:
-    """The limiter and the wrapper of the adapters a pool or a judge resolver builds."""
+    """The limiter and the wrappers of the adapters a pool or a judge resolver builds."""
 
     limiter: CallLimiter | None = None
     """Admits every HTTP attempt of every adapter, connector and judge (``farm.agents.transport``);
     None: every attempt at once."""
     wrap_agent: AgentWrapper | None = None
-    """Applied to every agent ``create_agent`` builds: the agent under test, ``agents:`` judges,
-    reporter agents."""
+    """Applied to every agent ``create_agent`` builds: the agent under test, ``agents:`` judges
+    (unless ``wrap_judge`` is set: it wraps the judge instead), reporter agents."""
+    wrap_judge: JudgeWrapper | None = None
+    """Applied to every judge ``JudgeResolver`` builds."""
 
 
 NO_HOOKS = AgentHooks()

@@ -109,15 +109,22 @@ class JudgeResolver:
         name = use if use is not None else self.options.judge
         if not name:
             raise AgentResolutionError(NO_JUDGE)
-        if name.startswith(AGENT_PREFIX):
-            from farm.agents.resolve import create_agent, parse_reference  # resolve imports adapters
+        judge = self._agent_judge(name) if name.startswith(AGENT_PREFIX) else self._connector_judge(name)
+        return self.hooks.wrap_judge(name, judge) if self.hooks.wrap_judge is not None else judge
 
-            hooks = self.hooks  # every call of this judge counts under its name (transport docstring)
-            if hooks.limiter is not None:
-                hooks = replace(hooks, limiter=KeyedLimiter(hooks.limiter, name))
-            agent = create_agent(parse_reference(name[len(AGENT_PREFIX) :], self.options), self.options, hooks)
-            self._agents.append(agent)
-            return AgentJudge(agent)
+    def _agent_judge(self, name: str) -> Judge:
+        from farm.agents.resolve import create_agent, parse_reference  # resolve imports adapters
+
+        hooks = self.hooks  # every call of this judge counts under its name (transport docstring)
+        if hooks.limiter is not None:
+            hooks = replace(hooks, limiter=KeyedLimiter(hooks.limiter, name))
+        if hooks.wrap_judge is not None:  # the judge is wrapped as a judge, not its agent as well
+            hooks = replace(hooks, wrap_agent=None)
+        agent = create_agent(parse_reference(name[len(AGENT_PREFIX) :], self.options), self.options, hooks)
+        self._agents.append(agent)
+        return AgentJudge(agent)
+
+    def _connector_judge(self, name: str) -> Judge:
         if self._connectors is None:
             self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
         return ConnectorJudge(self._connectors.get(name))

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from farm.agents.answers import HttpAnswer, Stream
 from farm.agents.faults import client_fault, status_fault
 from farm.agents.retry import parse_retry_after
+from farm.fleet.quota import raise_if_quota_exhausted
 
 if TYPE_CHECKING:
     import aiohttp
@@ -207,7 +208,9 @@ class Attempt:
 
     def raise_for_status(self, status: int, headers: Mapping[str, str], body: str, what: str) -> None:
         """Raise the fault an error answer of this attempt means (``status_fault``); the one place
-        every error answer of every adapter passes, with the attempt's rate-limit ``key``."""
+        every error answer of every adapter passes, with the attempt's rate-limit ``key``. An
+        answer saying the provider's quota is used up stops the sweep (``QuotaExhaustedError``)."""
+        raise_if_quota_exhausted(self.key, status, body)
         fault = status_fault(status, headers, body, what)
         if fault is not None:
             raise fault

@@ -15,12 +15,14 @@ import click
 from rich.console import Console
 
 from farm.cli.extras import start_extras, yao_flags
+from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
 from farm.cli.options import RATE, StrictCommand
 from farm.cli.run import run_command
 from farm.cli.signals import StopSignals
 from farm.console import FailureDigest, print_summary, say
 from farm.errors import ExitCode, FarmError, ReporterError
+from farm.fleet.plan import FleetFlags
 from farm.journal import RunJournal, open_journal, prune_journals
 from farm.lifecycle import StopReason, SweepStop
 from farm.models import SweepReport
@@ -238,6 +240,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @click.option("--no-progress", is_flag=True, help="No progress bar (off anyway when stderr is not a terminal).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
+@fleet_flags
 @history_flags
 @yao_flags
 def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
@@ -246,7 +249,8 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     from farm.history.session import HistoryOptions
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
-    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, **flags)
+    fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
+    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history), verbose=settings.verbose)
 
 

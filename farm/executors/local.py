@@ -5,18 +5,24 @@ however many runs a sweep has, and a slow synchronous agent (run in its own thre
 python adapter) never blocks the others. It runs each run through the same guard, accumulator
 and sweep finish (``farm.lifecycle``) as the Celery workers. A stop request (``SweepStop``: a
 signal, fail-fast) ends scheduling; an interrupted sweep abandons its runs in flight after a
-grace, and every sweep, stopped or not, ends in a report of what ran.
+grace, and every sweep, stopped or not, ends in a report of what ran. Fleet control
+(``farm.fleet.runtime``) gives the adapters their limiter and wrappers and wraps each run: a run
+whose call it refused (budget, quota) is not counted and stops the sweep. An adaptive sweep takes
+its runs from ``farm.executors.adaptive`` and finishes a case once it is decided.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.deadlines import TestBudgets
+from farm.executors.adaptive import AdaptiveQueue
+from farm.fleet.runtime import local_runtime
 from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, start_event
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver
@@ -33,7 +39,8 @@ class _Sweep:
         self.plan = plan
         self.observer = observer
         self.stop = stop
-        self.pool = AgentPool(plan.options)
+        self.fleet = local_runtime(plan)
+        self.pool = AgentPool(plan.options, self.fleet.hooks)
         pass_k = pass_ks(plan.metadata)
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k)
@@ -42,11 +49,16 @@ class _Sweep:
         self.finished: dict[str, CaseStats] = {}
         for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
-        self.judges = create_judge_resolver(plan.options)
+        self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
+        adaptive = any(c.plan.adaptive is not None for c in plan.cases)
+        self.adaptive = AdaptiveQueue(plan.cases, self.accumulators, stop) if adaptive else None
         self.simulators = create_simulator_pool(plan.options)
         self.budgets = TestBudgets()
 
     def runs(self) -> Iterator[tuple[PlannedCase, int]]:
+        if self.adaptive is not None:
+            yield from self.adaptive.runs()
+            return
         for planned in self.plan.cases:
             for run in range(1, planned.plan.runs + 1):
                 if self.stop.reason is not None:
@@ -58,8 +70,15 @@ class _Sweep:
     async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
         for planned, run in queue:
             agent = self.pool.get(planned.agent)
-            self.record(await run_guarded(planned.case, run, agent, self.plan.env, judges=self.judges,
-                                          simulators=self.simulators, not_after=self.budgets.start(planned.case)))
+            result = await self.fleet.run(planned, functools.partial(
+                run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges, simulators=self.simulators,
+                not_after=self.budgets.start(planned.case)))
+            if self.adaptive is not None:
+                self.adaptive.finished(planned.id)
+            if result is None:  # fleet control refused a call (budget, quota): not counted; the sweep stops
+                self.stop.request(StopReason(self.fleet.stop_reason))
+            else:
+                self.record(result)
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
             await asyncio.sleep(0)
@@ -71,7 +90,7 @@ class _Sweep:
         self.observer.on_result(result)
         if self.plan.fail_fast and acc.cannot_pass:
             self.stop.request(StopReason.FAIL_FAST)
-        if acc.done:
+        if acc.done or (self.adaptive is not None and self.adaptive.settled(result.case_id)):
             self._finish_case(result.case_id)
 
     def _finish_case(self, case_id: str) -> None:
@@ -136,6 +155,7 @@ class LocalExecutor:
         sweep.flush_partial()
         report = finish_sweep(plan, sweep.finished, case_ids=plan.case_ids, started_at=started_at,
                               duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason)
+        report.metadata.update(await sweep.fleet.report_metadata())
         observer.on_finish(report)
         return report
 

@@ -17,6 +17,11 @@ and statistics may use them:
     judge_cache    judge verdicts by (judge, criteria, input, normalised output)        (memory)
     redis_judge_cache  the same in Redis
     replay         --record / --replay of agent, judge and simulator calls
+    plan           FleetFlags (the flags as given) and FleetPlan (resolved, in the SweepPlan)  (pure)
+    keys           plan_fleet: the sweep's keys, their prices and declared limits, checked   (pure)
+    runtime        FleetRuntime: one sweep in one process; hooks, a scope per run, costs     (pure)
+    redis_runtime  the same on workers: Redis backends, decided cases, the budget spent
 
-``farm.stats.adaptive`` holds the adaptive-runs rules (curtailment, SPRT).
+``farm.stats.adaptive`` holds the adaptive-runs rules (curtailment, SPRT); ``farm.stats.costs``
+sums usage and cost per case and sweep; ``farm.reports.fleet`` says how reports show them.
 """

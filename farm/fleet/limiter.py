@@ -6,8 +6,8 @@ The transport calls, for every HTTP attempt of every adapter::
     ...send the request...
     await lease.release(status=..., retry_after_s=..., usage=...)
 
-``RateLimiter`` implements that protocol (``CallLimiter`` / ``CallLease``) over a backend:
-``LocalRateBackend`` in-process, ``RedisRateBackend`` for every worker of the fleet; both run
+``RateLimiter`` implements that protocol (``farm.agents.transport.CallLimiter``) over a
+backend: ``LocalRateBackend`` in-process, ``RedisRateBackend`` for every worker of the fleet; both run
 ``farm.fleet.ratestate``'s algorithm. Inside one event loop, the callers of one key queue behind
 a local gate, so only the head of the queue asks the backend (one round trip per grant, not one
 per waiting caller).
@@ -31,19 +31,6 @@ from farm.errors import QuotaExhaustedError
 from farm.fleet.ratestate import AdaptivePolicy, Decision
 from farm.fleet.specs import LimitTable, RateLimit
 from farm.fleet.usage import parse_usage
-
-
-class CallLease(Protocol):
-    """One granted call; released once, with what the provider answered."""
-
-    async def release(self, *, status: int | None, retry_after_s: float | None,
-                      usage: dict[str, int] | None) -> None: ...
-
-
-class CallLimiter(Protocol):
-    """The transport's seam (``farm.agents.transport``): acquire before each attempt."""
-
-    async def acquire(self, key: str, *, tokens: int = 0) -> CallLease: ...
 
 
 class RateBackend(Protocol):

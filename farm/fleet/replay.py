@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from farm.agents.base import Agent, AgentRequest
 from farm.agents.secrets import redact, redact_reply, redact_value
 from farm.checks.base import Judge, JudgeVerdict
-from farm.errors import AgentError, FaultKind, SettingsError
+from farm.errors import AgentError, FaultKind, FleetStop, SettingsError
 from farm.models import JsonValue, Reply
 from farm.redis_keys import fleet_name
 
@@ -156,6 +156,8 @@ class ReplayStore:
             return decode(data["value"])
         try:
             result = await fn()
+        except FleetStop:  # refused by fleet control (budget, quota): the run is not counted, nor recorded
+            raise
         except Exception as exc:  # a failed call is part of the record: replayed as the same failure
             message = exc.message if isinstance(exc, AgentError) else (str(exc) or type(exc).__name__)
             kind = exc.kind if isinstance(exc, AgentError) else None  # a FaultKind is a str: JSON as it is

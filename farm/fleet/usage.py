@@ -14,14 +14,17 @@ completion tokens, reasoning included), and the two subsets ``cached_tokens`` an
   the farm's own form (so parsing is idempotent).
 
 A reported cost (``cost``, ``total_cost``, ``cost_usd``) is read apart by ``reported_cost``.
-Pure: no I/O.
+``RunUsage`` collects one run's turns (``farm.execute``). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from farm.models import RunResult
 
 FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 
@@ -141,3 +144,29 @@ class UsageTotals:
     def to_dict(self) -> dict[str, Any]:
         """``{"usage": {...known fields}, "cost_usd": USD or None}`` (None too when nothing was added)."""
         return {"usage": self.usage.to_dict(), "cost_usd": self.cost_usd if self.parts else None}
+
+
+class RunUsage:
+    """One run's usage as its turns answer: per turn and summed, with the cost the agent reported."""
+
+    __slots__ = ("totals", "turns")
+
+    def __init__(self) -> None:
+        self.turns: list[Usage | None] = []
+        self.totals = UsageTotals()
+
+    def add(self, raw: Any) -> None:
+        """An answered turn's ``Reply.usage`` (any provider's shape, or None)."""
+        usage = parse_usage(raw)
+        self.turns.append(usage)
+        self.totals.add(usage, reported_cost(raw))
+
+    def fill(self, result: RunResult) -> None:
+        """``usage``, ``turn_usage`` and the reported ``cost_usd`` of ``result`` (the executor
+        replaces the cost by the price table's when the agent has a price)."""
+        if not self.turns:
+            return
+        if any(usage is not None for usage in self.turns):
+            result.usage = self.totals.usage.to_dict()
+            result.turn_usage = [usage.to_dict() if usage is not None else {} for usage in self.turns]
+        result.cost_usd = self.totals.cost_usd

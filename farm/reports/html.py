@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from farm.durations import format_ms
 from farm.models import CaseStats, SweepReport, SweepSummary
+from farm.reports.fleet import budget_text, cost_text, total_cost
 
 __all__ = ["asset", "render_html", "script_safe_json", "template_environment"]
 
@@ -59,7 +60,7 @@ def render_html(report: SweepReport) -> str:
         verdict=_verdict(summary, meta),
         apart=_apart(report),
         meta_items=_meta_items(meta),
-        cards=_cards(summary),
+        cards=_cards(summary) + _fleet_cards(summary, meta),
         status_bar=_status_bar(summary),
         failure_classes=_failure_classes(summary),
         histogram=_histogram(report.results) if multi_run else None,
@@ -183,6 +184,18 @@ def _cards(s: SweepSummary) -> list[dict[str, str]]:
         _card("Broken", f"{s.broken_cases:,}", "every run failed", _tone(s.broken_cases)),
         _card("Duration", format_ms(s.duration_ms), "wall clock", "neutral"),
     ]
+
+
+def _fleet_cards(s: SweepSummary, meta: dict[str, Any]) -> list[dict[str, str]]:
+    """Cost (``unknown`` when it is), runs saved by ``--adaptive``, and the budget."""
+    per_run = s.cost_per_passing_run
+    caption = f"{cost_text(per_run)} per passing run" if per_run is not None else "agent and judge calls"
+    cards = [_card("Cost", cost_text(total_cost(s)), caption, "neutral")]
+    if meta.get("adaptive"):
+        cards.append(_card("Runs saved", f"{s.runs_saved:,}", "adaptive: pass rates biased", "neutral"))
+    if isinstance(meta.get("budget"), dict):
+        cards.append(_card("Budget", budget_text(meta["budget"]), "spent of the limit", "neutral"))
+    return cards
 
 
 def _card(label: str, value: str, caption: str, tone: str) -> dict[str, str]:

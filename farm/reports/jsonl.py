@@ -65,6 +65,9 @@ def result_event(r: RunResult) -> dict[str, Any]:
     }
     if r.error is not None:
         event |= {"error_type": r.error.type, "traceback": r.error.traceback}
+    if r.usage is not None or r.cost_usd is not None or r.judge_usage is not None:  # SPEC 13, when known
+        event |= {"usage": r.usage, "turn_usage": r.turn_usage, "cost_usd": r.cost_usd,
+                  "judge_usage": r.judge_usage, "judge_cost_usd": r.judge_cost_usd}
     return event
 
 

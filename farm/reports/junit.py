@@ -15,6 +15,7 @@ from typing import Any
 
 from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
+from farm.reports.fleet import adaptive_text, budget_text, cost_text
 from farm.stats import case_verdict
 
 MAX_TEXT = 8192
@@ -89,6 +90,8 @@ def _testcase(suite: ET.Element, stats: CaseStats) -> None:
         "pass_rate": stats.pass_rate, "pass_rate_ci": list(stats.pass_rate_ci),
         "consistency": stats.consistency, "stability_class": stats.stability_class.value,
         "label": stats.label, "runs": stats.runs, "required_passes": stats.required_passes,
+        "cost_usd": cost_text(stats.cost_usd), "cost_per_passing_run": cost_text(stats.cost_per_passing_run),
+        **({"adaptive": adaptive_text(stats), "runs_planned": stats.runs_planned} if stats.adaptive else {}),
     })
     verdict = case_verdict(stats)
     if verdict == "skipped":
@@ -129,6 +132,16 @@ def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> No
         ET.SubElement(case, "skipped", message="skip: true in the suite")
 
 
+def _fleet(report: SweepReport) -> dict[str, Any]:
+    """The sweep's cost (``unknown`` when it is), judge cost, runs saved and budget as properties."""
+    s, meta = report.summary, report.metadata
+    budget = meta.get("budget")
+    return {"cost_usd": cost_text(s.cost_usd), "cost_per_passing_run": cost_text(s.cost_per_passing_run),
+            "judge_cost_usd": cost_text(s.judge_cost_usd) if s.judge_usage is not None else None,
+            "runs_saved": s.runs_saved if meta.get("adaptive") else None,
+            "budget": budget_text(budget) if isinstance(budget, dict) else None}
+
+
 def render_junit(report: SweepReport) -> str:
     """The report as JUnit XML text."""
     meta = report.metadata
@@ -147,8 +160,8 @@ def render_junit(report: SweepReport) -> str:
             "timestamp": xml_safe(meta.get("started_at") or ""),
             "hostname": xml_safe(meta.get("hostname") or "localhost"),
         })
-        _properties(suite, {k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
-                                                     "min_pass_rate")})
+        _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
+                                                        "min_pass_rate", "stopped")}, **_fleet(report)})
         for stats in cases:
             _testcase(suite, stats)
     if skipped:

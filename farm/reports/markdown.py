@@ -15,6 +15,7 @@ from typing import Any
 from farm.durations import format_ms
 from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
 from farm.reports.failures import checkpoint_row, example_text
+from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, sweep_rows
 from farm.stats import case_verdict
 
 MAX_DETAILS_SHOWN = 10
@@ -76,6 +77,7 @@ def _summary(report: SweepReport) -> list[str]:
                        ("sweep_id", "Sweep")):
         if meta.get(key) is not None:
             rows.append((label, md_inline(meta[key])))
+    rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta)]
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
 
 
@@ -89,11 +91,13 @@ def _environment(report: SweepReport) -> list[str]:
 def _stability(report: SweepReport) -> list[str]:
     if report.summary.runs_per_case <= 1:
         return []
-    rows = [(md_inline(s.id), str(s.runs), f"{s.pass_rate}%",
+    rows = [(md_inline(s.id), f"{s.runs}/{s.runs_planned}" if s.adaptive else str(s.runs),
+             f"{s.pass_rate}%" + ("\\*" if s.adaptive else ""),
              f"{s.pass_rate_ci[0]}–{s.pass_rate_ci[1]}%", f"{s.consistency:.3f}",
              s.stability_class.value.replace("_", " "), s.label) for s in report.results]
     header = ("Case", "Runs", "Pass Rate", "95% CI", "Consistency", "Class", "Label")
-    return ["## Stability", "", *_table(header, rows, "lrrrr")]
+    note = ["", f"\\* {md_inline(BIASED_NOTE)}"] if any(s.adaptive for s in report.results) else []
+    return ["## Stability", "", *_table(header, rows, "lrrrr"), *note]
 
 
 def _failure_classes(classes: dict[str, FailureClassStats], *, with_case: bool) -> list[str]:
@@ -155,6 +159,11 @@ def _case(stats: CaseStats) -> list[str]:
     elif stats.runs > 1 or stats.required_passes != stats.runs:
         lines += [f"Runs: {stats.passed}/{stats.runs - stats.skipped} passed ({stats.pass_rate}%), "
                   f"{stats.required_passes} required; {stats.label}, consistency {stats.consistency:.3f}", ""]
+    adaptive = adaptive_text(stats)
+    if adaptive is not None:
+        lines += [f"Adaptive: {md_inline(adaptive)} of {stats.runs_planned} planned ({BIASED})", ""]
+    if verdict != "skipped":
+        lines += ["; ".join(f"{label}: {md_inline(value)}" for label, value in cost_rows(stats)), ""]
     if stats.input is not None:
         lines += ["**Input**", "", _block(stats.input), ""]
     if stats.expected is not None:

@@ -7,6 +7,7 @@ import re
 from farm.durations import format_ms
 from farm.models import SweepReport
 from farm.reports.failures import failure_lines
+from farm.reports.fleet import fleet_line
 from farm.stats import case_verdict
 
 MAX_IDS = 20
@@ -38,4 +39,5 @@ def render_summary(report: SweepReport) -> str:
     )
     lines += [f"{name}: {_ids(ids)}" for name, ids in groups if ids]
     lines += [_CONTROL.sub("", line) for line in failure_lines(report)]
+    lines.append(fleet_line(report, always=True) or "")
     return "\n".join(lines) + "\n"

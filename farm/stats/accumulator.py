@@ -3,7 +3,9 @@
 The same accumulator runs in the in-process executor and in the ``farm.aggregate`` task, which
 rebuilds it from the results stored in Redis. Memory grows with cases, not runs: counters, a
 running mean and variance (Welford), a bitmap of counted run indices, a bounded count of
-distinct output digests, and at most ``max_details`` kept runs.
+distinct output digests, and at most ``max_details`` kept runs. A case planned with an adaptive
+rule (``--adaptive``) is decided by it as its runs come in (``decision``); the runs still in flight
+then count too, and the verdict stays the rule's. Usage and cost are summed by ``CostTotals``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from fractions import Fraction
 
 from farm.failures import classify_run
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
+from farm.stats.adaptive import Decision, runs_needed
+from farm.stats.costs import CostTotals
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
 from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
@@ -165,6 +169,10 @@ class CaseAccumulator:
         self._reasons = ReasonCounter()
         self._failures = FailureTally()
         self._checkpoints = CheckpointTally()
+        self._costs = CostTotals()
+        self._rule = plan.stopping_rule()
+        self.decision: Decision | None = None
+        """The adaptive rule's verdict once settled (never for a case planned without one)."""
 
     def _claim(self, run: int) -> bool:
         if not 1 <= run <= self.plan.runs:
@@ -193,9 +201,12 @@ class CaseAccumulator:
             output = None if status in _NO_OUTPUT else result.output
             self._outputs.add(output_digest(output))
             self._reasons.add(result)
+            self._costs.add_run(result)
         self._details.offer(result)
         self._failures.add(result)
         self._checkpoints.add(result)
+        if self._rule is not None and self.decision is None:
+            self.decision = self._rule.decide(*self._tally())
         return True
 
     @property
@@ -211,7 +222,32 @@ class CaseAccumulator:
     @property
     def cannot_pass(self) -> bool:
         """Even if every run still missing passed, the case would miss its requirement."""
+        if self.decision is not None:
+            return self.decision.verdict != "pass"
         return self.plan.cannot_pass(self._counted, self._status[RunStatus.PASSED])
+
+    def runs_needed(self) -> int:
+        """Runs still certainly needed: before the adaptive rule can decide (0 once it has), or,
+        without one, the planned runs not counted yet."""
+        if self._rule is None:
+            return max(self.plan.runs - self._counted, 0)
+        return 0 if self.decision is not None else runs_needed(self._rule, *self._tally())
+
+    def _tally(self) -> tuple[int, int]:
+        """(passed, failed) counted runs, the way the adaptive rules count them (skipped: neither)."""
+        passed = self._status[RunStatus.PASSED]
+        return passed, self._counted - self._status[RunStatus.SKIPPED] - passed
+
+    def _verdict_figures(self, passed: int, label: str) -> dict[str, object]:
+        """``case_passed`` and the adaptive fields: a decided case has its rule's verdict."""
+        figures: dict[str, object] = {"case_passed": label == "skipped" or passed >= self.plan.required}
+        if self._rule is None:
+            return figures
+        figures["adaptive"] = True
+        if self.decision is not None:
+            figures.update(case_passed=self.decision.verdict == "pass", adaptive_verdict=self.decision.verdict,
+                           decided_after=self.decision.decided_after, runs_saved=self.plan.runs - self._counted)
+        return figures
 
     def _consistency(self, scored: int) -> float:
         if scored <= 1:
@@ -236,7 +272,7 @@ class CaseAccumulator:
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
             runs_planned=self.plan.runs, required_passes=self.plan.required,
-            case_passed=label == "skipped" or passed >= self.plan.required,
+            **self._verdict_figures(passed, label), **self._costs.figures(passed),  # type: ignore[arg-type]
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
             std_deviation_ms=d["std"], retries=self._retries, distinct_outputs=len(self._outputs),
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,

@@ -8,7 +8,10 @@
   undecided then, it is ``inconclusive`` (counted as failed for exit codes).
 
 Runs are fed as counts of counted runs (skipped runs count neither way; error and timeout runs
-are failures). A rule never decides before one run. ``operating_characteristics`` computes a
+are failures). A rule never decides before one run. ``AdaptiveRule`` is what a sweep's plan
+carries (``--adaptive[=sequential]``, ``--sprt``): plain data that makes each case's rule from its
+runs and requirement (``rule_for``). ``runs_needed`` says how many more runs a case certainly
+needs before its rule can decide: that many can run at once without waste. ``operating_characteristics`` computes a
 rule's exact verdict probabilities and expected runs for a pass probability p (dynamic
 programming over (passes, failures)), for tests and ``benchmarks/bench_adaptive.py``.
 Pure: no I/O.
@@ -33,8 +36,10 @@ class Decision:
 
 
 class StoppingRule(Protocol):
-    runs: int
-    """Most runs the rule may take (R)."""
+    @property
+    def runs(self) -> int:
+        """Most runs the rule may take (R)."""
+        ...
 
     def decide(self, passed: int, failed: int) -> Decision | None:
         """The verdict once settled by ``passed`` and ``failed`` counted runs, else None."""
@@ -120,6 +125,78 @@ class Sprt:
         if llr <= self.lower:
             return Decision("fail", done)
         return Decision("inconclusive", done) if done >= self.runs else None
+
+
+SPRT_ALPHA = 0.05
+"""Default chance that the SPRT passes a case whose pass probability is p0."""
+SPRT_BETA = 0.10
+"""Default chance that the SPRT fails a case whose pass probability is p1."""
+SPRT_ZONE = 0.2
+"""Default width of the indifference zone: p0 = p1 − 0.2 (at least 0)."""
+
+AdaptiveKind = Literal["exact", "sequential"]
+
+
+@dataclass(frozen=True)
+class AdaptiveRule:
+    """``--adaptive`` (``exact``: curtailment) or ``--adaptive=sequential`` (an SPRT) as plan data.
+
+    The SPRT's p1 defaults to the case's own requirement (k/R: a passing case must plausibly
+    meet it), p0 to p1 − ``SPRT_ZONE``; ``--sprt`` states all four for every case.
+    """
+
+    kind: AdaptiveKind = "exact"
+    p0: float | None = None
+    p1: float | None = None
+    alpha: float = SPRT_ALPHA
+    beta: float = SPRT_BETA
+
+    def rule_for(self, runs: int, required: int) -> StoppingRule:
+        """The stopping rule of a case of ``runs`` runs needing ``required`` passes."""
+        if self.kind == "exact":
+            return Curtailment(runs, required)
+        p1 = self.p1 if self.p1 is not None else required / runs
+        p0 = self.p0 if self.p0 is not None else max(0.0, p1 - SPRT_ZONE)
+        if self.p1 is None and p1 <= 0:  # nothing required: the first run decides, as curtailment does
+            return Curtailment(runs, required)
+        return Sprt(p0, p1, self.alpha, self.beta, runs)
+
+    def describe(self) -> str:
+        if self.kind == "exact":
+            return "exact (curtailment)"
+        p0 = "p1-" + f"{SPRT_ZONE:g}" if self.p0 is None else f"{self.p0:g}"
+        p1 = "required rate" if self.p1 is None else f"{self.p1:g}"
+        return f"sequential (SPRT p0={p0}, p1={p1}, alpha={self.alpha:g}, beta={self.beta:g})"
+
+
+def parse_sprt(text: str) -> AdaptiveRule:
+    """``--sprt P0,P1,ALPHA,BETA`` as a sequential rule.
+
+    Raises:
+        SettingsError: not four numbers, or numbers the SPRT cannot take.
+    """
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        p0, p1, alpha, beta = (float(p) for p in parts)
+    except ValueError:
+        raise SettingsError(f"--sprt {text!r}: expected P0,P1,ALPHA,BETA (four numbers, e.g. 0.7,0.9,0.05,0.1)"
+                            ) from None
+    Sprt(p0, p1, alpha, beta, 1)  # validates
+    return AdaptiveRule("sequential", p0, p1, alpha, beta)
+
+
+def runs_needed(rule: StoppingRule, passed: int, failed: int) -> int:
+    """Runs certainly needed before ``rule`` can decide, from ``passed`` and ``failed`` counted runs
+    (0 once decided): the fewest further runs that could decide it, all passing or all failing."""
+    if rule.decide(passed, failed) is not None:
+        return 0
+    if isinstance(rule, Curtailment):  # the same, without the search
+        return max(1, min(rule.required - passed, rule.runs - rule.required + 1 - failed))
+    left = rule.runs - passed - failed
+    for more in range(1, max(left, 0) + 1):
+        if rule.decide(passed + more, failed) is not None or rule.decide(passed, failed + more) is not None:
+            return more
+    return max(left, 0)
 
 
 @dataclass(frozen=True)

@@ -113,15 +113,10 @@ class Comparison(FarmModel):
         return self.summary.get("regressed", 0) > 0
 
 
-_CASES_KNOW_ADAPTIVE = "adaptive" in CaseStats.model_fields
-"""Whether ``CaseStats`` carries a per-case ``adaptive`` flag (SPEC 13's adaptive runs)."""
-
-
 def is_adaptive(stats: CaseStats, metadata: dict[str, Any]) -> bool:
-    """A case of an adaptive sweep, or a case marked adaptive itself: compared on verdicts only."""
-    if metadata.get("adaptive"):
-        return True
-    return _CASES_KNOW_ADAPTIVE and bool(getattr(stats, "adaptive", False))
+    """A case of an adaptive sweep (``metadata.adaptive``: ``exact`` or ``sequential``), or a case
+    marked adaptive itself (``CaseStats.adaptive``): compared on verdicts only."""
+    return bool(metadata.get("adaptive")) or stats.adaptive
 
 
 def snapshot_of(report: SweepReport) -> SweepSnapshot:

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 from farm.errors import SettingsError, SuiteError
 from farm.models import Case
+from farm.stats.adaptive import AdaptiveRule, StoppingRule
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class CasePlan:
 
     runs: int
     required: int
+    adaptive: AdaptiveRule | None = None
+    """``--adaptive``: the rule that stops the case's runs once its verdict is settled (SPEC 13)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.runs, int) or isinstance(self.runs, bool) or self.runs < 1:
@@ -35,6 +38,10 @@ class CasePlan:
     def cannot_pass(self, counted: int, passed: int) -> bool:
         """The fail-fast rule: even if every run still missing passed, the case would fail."""
         return passed + (self.runs - counted) < self.required
+
+    def stopping_rule(self) -> StoppingRule | None:
+        """The case's adaptive rule (None: every planned run runs)."""
+        return self.adaptive.rule_for(self.runs, self.required) if self.adaptive is not None else None
 
 
 def required_passes(k: int, n: int, runs: int) -> int:
@@ -55,8 +62,10 @@ def _exact_rate(min_pass_rate: float) -> Fraction:
     return Fraction(str(min_pass_rate))
 
 
-def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float) -> CasePlan:
-    """Plan ``case``: ``--runs`` wins over ``success_ratio``'s n; its k/n wins over the rate."""
+def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: AdaptiveRule | None = None
+              ) -> CasePlan:
+    """Plan ``case``: ``--runs`` wins over ``success_ratio``'s n; its k/n wins over the rate;
+    ``adaptive`` (``--adaptive``) stops its runs once its verdict is settled."""
     if cli_runs is not None and (isinstance(cli_runs, bool) or cli_runs < 1):
         raise SettingsError(f"--runs must be at least 1, got {cli_runs}")
     rate = _exact_rate(min_pass_rate)
@@ -70,6 +79,6 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float) -> CasePla
                 f"must be k/n with integers 0 ≤ k ≤ n and n ≥ 1, got {ratio.k}/{ratio.n}",
             )
         runs = cli_runs if cli_runs is not None else ratio.n
-        return CasePlan(runs=runs, required=required_passes(ratio.k, ratio.n, runs))
+        return CasePlan(runs=runs, required=required_passes(ratio.k, ratio.n, runs), adaptive=adaptive)
     runs = cli_runs if cli_runs is not None else 1
-    return CasePlan(runs=runs, required=math.ceil(rate * runs))
+    return CasePlan(runs=runs, required=math.ceil(rate * runs), adaptive=adaptive)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from farm.errors import ExitCode
 from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
+from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
 
@@ -38,6 +39,9 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
     scored = [s for s in stats if s.label != "skipped"]
     scored_runs = sum(s.runs - s.skipped for s in stats)
     labels = [s.label for s in stats]
+    costs = CostTotals()
+    for case in stats:
+        costs.add_case(case)
     return SweepSummary(
         total_cases=len(stats),
         total_runs=sum(s.runs for s in stats),
@@ -54,6 +58,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         by_status=by_status,
         failure_classes=merge_failure_classes(s.failure_classes for s in stats),
         skipped_ids=[s.id for s in stats if s.label == "skipped"],
+        runs_saved=sum(s.runs_saved for s in stats), **costs.figures(by_status["passed"]),
     )
 
 

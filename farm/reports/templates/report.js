@@ -25,6 +25,21 @@
   const pct = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(1)) + "%";
   // The same format as farm.durations.format_ms, which renders the rest of the page.
   const ms = (v) => (v < 1000 ? Math.round(v) + "ms" : (v / 1000).toFixed(1) + "s");
+  // The same formats as farm.reports.fleet: an unknown cost is "unknown", never $0.
+  const usd = (v) => (v === null || v === undefined ? "unknown" : v <= 0 ? "$0"
+    : v >= 1 ? "$" + v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+    : "$" + v.toFixed(Math.min(12, 2 - Math.floor(Math.log10(v)))));
+  function tokens(u) {
+    if (!u || !Object.keys(u).length) return "unknown";
+    const main = [["input_tokens", "in"], ["output_tokens", "out"]].filter(([k]) => k in u).map(([k, w]) => nf.format(u[k]) + " " + w);
+    const extra = [["cached_tokens", "cached"], ["reasoning_tokens", "reasoning"]].filter(([k]) => k in u).map(([k, w]) => nf.format(u[k]) + " " + w);
+    return main.join(" / ") + (extra.length ? " (" + extra.join(", ") + ")" : "");
+  }
+  function adaptiveText(c) {
+    if (!c.adaptive) return null;
+    if (!c.adaptive_verdict) return "adaptive, undecided";
+    return "decided " + c.adaptive_verdict + " after " + c.decided_after + " runs, " + c.runs_saved + " saved";
+  }
   function show(v) {
     if (typeof v === "string") return v;
     const flat = JSON.stringify(v === undefined ? null : v);
@@ -105,6 +120,7 @@
     const runs = add(el("td", "num"), el("span", null, nf.format(c.passed) + " / " + nf.format(c.runs - (c.skipped || 0))));
     const bad = (c.errors || 0) + (c.timeouts || 0);
     if (bad) add(runs, el("span", "sub errs", bad + (bad === 1 ? " error" : " errors")));
+    if (c.adaptive) add(runs, el("span", "sub", "of " + nf.format(c.runs_planned) + " planned"));
     tr.appendChild(runs);
     tr.appendChild(el("td", "num", pct(Math.round(c.consistency * 1000) / 10)));
     const dur = add(el("td", "num"), el("span", null, ms(c.avg_duration_ms)));
@@ -121,7 +137,8 @@
     meter.appendChild(fill);
     const ci = c.pass_rate_ci || [0, 0];
     const text = add(el("div"), el("span", null, pct(Math.round(c.pass_rate * 10) / 10)),
-      el("span", "sub", "95% CI " + Math.round(ci[0]) + "–" + Math.round(ci[1])));
+      el("span", "sub", "95% CI " + Math.round(ci[0]) + "–" + Math.round(ci[1])),
+      c.adaptive && el("span", "sub biased", "biased: adaptive"));
     return add(td, add(el("div", "rate"), meter, text));
   }
 
@@ -142,11 +159,14 @@
     if (c.expected !== null && c.expected !== undefined) add(io, add(el("div"), el("h3", null, "Expected"), pre(c.expected)));
     const counted = c.runs - (c.skipped || 0);
     add(box, io, facts([
-      ["Source", c.source], ["Requirement", c.required_passes + " of " + counted + " passes needed, " + c.passed + " passed"],
+      ["Source", c.source], ["Requirement", c.required_passes + " of " + (c.adaptive ? c.runs_planned : counted) + " passes needed, " + c.passed + " passed"],
       ["Stability", (c.stability_class || "").replace("_", " ")], ["Consistency", pct(Math.round(c.consistency * 1000) / 10)],
       ["Duration", "min " + ms(c.min_duration_ms) + " · avg " + ms(c.avg_duration_ms) + " ± " + ms(c.std_deviation_ms) + " · max " + ms(c.max_duration_ms)],
       ["Errors", c.errors ? String(c.errors) : null], ["Timeouts", c.timeouts ? String(c.timeouts) : null],
       ["Retries", c.retries ? String(c.retries) : null],
+      ["Adaptive", adaptiveText(c)], ["Cost", usd(c.cost_usd)], ["Tokens", tokens(c.usage)],
+      ["Judge cost", c.judge_usage ? usd(c.judge_cost_usd) : null], ["Judge tokens", c.judge_usage ? tokens(c.judge_usage) : null],
+      ["Cost per passing run", usd(c.cost_per_passing_run)],
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     const classes = Object.entries(c.failure_classes || {});
