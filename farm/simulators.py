@@ -9,7 +9,9 @@ simulator with only those needs no agent at all.
 
 ``SimulatorPool`` is what executors pass to ``execute_run(simulators=…)``: it builds one fresh
 simulator per run (scripted ones keep their place) over adapters and connectors shared by the
-sweep, and ``aclose`` releases them.
+sweep, and ``aclose`` releases them. The sweep's ``AgentHooks`` reach the simulators as they reach
+the agent under test: fleet control's limiter admits their calls (rate limits, 429 back-off, the
+budget) and record/replay wraps an agent simulator.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
+from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentPool, parse_reference
 from farm.dynamic import ScriptedSimulator, Simulator
@@ -69,8 +72,9 @@ class LLMSimulator:
 class SimulatorPool:
     """Builds the simulator of each run from its spec, over adapters shared by the sweep."""
 
-    def __init__(self, options: AgentOptions) -> None:
+    def __init__(self, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> None:
         self.options = options
+        self.hooks = hooks
         self._pools: dict[str | None, AgentPool] = {}
         self._connectors: ConnectorRegistry | None = None
 
@@ -93,7 +97,9 @@ class SimulatorPool:
             return LLMSimulator(self._connector(spec.use[len(LLM_PREFIX):]))
         # options.connector is the simulator's own connector (a prompt agent's), as in Yao.
         options = replace(self.options, connector=spec.connector) if spec.connector else self.options
-        pool = self._pools.setdefault(spec.connector, AgentPool(options))
+        pool = self._pools.get(spec.connector)
+        if pool is None:
+            pool = self._pools[spec.connector] = AgentPool(options, self.hooks)
         try:
             return AgentSimulator(pool.get(parse_reference(spec.use, options)))
         except AgentResolutionError as exc:
@@ -101,7 +107,7 @@ class SimulatorPool:
 
     def _connector(self, name: str) -> Connector:
         if self._connectors is None:
-            self._connectors = load_connectors(Path(self.options.connectors_root))
+            self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
         try:
             return self._connectors.get(name)
         except AgentResolutionError as exc:
@@ -114,9 +120,9 @@ class SimulatorPool:
             await self._connectors.aclose()
 
 
-def create_simulator_pool(options: AgentOptions) -> SimulatorPool:
-    """The simulators of a sweep (adapters built on first use)."""
-    return SimulatorPool(options)
+def create_simulator_pool(options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> SimulatorPool:
+    """The simulators of a sweep (adapters built on first use), with the sweep's hooks."""
+    return SimulatorPool(options, hooks)
 
 
 def check_simulators(cases: list[Case], options: AgentOptions) -> None:

@@ -122,6 +122,21 @@ def test_optional_checkpoint_does_not_hold_the_run_back(project: Project) -> Non
     assert case["checkpoints"][1]["reach_rate_ci"] == [0.0, 65.8]
 
 
+def test_the_llm_simulators_calls_pass_fleet_control(project: Project, server: Any) -> None:
+    """The simulator's connector calls are admitted (and metered) like the agent's: a token budget
+    they exhaust stops the sweep (exit 4) although the agent under test uses no tokens itself."""
+    connector = project.connector("sim", "echo")
+    suite = project.suite([{"id": "budgeted", "input": "hello", "checkpoints": COFFEE, "max_turns": 5,
+                            "simulator": {"use": f"llm:{connector}", "options": {"metadata": {
+                                "script": [None, "I want a latte", "medium please"]}}}}])
+    out = project.root / "report.json"
+    result = farm(project, "test", "-i", str(suite), "--runs", "20", "--parallel", "1", "--max-tokens", "30",
+                  "-o", str(out))
+    assert result.exit_code == 4, result.output
+    meta = read_report(out)["metadata"]
+    assert (meta["stopped"], meta["status"]) == ("budget", "stopped")
+
+
 def test_simulator_override_from_the_command_line(project: Project) -> None:
     connector = project.connector("sim", "echo")
     suite = project.suite([{"id": "c", "input": "hello", "checkpoints": COFFEE,

@@ -52,7 +52,7 @@ class _Sweep:
         self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
         adaptive = any(c.plan.adaptive is not None for c in plan.cases)
         self.adaptive = AdaptiveQueue(plan.cases, self.accumulators, stop) if adaptive else None
-        self.simulators = create_simulator_pool(plan.options)
+        self.simulators = create_simulator_pool(plan.options, self.fleet.hooks)
         self.budgets = TestBudgets()
 
     def runs(self) -> Iterator[tuple[PlannedCase, int]]:
