@@ -129,9 +129,11 @@ def test_the_llm_simulators_calls_pass_fleet_control(project: Project, server: A
     suite = project.suite([{"id": "budgeted", "input": "hello", "checkpoints": COFFEE, "max_turns": 5,
                             "simulator": {"use": f"llm:{connector}", "options": {"metadata": {
                                 "script": [None, "I want a latte", "medium please"]}}}}])
+    echo = project.root / "echo.py"  # an agent under test that makes no metered call of its own
+    echo.write_text("def echo(messages, context):\n    return messages[-1]['content']\n")
     out = project.root / "report.json"
-    result = farm(project, "test", "-i", str(suite), "--runs", "20", "--parallel", "1", "--max-tokens", "30",
-                  "-o", str(out))
+    result = farm(project, "test", "-i", str(suite), "-n", f"py:{echo}:echo", "--runs", "20", "--parallel", "1",
+                  "--max-tokens", "30", "-o", str(out))
     assert result.exit_code == 4, result.output
     meta = read_report(out)["metadata"]
     assert (meta["stopped"], meta["status"]) == ("budget", "stopped")
