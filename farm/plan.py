@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentRef
+from farm.agents.ref import AgentRef
 from farm.execute import RunEnvironment
 from farm.fleet.plan import FleetPlan
 from farm.models import Case, FarmModel

@@ -16,7 +16,8 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentRef, create_agent, parse_reference, resolve_case_agent
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import create_agent, parse_reference, resolve_case_agent
 from farm.agents.retry import attempts_from_env
 from farm.checks import judges_needed
 from farm.errors import AgentResolutionError, FarmRuntimeError, InputError, SettingsError

@@ -20,7 +20,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentRef, create_agent, parse_reference
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import create_agent, parse_reference
 from farm.execute import RunEnvironment, execute_run
 from farm.models import Case, Message, RunResult, RunStatus, StockTest, Turn
 from tests.servers import json_agent_server, load_example, openai_server, serve_in_thread

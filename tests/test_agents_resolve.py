@@ -16,8 +16,9 @@ from farm.agents.http import HttpAgent
 from farm.agents.neuro_san import NeuroSanAgent
 from farm.agents.options import AgentOptions
 from farm.agents.python import PythonAgent
+from farm.agents.ref import AgentRef
 from farm.agents.registry import ADAPTERS
-from farm.agents.resolve import AgentPool, AgentRef, create_agent, parse_reference
+from farm.agents.resolve import AgentPool, create_agent, parse_reference
 from farm.agents.urls import neuro_san_server, parse_neuro_san_url
 from farm.errors import AgentResolutionError
 from farm.execute import RunEnvironment, execute_run

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentRef, create_agent
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import create_agent
 from farm.durations import format_ms, parse_duration
 from farm.errors import AgentResolutionError, SuiteError
 from farm.suites import load_input

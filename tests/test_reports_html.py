@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from farm.models import CheckOutcome, SweepReport
-from farm.reports.html import render_html, script_safe_json
+from farm.reports.html import render_html
+from farm.reports.html_kit import script_safe_json
 from tests.browser_fixtures import Opened, case_stats, headless_chromium, run, sweep_report, synthetic_report
 
 try:

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from farm.agents.judge import create_judge_resolver
 from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentPool, AgentRef
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import AgentPool
 from farm.checks.base import JudgeResolver
 from farm.fleet.redis_runtime import redis_runtime
 from farm.fleet.runtime import FleetRuntime

@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from email.message import Message as _HeaderParser
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from farm.agents.secrets import redact
 from farm.errors import AgentError, FaultKind
@@ -14,7 +14,11 @@ from farm.errors import AgentError, FaultKind
 if TYPE_CHECKING:
     import aiohttp
 
-    from farm.agents.transport import Attempt
+
+class StatusCheck(Protocol):
+    """What a stream asks of the attempt that opened it (``farm.agents.transport.Attempt``)."""
+
+    def raise_for_status(self, status: int, headers: Mapping[str, str], body: str, what: str) -> None: ...
 
 __all__ = ["HttpAnswer", "Stream"]
 
@@ -57,7 +61,7 @@ def _decode(content: bytes, content_type: str) -> str:
 class Stream:
     """An answer being streamed: status and headers now, the body line by line."""
 
-    def __init__(self, response: aiohttp.ClientResponse, attempt: Attempt, what: str) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, attempt: StatusCheck, what: str) -> None:
         self._response = response
         self._attempt = attempt
         self.what = what

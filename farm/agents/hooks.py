@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from farm.agents.base import Agent
-    from farm.agents.resolve import AgentRef
+    from farm.agents.ref import AgentRef
     from farm.agents.transport import CallLimiter
     from farm.checks.base import Judge
 

@@ -13,14 +13,14 @@ Adapters are built by the registry (``farm.agents.registry``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 from farm.agents.base import Agent
 from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
+from farm.agents.ref import AgentRef
 from farm.agents.registry import AdapterSpec, create_adapter
 from farm.agents.urls import SCHEME as NEURO_SAN_SCHEME
 from farm.agents.urls import neuro_san_server, parse_neuro_san_url
@@ -29,30 +29,6 @@ from farm.models import Case
 from farm.yaofile import read_yao_object
 
 MANIFEST = "package.yao"
-AgentKind = Literal["manifest", "python", "http", "neuro-san", "command"]
-
-
-@dataclass(frozen=True)
-class AgentRef:
-    """A resolved agent reference; ``target`` is a directory, a callable spec, a URL or a command."""
-
-    kind: AgentKind
-    target: str
-    base_dir: str = ""
-    name: str = ""
-    """neuro-san: the agent name on the server."""
-
-    @property
-    def label(self) -> str:
-        """How reports name the agent."""
-        if self.kind == "manifest":
-            return Path(self.target).name
-        if self.kind == "neuro-san":
-            return f"{self.target}/{self.name}"
-        prefix = {"python": "py:", "command": "cmd:"}.get(self.kind, "")
-        return prefix + self.target
-
-
 def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = None) -> AgentRef:
     """Turn a ``-n`` value (or a manifest-less reference) into an AgentRef."""
     base = base_dir or options.cwd

@@ -11,7 +11,7 @@ from typing import Any
 from markupsafe import Markup
 
 from farm.assess.models import Assessment
-from farm.reports.html import asset, template_environment
+from farm.reports.html_kit import asset, template_environment
 
 __all__ = ["render_assessment_html"]
 

@@ -42,7 +42,7 @@ def _open(url: str | None) -> HistoryStore:
 
 
 def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:
-    from farm.reports.comparison import comparison_format
+    from farm.reports.comparison_formats import comparison_format
 
     checked = []
     for output in outputs:
@@ -88,7 +88,8 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
                    min_drop: float, show_all: bool) -> int:
     """``farm compare``: resolve both sides, compare, print the table, write ``-o`` files."""
     from farm.history.refs import RefResolver
-    from farm.reports.comparison import render_comparison, render_text
+    from farm.reports.comparison import render_text
+    from farm.reports.comparison_formats import render_comparison
     from farm.stats.compare import check_thresholds, compare
 
     files = _check_outputs(outputs)

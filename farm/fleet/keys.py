@@ -19,7 +19,8 @@ from farm.agents.base import Agent
 from farm.agents.connectors import Connector
 from farm.agents.judge import AgentJudge, ConnectorJudge, JudgeResolver
 from farm.agents.options import AgentOptions
-from farm.agents.resolve import AgentRef, adapter_spec
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import adapter_spec
 from farm.errors import AgentResolutionError, SettingsError
 from farm.fleet.plan import FleetFlags, FleetPlan, ReplaySpec, agent_ref_key
 from farm.fleet.prices import PRICES_ENV, Price, PriceTable

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from farm.agents.resolve import AgentRef
+from farm.agents.ref import AgentRef
 from farm.errors import SettingsError
 from farm.fleet.budget import BudgetLimit, parse_budget
 from farm.fleet.prices import Price

@@ -2,25 +2,19 @@
 
 The table and the Markdown list what needs a look first: regressions, then improvements,
 inconclusive, new and removed cases; unchanged cases are counted (``show_all`` lists them too).
-HTML lives in ``farm.reports.comparison_html``. Pure: no I/O.
+HTML lives in ``farm.reports.history_html``; ``farm.reports.comparison_formats`` picks one by
+``-o`` extension. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 
-from farm.errors import SettingsError
 from farm.reports.markdown import md_inline
 from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
 
 ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
 ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖"}
-
-COMPARISON_EXTENSIONS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html",
-                         ".htm": "html", ".txt": "text"}
-"""``farm compare -o`` extension → format."""
 
 
 def rows_to_show(comparison: Comparison, show_all: bool = False) -> list[CaseComparison]:
@@ -108,27 +102,3 @@ def render_markdown(comparison: Comparison, show_all: bool = False) -> str:
 def render_json(comparison: Comparison) -> str:
     """SPEC 12's document, indented."""
     return json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-def _render_html(comparison: Comparison) -> str:
-    from farm.reports.history_html import render_comparison_html  # Jinja2: load on demand
-
-    return render_comparison_html(comparison)
-
-
-RENDERERS: dict[str, Callable[[Comparison], str]] = {
-    "text": render_text, "markdown": render_markdown, "json": render_json, "html": _render_html,
-}
-
-
-def comparison_format(path: str | Path) -> str:
-    """The format ``farm compare -o PATH`` writes; an unknown extension is an input error."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in COMPARISON_EXTENSIONS:
-        raise SettingsError(f"-o {path}: cannot tell the format from {suffix or 'no extension'!r} "
-                            f"(supported: {', '.join(COMPARISON_EXTENSIONS)})")
-    return COMPARISON_EXTENSIONS[suffix]
-
-
-def render_comparison(comparison: Comparison, fmt: str) -> str:
-    return RENDERERS[fmt](comparison)

@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from farm.reports.comparison import headline, rows_to_show, side
-from farm.reports.html import asset, script_safe_json, template_environment
+from farm.reports.html_kit import asset, script_safe_json, template_environment
 from farm.stats.compare import Comparison
 
 __all__ = ["compared_with_section", "render_comparison_html", "render_trend_html"]

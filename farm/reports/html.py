@@ -9,28 +9,19 @@ files under ``templates/``, inlined verbatim (never parsed as templates).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-from importlib import resources
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from farm.durations import format_ms
 from farm.models import CaseStats, SweepReport, SweepSummary
 from farm.reports.fleet import budget_text, cost_text, total_cost
+from farm.reports.html_kit import asset, script_safe_json, template_environment
 
-__all__ = ["asset", "render_html", "script_safe_json", "template_environment"]
+__all__ = ["render_html"]
 
-_SCRIPT_ESCAPES = (
-    ("<", "\\u003c"),
-    (">", "\\u003e"),
-    ("&", "\\u0026"),
-    ("\u2028", "\\u2028"),
-    ("\u2029", "\\u2029"),
-)
 _PASS_BUCKETS = (
     ("0%", "bad"),
     ("<20%", "bad"),
@@ -84,38 +75,6 @@ def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:
     from farm.stats.compare import Comparison
 
     return compared_with_section(Comparison.model_validate(document))
-
-
-def script_safe_json(text: str) -> str:
-    """Escape JSON text so it cannot end the ``<script>`` block that holds it.
-
-    ``<``, ``>``, ``&`` only occur inside JSON strings, where ``\\u003c`` means the same, so
-    the text still parses to the same value. U+2028/2029 are escaped for old JS parsers.
-    """
-    for char, escape in _SCRIPT_ESCAPES:
-        text = text.replace(char, escape)
-    return text
-
-
-@functools.cache
-def template_environment() -> Environment:
-    """The Jinja environment of the farm's HTML pages (autoescape on, strict about undefined names)."""
-    return Environment(
-        loader=PackageLoader("farm.reports", "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-@functools.cache
-def asset(name: str) -> str:
-    """A static file of ``templates/``; a ``</`` in it would end its element early."""
-    text = resources.files("farm.reports").joinpath("templates", name).read_text(encoding="utf-8")
-    if "</" in text:
-        raise ValueError(f"farm/reports/templates/{name}: must not contain '</'")
-    return text
 
 
 # ------------------------------------------------------------------------------- header

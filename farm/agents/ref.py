@@ -1,0 +1,32 @@
+"""``AgentRef``: a resolved agent reference, plain data a worker turns back into the same adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["AgentKind", "AgentRef"]
+
+AgentKind = Literal["manifest", "python", "http", "neuro-san", "command"]
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    """A resolved agent reference; ``target`` is a directory, a callable spec, a URL or a command."""
+
+    kind: AgentKind
+    target: str
+    base_dir: str = ""
+    name: str = ""
+    """neuro-san: the agent name on the server."""
+
+    @property
+    def label(self) -> str:
+        """How reports name the agent."""
+        if self.kind == "manifest":
+            return Path(self.target).name
+        if self.kind == "neuro-san":
+            return f"{self.target}/{self.name}"
+        prefix = {"python": "py:", "command": "cmd:"}.get(self.kind, "")
+        return prefix + self.target
