@@ -7,29 +7,25 @@ formats (Yao JSONL, neuro-san HOCON) load into the same ``Case``.
 
 from __future__ import annotations
 
-import enum
 import json
 import traceback
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from farm.errors import AgentError
 
-if TYPE_CHECKING:  # the annotations below name them; imported (and re-exported) at the end
-    from farm.models_dynamic import CheckpointResult as CheckpointResult
-    from farm.models_dynamic import DynamicSpec as DynamicSpec
-    from farm.models_dynamic import TurnRecord as TurnRecord
-
-JsonValue = Any
-"""Any JSON value: None, bool, int, float, str, list, dict."""
-
-
-class FarmModel(BaseModel):
-    """Base of all farm models: strict about unknown fields, immutable by convention."""
-
-    model_config = ConfigDict(extra="forbid", frozen=False)
-
+# The base models, the dynamic-case models and the statistics live in their own modules (they
+# build on ``farm.models_base``, never on this module); all are re-exported here, so
+# ``from farm.models import CaseStats`` goes on working.
+from farm.models_base import Assertion as Assertion
+from farm.models_base import CheckOutcome as CheckOutcome
+from farm.models_base import FarmModel as FarmModel
+from farm.models_base import JsonValue as JsonValue
+from farm.models_base import RunStatus as RunStatus
+from farm.models_dynamic import *  # noqa: F403
+from farm.models_dynamic import CheckpointResult, DynamicSpec, TurnRecord
+from farm.models_stats import *  # noqa: F403
 
 # ----------------------------------------------------------------------------------- messages
 
@@ -56,34 +52,6 @@ class Message(FarmModel):
 # ------------------------------------------------------------------------------------ checks
 
 
-class Assertion(FarmModel):
-    """One Yao assertion (``assert`` entry, or the ``equals`` check made from ``expected``).
-
-    Validated at load time by ``farm.checks.spec``; evaluated by ``farm.checks.yao``.
-    """
-
-    type: str = "equals"
-    """``equals``, ``contains``, ``not_contains``, ``regex``, ``type``, ``json_path``, ``script``,
-    ``agent``, ``tool_called`` or ``tool_result``."""
-    value: JsonValue = None
-    has_value: bool = False
-    """Whether ``value`` was given (``null`` is a legitimate value to compare with)."""
-    path: str | None = None
-    """JSONPath, for ``json_path``."""
-    script: str | None = None
-    """``module:function`` or ``file.py:function``, for ``script``."""
-    use: str | None = None
-    """Judge for ``agent``: a connector id or ``agents:<agent id>``."""
-    options: dict[str, JsonValue] | None = None
-    """Yao's judge ``options`` of an ``agent`` check: ``connector`` (the judge when ``use`` names
-    none), ``metadata`` (accepted, not sent: the farm's judges get ``{output, input, criteria}``)."""
-    message: str | None = None
-    """Custom failure message."""
-    negate: bool = False
-    where: str = ""
-    """Key path of the assertion in its file (``assert[1]``), used in failure messages."""
-
-
 class StockTest(FarmModel):
     """One neuro-san stock test applied to one value of a reply.
 
@@ -99,24 +67,6 @@ class StockTest(FarmModel):
     values: list[JsonValue]
     where: str = ""
     """Key path in the HOCON file (``interactions[0].response.text.keywords``)."""
-
-
-class CheckOutcome(FarmModel):
-    """What one check concluded about one reply."""
-
-    name: str
-    """The check, as a user reads it: ``contains``, ``text.keywords``, ``structure.answer.value``."""
-    passed: bool
-    message: str = ""
-    actual: JsonValue = None
-    """The value the check looked at (truncated when large)."""
-    expected: JsonValue = None
-    turn: int = 1
-    """1-based turn the check belongs to."""
-    verdict: str | None = None
-    """Judge checks: ``pass``, ``fail``, ``equivocal`` (no decision) or ``error`` (the judge could not be asked)."""
-    reason: str | None = None
-    """Judge checks: the judge's reason."""
 
 
 # ------------------------------------------------------------------------------------- cases
@@ -230,14 +180,6 @@ class Reply(FarmModel):
 # --------------------------------------------------------------------------------------- runs
 
 
-class RunStatus(enum.StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    SKIPPED = "skipped"
-
-
 MAX_TRACEBACK_CHARS = 4000
 """A run's traceback keeps this many characters of its end (the innermost frames say most)."""
 
@@ -314,11 +256,3 @@ class RunResult(FarmModel):
     def failed_checks(self) -> list[CheckOutcome]:
         return [c for c in self.checks if not c.passed]
 
-
-# Dynamic-case models and the statistics live in their own modules (they build on the models
-# above); both are re-exported here, so ``from farm.models import CaseStats`` goes on working.
-from farm.models_dynamic import *  # noqa: E402, F403
-from farm.models_stats import *  # noqa: E402, F403
-
-for _model in (Case, RunResult):
-    _model.model_rebuild()

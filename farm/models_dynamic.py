@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from farm.models import Assertion, FarmModel, JsonValue
+from farm.models_base import Assertion, FarmModel, JsonValue
 
 DEFAULT_MAX_TURNS = 20
 """Yao's default ``max_turns``."""

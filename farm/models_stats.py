@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from farm.models import CheckOutcome, FarmModel, JsonValue, RunStatus
+from farm.models_base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models_dynamic import CheckpointResult, CheckpointStats, TurnRecord
 
 __all__ = [

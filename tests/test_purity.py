@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-CORE = ["farm.models", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute",
+CORE = ["farm.models", "farm.models_base", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute",
         "farm.dynamic", "farm.failures", "farm.deadlines",
         "farm.stats.compare", "farm.reports.comparison", "farm.reports.history_html", "farm.lifecycle",
         "farm.plan", "farm.observers", "farm.settings", "farm.executors.local", "farm.cli",

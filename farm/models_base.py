@@ -1,0 +1,76 @@
+"""The models every other models module builds on: the JSON value, the base model, an
+assertion, a check's outcome and a run's status.
+
+They live apart from ``farm.models`` so that the dynamic-case and statistics models can build
+on them without importing ``farm.models``, which re-exports both (no import cycle).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+JsonValue = Any
+"""Any JSON value: None, bool, int, float, str, list, dict."""
+
+
+class FarmModel(BaseModel):
+    """Base of all farm models: strict about unknown fields, immutable by convention."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Assertion(FarmModel):
+    """One Yao assertion (``assert`` entry, or the ``equals`` check made from ``expected``).
+
+    Validated at load time by ``farm.checks.spec``; evaluated by ``farm.checks.yao``.
+    """
+
+    type: str = "equals"
+    """``equals``, ``contains``, ``not_contains``, ``regex``, ``type``, ``json_path``, ``script``,
+    ``agent``, ``tool_called`` or ``tool_result``."""
+    value: JsonValue = None
+    has_value: bool = False
+    """Whether ``value`` was given (``null`` is a legitimate value to compare with)."""
+    path: str | None = None
+    """JSONPath, for ``json_path``."""
+    script: str | None = None
+    """``module:function`` or ``file.py:function``, for ``script``."""
+    use: str | None = None
+    """Judge for ``agent``: a connector id or ``agents:<agent id>``."""
+    options: dict[str, JsonValue] | None = None
+    """Yao's judge ``options`` of an ``agent`` check: ``connector`` (the judge when ``use`` names
+    none), ``metadata`` (accepted, not sent: the farm's judges get ``{output, input, criteria}``)."""
+    message: str | None = None
+    """Custom failure message."""
+    negate: bool = False
+    where: str = ""
+    """Key path of the assertion in its file (``assert[1]``), used in failure messages."""
+
+
+class CheckOutcome(FarmModel):
+    """What one check concluded about one reply."""
+
+    name: str
+    """The check, as a user reads it: ``contains``, ``text.keywords``, ``structure.answer.value``."""
+    passed: bool
+    message: str = ""
+    actual: JsonValue = None
+    """The value the check looked at (truncated when large)."""
+    expected: JsonValue = None
+    turn: int = 1
+    """1-based turn the check belongs to."""
+    verdict: str | None = None
+    """Judge checks: ``pass``, ``fail``, ``equivocal`` (no decision) or ``error`` (the judge could not be asked)."""
+    reason: str | None = None
+    """Judge checks: the judge's reason."""
+
+
+class RunStatus(enum.StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
