@@ -39,17 +39,23 @@ def llm() -> Iterator[Served]:
 
 def test_three_workers_share_a_rate_limit_and_slow_down_together_on_429(tmp_path, redis_client, farm_worker,
                                                                          farm_cli) -> None:
-    for _ in range(3):
-        farm_worker(queue="fleet-rate", concurrency=16)
+    workers = [farm_worker(queue="fleet-rate", concurrency=16) for _ in range(3)]
     with counting_server() as (served, server):
         suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(20)])
-        submitted = farm_cli.run("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "150",
+        # 10,000 runs, far more than the test sees at 100/s: the sweep must outlast the test (a
+        # loaded machine's submitter returns late, after workers have run many of them)
+        submitted = farm_cli.run("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "500",
                                  "--rate-limit", f"*={LIMIT}/s", "--broker", farm_cli.broker, "--queue",
                                  "fleet-rate", "--detach", "--no-history")
         assert submitted.returncode == 0, submitted.stderr
         started = time.time()
         try:
             _steady_then_throttled(server, started)
+        except AssertionError as failed:  # say what the fleet was doing, not only what the server saw
+            status = farm_cli.run("status", "--broker", farm_cli.broker)
+            logs = "\n".join(worker.text()[-1500:] for worker in workers)
+            said = f"farm status:\n{status.stdout}{status.stderr}\nworkers:\n{logs}"
+            raise AssertionError(f"{failed}\n{said}") from failed
         finally:
             farm_cli.run("cancel", submitted.stdout.strip())
 
