@@ -77,7 +77,9 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-"""URLs of a Redis server: plain, TLS (``rediss://…?ssl_ca_certs=ca.pem``) and a Unix socket."""
+"""URLs of a Redis server: plain, TLS and a Unix socket. A TLS URL names its certificate check:
+``rediss://host:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/path/ca.pem`` (kombu, Celery's
+result backend and redis-py all read these two query parameters)."""
 AMQP_SCHEMES = ("amqp://", "amqps://", "pyamqp://")
 """URLs of a RabbitMQ broker (AMQP 0-9-1): the farm's store then lives in FARM_STORE_URL."""
 
@@ -114,6 +116,12 @@ class FarmSettings:
         if not (is_redis_url(self.broker_url) or is_amqp_url(self.broker_url)):
             raise SettingsError(f"broker {safe_url(self.broker_url)}: expected redis://, rediss://, unix:// or "
                                 "amqp:// (RabbitMQ) (FARM_BROKER_URL or --broker)")
+        for name, url in (("broker", self.broker_url), ("FARM_STORE_URL", self.store),
+                          ("FARM_RESULT_BACKEND", self.result_backend)):
+            if url and url.startswith("rediss://") and "ssl_cert_reqs=" not in url:
+                raise SettingsError(f"{name} {safe_url(url)}: a rediss:// URL must say how to check the server's "
+                                    "certificate: add ?ssl_cert_reqs=required&ssl_ca_certs=/path/to/ca.pem "
+                                    "(ssl_cert_reqs=none skips the check: encrypted, but anyone can pose as Redis)")
         if self.store and not is_redis_url(self.store):
             raise SettingsError(f"FARM_STORE_URL={safe_url(self.store)}: the farm's store is Redis "
                                 "(redis://, rediss:// or unix://)")

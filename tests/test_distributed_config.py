@@ -106,9 +106,11 @@ def test_a_rabbitmq_broker_needs_a_redis_store_and_gets_no_redis_transport_optio
     assert conf["broker_url"] == "amqp://g:pw@rabbit:5672/farm"
     assert conf["result_backend"] == "redis://s/3"  # Celery 5 has no AMQP result backend: the store
     assert conf["broker_transport_options"] == {}  # RabbitMQ redelivers on a lost connection, no window
-    executor = CeleryExecutor(FarmSettings.from_env({"FARM_STORE_URL": "rediss://s:6380/0"},
-                                                    broker_url="amqp://g@h//"))
-    assert executor.store_url == "rediss://s:6380/0"
+    tls = "rediss://s:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/farm/ca.pem"
+    executor = CeleryExecutor(FarmSettings.from_env({"FARM_STORE_URL": tls}, broker_url="amqp://g@h//"))
+    assert executor.store_url == tls
+    with pytest.raises(SettingsError, match=r"add \?ssl_cert_reqs=required&ssl_ca_certs="):
+        FarmSettings.from_env({"FARM_BROKER_URL": "rediss://:pw@s:6380/0"})
     with pytest.raises(SettingsError, match="expected redis://, rediss://, unix:// or amqp://"):
         FarmSettings.from_env({"FARM_BROKER_URL": "sqs://key:secret@"})
     with pytest.raises(SettingsError, match="the farm's store is Redis"):
