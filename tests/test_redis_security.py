@@ -14,6 +14,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,35 @@ def test_workers_connect_as_the_compose_acl_user(tmp_path, farm_worker, farm_cli
         assert stored and not any(PASSWORD.encode() in k + (farm.dump(k) or b"") for k in stored)
     finally:
         server.stop()
+
+
+def test_an_agents_secret_stays_out_of_redis_reports_and_logs(tmp_path, redis_client, redis_server, farm_worker,
+                                                              farm_cli):
+    """The prompt example on a worker: its key ($ENV.EXAMPLE_LLM_KEY) reaches the LLM server and
+    nothing else: not the sweep's keys or values in Redis, the reports, the worker's log or the
+    submitter's output."""
+    from tests.servers import openai_server
+
+    key = "sk-farm-secret-0f9e8d7c6b5a"
+    app = tmp_path / "prompt"
+    shutil.copytree(ROOT / "examples" / "prompt", app)
+    with openai_server(key=key) as served:
+        connector = app / "connectors" / "local" / "keywords.conn.yao"
+        connector.write_text(connector.read_text().replace("http://127.0.0.1:8001", served.url), encoding="utf-8")
+        env = {"EXAMPLE_LLM_KEY": key}
+        worker = farm_worker(queue="secret", env=env)
+        outputs = [app / "r.json", app / "r.jsonl", app / "r.md", app / "r.html"]
+        argv = ["test", "-i", "assistants/keywords/tests/inputs.jsonl", "--runs", "2", "--queue", "secret",
+                "--broker", redis_server, "--no-progress", *(a for o in outputs for a in ("-o", str(o)))]
+        done = subprocess.run([sys.executable, "-m", "farm", *argv], cwd=app, env=farm_cli.env(**env),
+                              capture_output=True, text=True, timeout=180, check=False)
+        assert done.returncode in (0, 1), done.stderr
+        report = json.loads(outputs[0].read_text())
+        assert report["summary"]["total_runs"] == report["summary"]["by_status"]["passed"] > 0  # the key worked
+    sweep_keys = list(redis_client.scan_iter("*"))
+    assert sweep_keys
+    raw = redis.Redis.from_url(redis_server)
+    assert not [k for k in sweep_keys if key in k or key.encode() in (raw.dump(k) or b"")]
+    for path in outputs:
+        assert key not in path.read_text(), path
+    assert key not in worker.text() and key not in done.stdout + done.stderr
