@@ -27,11 +27,6 @@ broker_option = click.option(
          "stays in FARM_STORE_URL, a Redis). Env: FARM_BROKER_URL.",
 )
 
-queue_option = click.option(
-    "--queue", envvar="FARM_QUEUE", default=DEFAULT_QUEUE, show_default=True, metavar="NAME",
-    help="The farm's queue. Env: FARM_QUEUE.",
-)
-
 
 def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEFAULT_QUEUE) -> int:
     """Resolve the settings (SettingsError → exit 2), then hand over to Celery's worker."""
@@ -67,4 +62,4 @@ def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool:
             *(["--task-events"] if events else []), *ctx.args]
     run_command(lambda: start_worker(broker, argv, events=events, queue=queues.split(",")[0].strip()))
 
-__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "queue_option", "start_worker", "worker"]
+__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "start_worker", "worker"]
