@@ -132,3 +132,16 @@ def test_rabbitmq_without_a_store_is_a_usage_error(tmp_path, farm_cli):
         done = farm_cli.run(*argv, timeout=60)
         assert done.returncode == 2, (argv, done.stderr)
         assert "set FARM_STORE_URL" in done.stderr and "guest:***@" in done.stderr and "guest:guest" not in done.stderr
+
+
+def test_an_unreachable_rabbitmq_is_a_runtime_error_not_a_traceback(tmp_path, redis_client, redis_server, farm_cli):
+    dead = "amqp://guest:guest@127.0.0.1:1/nowhere"  # nothing listens on port 1
+    env = {"FARM_STORE_URL": redis_server}
+    status = farm_cli.run("status", "--broker", dead, env=env, timeout=120)
+    assert status.returncode == 3, status.stderr
+    assert "cannot reach the broker at amqp://guest:***@127.0.0.1:1/nowhere" in status.stderr
+    assert "Traceback" not in status.stderr
+    suite = write_suite(tmp_path / "s.jsonl", PARITY_CASES[:1])
+    submit = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", dead, "--no-progress",
+                          env=env, timeout=120)
+    assert submit.returncode == 3 and "cannot publish sweep" in submit.stderr, submit.stderr

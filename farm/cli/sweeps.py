@@ -17,7 +17,7 @@ import click
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.cli.worker import PASS_THROUGH, broker_option
-from farm.errors import ExitCode, SettingsError
+from farm.errors import BrokerError, ExitCode, SettingsError
 from farm.settings import FarmSettings, safe_url
 
 DEFAULT_FLOWER_MAX_TASKS = 10_000
@@ -100,20 +100,26 @@ def cancel(sweep_id: str, broker: str) -> None:
 
 def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
     """Queues (waiting messages), workers (their queues, active tasks) and sweeps in flight."""
+    from kombu.exceptions import OperationalError
+
     from farm.broker_queues import waiting_messages
 
     executor = _executor(broker)
     store = executor.store()
-    inspect = executor.app.control.inspect(timeout=timeout)
-    active_queues = inspect.active_queues() or {}
-    active = inspect.active() or {}
     sweeps = store.in_flight()
-    names = {executor.settings.queue} | {s.queue for s in sweeps if s.queue}
-    names |= {q["name"] for qs in active_queues.values() for q in qs or [] if not q.get("exclusive")}
+    try:  # the broker may be another server than the store (RabbitMQ): its own failure, exit 3
+        inspect = executor.app.control.inspect(timeout=timeout)
+        active_queues = inspect.active_queues() or {}
+        active = inspect.active() or {}
+        names = {executor.settings.queue} | {s.queue for s in sweeps if s.queue}
+        names |= {q["name"] for qs in active_queues.values() for q in qs or [] if not q.get("exclusive")}
+        waiting = waiting_messages(executor.app, names)
+    except (OperationalError, OSError) as exc:
+        raise BrokerError(f"cannot reach the broker at {safe_url(broker)}: {exc}") from None
     return {
         "broker": safe_url(broker),
         "store": safe_url(executor.store_url),
-        "queues": waiting_messages(executor.app, names),
+        "queues": waiting,
         "workers": [{"name": n, "queues": sorted(q["name"] for q in qs or []), "active": len(active.get(n) or [])}
                     for n, qs in sorted(active_queues.items())],
         "sweeps": [s.__dict__ for s in sweeps],
