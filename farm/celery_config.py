@@ -19,7 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from farm.errors import SettingsError
-from farm.settings import DEFAULT_BROKER_URL, DEFAULT_QUEUE, DEFAULT_VISIBILITY_TIMEOUT_S, FarmSettings
+from farm.settings import (
+    DEFAULT_BROKER_URL,
+    DEFAULT_QUEUE,
+    DEFAULT_VISIBILITY_TIMEOUT_S,
+    FarmSettings,
+    is_redis_url,
+)
 
 DEFAULT_NIGHTLY_CRON = "0 2 * * *"
 
@@ -29,7 +35,14 @@ def visibility_timeout(env: Mapping[str, str] | None = None) -> int:
     return FarmSettings.from_env(env).visibility_timeout_s
 
 
-def transport_options(vt: int) -> dict[str, Any]:
+def transport_options(vt: int, broker_url: str | None = None) -> dict[str, Any]:
+    """Kombu's transport options: the Redis transport's redelivery window; none for RabbitMQ.
+
+    RabbitMQ needs no visibility timeout: it redelivers a consumer's unacknowledged messages the
+    moment that consumer's connection closes (a SIGKILLed worker's included).
+    """
+    if broker_url is not None and not is_redis_url(broker_url):
+        return {}
     # kombu scans for expired unacked messages every interval × throttle seconds (100 s by
     # default); scan every ≤10 s so a dead worker's runs return soon after the timeout.
     return {
@@ -70,6 +83,17 @@ def task_events(env: Mapping[str, str] | None = None) -> bool:
     return FarmSettings.from_env(env).task_events
 
 
+def result_backend(settings: FarmSettings) -> str:
+    """FARM_RESULT_BACKEND, else the broker when it is Redis, else the farm's store (Redis).
+
+    Celery 5 has no AMQP result backend: with a RabbitMQ broker, results go to the store, and a
+    RabbitMQ broker without FARM_STORE_URL is a SettingsError (exit 2) here, at start-up.
+    """
+    if settings.result_backend:
+        return settings.result_backend
+    return settings.broker_url if is_redis_url(settings.broker_url) else settings.store_url
+
+
 def celery_settings(settings: FarmSettings | str | None = None, env: Mapping[str, str] | None = None
                     ) -> dict[str, Any]:
     """Every Celery setting of the farm; a string is a broker URL overriding FARM_BROKER_URL."""
@@ -79,7 +103,7 @@ def celery_settings(settings: FarmSettings | str | None = None, env: Mapping[str
     events = settings.task_events
     return {
         "broker_url": settings.broker_url,
-        "result_backend": settings.result_backend or settings.broker_url,
+        "result_backend": result_backend(settings),
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -88,7 +112,7 @@ def celery_settings(settings: FarmSettings | str | None = None, env: Mapping[str
         "task_reject_on_worker_lost": True,
         # One reserved message per thread: a worker never hoards runs another could start.
         "worker_prefetch_multiplier": 1,
-        "broker_transport_options": transport_options(settings.visibility_timeout_s),
+        "broker_transport_options": transport_options(settings.visibility_timeout_s, settings.broker_url),
         "result_backend_transport_options": {"retry_policy": {"timeout": 30.0}},
         "broker_connection_retry_on_startup": True,
         "result_expires": settings.result_ttl_s,
@@ -110,6 +134,7 @@ __all__ = [
     "beat_schedule",
     "celery_settings",
     "parse_cron",
+    "result_backend",
     "task_events",
     "transport_options",
     "visibility_timeout",

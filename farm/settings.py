@@ -7,7 +7,8 @@ naming the variable.
 
     FARM_BROKER_URL          broker: redis://, rediss://, unix:// or amqp:// (RabbitMQ)
     FARM_RESULT_BACKEND      Celery result backend (default: the broker)
-    FARM_STORE_URL           Redis holding the farm's sweep data (default: the broker when it is Redis)
+    FARM_STORE_URL           Redis holding the farm's sweep data (default: the broker when it is Redis;
+                             required with amqp://)
     FARM_QUEUE               queue of submitters and workers (default ``farm``)
     FARM_VISIBILITY_TIMEOUT  seconds before an unacknowledged run is delivered again (default 360)
     FARM_RESULT_TTL          seconds results and reports stay retrievable (default 7 days)
@@ -75,8 +76,20 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+"""URLs of a Redis server: plain, TLS and a Unix socket. A TLS URL names its certificate check:
+``rediss://host:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/path/ca.pem`` (kombu, Celery's
+result backend and redis-py all read these two query parameters)."""
+AMQP_SCHEMES = ("amqp://", "amqps://", "pyamqp://")
+"""URLs of a RabbitMQ broker (AMQP 0-9-1): the farm's store then lives in FARM_STORE_URL."""
+
+
 def is_redis_url(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(("redis://", "rediss://", "unix://"))
+    return bool(url) and str(url).startswith(REDIS_SCHEMES)
+
+
+def is_amqp_url(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(AMQP_SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,20 @@ class FarmSettings:
     data_dir: Path = DEFAULT_DATA_DIR
     journal_days: int = DEFAULT_JOURNAL_DAYS
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+
+    def __post_init__(self) -> None:
+        if not (is_redis_url(self.broker_url) or is_amqp_url(self.broker_url)):
+            raise SettingsError(f"broker {safe_url(self.broker_url)}: expected redis://, rediss://, unix:// or "
+                                "amqp:// (RabbitMQ) (FARM_BROKER_URL or --broker)")
+        for name, url in (("broker", self.broker_url), ("FARM_STORE_URL", self.store),
+                          ("FARM_RESULT_BACKEND", self.result_backend)):
+            if url and url.startswith("rediss://") and "ssl_cert_reqs=" not in url:
+                raise SettingsError(f"{name} {safe_url(url)}: a rediss:// URL must say how to check the server's "
+                                    "certificate: add ?ssl_cert_reqs=required&ssl_ca_certs=/path/to/ca.pem "
+                                    "(ssl_cert_reqs=none skips the check: encrypted, but anyone can pose as Redis)")
+        if self.store and not is_redis_url(self.store):
+            raise SettingsError(f"FARM_STORE_URL={safe_url(self.store)}: the farm's store is Redis "
+                                "(redis://, rediss:// or unix://)")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> FarmSettings:
@@ -136,7 +163,8 @@ class FarmSettings:
         if is_redis_url(self.broker_url):
             return self.broker_url
         raise SettingsError(f"broker {safe_url(self.broker_url)} is not Redis: set FARM_STORE_URL to the Redis "
-                            "server that holds the farm's sweep data (redis://…)")
+                            "server that holds the farm's sweep data (redis://…); RabbitMQ carries only the "
+                            "messages")
 
 
 def safe_url(url: str) -> str:
@@ -150,14 +178,17 @@ def safe_url(url: str) -> str:
 
 
 __all__ = [
+    "AMQP_SCHEMES",
     "DEFAULT_BROKER_URL",
     "DEFAULT_CASE_TIMEOUT_S",
     "DEFAULT_QUEUE",
     "DEFAULT_RESULT_TTL_S",
     "DEFAULT_STOP_GRACE_S",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "REDIS_SCHEMES",
     "FarmSettings",
     "data_dir",
+    "is_amqp_url",
     "is_redis_url",
     "safe_url",
 ]

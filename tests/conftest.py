@@ -191,12 +191,13 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
     """Start real ``python -m farm worker`` processes (ready on return); all stopped at the end."""
     started: list[WorkerProcess] = []
 
-    def create(*args: str, broker: str | None = None, queue: str = "farm", concurrency: int = 8,
+    def create(*args: str, broker: str | None = None, queue: str | None = "farm", concurrency: int = 8,
                env: dict[str, str] | None = None, wait: bool = True) -> WorkerProcess:
         name = f"test{len(started)}-{os.getpid()}"
         log = tmp_path / f"worker-{name}.log"
         full_env = farm_env(broker or redis_server, **(env or {}))
-        argv = [sys.executable, "-m", "farm", "worker", "-Q", queue, "-c", str(concurrency), "-n", f"{name}@%h",
+        queues = ["-Q", queue] if queue is not None else []  # None: the worker's own default (FARM_QUEUE)
+        argv = [sys.executable, "-m", "farm", "worker", *queues, "-c", str(concurrency), "-n", f"{name}@%h",
                 "-l", "INFO", "--without-mingle", "--without-gossip", *args]
         with log.open("wb") as out:
             process = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)

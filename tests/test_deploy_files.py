@@ -53,21 +53,29 @@ def test_compose_has_the_farm_services():
         assert (ROOT / SERVICES[name]["build"]["dockerfile"]).is_file()
 
 
-def test_compose_redis_is_persistent_and_password_protected():
+def test_compose_redis_is_persistent_and_has_an_acl_user_instead_of_the_default_user():
     redis = SERVICES["redis"]
     command = " ".join(redis["command"])
-    assert "--appendonly yes" in command and "--requirepass" in command
+    assert "--appendonly yes" in command and "--requirepass" not in command
+    assert "--user default off" in command  # no password-only access as the all-powerful default user
+    farm_user = command.split("--user farm ", 1)[1]
+    assert farm_user.startswith("on \">$$FARM_REDIS_PASSWORD\"")
+    assert "'-@admin'" in farm_user and "'-@dangerous'" in farm_user
+    assert "--user farm --pass" in redis["healthcheck"]["test"][1]
     volume, _, target = redis["volumes"][0].partition(":")
     assert target == "/data" and volume in COMPOSE["volumes"]
     assert ":?" in redis["environment"]["FARM_REDIS_PASSWORD"]  # no default password
+    assert [_default(p.rsplit(":", 2)[0]) for p in redis["ports"]] == ["127.0.0.1"]
+    # tests/test_redis_security.py starts this very command line and runs a sweep as `farm`.
 
 
-def test_compose_services_share_one_broker_with_redis_password():
+def test_compose_services_share_one_broker_as_the_acl_user():
     urls = {SERVICES[name]["environment"]["FARM_BROKER_URL"] for name in FARM_SERVICES}
     assert len(urls) == 1
     url = urls.pop()
-    assert url.startswith("redis://:${FARM_REDIS_PASSWORD") and "@redis:6379/" in url
+    assert url.startswith("redis://farm:${FARM_REDIS_PASSWORD") and "@redis:6379/" in url
     assert all(SERVICES[n]["depends_on"]["redis"]["condition"] == "service_healthy" for n in FARM_SERVICES)
+    assert {_default(SERVICES[n]["environment"]["FARM_QUEUE"]) for n in FARM_SERVICES} == {"farm"}
 
 
 def test_compose_worker_scales():
@@ -81,7 +89,9 @@ def test_compose_flower_requires_a_password_and_bounds_memory():
     flower = SERVICES["flower"]
     params = _parse_farm(flower["command"])
     assert params["address"] == "0.0.0.0" and params["max_tasks"] == 10_000
-    assert flower["ports"] == [f"127.0.0.1:{params['port']}:{params['port']}"]
+    # Published on the host's localhost unless FARM_FLOWER_BIND says otherwise.
+    assert flower["ports"] == [f"${{FARM_FLOWER_BIND:-127.0.0.1}}:{params['port']}:{params['port']}"]
+    assert _default(flower["ports"][0].rsplit(":", 2)[0]) == "127.0.0.1"
     assert ":?" in flower["environment"]["FARM_FLOWER_PASSWORD"]
     assert flower["environment"]["FARM_FLOWER_USER"]
 

@@ -97,11 +97,24 @@ def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):
     assert header.cases == [] and header == plan.model_copy(update={"cases": []})
 
 
-def test_submitter_refuses_a_broker_that_is_not_redis():
+def test_a_rabbitmq_broker_needs_a_redis_store_and_gets_no_redis_transport_options():
     from farm.executors.celery import CeleryExecutor
 
-    with pytest.raises(SettingsError, match="only Redis brokers"):
+    with pytest.raises(SettingsError, match="set FARM_STORE_URL"):
         CeleryExecutor(FarmSettings.from_env({}, broker_url="amqp://guest@localhost//"))
+    conf = celery_settings(env={"FARM_BROKER_URL": "amqp://g:pw@rabbit:5672/farm", "FARM_STORE_URL": "redis://s/3"})
+    assert conf["broker_url"] == "amqp://g:pw@rabbit:5672/farm"
+    assert conf["result_backend"] == "redis://s/3"  # Celery 5 has no AMQP result backend: the store
+    assert conf["broker_transport_options"] == {}  # RabbitMQ redelivers on a lost connection, no window
+    tls = "rediss://s:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/farm/ca.pem"
+    executor = CeleryExecutor(FarmSettings.from_env({"FARM_STORE_URL": tls}, broker_url="amqp://g@h//"))
+    assert executor.store_url == tls
+    with pytest.raises(SettingsError, match=r"add \?ssl_cert_reqs=required&ssl_ca_certs="):
+        FarmSettings.from_env({"FARM_BROKER_URL": "rediss://:pw@s:6380/0"})
+    with pytest.raises(SettingsError, match="expected redis://, rediss://, unix:// or amqp://"):
+        FarmSettings.from_env({"FARM_BROKER_URL": "sqs://key:secret@"})
+    with pytest.raises(SettingsError, match="the farm's store is Redis"):
+        FarmSettings.from_env({"FARM_BROKER_URL": "amqp://g@h//", "FARM_STORE_URL": "amqp://g@h//"})
 
 
 def test_in_process_farm_never_loads_celery_or_redis():

@@ -2,7 +2,8 @@
 
 Settings are resolved once, here, from the environment (``farm.settings.FarmSettings``): set
 FARM_BROKER_URL rather than Celery's ``-b``, so the result backend and the farm's data store
-follow the same broker.
+follow the same broker. With RabbitMQ (``amqp://``) the broker carries only messages: the
+sweeps, and Celery's results, live in the Redis named by FARM_STORE_URL.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import click
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.cli.worker import PASS_THROUGH, broker_option
-from farm.errors import ExitCode, SettingsError
-from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
+from farm.errors import BrokerError, ExitCode, SettingsError
+from farm.settings import FarmSettings, safe_url
 
 DEFAULT_FLOWER_MAX_TASKS = 10_000
 """Flower keeps this many tasks in memory (its default, 100,000, costs hundreds of MB)."""
@@ -100,17 +100,26 @@ def cancel(sweep_id: str, broker: str) -> None:
 
 def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
     """Queues (waiting messages), workers (their queues, active tasks) and sweeps in flight."""
+    from kombu.exceptions import OperationalError
+
+    from farm.broker_queues import waiting_messages
+
     executor = _executor(broker)
     store = executor.store()
-    inspect = executor.app.control.inspect(timeout=timeout)
-    active_queues = inspect.active_queues() or {}
-    active = inspect.active() or {}
     sweeps = store.in_flight()
-    names = {DEFAULT_QUEUE} | {s.queue for s in sweeps if s.queue}
-    names |= {q["name"] for qs in active_queues.values() for q in qs or [] if not q.get("exclusive")}
+    try:  # the broker may be another server than the store (RabbitMQ): its own failure, exit 3
+        inspect = executor.app.control.inspect(timeout=timeout)
+        active_queues = inspect.active_queues() or {}
+        active = inspect.active() or {}
+        names = {executor.settings.queue} | {s.queue for s in sweeps if s.queue}
+        names |= {q["name"] for qs in active_queues.values() for q in qs or [] if not q.get("exclusive")}
+        waiting = waiting_messages(executor.app, names)
+    except (OperationalError, OSError) as exc:
+        raise BrokerError(f"cannot reach the broker at {safe_url(broker)}: {exc}") from None
     return {
         "broker": safe_url(broker),
-        "queues": {name: int(store.client.llen(name)) for name in sorted(names)},
+        "store": safe_url(executor.store_url),
+        "queues": waiting,
         "workers": [{"name": n, "queues": sorted(q["name"] for q in qs or []), "active": len(active.get(n) or [])}
                     for n, qs in sorted(active_queues.items())],
         "sweeps": [s.__dict__ for s in sweeps],
@@ -119,6 +128,8 @@ def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
 
 def _print_status(status: dict[str, Any]) -> None:
     click.echo(f"broker: {status['broker']}")
+    if status["store"] != status["broker"]:
+        click.echo(f"store: {status['store']}")
     click.echo("queues:")
     for name, waiting in status["queues"].items():
         click.echo(f"  {name}: {waiting} waiting")

@@ -28,7 +28,7 @@ from farm.lifecycle import StopReason, SweepStop
 from farm.models import SweepReport
 from farm.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
 from farm.outputs import OutputTarget, write_document, write_report
-from farm.settings import FarmSettings, safe_url
+from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 from farm.stats import exit_code_for
 from farm.sweep import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
 
@@ -224,8 +224,10 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
                    "traceback.")
 @click.option("--fail-fast", is_flag=True, help="Stop scheduling runs after the first failed case.")
 @click.option("--broker", envvar="FARM_BROKER_URL", default=None, metavar="URL",
-              help="Run distributed on this Celery broker (redis://…). Env: FARM_BROKER_URL.")
-@click.option("--queue", default="farm", show_default=True, help="Celery queue to submit to.")
+              help="Run distributed on this Celery broker: redis://, rediss:// (TLS) or amqp:// (RabbitMQ, with "
+                   "FARM_STORE_URL). Env: FARM_BROKER_URL.")
+@click.option("--queue", envvar="FARM_QUEUE", default=DEFAULT_QUEUE, show_default=True,
+              help="Celery queue to submit to. Env: FARM_QUEUE.")
 @click.option("--detach", is_flag=True, help="Submit, print the sweep id and return (distributed only).")
 @click.option("--min-pass-rate", type=RATE, default=1.0, show_default=True, metavar="RATE",
               help="A case passes when its pass rate is at least RATE (0.95 or 95%); a case's success_ratio wins.")

@@ -14,6 +14,7 @@ import click
 
 from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.cli.run import run_command
+from farm.settings import DEFAULT_QUEUE
 
 DEFAULT_CONCURRENCY = 64
 """Runs in flight per worker process: runs wait on the network, not on the CPU."""
@@ -22,13 +23,15 @@ PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_
 
 broker_option = click.option(
     "--broker", envvar="FARM_BROKER_URL", default=DEFAULT_BROKER_URL, show_default=True, metavar="URL",
-    help="Redis broker of the farm. Env: FARM_BROKER_URL.",
+    help="Broker of the farm: redis://, rediss:// (TLS), unix:// or amqp:// (RabbitMQ; the sweep data then "
+         "stays in FARM_STORE_URL, a Redis). Env: FARM_BROKER_URL.",
 )
 
 
-def start_worker(broker: str, argv: list[str], *, events: bool) -> int:
+def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEFAULT_QUEUE) -> int:
     """Resolve the settings (SettingsError → exit 2), then hand over to Celery's worker."""
     os.environ["FARM_BROKER_URL"] = broker  # before workers.app reads its settings
+    os.environ["FARM_QUEUE"] = queue
     if events:
         os.environ["FARM_TASK_EVENTS"] = "1"
     settings = celery_settings(broker)
@@ -40,7 +43,8 @@ def start_worker(broker: str, argv: list[str], *, events: bool) -> int:
 
 @click.command(context_settings=PASS_THROUGH)
 @broker_option
-@click.option("-Q", "--queues", default="farm", show_default=True, help="Queues to consume, comma-separated.")
+@click.option("-Q", "--queues", envvar="FARM_QUEUE", default=DEFAULT_QUEUE, show_default=True,
+              help="Queues to consume, comma-separated (the first is the worker's own). Env: FARM_QUEUE.")
 @click.option("-c", "--concurrency", type=int, default=DEFAULT_CONCURRENCY, show_default=True,
               help="Runs in flight in this worker (threads).")
 @click.option("-P", "--pool", default="threads", show_default=True, help="Celery pool: threads, prefork, solo, …")
@@ -56,8 +60,6 @@ def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool:
     argv = ["worker", f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}",
             f"--loglevel={loglevel}", f"--hostname={hostname or f'farm-{os.getpid()}@%h'}",
             *(["--task-events"] if events else []), *ctx.args]
-    run_command(lambda: start_worker(broker, argv, events=events))
-
-
+    run_command(lambda: start_worker(broker, argv, events=events, queue=queues.split(",")[0].strip()))
 
 __all__ = ["DEFAULT_CONCURRENCY", "broker_option", "start_worker", "worker"]

@@ -30,7 +30,6 @@ from farm.errors import (
     AgentResolutionError,
     BrokerError,
     InputError,
-    SettingsError,
     WorkerLostError,
 )
 from farm.lifecycle import SweepStop
@@ -38,7 +37,7 @@ from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
 from farm.plan import SweepPlan, utc_now
 from farm.redis_keys import STOP_CANCELLED
-from farm.settings import FarmSettings, is_redis_url, safe_url
+from farm.settings import FarmSettings, safe_url
 from farm.store import CONNECTION_ERRORS, Event, SweepStore, now_epoch
 
 log = logging.getLogger("farm.celery")
@@ -99,13 +98,11 @@ class _Watch:
 
 
 class CeleryExecutor:
-    """Runs sweeps on Celery workers through a Redis broker."""
+    """Runs sweeps on Celery workers through a Redis or RabbitMQ broker, the sweep data in Redis."""
 
     def __init__(self, settings: FarmSettings, *, detach: bool = False, formats: Sequence[str] = (),
                  warn: Callable[[str], None] | None = None) -> None:
-        if not is_redis_url(settings.broker_url):
-            raise SettingsError(f"--broker {safe_url(settings.broker_url)}: only Redis brokers are supported "
-                                "(redis://…)")
+        self.store_url = settings.store_url  # a RabbitMQ broker without FARM_STORE_URL: SettingsError (exit 2)
         self.settings = settings
         self.broker_url = settings.broker_url
         self.detach = detach
@@ -124,7 +121,7 @@ class CeleryExecutor:
 
     def store(self) -> SweepStore:
         if self._store is None:
-            self._store = SweepStore.from_url(self.settings.store_url, ttl=self.settings.result_ttl_s)
+            self._store = SweepStore.from_url(self.store_url, ttl=self.settings.result_ttl_s)
             self._store.ping()
         return self._store
 

@@ -1,0 +1,42 @@
+"""How many messages wait in the farm's queues, asked of the broker itself (Redis or RabbitMQ).
+
+``farm status`` used to read a queue's length with Redis's ``LLEN`` on the store, which is only
+right when the broker is that same Redis. A passive ``queue_declare`` asks whichever broker the
+app uses: kombu's Redis transport answers with the list's length, RabbitMQ with the queue's
+ready messages (those delivered but unacknowledged are not counted by either). A queue that
+does not exist (never declared, or a Redis list emptied) has nothing waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+log = logging.getLogger("farm.queues")
+
+
+def waiting_messages(app: Any, names: Iterable[str]) -> dict[str, int]:
+    """``{queue: messages waiting}`` for each name, read from the app's broker."""
+    counts: dict[str, int] = {}
+    with app.connection_for_read() as connection:
+        connection.ensure_connection(max_retries=1)
+        for name in sorted(set(names)):
+            counts[name] = _waiting(connection, name)
+    return counts
+
+
+def _waiting(connection: Any, name: str) -> int:
+    channel = connection.channel()
+    try:
+        return int(channel.queue_declare(queue=name, passive=True).message_count)
+    except connection.channel_errors:  # no such queue (RabbitMQ closes this channel; a new one is taken next)
+        return 0
+    finally:
+        try:
+            channel.close()
+        except Exception:  # a channel the broker already closed
+            log.debug("closing the channel of queue %s", name, exc_info=True)
+
+
+__all__ = ["waiting_messages"]
