@@ -84,6 +84,26 @@ return 0
 """KEYS: report, stream, sweeps in flight, rendered hash; ARGV: report JSON, TTL, sweep id,
 then format/text pairs. 1 when this call stored the report."""
 
+RENEW_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+"""KEYS: a lease; ARGV: its holder's token, milliseconds. 1 when the holder still had it."""
+
+RELEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+CURSOR_LUA = """
+local cur = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local new = tonumber(ARGV[1])
+if new > cur then redis.call('SET', KEYS[1], new, 'EX', ARGV[2]) return new end
+return cur
+"""
+"""KEYS: the publish cursor; ARGV: runs published, TTL. The cursor only moves forward (two
+publishers racing for a moment both publish the same runs: duplicates are harmless)."""
+
 
 @dataclass(frozen=True)
 class SweepProgress:
@@ -154,6 +174,9 @@ class SweepStore:
         self._settle = client.register_script(SETTLE_LUA)
         self._store_case = client.register_script(STORE_CASE_LUA)
         self._store_report = client.register_script(STORE_REPORT_LUA)
+        self._renew = client.register_script(RENEW_LUA)
+        self._release = client.register_script(RELEASE_LUA)
+        self._cursor = client.register_script(CURSOR_LUA)
 
     @classmethod
     def from_url(cls, url: str, *, retries: int = 0, ttl: int = DEFAULT_RESULT_TTL_S) -> SweepStore:
@@ -169,10 +192,17 @@ class SweepStore:
 
     # ------------------------------------------------------------------------- the plan
 
-    def save_sweep(self, plan: SweepPlan, submitted_epoch: float, *, chunk: int = 500) -> None:
-        """Store the plan (each case on its own), register the sweep as in flight, open its stream."""
+    def save_sweep(self, plan: SweepPlan, submitted_epoch: float, *, chunk: int = 500,
+                   publisher: tuple[str, int] | None = None) -> None:
+        """Store the plan (each case on its own), register the sweep as in flight, open its stream.
+
+        ``publisher`` (token, lease in ms) is taken first; the publish cursor (0) is written last,
+        so a sweep without a cursor is one whose plan was never stored whole (``farm.delivery``).
+        """
         sid = plan.sweep_id
         pipe = self.client.pipeline(transaction=False)
+        if publisher is not None:
+            pipe.set(keys.publisher_key(sid), publisher[0], px=max(1, publisher[1]))
         pipe.hset(keys.sweep_key(sid), mapping={
             "plan": plan.model_dump_json(), "total_cases": plan.total_cases, "total_runs": plan.total_runs,
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
@@ -187,6 +217,8 @@ class SweepStore:
         for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.stream_key(sid)):
             pipe.expire(key, self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
+        pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
+        pipe.set(keys.published_key(sid), 0, ex=self.ttl)
         pipe.execute()
 
     def load_sweep(self, sweep_id: str) -> SweepPlan | None:
@@ -289,6 +321,106 @@ class SweepStore:
     def get_rendered(self, sweep_id: str, fmt: str) -> str | None:
         text = self.client.hget(keys.rendered_key(sweep_id), fmt)
         return None if text is None else str(text)
+
+    # ------------------------------------------------- delivery (``farm.delivery``)
+
+    def claim_lease(self, key: str, token: str, ms: int) -> bool:
+        """Take a lease (SET NX PX): True for its one holder until it expires or is released."""
+        return bool(self.client.set(key, token, nx=True, px=max(1, ms)))
+
+    def renew_lease(self, key: str, token: str, ms: int) -> bool:
+        """Extend a lease still held by ``token``; False when it expired (someone may hold it now)."""
+        return bool(self._renew(keys=[key], args=[token, max(1, ms)]))
+
+    def release_lease(self, key: str, token: str) -> None:
+        self._release(keys=[key], args=[token])
+
+    def publisher_alive(self, sweep_id: str) -> bool:
+        return bool(self.client.exists(keys.publisher_key(sweep_id)))
+
+    def cursor(self, sweep_id: str) -> int | None:
+        """Runs published so far; None when the plan was never stored whole."""
+        value = self.client.get(keys.published_key(sweep_id))
+        return None if value is None else int(value)
+
+    def advance_cursor(self, sweep_id: str, published: int) -> int:
+        return int(self._cursor(keys=[keys.published_key(sweep_id)], args=[published, self.ttl]))
+
+    def touch(self, sweep_id: str, epoch: float | None = None) -> None:
+        """Note a sign of life of the sweep (a run started or settled, a batch published)."""
+        self.client.set(keys.activity_key(sweep_id), time.time() if epoch is None else epoch, ex=self.ttl)
+
+    def last_activity(self, sweep_id: str) -> float:
+        return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
+
+    def mark_running(self, sweep_id: str, case_id: str, run: int) -> None:
+        """A worker started the run: its lease runs from now (and the sweep is alive)."""
+        now = time.time()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(keys.running_key(sweep_id), keys.run_field(case_id, run), now)
+        pipe.expire(keys.running_key(sweep_id), self.ttl)
+        pipe.set(keys.activity_key(sweep_id), now, ex=self.ttl)
+        pipe.execute()
+
+    def clear_running(self, sweep_id: str, case_id: str, run: int) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(keys.running_key(sweep_id), keys.run_field(case_id, run))
+        pipe.set(keys.activity_key(sweep_id), time.time(), ex=self.ttl)
+        pipe.execute()
+
+    def running(self, sweep_id: str) -> dict[str, float]:
+        """Runs started and not finished: field → epoch started (a killed worker's stay until cleaned)."""
+        return {k: float(v) for k, v in self.client.hgetall(keys.running_key(sweep_id)).items()}
+
+    def forget_running(self, sweep_id: str, fields: list[str]) -> None:
+        if fields:
+            self.client.hdel(keys.running_key(sweep_id), *fields)
+
+    def attempts(self, sweep_id: str) -> dict[str, str]:
+        """The ``attempts`` hash as stored (see ``farm.redis_keys``)."""
+        return dict(self.client.hgetall(keys.attempts_key(sweep_id)))
+
+    def note_republished(self, sweep_id: str, fields: list[str], epoch: float) -> None:
+        """Count one more publication of each run (the first one counts as 1)."""
+        if not fields:
+            return
+        key = keys.attempts_key(sweep_id)
+        pipe = self.client.pipeline(transaction=False)
+        for field in fields:
+            pipe.hsetnx(key, field, 1)
+            pipe.hincrby(key, field, 1)
+            pipe.hset(key, f"{field}@", epoch)
+        pipe.expire(key, self.ttl)
+        pipe.execute()
+
+    def settled_counts(self, sweep_id: str, case_ids: list[str]) -> list[int]:
+        """Runs settled per case (its barrier's BITCOUNT), in the order given."""
+        pipe = self.client.pipeline(transaction=False)
+        for cid in case_ids:
+            pipe.bitcount(keys.settled_key(sweep_id, cid))
+        return [int(n) for n in pipe.execute()]
+
+    def unsettled(self, sweep_id: str, case_id: str, runs: int) -> list[int]:
+        """Run numbers of the case not settled yet."""
+        pipe = self.client.pipeline(transaction=False)
+        for n in range(1, runs + 1):
+            pipe.getbit(keys.settled_key(sweep_id, case_id), n)
+        return [n for n, bit in zip(range(1, runs + 1), pipe.execute(), strict=True) if not bit]
+
+    def cases_done(self, sweep_id: str) -> set[str]:
+        return {str(c) for c in self.client.smembers(keys.cases_done_key(sweep_id))}
+
+    def all_cases(self, sweep_id: str) -> dict[str, PlannedCase]:
+        """Every stored case of the sweep, by id."""
+        raw = self.client.hgetall(keys.cases_key(sweep_id))
+        return {cid: PlannedCase.model_validate_json(text) for cid, text in raw.items()}
+
+    def in_flight_ids(self) -> list[str]:
+        return [str(s) for s in self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1)]
+
+    def forget_sweep(self, sweep_id: str) -> None:
+        """Take a sweep whose data is gone off the in-flight set."""
+        self.client.zrem(keys.SWEEPS_IN_FLIGHT, sweep_id)
 
     # ------------------------------------------------------------- stop, events, status
 
