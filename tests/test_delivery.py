@@ -1,0 +1,197 @@
+"""Delivery owned by the farm (SPEC 11, issue 11): real redis-server, real ``farm worker`` processes.
+
+A busy worker SIGKILLed again and again, a submitter SIGKILLed while publishing, timeouts that
+detach rather than cancel, ``farm results`` on a stopped sweep: every sweep reaches its report
+with every planned run counted exactly once. Leases are shortened (FARM_LEASE, FARM_VISIBILITY_
+TIMEOUT, FARM_RECONCILE_INTERVAL, FARM_PUBLISHER_LEASE) so recovery takes seconds; deadlines are
+generous and never asserted as limits.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from farm import redis_keys as keys
+from farm.delivery.reconcile import reconcile_sweep
+from farm.store import SweepStore, connect
+from tests.test_distributed import AGENTS, write_suite
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+LEASES = {"FARM_VISIBILITY_TIMEOUT": "4", "FARM_LEASE": "6", "FARM_RECONCILE_INTERVAL": "1",
+          "FARM_PUBLISHER_LEASE": "2"}
+
+
+def _wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _store(url: str) -> SweepStore:
+    return SweepStore(connect(url))
+
+
+def _submit(farm_cli: Any, suite: Path, runs: int, queue: str, env: dict[str, str], agent: str = "slow") -> str:
+    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:{agent}", "--runs", str(runs), "--queue", queue,
+                        "--detach", "--broker", farm_cli.broker, env=env)
+    assert done.returncode == 0, done.stderr
+    return str(done.stdout.strip())
+
+
+def _report(store: SweepStore, sweep_id: str, timeout: float = 240) -> dict[str, Any]:
+    """The report the workers store, with no submitter attached."""
+    _wait_for(lambda: store.get_report(sweep_id) is not None, timeout, f"sweep {sweep_id}'s report")
+    return json.loads(store.client.get(keys.report_key(sweep_id)))
+
+
+def _assert_exactly_once(report: dict[str, Any], cases: int, runs: int) -> None:
+    assert report["metadata"]["status"] == "complete", report["metadata"]
+    assert report["summary"]["total_runs"] == cases * runs
+    assert len(report["results"]) == cases
+    for case in report["results"]:
+        assert Counter(d["run"] for d in case["run_details"]) == Counter(range(1, runs + 1)), case["id"]
+
+
+def _republished(workers: list[Any]) -> int:
+    return sum(w.text().count("published again") for w in workers)
+
+
+def test_repeated_sigkills_of_a_busy_worker_lose_no_run_and_count_none_twice(tmp_path, redis_client, farm_worker,
+                                                                              farm_cli):
+    """Issue 11, finding 1: a SIGKILL between the broker's pop and its unacked record lost a run
+    and the sweep never completed. Ten trials, one busy worker killed mid-sweep in each."""
+    env = {**LEASES, "FARM_TEST_SLEEP": "0.2"}
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "k.jsonl", [{"id": f"k{i}", "input": "x"} for i in range(10)])
+    workers = [farm_worker(queue="kills", concurrency=4, env=env) for _ in range(2)]
+    trials = 10
+    for trial in range(trials):
+        sweep_id = _submit(farm_cli, suite, 10, "kills", env)
+        _wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 15, 120,  # noqa: B023
+                  f"trial {trial} to be under way")
+        victim = workers[trial % 2]
+        victim.kill()
+        workers[trial % 2] = farm_worker(queue="kills", concurrency=4, env=env, wait=False)
+        _assert_exactly_once(_report(store, sweep_id), 10, 10)
+        assert store.in_flight_ids() == []
+    print(f"{trials} trials, every run counted once; lost runs published again: {_republished(workers)} times")
+
+
+def test_killing_one_of_three_workers_every_two_seconds_loses_nothing(tmp_path, redis_client, farm_worker,
+                                                                      farm_cli):
+    env = {**LEASES, "FARM_TEST_SLEEP": "0.05"}
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "c.jsonl", [{"id": f"c{i}", "input": "x"} for i in range(50)])
+    workers = [farm_worker(queue="chaos", concurrency=4, env=env) for _ in range(3)]
+    sweep_id = _submit(farm_cli, suite, 30, "chaos", env)
+    rng, kills = random.Random(11), 0
+    while store.get_report(sweep_id) is None:
+        time.sleep(2)
+        done = int(store.client.get(keys.runs_done_key(sweep_id)) or 0)
+        if done >= 1500 or kills > 200:
+            break  # let the end of the sweep happen without kills (recovery is then the lease)
+        index = rng.randrange(3)
+        workers[index].kill()
+        workers[index] = farm_worker(queue="chaos", concurrency=4, env=env, wait=False)
+        kills += 1
+    _assert_exactly_once(_report(store, sweep_id, timeout=300), 50, 30)
+    assert kills >= 3, "the sweep ended before the kill loop got going: make it longer"
+    print(f"1,500 runs, {kills} SIGKILLs; lost runs published again: {_republished(workers)} times")
+
+
+def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, redis_client, farm_worker,
+                                                                      farm_cli):
+    """Issue 11, finding 2: the plan and the cursor were stored, half the runs published, then the
+    submitter died: a worker's reconciler finds its publisher lease expired and publishes the rest."""
+    env = {**LEASES, "FARM_PUBLISH_BATCH": "1", "FARM_NO_WORKER_TIMEOUT": "600"}
+    store = _store(farm_cli.broker)
+    cases, runs = 30, 100
+    suite = write_suite(tmp_path / "p.jsonl", [{"id": f"p{i}", "input": "x"} for i in range(cases)])
+    submitter = farm_cli.popen("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", str(runs),
+                               "--queue", "pub", "--broker", farm_cli.broker, "--no-progress",
+                               "-o", str(tmp_path / "never.json"), env=env)
+    try:
+        sweep_id = _wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
+        _wait_for(lambda: (store.cursor(sweep_id) or 0) >= 200, 60, "publishing to be under way")
+        submitter.send_signal(signal.SIGKILL)
+        submitter.wait(timeout=30)
+    finally:
+        if submitter.poll() is None:
+            submitter.kill()
+    published = store.cursor(sweep_id)
+    assert published is not None and published < cases * runs, "published everything before the kill: enlarge it"
+    assert int(store.client.llen("pub")) <= published + 1  # nothing beyond the cursor was sent
+    workers = [farm_worker(queue="pub", concurrency=8, env=env) for _ in range(2)]
+    report = _report(store, sweep_id, timeout=300)
+    assert report["metadata"]["status"] == "complete"
+    assert report["summary"]["total_runs"] == cases * runs
+    for case in report["results"]:
+        assert sorted(d["run"] for d in case["run_details"]) == list(range(1, runs + 1))
+    assert any("publishing the rest" in w.text() for w in workers)
+    status = json.loads(farm_cli.run("status", "--json").stdout)
+    assert status["sweeps"] == []
+
+
+def test_a_sweep_whose_plan_was_never_stored_whole_is_closed_abandoned(tmp_path, redis_client, farm_cli):
+    """No publish cursor (the submitter died while storing the plan, before its last write) and no
+    publisher: closed with a report saying ``abandoned`` and why; ``farm status`` drops it."""
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "a.jsonl", [{"id": "a0", "input": "x"}])
+    sweep_id = _submit(farm_cli, suite, 2, "nobody-at-all", {})
+    store.client.delete(keys.published_key(sweep_id), keys.publisher_key(sweep_id))
+    assert reconcile_sweep(store, None, sweep_id, visibility_timeout_s=4) == "abandoned"
+    report = store.get_report(sweep_id)
+    assert report is not None and report.metadata["status"] == "abandoned"
+    assert "vanished" in report.metadata["reason"] and report.metadata["not_run"] == ["a0"]
+    assert json.loads(farm_cli.run("status", "--json").stdout)["sweeps"] == []
+
+
+def test_timeouts_detach_without_cancelling_and_results_reattaches(tmp_path, redis_client, farm_worker, farm_cli):
+    """Issue 11, finding 5: the no-worker timeout said "stays queued" but had cancelled the sweep."""
+    suite = write_suite(tmp_path / "d.jsonl", [{"id": f"d{i}", "input": "x"} for i in range(3)])
+    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "4", "--queue", "later",
+                        "--broker", farm_cli.broker, "--no-progress", env={"FARM_NO_WORKER_TIMEOUT": "3"},
+                        timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert "detached, not cancelled" in done.stderr and "re-attaches" in done.stderr
+    store = _store(farm_cli.broker)
+    (sweep_id,) = store.in_flight_ids()
+    assert store.stop_reason(sweep_id) is None
+    farm_worker(queue="later")
+    out = tmp_path / "d.json"
+    again = farm_cli.run("results", sweep_id, "-o", str(out), timeout=120)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(out.read_text())
+    assert report["metadata"]["status"] == "complete" and report["summary"]["total_runs"] == 12
+
+
+def test_results_on_a_cancelled_sweep_answers_at_once_with_what_ran(tmp_path, redis_client, farm_cli):
+    """No worker at all, a long no-worker timeout: only closing at once can answer."""
+    suite = write_suite(tmp_path / "x.jsonl", [{"id": f"x{i}", "input": "x"} for i in range(3)])
+    sweep_id = _submit(farm_cli, suite, 2, "nobody-here", {})
+    assert farm_cli.run("cancel", sweep_id).returncode == 0
+    out = tmp_path / "x.json"
+    slow = {"FARM_NO_WORKER_TIMEOUT": "600", "FARM_STALL_TIMEOUT": "600"}
+    done = farm_cli.run("results", sweep_id, "-o", str(out), env=slow, timeout=120)
+    assert done.returncode == 3, done.stderr
+    report = json.loads(out.read_text())
+    assert report["metadata"]["status"] == "stopped" and report["metadata"]["stopped"] == "cancelled"
+    assert report["metadata"]["not_run"] == ["x0", "x1", "x2"] and report["results"] == []
+    assert "3 cases not run" in done.stderr
+    status = json.loads(farm_cli.run("status", "--json").stdout)
+    assert status["sweeps"] == []
