@@ -9,10 +9,12 @@ events the local executor emits. ``run`` does both, publishing from a thread whi
 already stream back.
 
 It never hangs: an unreachable broker is a ``BrokerError``; a broker that goes away mid-sweep
-gets ``FARM_RECONNECT_TIMEOUT`` seconds to come back; a queue nobody consumes fails after
-``FARM_NO_WORKER_TIMEOUT`` seconds, and a sweep with workers but no progress after the longest
-case timeout plus the broker's redelivery window (``WorkerLostError``). Celery is imported
-only here and in ``workers/``, never by the in-process farm.
+gets ``FARM_RECONNECT_TIMEOUT`` seconds to come back; a queue nobody consumes detaches after
+``FARM_NO_WORKER_TIMEOUT`` seconds, and a sweep with workers but no progress after twice the
+run lease (``WorkerLostError``): detached, not cancelled, since delivery is the farm's
+(``farm.delivery``: the plan and a publish cursor are stored before the first message, the
+workers reconcile). Only Ctrl-C/SIGTERM or a failure of the submitter cancels the sweep.
+Celery is imported only here and in ``workers/``, never by the in-process farm.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from farm.store import CONNECTION_ERRORS, Event, SweepStore, now_epoch
 log = logging.getLogger("farm.celery")
 
 STALL_GRACE_S = 30.0
-"""Added to case timeout + visibility timeout before a sweep with live workers counts as stuck."""
+"""Added to twice the run lease before a sweep with live workers counts as stuck (and detached)."""
 WORKER_CHECK_S = 5.0
 """While no event arrives, look for consumers of the queue this often."""
 
@@ -292,8 +294,8 @@ class CeleryExecutor:
             raise WorkerLostError(f"no worker consumed queue {sweep.queue!r} for {no_worker:g}s: detached, not "
                                   f"cancelled; sweep {sid} stays queued: start workers, then `farm results {sid}` "
                                   f"re-attaches (`farm cancel {sid}` drops it)")
-        vt = self.settings.visibility_timeout_s
-        limit = self.settings.stall_timeout_s or (sweep.max_case_timeout_s + vt + STALL_GRACE_S)
+        # a safety net, not the mechanism: the reconcilers republish after one idle lease
+        limit = self.settings.stall_timeout_s or (2 * self._delivery(sweep).lease_s + STALL_GRACE_S)
         if now - watch.last_progress >= limit:
             raise WorkerLostError(f"sweep {sid} made no progress for {limit:g}s although workers are up: detached, "
                                   f"not cancelled; the workers keep delivering it; `farm results {sid}` re-attaches, "
