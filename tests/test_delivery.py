@@ -222,3 +222,29 @@ def test_results_on_a_cancelled_sweep_answers_at_once_with_what_ran(tmp_path, re
     assert "3 cases not run" in done.stderr
     status = json.loads(farm_cli.run("status", "--json").stdout)
     assert status["sweeps"] == []
+
+
+def test_ctrl_c_on_the_submitter_cancels_and_reports_what_ran(tmp_path, redis_client, farm_worker, farm_cli):
+    """Ctrl-C (and SIGTERM) is one of the three ways to stop a sweep, and says so: the runs not
+    started are dropped on the workers, the report keeps what ran, exit 130."""
+    env = {"FARM_TEST_SLEEP": "0.5", "FARM_STOP_GRACE": "2"}
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "i.jsonl", [{"id": f"i{i}", "input": "x"} for i in range(3)])
+    farm_worker(queue="intr", concurrency=2, env=env)
+    out = tmp_path / "i.json"
+    submitter = farm_cli.popen("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "20", "--queue", "intr",
+                               "--broker", farm_cli.broker, "--no-progress", "-o", str(out), env=env)
+    try:
+        sweep_id = _wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
+        _wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 4, 120, "some runs")
+        submitter.send_signal(signal.SIGINT)
+        _stdout, stderr = submitter.communicate(timeout=120)
+    finally:
+        if submitter.poll() is None:
+            submitter.kill()
+    assert submitter.returncode == 130, stderr
+    assert "cancelled on the workers" in stderr
+    report = json.loads(out.read_text())
+    assert report["metadata"]["status"] == "stopped" and report["metadata"]["stopped"] == "interrupted"
+    assert 4 <= report["summary"]["total_runs"] < 60
+    assert store.stop_reason(sweep_id) == "interrupted" and store.in_flight_ids() == []

@@ -38,7 +38,7 @@ from farm.errors import (
     SettingsError,
     WorkerLostError,
 )
-from farm.lifecycle import SweepStop
+from farm.lifecycle import StopReason, SweepStop
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
 from farm.plan import SweepPlan, utc_now
@@ -78,6 +78,9 @@ class _Watch:
     last_check: float = 0.0
     no_worker_since: float | None = None
     last_reconcile: float = field(default_factory=time.monotonic)
+    stopping_since: float | None = None
+    """When the submitter was interrupted (it cancelled the sweep then)."""
+    closed: bool = False
 
 
 class CeleryExecutor:
@@ -165,12 +168,23 @@ class CeleryExecutor:
         publisher = threading.Thread(target=publish_all, name="farm-publish", daemon=True)
         publisher.start()
         try:
-            return self._follow(plan.sweep_id, observer, failures=failures)
+            return self._follow(plan.sweep_id, observer, failures=failures, stop=stop)
         except WorkerLostError:
             raise  # detached, not cancelled: the sweep goes on without us
         except BaseException:
             self._stop_quietly(plan.sweep_id)  # interrupted or failed: let workers drain the rest
             raise
+
+    def _interrupt(self, sweep: SweepPlan, watch: _Watch, stop: SweepStop) -> None:
+        """Ctrl-C or SIGTERM on the submitter cancels the sweep on the workers: runs not started
+        are dropped, runs in flight get FARM_STOP_GRACE seconds, then it is closed with what ran."""
+        now, sid = time.monotonic(), sweep.sweep_id
+        if watch.stopping_since is None:
+            watch.stopping_since = now
+            self.store().stop(sid, (stop.reason or StopReason.INTERRUPTED).value)
+        elif not watch.closed and now - watch.stopping_since >= self.settings.stop_grace_s:
+            watch.closed = True
+            self._reconcile(sid, close_stopped=True, repair=False)
 
     def _stop_quietly(self, sweep_id: str) -> None:
         try:
@@ -199,7 +213,8 @@ class CeleryExecutor:
             return False
         return store.stop(sweep_id, STOP_CANCELLED)
 
-    def _follow(self, sweep_id: str, observer: SweepObserver, *, failures: list[BaseException]) -> SweepReport:
+    def _follow(self, sweep_id: str, observer: SweepObserver, *, failures: list[BaseException],
+                stop: SweepStop | None = None) -> SweepReport:
         store, last, watch = self.store(), "0-0", _Watch()
         sweep = store.load_sweep(sweep_id)
         if sweep is None:
@@ -207,6 +222,8 @@ class CeleryExecutor:
         while True:
             if failures:
                 raise failures[0]
+            if stop is not None and stop.event.is_set():
+                self._interrupt(sweep, watch, stop)
             try:
                 events = store.read_events(sweep_id, last, block_ms=1000)
             except CONNECTION_ERRORS as exc:
