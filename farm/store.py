@@ -118,6 +118,10 @@ class SweepProgress:
     cases_done: int
     total_cases: int
     stopped: str | None
+    published: int | None = None
+    """Runs published (the publish cursor); None when the plan was never stored whole."""
+    publisher: bool = False
+    """A publisher holds the sweep's lease (False once publishing is done, or its publisher vanished)."""
 
 
 @dataclass(frozen=True)
@@ -453,15 +457,18 @@ class SweepStore:
             pipe.get(keys.runs_done_key(sid))
             pipe.scard(keys.cases_done_key(sid))
             pipe.get(keys.stop_key(sid))
+            pipe.get(keys.published_key(sid))
+            pipe.exists(keys.publisher_key(sid))
         replies = pipe.execute()
         out = []
         for i, (sid, score) in enumerate(ids):
-            (cases, runs, queue, agent), done, cdone, stop = replies[4 * i:4 * i + 4]
+            (cases, runs, queue, agent), done, cdone, stop, published, publisher = replies[6 * i:6 * i + 6]
             if cases is None:  # expired or flushed: forget it
                 self.client.zrem(keys.SWEEPS_IN_FLIGHT, sid)
                 continue
             out.append(SweepProgress(sid, float(score), agent or "", queue or "", int(done or 0), int(runs or 0),
-                                     int(cdone or 0), int(cases), stop))
+                                     int(cdone or 0), int(cases), stop,
+                                     None if published is None else int(published), bool(publisher)))
         return out
 
 

@@ -163,6 +163,8 @@ def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, 
     published = store.cursor(sweep_id)
     assert published is not None and published < cases * runs, "published everything before the kill: enlarge it"
     assert int(store.client.llen("pub")) <= published + 1  # nothing beyond the cursor was sent
+    _wait_for(lambda: not store.publisher_alive(sweep_id), 60, "the dead publisher's lease to expire")
+    assert f"published {published}/{cases * runs} (publisher gone" in farm_cli.run("status").stdout
     workers = [farm_worker(queue="pub", concurrency=8, env=env) for _ in range(2)]
     report = _report(store, sweep_id, timeout=300)
     assert report["metadata"]["status"] == "complete"
