@@ -27,6 +27,7 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:attempts        hash: "{case}:{run}" → publications of the run (1 = first) and
                                     "{case}:{run}@" → epoch of its last republication
     farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life
+    farm:sweep:{id}:settled-count   counter: runs settled (stored or dropped), each once
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
 
 Fleet control (``farm.fleet``) shares its state between sweeps, since providers limit per API
@@ -154,6 +155,11 @@ def activity_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:activity"
 
 
+def settled_count_key(sweep_id: str) -> str:
+    """Runs of the sweep settled so far: the cursor minus this is what is queued or running."""
+    return f"{sweep_key(sweep_id)}:settled-count"
+
+
 def run_field(case_id: str, run: int) -> str:
     """A run's field in the ``running`` and ``attempts`` hashes."""
     return f"{case_id}:{run}"
@@ -165,7 +171,7 @@ def sweep_keys(sweep_id: str) -> list[str]:
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
-            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id)]
+            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

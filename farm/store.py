@@ -34,14 +34,22 @@ CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 SETTLE_LUA = """
 local before = redis.call('SETBIT', KEYS[1], ARGV[1], 1)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+if before == 0 then
+  redis.call('INCR', KEYS[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
 return {1 - before, redis.call('BITCOUNT', KEYS[1]), redis.call('SISMEMBER', KEYS[2], ARGV[3])}
 """
-"""KEYS: settled bitmap, cases-done set; ARGV: run number, TTL, case id. Returns (1 when this
-call settled the run, runs of the case settled, 1 when the case is aggregated already)."""
+"""KEYS: settled bitmap, cases-done set, the sweep's settled counter; ARGV: run number, TTL, case
+id. Returns (1 when this call settled the run, runs of the case settled, 1 when the case is aggregated already)."""
 
 STORE_RUN_LUA = """
 local settled = redis.call('SETBIT', KEYS[5], ARGV[5], 1)
 redis.call('EXPIRE', KEYS[5], ARGV[2])
+if settled == 0 then
+  redis.call('INCR', KEYS[7])
+  redis.call('EXPIRE', KEYS[7], ARGV[2])
+end
 local barrier = {1 - settled, redis.call('BITCOUNT', KEYS[5]), redis.call('SISMEMBER', KEYS[6], ARGV[3])}
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[1])
@@ -54,7 +62,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
 end
 return {0, 0, 0, barrier[1], barrier[2], barrier[3]}
 """
-"""KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set; ARGV:
+"""KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set, the
+sweep's settled counter (the publishing window's measure); ARGV:
 RunResult JSON, TTL, case id, 1 if the run passed else 0, run number. Returns (1 when counted,
 runs counted, runs passed of the case) followed by SETTLE_LUA's three values."""
 
@@ -255,16 +264,27 @@ class SweepStore:
         passed = 1 if RunStatus(result.status) is RunStatus.PASSED else 0
         args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run]
         names = [keys.run_key(sweep_id, cid, result.run), keys.stream_key(sweep_id), keys.runs_done_key(sweep_id),
-                 keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id)]
+                 keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id),
+                 keys.settled_count_key(sweep_id)]
         stored, counted, passes, first, settled, done = self._store_run(keys=names, args=args)
         barrier = Settled(bool(first), int(settled), bool(done))
         return (Tally(int(counted), int(passes)) if stored else None), barrier
 
     def settle(self, sweep_id: str, case_id: str, run: int) -> Settled:
         """Settle a run without storing it (dropped), or look again at a stored run's barrier."""
-        names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id)]
+        names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id), keys.settled_count_key(sweep_id)]
         first, settled, done = self._settle(keys=names, args=[run, self.ttl, case_id])
         return Settled(bool(first), int(settled), bool(done))
+
+    def settle_many(self, sweep_id: str, runs: list[tuple[str, int]], *, chunk: int = 1000) -> None:
+        """Settle runs that will never be published (a stopped sweep's rest), pipelined."""
+        for first in range(0, len(runs), chunk):
+            pipe = self.client.pipeline(transaction=False)
+            for case_id, run in runs[first:first + chunk]:
+                names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id),
+                         keys.settled_count_key(sweep_id)]
+                self._settle(keys=names, args=[run, self.ttl, case_id], client=pipe)
+            pipe.execute()
 
     def get_run(self, sweep_id: str, case_id: str, run: int) -> RunResult | None:
         text = self.client.get(keys.run_key(sweep_id, case_id, run))
@@ -349,6 +369,19 @@ class SweepStore:
 
     def advance_cursor(self, sweep_id: str, published: int) -> int:
         return int(self._cursor(keys=[keys.published_key(sweep_id)], args=[published, self.ttl]))
+
+    def settled_total(self, sweep_id: str) -> int:
+        """Runs of the sweep settled so far (stored or dropped, each once)."""
+        return int(self.client.get(keys.settled_count_key(sweep_id)) or 0)
+
+    def publishing_state(self, sweep_id: str) -> tuple[int | None, int, bool]:
+        """(publish cursor, runs settled, whether a publisher holds the lease) in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(keys.published_key(sweep_id))
+        pipe.get(keys.settled_count_key(sweep_id))
+        pipe.exists(keys.publisher_key(sweep_id))
+        cursor, settled, publisher = pipe.execute()
+        return (None if cursor is None else int(cursor)), int(settled or 0), bool(publisher)
 
     def touch(self, sweep_id: str, epoch: float | None = None) -> None:
         """Note a sign of life of the sweep (a run started or settled, a batch published)."""

@@ -32,13 +32,14 @@ from celery import Task, signals
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
-from farm.delivery.config import reconcile_interval
+from farm.delivery.config import Delivery, reconcile_interval
+from farm.delivery.publish import top_up
 from farm.delivery.reconcile import Reconciler
 from farm.history.worker import record_finished_sweep
 from farm.redis_keys import report_latch_ttl
 from farm.store import SweepStore
 from workers.app import SETTINGS, app
-from workers.context import get_store
+from workers.context import CACHE, get_store
 from workers.finish import aggregate_case, report_sweep
 from workers.nightly import start_nightly
 from workers.runs import run_one
@@ -69,11 +70,21 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
                           fire=_fire_aggregate)
         store.clear_running(sweep_id, case_id, run)
+        _top_up(self, store, sweep_id)
         return outcome
     except _TRANSIENT as exc:
         # Failing would leave its case short of the barrier forever; requeued, it runs again and
         # counts once (and re-fires the aggregate if storing worked but enqueuing did not).
         raise Reject(f"redis unavailable: {exc}", requeue=True) from exc
+
+
+def _top_up(task: Task, store: SweepStore, sweep_id: str) -> None:
+    """Publish the sweep's next window when it runs low and no publisher holds it (``farm.delivery``)."""
+    sweep = CACHE.sweep(store, sweep_id)
+    if sweep is None:
+        return
+    delivery = Delivery.from_env(SETTINGS.visibility_timeout_s, sweep.max_case_timeout_s)
+    top_up(task.app, store, sweep, lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, window=delivery.window)
 
 
 @app.task(name="farm.aggregate", bind=True, autoretry_for=_TRANSIENT, retry_backoff=True,

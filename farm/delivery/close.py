@@ -94,4 +94,21 @@ def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[PlannedCase], *,
     return report(store, sweep, status=status, reason=reason)
 
 
-__all__ = ["Aggregated", "aggregate", "close", "render", "report"]
+def drop_unpublished(store: SweepStore, sweep: SweepPlan, cases: Sequence[PlannedCase],
+                     unpublished: Sequence[tuple[PlannedCase, int]]) -> None:
+    """A stopped sweep's runs never published are settled as dropped; a case they complete is
+    aggregated here (no run of it will arrive to fire its barrier), and the report follows when
+    that was the last case."""
+    if not unpublished:
+        return
+    sid = sweep.sweep_id
+    store.settle_many(sid, [(planned.id, n) for planned, n in unpublished])
+    touched = {planned.id for planned, _ in unpublished}
+    wanted = [c for c in cases if c.id in touched]
+    done = store.cases_done(sid)
+    for planned, count in zip(wanted, store.settled_counts(sid, [c.id for c in wanted]), strict=True):
+        if count >= planned.plan.runs and planned.id not in done and aggregate(store, sweep, planned).sweep_done:
+            report(store, sweep)
+
+
+__all__ = ["Aggregated", "aggregate", "close", "drop_unpublished", "render", "report"]

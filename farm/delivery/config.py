@@ -5,6 +5,8 @@
     FARM_RECONCILE_INTERVAL seconds between a worker's reconcile passes (default: lease / 4, 1..30)
     FARM_PUBLISHER_LEASE    seconds a publisher's lease lasts unless renewed (default 30)
     FARM_PUBLISH_BATCH      runs per published batch, after which the cursor advances (default 500)
+    FARM_PUBLISH_WINDOW     runs of a sweep queued or running at once; topped up as runs settle
+                            (default 10,000)
 
 Kept apart from ``farm.settings`` because only delivery reads them.
 """
@@ -19,6 +21,7 @@ from farm.errors import SettingsError
 
 DEFAULT_PUBLISHER_LEASE_S = 30.0
 DEFAULT_PUBLISH_BATCH = 500
+DEFAULT_PUBLISH_WINDOW = 10_000
 MAX_RECONCILE_INTERVAL_S = 30.0
 
 
@@ -43,6 +46,7 @@ class Delivery:
     interval_s: float
     publisher_lease_s: float
     batch: int
+    window: int = DEFAULT_PUBLISH_WINDOW
 
     @classmethod
     def from_env(cls, visibility_timeout_s: float, max_case_timeout_s: float,
@@ -51,8 +55,9 @@ class Delivery:
         lease = _number(env, "FARM_LEASE") or (visibility_timeout_s + max_case_timeout_s)
         interval = _number(env, "FARM_RECONCILE_INTERVAL") or min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4))
         publisher = _number(env, "FARM_PUBLISHER_LEASE") or DEFAULT_PUBLISHER_LEASE_S
-        batch = int(_number(env, "FARM_PUBLISH_BATCH") or DEFAULT_PUBLISH_BATCH)
-        return cls(lease, interval, publisher, max(1, batch))
+        batch = max(1, int(_number(env, "FARM_PUBLISH_BATCH") or DEFAULT_PUBLISH_BATCH))
+        window = max(1, int(_number(env, "FARM_PUBLISH_WINDOW") or DEFAULT_PUBLISH_WINDOW))
+        return cls(lease, interval, publisher, batch, window)
 
     @property
     def publisher_lease_ms(self) -> int:

@@ -6,8 +6,8 @@ One pass over a sweep (``reconcile_sweep``), in this order:
 2. Plan never stored whole (no publish cursor) and no publisher: close it ``abandoned``.
 3. Stopped (cancel, fail-fast, budget…): close it with what ran once it has been idle a while
    (at once when ``close_stopped``: ``farm results`` on a stopped sweep answers at once).
-4. Publish cursor short of the plan and the publisher's lease expired: take the lease and
-   publish the rest.
+4. Publish cursor short of the plan and no publisher holds the lease (it vanished, or left a
+   full window to the workers): take the lease and publish the next window.
 5. Idle for a whole lease (no run started or settled, nothing published): every run neither
    settled nor started within its lease is published again, its attempt counted; a complete
    case never aggregated is aggregated, a sweep with every case aggregated gets its report.
@@ -28,7 +28,7 @@ from typing import Any
 from farm import redis_keys as keys
 from farm.delivery.close import aggregate, close, report
 from farm.delivery.config import Delivery
-from farm.delivery.publish import new_token, publish_from_cursor, send_runs
+from farm.delivery.publish import new_token, ordered_cases, publish_from_cursor, send_runs
 from farm.lifecycle import SweepStatus
 from farm.plan import PlannedCase
 from farm.store import SweepStore
@@ -57,28 +57,36 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
                reason="its submitter vanished before the plan was stored whole; submit it again")
         log.warning("sweep %s abandoned: its plan was never stored whole", sid)
         return "abandoned"
-    cases = [c for c in (store.all_cases(sid).get(cid) for cid in store.case_ids(sid)) if c is not None]
+    cases = ordered_cases(store, sid)
     total = sum(c.plan.runs for c in cases)
     idle = now - store.last_activity(sid)
     if store.stop_reason(sid) is not None:
+        if cursor < total and _take_publisher(store, sid, delivery):  # settles the unpublished rest as dropped
+            publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                                batch=delivery.batch, window=delivery.window)
         busy = any(now - started < delivery.lease_s for started in store.running(sid).values())
         if close_stopped or (idle >= 2 * delivery.interval_s and not busy):
             close(store, sweep, cases)
             return "closed"
         return "stopping"
     if cursor < total:
-        if store.publisher_alive(sid):
+        if not _take_publisher(store, sid, delivery):
             return "publishing"
-        token = new_token()
-        if not store.claim_lease(keys.publisher_key(sid), token, delivery.publisher_lease_ms):
-            return "publishing"
-        log.warning("sweep %s: its publisher vanished after %d of %d runs; publishing the rest", sid, cursor, total)
-        publish_from_cursor(app, store, sweep, cases, token=token, lease_ms=delivery.publisher_lease_ms,
-                            batch=delivery.batch)
-        return "published"
+        log.info("sweep %s: publishing from run %d of %d", sid, cursor, total)
+        outcome = publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                                      batch=delivery.batch, window=delivery.window)
+        return f"published ({outcome.value})"
     if not repair or idle < delivery.lease_s:
         return "alive"
     return _repair(store, app, sid, cases, delivery, now)
+
+
+_TOKEN = new_token()
+"""This process's publisher token when it takes over a sweep's publishing."""
+
+
+def _take_publisher(store: SweepStore, sweep_id: str, delivery: Delivery) -> bool:
+    return store.claim_lease(keys.publisher_key(sweep_id), _TOKEN, delivery.publisher_lease_ms)
 
 
 def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], delivery: Delivery, now: float) -> str:
@@ -148,7 +156,7 @@ class Reconciler(threading.Thread):
             except Exception:
                 log.warning("cannot reconcile sweep %s", sid, exc_info=True)
                 continue
-            if outcome not in ("alive", "publishing", "stopping", "waiting", "saving"):
+            if outcome not in ("alive", "publishing", "stopping", "waiting", "saving", "published (paused)"):
                 log.info("sweep %s reconciled: %s", sid, outcome)
 
 

@@ -136,17 +136,20 @@ class CeleryExecutor:
             raise BrokerError(f"cannot store sweep {plan.sweep_id} at {safe_url(self.broker_url)}: {exc}") from None
         return plan
 
-    def _publish(self, plan: SweepPlan) -> None:
+    def _publish(self, plan: SweepPlan, *, wait: bool) -> None:
+        """Publish from the start, a window at a time: ``wait`` tops the window up while we follow
+        the sweep; without it the first window goes out and the workers top it up."""
         delivery = self._delivery(plan)
         try:
             publish_from_cursor(self.app, self.store(), plan, plan.cases, token=self._tokens[plan.sweep_id],
-                                lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, start=0)
+                                lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, window=delivery.window,
+                                wait=wait, start=0)
         except Exception as exc:
             raise BrokerError(f"cannot publish sweep {plan.sweep_id} to {safe_url(self.broker_url)}: {exc}") from exc
 
     def submit(self, plan: SweepPlan) -> str:
         """Store and publish the whole sweep, then return its id (``--detach``)."""
-        self._publish(self._save(plan))
+        self._publish(self._save(plan), wait=False)
         return plan.sweep_id
 
     def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
@@ -161,7 +164,7 @@ class CeleryExecutor:
 
         def publish_all() -> None:
             try:
-                self._publish(plan)
+                self._publish(plan, wait=True)
             except BaseException as exc:
                 failures.append(exc)
 
