@@ -19,6 +19,15 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
     farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
+    farm:sweep:{id}:published       counter: the publish cursor, runs published in plan order
+                                    (present once the whole plan is stored)
+    farm:sweep:{id}:publisher       string: the publisher's lease (a token, expiring unless renewed)
+    farm:sweep:{id}:reconciler      string: the reconciler's lease (one worker at a time per sweep)
+    farm:sweep:{id}:running         hash: "{case}:{run}" → epoch a worker started it
+    farm:sweep:{id}:attempts        hash: "{case}:{run}" → publications of the run (1 = first) and
+                                    "{case}:{run}@" → epoch of its last republication
+    farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life
+    farm:sweep:{id}:settled-count   counter: runs settled (stored or dropped), each once
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
 
 Fleet control (``farm.fleet``) shares its state between sweeps, since providers limit per API
@@ -120,12 +129,49 @@ def decided_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:decided"
 
 
+def published_key(sweep_id: str) -> str:
+    """The publish cursor: how many runs (in plan order, case by case) have been published."""
+    return f"{sweep_key(sweep_id)}:published"
+
+
+def publisher_key(sweep_id: str) -> str:
+    """The publisher's lease: gone means the publisher vanished (or finished)."""
+    return f"{sweep_key(sweep_id)}:publisher"
+
+
+def reconciler_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:reconciler"
+
+
+def running_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:running"
+
+
+def attempts_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:attempts"
+
+
+def activity_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:activity"
+
+
+def settled_count_key(sweep_id: str) -> str:
+    """Runs of the sweep settled so far: the cursor minus this is what is queued or running."""
+    return f"{sweep_key(sweep_id)}:settled-count"
+
+
+def run_field(case_id: str, run: int) -> str:
+    """A run's field in the ``running`` and ``attempts`` hashes."""
+    return f"{case_id}:{run}"
+
+
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
-            decided_key(sweep_id)]
+            decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
+            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

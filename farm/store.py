@@ -34,14 +34,22 @@ CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 SETTLE_LUA = """
 local before = redis.call('SETBIT', KEYS[1], ARGV[1], 1)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+if before == 0 then
+  redis.call('INCR', KEYS[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
 return {1 - before, redis.call('BITCOUNT', KEYS[1]), redis.call('SISMEMBER', KEYS[2], ARGV[3])}
 """
-"""KEYS: settled bitmap, cases-done set; ARGV: run number, TTL, case id. Returns (1 when this
-call settled the run, runs of the case settled, 1 when the case is aggregated already)."""
+"""KEYS: settled bitmap, cases-done set, the sweep's settled counter; ARGV: run number, TTL, case
+id. Returns (1 when this call settled the run, runs of the case settled, 1 when the case is aggregated already)."""
 
 STORE_RUN_LUA = """
 local settled = redis.call('SETBIT', KEYS[5], ARGV[5], 1)
 redis.call('EXPIRE', KEYS[5], ARGV[2])
+if settled == 0 then
+  redis.call('INCR', KEYS[7])
+  redis.call('EXPIRE', KEYS[7], ARGV[2])
+end
 local barrier = {1 - settled, redis.call('BITCOUNT', KEYS[5]), redis.call('SISMEMBER', KEYS[6], ARGV[3])}
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[1])
@@ -54,7 +62,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
 end
 return {0, 0, 0, barrier[1], barrier[2], barrier[3]}
 """
-"""KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set; ARGV:
+"""KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set, the
+sweep's settled counter (the publishing window's measure); ARGV:
 RunResult JSON, TTL, case id, 1 if the run passed else 0, run number. Returns (1 when counted,
 runs counted, runs passed of the case) followed by SETTLE_LUA's three values."""
 
@@ -84,6 +93,26 @@ return 0
 """KEYS: report, stream, sweeps in flight, rendered hash; ARGV: report JSON, TTL, sweep id,
 then format/text pairs. 1 when this call stored the report."""
 
+RENEW_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+"""KEYS: a lease; ARGV: its holder's token, milliseconds. 1 when the holder still had it."""
+
+RELEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+CURSOR_LUA = """
+local cur = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local new = tonumber(ARGV[1])
+if new > cur then redis.call('SET', KEYS[1], new, 'EX', ARGV[2]) return new end
+return cur
+"""
+"""KEYS: the publish cursor; ARGV: runs published, TTL. The cursor only moves forward (two
+publishers racing for a moment both publish the same runs: duplicates are harmless)."""
+
 
 @dataclass(frozen=True)
 class SweepProgress:
@@ -98,6 +127,10 @@ class SweepProgress:
     cases_done: int
     total_cases: int
     stopped: str | None
+    published: int | None = None
+    """Runs published (the publish cursor); None when the plan was never stored whole."""
+    publisher: bool = False
+    """A publisher holds the sweep's lease (False once publishing is done, or its publisher vanished)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +187,9 @@ class SweepStore:
         self._settle = client.register_script(SETTLE_LUA)
         self._store_case = client.register_script(STORE_CASE_LUA)
         self._store_report = client.register_script(STORE_REPORT_LUA)
+        self._renew = client.register_script(RENEW_LUA)
+        self._release = client.register_script(RELEASE_LUA)
+        self._cursor = client.register_script(CURSOR_LUA)
 
     @classmethod
     def from_url(cls, url: str, *, retries: int = 0, ttl: int = DEFAULT_RESULT_TTL_S) -> SweepStore:
@@ -169,10 +205,17 @@ class SweepStore:
 
     # ------------------------------------------------------------------------- the plan
 
-    def save_sweep(self, plan: SweepPlan, submitted_epoch: float, *, chunk: int = 500) -> None:
-        """Store the plan (each case on its own), register the sweep as in flight, open its stream."""
+    def save_sweep(self, plan: SweepPlan, submitted_epoch: float, *, chunk: int = 500,
+                   publisher: tuple[str, int] | None = None) -> None:
+        """Store the plan (each case on its own), register the sweep as in flight, open its stream.
+
+        ``publisher`` (token, lease in ms) is taken first; the publish cursor (0) is written last,
+        so a sweep without a cursor is one whose plan was never stored whole (``farm.delivery``).
+        """
         sid = plan.sweep_id
         pipe = self.client.pipeline(transaction=False)
+        if publisher is not None:
+            pipe.set(keys.publisher_key(sid), publisher[0], px=max(1, publisher[1]))
         pipe.hset(keys.sweep_key(sid), mapping={
             "plan": plan.model_dump_json(), "total_cases": plan.total_cases, "total_runs": plan.total_runs,
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
@@ -187,6 +230,8 @@ class SweepStore:
         for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.stream_key(sid)):
             pipe.expire(key, self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
+        pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
+        pipe.set(keys.published_key(sid), 0, ex=self.ttl)
         pipe.execute()
 
     def load_sweep(self, sweep_id: str) -> SweepPlan | None:
@@ -219,16 +264,27 @@ class SweepStore:
         passed = 1 if RunStatus(result.status) is RunStatus.PASSED else 0
         args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run]
         names = [keys.run_key(sweep_id, cid, result.run), keys.stream_key(sweep_id), keys.runs_done_key(sweep_id),
-                 keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id)]
+                 keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id),
+                 keys.settled_count_key(sweep_id)]
         stored, counted, passes, first, settled, done = self._store_run(keys=names, args=args)
         barrier = Settled(bool(first), int(settled), bool(done))
         return (Tally(int(counted), int(passes)) if stored else None), barrier
 
     def settle(self, sweep_id: str, case_id: str, run: int) -> Settled:
         """Settle a run without storing it (dropped), or look again at a stored run's barrier."""
-        names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id)]
+        names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id), keys.settled_count_key(sweep_id)]
         first, settled, done = self._settle(keys=names, args=[run, self.ttl, case_id])
         return Settled(bool(first), int(settled), bool(done))
+
+    def settle_many(self, sweep_id: str, runs: list[tuple[str, int]], *, chunk: int = 1000) -> None:
+        """Settle runs that will never be published (a stopped sweep's rest), pipelined."""
+        for first in range(0, len(runs), chunk):
+            pipe = self.client.pipeline(transaction=False)
+            for case_id, run in runs[first:first + chunk]:
+                names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id),
+                         keys.settled_count_key(sweep_id)]
+                self._settle(keys=names, args=[run, self.ttl, case_id], client=pipe)
+            pipe.execute()
 
     def get_run(self, sweep_id: str, case_id: str, run: int) -> RunResult | None:
         text = self.client.get(keys.run_key(sweep_id, case_id, run))
@@ -290,6 +346,119 @@ class SweepStore:
         text = self.client.hget(keys.rendered_key(sweep_id), fmt)
         return None if text is None else str(text)
 
+    # ------------------------------------------------- delivery (``farm.delivery``)
+
+    def claim_lease(self, key: str, token: str, ms: int) -> bool:
+        """Take a lease (SET NX PX): True for its one holder until it expires or is released."""
+        return bool(self.client.set(key, token, nx=True, px=max(1, ms)))
+
+    def renew_lease(self, key: str, token: str, ms: int) -> bool:
+        """Extend a lease still held by ``token``; False when it expired (someone may hold it now)."""
+        return bool(self._renew(keys=[key], args=[token, max(1, ms)]))
+
+    def release_lease(self, key: str, token: str) -> None:
+        self._release(keys=[key], args=[token])
+
+    def publisher_alive(self, sweep_id: str) -> bool:
+        return bool(self.client.exists(keys.publisher_key(sweep_id)))
+
+    def cursor(self, sweep_id: str) -> int | None:
+        """Runs published so far; None when the plan was never stored whole."""
+        value = self.client.get(keys.published_key(sweep_id))
+        return None if value is None else int(value)
+
+    def advance_cursor(self, sweep_id: str, published: int) -> int:
+        return int(self._cursor(keys=[keys.published_key(sweep_id)], args=[published, self.ttl]))
+
+    def settled_total(self, sweep_id: str) -> int:
+        """Runs of the sweep settled so far (stored or dropped, each once)."""
+        return int(self.client.get(keys.settled_count_key(sweep_id)) or 0)
+
+    def publishing_state(self, sweep_id: str) -> tuple[int | None, int, bool]:
+        """(publish cursor, runs settled, whether a publisher holds the lease) in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(keys.published_key(sweep_id))
+        pipe.get(keys.settled_count_key(sweep_id))
+        pipe.exists(keys.publisher_key(sweep_id))
+        cursor, settled, publisher = pipe.execute()
+        return (None if cursor is None else int(cursor)), int(settled or 0), bool(publisher)
+
+    def touch(self, sweep_id: str, epoch: float | None = None) -> None:
+        """Note a sign of life of the sweep (a run started or settled, a batch published)."""
+        self.client.set(keys.activity_key(sweep_id), time.time() if epoch is None else epoch, ex=self.ttl)
+
+    def last_activity(self, sweep_id: str) -> float:
+        return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
+
+    def mark_running(self, sweep_id: str, case_id: str, run: int) -> None:
+        """A worker started the run: its lease runs from now (and the sweep is alive)."""
+        now = time.time()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(keys.running_key(sweep_id), keys.run_field(case_id, run), now)
+        pipe.expire(keys.running_key(sweep_id), self.ttl)
+        pipe.set(keys.activity_key(sweep_id), now, ex=self.ttl)
+        pipe.execute()
+
+    def clear_running(self, sweep_id: str, case_id: str, run: int) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(keys.running_key(sweep_id), keys.run_field(case_id, run))
+        pipe.set(keys.activity_key(sweep_id), time.time(), ex=self.ttl)
+        pipe.execute()
+
+    def running(self, sweep_id: str) -> dict[str, float]:
+        """Runs started and not finished: field → epoch started (a killed worker's stay until cleaned)."""
+        return {k: float(v) for k, v in self.client.hgetall(keys.running_key(sweep_id)).items()}
+
+    def forget_running(self, sweep_id: str, fields: list[str]) -> None:
+        if fields:
+            self.client.hdel(keys.running_key(sweep_id), *fields)
+
+    def attempts(self, sweep_id: str) -> dict[str, str]:
+        """The ``attempts`` hash as stored (see ``farm.redis_keys``)."""
+        return dict(self.client.hgetall(keys.attempts_key(sweep_id)))
+
+    def note_republished(self, sweep_id: str, fields: list[str], epoch: float) -> None:
+        """Count one more publication of each run (the first one counts as 1)."""
+        if not fields:
+            return
+        key = keys.attempts_key(sweep_id)
+        pipe = self.client.pipeline(transaction=False)
+        for field in fields:
+            pipe.hsetnx(key, field, 1)
+            pipe.hincrby(key, field, 1)
+            pipe.hset(key, f"{field}@", epoch)
+        pipe.expire(key, self.ttl)
+        pipe.execute()
+
+    def settled_counts(self, sweep_id: str, case_ids: list[str]) -> list[int]:
+        """Runs settled per case (its barrier's BITCOUNT), in the order given."""
+        pipe = self.client.pipeline(transaction=False)
+        for cid in case_ids:
+            pipe.bitcount(keys.settled_key(sweep_id, cid))
+        return [int(n) for n in pipe.execute()]
+
+    def unsettled(self, sweep_id: str, case_id: str, runs: int) -> list[int]:
+        """Run numbers of the case not settled yet."""
+        pipe = self.client.pipeline(transaction=False)
+        for n in range(1, runs + 1):
+            pipe.getbit(keys.settled_key(sweep_id, case_id), n)
+        return [n for n, bit in zip(range(1, runs + 1), pipe.execute(), strict=True) if not bit]
+
+    def cases_done(self, sweep_id: str) -> set[str]:
+        return {str(c) for c in self.client.smembers(keys.cases_done_key(sweep_id))}
+
+    def all_cases(self, sweep_id: str) -> dict[str, PlannedCase]:
+        """Every stored case of the sweep, by id."""
+        raw = self.client.hgetall(keys.cases_key(sweep_id))
+        return {cid: PlannedCase.model_validate_json(text) for cid, text in raw.items()}
+
+    def in_flight_ids(self) -> list[str]:
+        return [str(s) for s in self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1)]
+
+    def forget_sweep(self, sweep_id: str) -> None:
+        """Take a sweep whose data is gone off the in-flight set."""
+        self.client.zrem(keys.SWEEPS_IN_FLIGHT, sweep_id)
+
     # ------------------------------------------------------------- stop, events, status
 
     def stop(self, sweep_id: str, reason: str) -> bool:
@@ -321,15 +490,18 @@ class SweepStore:
             pipe.get(keys.runs_done_key(sid))
             pipe.scard(keys.cases_done_key(sid))
             pipe.get(keys.stop_key(sid))
+            pipe.get(keys.published_key(sid))
+            pipe.exists(keys.publisher_key(sid))
         replies = pipe.execute()
         out = []
         for i, (sid, score) in enumerate(ids):
-            (cases, runs, queue, agent), done, cdone, stop = replies[4 * i:4 * i + 4]
+            (cases, runs, queue, agent), done, cdone, stop, published, publisher = replies[6 * i:6 * i + 6]
             if cases is None:  # expired or flushed: forget it
                 self.client.zrem(keys.SWEEPS_IN_FLIGHT, sid)
                 continue
             out.append(SweepProgress(sid, float(score), agent or "", queue or "", int(done or 0), int(runs or 0),
-                                     int(cdone or 0), int(cases), stop))
+                                     int(cdone or 0), int(cases), stop,
+                                     None if published is None else int(published), bool(publisher)))
         return out
 
 

@@ -28,15 +28,18 @@ import os
 from typing import Any
 
 import redis
-from celery import Task
+from celery import Task, signals
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
+from farm.delivery.config import Delivery, reconcile_interval
+from farm.delivery.publish import top_up
+from farm.delivery.reconcile import Reconciler
 from farm.history.worker import record_finished_sweep
 from farm.redis_keys import report_latch_ttl
 from farm.store import SweepStore
 from workers.app import SETTINGS, app
-from workers.context import get_store
+from workers.context import CACHE, get_store
 from workers.finish import aggregate_case, report_sweep
 from workers.nightly import start_nightly
 from workers.runs import run_one
@@ -58,14 +61,30 @@ def _fire_aggregate(sweep_id: str, case_id: str, queue: str) -> None:
 
 @app.task(name="farm.run", bind=True, ignore_result=True)
 def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any]:
-    """One run of one case; never fails: when Redis stays away, the message goes back on the queue."""
+    """One run of one case; never fails: when Redis stays away, the message goes back on the queue.
+
+    The run is marked running while it runs (its lease, for the reconciler, starts now)."""
     try:
-        return run_one(_store(self), sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
-                               fire=_fire_aggregate)
+        store = _store(self)
+        store.mark_running(sweep_id, case_id, run)
+        outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
+                          fire=_fire_aggregate)
+        store.clear_running(sweep_id, case_id, run)
+        _top_up(self, store, sweep_id)
+        return outcome
     except _TRANSIENT as exc:
         # Failing would leave its case short of the barrier forever; requeued, it runs again and
         # counts once (and re-fires the aggregate if storing worked but enqueuing did not).
         raise Reject(f"redis unavailable: {exc}", requeue=True) from exc
+
+
+def _top_up(task: Task, store: SweepStore, sweep_id: str) -> None:
+    """Publish the sweep's next window when it runs low and no publisher holds it (``farm.delivery``)."""
+    sweep = CACHE.sweep(store, sweep_id)
+    if sweep is None:
+        return
+    delivery = Delivery.from_env(SETTINGS.visibility_timeout_s, sweep.max_case_timeout_s)
+    top_up(task.app, store, sweep, lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, window=delivery.window)
 
 
 @app.task(name="farm.aggregate", bind=True, autoretry_for=_TRANSIENT, retry_backoff=True,
@@ -96,6 +115,28 @@ def report_task(self: Task, sweep_id: str) -> dict[str, Any]:
     stored = report_sweep(store, sweep_id)
     recorded = record_finished_sweep(lambda: store.get_report(sweep_id))  # only with FARM_HISTORY_URL
     return {"sweep": sweep_id, "stored": stored, "history": recorded}
+
+
+_reconcilers: list[Reconciler] = []
+
+
+@signals.worker_ready.connect
+def start_reconciler(sender: Any = None, **_: Any) -> None:
+    """Every worker reconciles the sweeps in flight in the background (``farm.delivery``), so a
+    sweep finishes with no submitter attached."""
+    if _reconcilers:
+        return
+    vt = SETTINGS.visibility_timeout_s
+    reconciler = Reconciler(lambda: get_store(SETTINGS.store_url, SETTINGS.result_ttl_s), app,
+                            visibility_timeout_s=vt, interval_s=reconcile_interval(visibility_timeout_s=vt))
+    _reconcilers.append(reconciler)
+    reconciler.start()
+
+
+@signals.worker_shutdown.connect
+def stop_reconciler(sender: Any = None, **_: Any) -> None:
+    for reconciler in _reconcilers:
+        reconciler.stopping.set()
 
 
 @app.task(name="farm.nightly", bind=True)

@@ -141,7 +141,19 @@ def _print_status(status: dict[str, Any]) -> None:
         since = datetime.fromtimestamp(s["submitted_epoch"], UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         stopped = f"  ({s['stopped']})" if s["stopped"] else ""
         click.echo(f"  {s['sweep_id']}  {s['agent_id']}  runs {s['runs_done']}/{s['total_runs']}  "
-                   f"cases {s['cases_done']}/{s['total_cases']}  queue {s['queue']}  since {since}{stopped}")
+                   f"cases {s['cases_done']}/{s['total_cases']}  queue {s['queue']}  since {since}{stopped}"
+                   f"{_publishing(s)}")
+
+
+def _publishing(sweep: dict[str, Any]) -> str:
+    """Where publishing stands, when it is not done: the workers finish a vanished publisher's work."""
+    published, total = sweep.get("published"), sweep["total_runs"]
+    if published is None:
+        return "  (plan not stored whole: closed as abandoned once its publisher's lease expires)"
+    if published >= total:
+        return ""
+    who = "publishing" if sweep.get("publisher") else "publisher gone: a worker publishes the rest"
+    return f"  published {published}/{total} ({who})"
 
 
 @click.command(cls=StrictCommand)

@@ -9,10 +9,12 @@ events the local executor emits. ``run`` does both, publishing from a thread whi
 already stream back.
 
 It never hangs: an unreachable broker is a ``BrokerError``; a broker that goes away mid-sweep
-gets ``FARM_RECONNECT_TIMEOUT`` seconds to come back; a queue nobody consumes fails after
-``FARM_NO_WORKER_TIMEOUT`` seconds, and a sweep with workers but no progress after the longest
-case timeout plus the broker's redelivery window (``WorkerLostError``). Celery is imported
-only here and in ``workers/``, never by the in-process farm.
+gets ``FARM_RECONNECT_TIMEOUT`` seconds to come back; a queue nobody consumes detaches after
+``FARM_NO_WORKER_TIMEOUT`` seconds, and a sweep with workers but no progress after twice the
+run lease (``WorkerLostError``): detached, not cancelled, since delivery is the farm's
+(``farm.delivery``: the plan and a publish cursor are stored before the first message, the
+workers reconcile). Only Ctrl-C/SIGTERM or a failure of the submitter cancels the sweep.
+Celery is imported only here and in ``workers/``, never by the in-process farm.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from farm.delivery.config import DEFAULT_PUBLISH_BATCH, Delivery
+from farm.delivery.publish import new_token, publish_from_cursor, run_slots, send_runs
+from farm.delivery.reconcile import reconcile_sweep
 from farm.errors import (
     AGENT_BUILD_FAILED,
     AgentResolutionError,
@@ -32,24 +37,20 @@ from farm.errors import (
     InputError,
     WorkerLostError,
 )
-from farm.lifecycle import SweepStop
+from farm.lifecycle import StopReason, SweepStop
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
 from farm.plan import SweepPlan, utc_now
-from farm.redis_keys import STOP_CANCELLED
+from farm.redis_keys import STOP_CANCELLED, reconciler_key
 from farm.settings import FarmSettings, safe_url
 from farm.store import CONNECTION_ERRORS, Event, SweepStore, now_epoch
 
 log = logging.getLogger("farm.celery")
 
 STALL_GRACE_S = 30.0
-"""Added to case timeout + visibility timeout before a sweep with live workers counts as stuck."""
+"""Added to twice the run lease before a sweep with live workers counts as stuck (and detached)."""
 WORKER_CHECK_S = 5.0
 """While no event arrives, look for consumers of the queue this often."""
-SOFT_LIMIT_GRACE_S = 15.0
-HARD_LIMIT_GRACE_S = 45.0
-"""Per-task Celery time limits are the case timeout plus these (prefork pools enforce them; a
-threads pool relies on the worker's own guard, ``farm.lifecycle.RUN_GUARD_S``)."""
 
 
 def create_celery_app(settings: FarmSettings) -> Any:
@@ -63,29 +64,9 @@ def create_celery_app(settings: FarmSettings) -> Any:
     return app
 
 
-PUBLISH_BATCH = 500
-"""Messages pushed to Redis per pipelined round trip."""
-
-
-def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = PUBLISH_BATCH) -> None:
-    """Every ``farm.run`` of the plan, on one producer connection, ``batch`` messages a round trip.
-
-    Messages are built and sent with Celery's own protocol (``app.amqp``), but nothing is tracked:
-    ``farm.run`` reports through Redis, not through the result backend.
-    """
-    from kombu.utils.uuid import uuid
-
-    sid, amqp = plan.sweep_id, app.amqp
-    sent_event = bool(app.conf.task_send_sent_event)
-    with app.producer_or_acquire() as producer, producer.batch(max_size=batch):
-        for planned in plan.cases:
-            timeout = plan.env.case_timeout(planned.case)
-            soft, hard = timeout + SOFT_LIMIT_GRACE_S, timeout + HARD_LIMIT_GRACE_S
-            for n in range(1, planned.plan.runs + 1):
-                message = amqp.create_task_message(
-                    uuid(), "farm.run", (sid, planned.id, n), {}, time_limit=hard, soft_time_limit=soft,
-                    create_sent_event=sent_event, ignore_result=True)
-                amqp.send_task_message(producer, "farm.run", message, queue=queue)
+def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = DEFAULT_PUBLISH_BATCH) -> None:
+    """Every ``farm.run`` of the plan on ``queue``, without a cursor (``farm.delivery.publish``)."""
+    send_runs(app, plan.model_copy(update={"queue": queue}), run_slots(plan.cases), queue, batch=batch)
 
 
 @dataclass
@@ -95,6 +76,10 @@ class _Watch:
     last_progress: float = field(default_factory=time.monotonic)
     last_check: float = 0.0
     no_worker_since: float | None = None
+    last_reconcile: float = field(default_factory=time.monotonic)
+    stopping_since: float | None = None
+    """When the submitter was interrupted (it cancelled the sweep then)."""
+    closed: bool = False
 
 
 class CeleryExecutor:
@@ -110,6 +95,10 @@ class CeleryExecutor:
         self._warn = warn or (lambda message: log.warning("%s", message))
         self._app: Any = None
         self._store: SweepStore | None = None
+        self._tokens: dict[str, str] = {}
+        """Publisher lease token of each sweep this executor publishes."""
+        self._token = new_token()
+        """This process's reconciler lease token."""
 
     # ------------------------------------------------------------------ connections
 
@@ -127,48 +116,75 @@ class CeleryExecutor:
 
     # ------------------------------------------------------------------ submitting
 
-    def _save(self, plan: SweepPlan) -> None:
+    def _delivery(self, plan: SweepPlan) -> Delivery:
+        return Delivery.from_env(self.settings.visibility_timeout_s, plan.max_case_timeout_s)
+
+    def _save(self, plan: SweepPlan) -> SweepPlan:
         plan = plan.model_copy(update={"formats": self.formats, "queue": self.settings.queue,
                                        "started_at": utc_now()})
         vt = self.settings.visibility_timeout_s
         if plan.max_case_timeout_s + 60 > vt:
             self._warn(f"a case timeout of {plan.max_case_timeout_s:g}s is close to FARM_VISIBILITY_TIMEOUT={vt}: "
                        "a run still going then is delivered again (counted once); raise FARM_VISIBILITY_TIMEOUT")
-        try:
-            self.store().save_sweep(plan, now_epoch())
+        token = self._tokens[plan.sweep_id] = new_token()
+        try:  # the plan and the publish cursor first: whoever finds this publisher gone goes on from there
+            self.store().save_sweep(plan, now_epoch(), publisher=(token, self._delivery(plan).publisher_lease_ms))
         except CONNECTION_ERRORS as exc:
             raise BrokerError(f"cannot store sweep {plan.sweep_id} at {safe_url(self.broker_url)}: {exc}") from None
+        return plan
 
-    def _publish(self, plan: SweepPlan) -> None:
+    def _publish(self, plan: SweepPlan, *, wait: bool) -> None:
+        """Publish from the start, a window at a time: ``wait`` tops the window up while we follow
+        the sweep; without it the first window goes out and the workers top it up."""
+        delivery = self._delivery(plan)
         try:
-            publish(self.app, plan, self.settings.queue)
+            publish_from_cursor(self.app, self.store(), plan, plan.cases, token=self._tokens[plan.sweep_id],
+                                lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, window=delivery.window,
+                                wait=wait, start=0)
         except Exception as exc:
             raise BrokerError(f"cannot publish sweep {plan.sweep_id} to {safe_url(self.broker_url)}: {exc}") from exc
 
     def submit(self, plan: SweepPlan) -> str:
         """Store and publish the whole sweep, then return its id (``--detach``)."""
-        self._save(plan)
-        self._publish(plan)
+        self._publish(self._save(plan), wait=False)
         return plan.sweep_id
 
     def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
-        """Submit and follow the sweep to its report, publishing in the background."""
-        self._save(plan)
+        """Submit and follow the sweep to its report, publishing in the background.
+
+        The no-worker and no-progress timeouts detach (``WorkerLostError``): the sweep stays
+        queued and the workers' reconcilers keep delivering it. Anything else that ends the
+        submitter (Ctrl-C, SIGTERM, a failure) cancels it.
+        """
+        plan = self._save(plan)
         failures: list[BaseException] = []
 
         def publish_all() -> None:
             try:
-                self._publish(plan)
+                self._publish(plan, wait=True)
             except BaseException as exc:
                 failures.append(exc)
 
         publisher = threading.Thread(target=publish_all, name="farm-publish", daemon=True)
         publisher.start()
         try:
-            return self._follow(plan.sweep_id, observer, failures=failures)
+            return self._follow(plan.sweep_id, observer, failures=failures, stop=stop)
+        except WorkerLostError:
+            raise  # detached, not cancelled: the sweep goes on without us
         except BaseException:
             self._stop_quietly(plan.sweep_id)  # interrupted or failed: let workers drain the rest
             raise
+
+    def _interrupt(self, sweep: SweepPlan, watch: _Watch, stop: SweepStop) -> None:
+        """Ctrl-C or SIGTERM on the submitter cancels the sweep on the workers: runs not started
+        are dropped, runs in flight get FARM_STOP_GRACE seconds, then it is closed with what ran."""
+        now, sid = time.monotonic(), sweep.sweep_id
+        if watch.stopping_since is None:
+            watch.stopping_since = now
+            self.store().stop(sid, (stop.reason or StopReason.INTERRUPTED).value)
+        elif not watch.closed and now - watch.stopping_since >= self.settings.stop_grace_s:
+            watch.closed = True
+            self._reconcile(sid, close_stopped=True, repair=False)
 
     def _stop_quietly(self, sweep_id: str) -> None:
         try:
@@ -183,6 +199,9 @@ class CeleryExecutor:
         if not self.store().exists(sweep_id):
             raise InputError(f"no sweep {sweep_id!r} on {safe_url(self.broker_url)} (finished sweeps are kept "
                              "for FARM_RESULT_TTL, default 7 days)")
+        # a stopped or abandoned sweep is closed at once with what ran; one whose publisher
+        # vanished is published to the end first
+        self._reconcile(sweep_id, close_stopped=True, repair=False)
         return self._follow(sweep_id, observer, failures=[])
 
     def cancel(self, sweep_id: str) -> bool:
@@ -194,7 +213,8 @@ class CeleryExecutor:
             return False
         return store.stop(sweep_id, STOP_CANCELLED)
 
-    def _follow(self, sweep_id: str, observer: SweepObserver, *, failures: list[BaseException]) -> SweepReport:
+    def _follow(self, sweep_id: str, observer: SweepObserver, *, failures: list[BaseException],
+                stop: SweepStop | None = None) -> SweepReport:
         store, last, watch = self.store(), "0-0", _Watch()
         sweep = store.load_sweep(sweep_id)
         if sweep is None:
@@ -202,6 +222,8 @@ class CeleryExecutor:
         while True:
             if failures:
                 raise failures[0]
+            if stop is not None and stop.event.is_set():
+                self._interrupt(sweep, watch, stop)
             try:
                 events = store.read_events(sweep_id, last, block_ms=1000)
             except CONNECTION_ERRORS as exc:
@@ -258,8 +280,24 @@ class CeleryExecutor:
                           f"within {self.settings.reconnect_timeout_s:g}s; the sweep may still finish on the workers: "
                           f"farm results {sweep_id}")
 
+    def _reconcile(self, sweep_id: str, *, close_stopped: bool = False, repair: bool = True) -> None:
+        """One reconcile pass from here (``farm.delivery.reconcile``); failures only logged."""
+        try:
+            reconcile_sweep(self.store(), self.app, sweep_id, visibility_timeout_s=self.settings.visibility_timeout_s,
+                            close_stopped=close_stopped, repair=repair)
+        except CONNECTION_ERRORS:
+            raise
+        except Exception:
+            log.debug("cannot reconcile sweep %s", sweep_id, exc_info=True)
+
     def _check_stall(self, sweep: SweepPlan, watch: _Watch) -> None:
         now, no_worker = time.monotonic(), self.settings.no_worker_timeout_s
+        interval = self._delivery(sweep).interval_s
+        if now - watch.last_reconcile >= interval:  # the follower reconciles too, one at a time
+            watch.last_reconcile = now
+            store = self.store()
+            if store.claim_lease(reconciler_key(sweep.sweep_id), self._token, max(1, int(interval * 1000))):
+                self._reconcile(sweep.sweep_id)
         if now - watch.last_check >= WORKER_CHECK_S:
             watch.last_check = now
             if consumers(self.app, sweep.queue):
@@ -270,13 +308,15 @@ class CeleryExecutor:
                            f"with `farm worker --broker URL -Q {sweep.queue}`; waiting {no_worker:g}s")
         sid = sweep.sweep_id
         if watch.no_worker_since is not None and now - watch.no_worker_since >= no_worker:
-            raise WorkerLostError(f"no worker consumed queue {sweep.queue!r} for {no_worker:g}s; "
-                                  f"sweep {sid} stays queued: start workers, then `farm results {sid}`")
-        vt = self.settings.visibility_timeout_s
-        limit = self.settings.stall_timeout_s or (sweep.max_case_timeout_s + vt + STALL_GRACE_S)
+            raise WorkerLostError(f"no worker consumed queue {sweep.queue!r} for {no_worker:g}s: detached, not "
+                                  f"cancelled; sweep {sid} stays queued: start workers, then `farm results {sid}` "
+                                  f"re-attaches (`farm cancel {sid}` drops it)")
+        # a safety net, not the mechanism: the reconcilers republish after one idle lease
+        limit = self.settings.stall_timeout_s or (2 * self._delivery(sweep).lease_s + STALL_GRACE_S)
         if now - watch.last_progress >= limit:
-            raise WorkerLostError(f"sweep {sid} made no progress for {limit:g}s although workers are up; "
-                                  f"`farm results {sid}` re-attaches, `farm cancel {sid}` drops it")
+            raise WorkerLostError(f"sweep {sid} made no progress for {limit:g}s although workers are up: detached, "
+                                  f"not cancelled; the workers keep delivering it; `farm results {sid}` re-attaches, "
+                                  f"`farm cancel {sid}` drops it")
 
 
 def consumers(app: Any, queue: str, *, timeout: float = 1.0) -> list[str]:

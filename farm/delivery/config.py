@@ -1,0 +1,77 @@
+"""Delivery timings, from the environment: the run lease, the reconcile period, the publisher lease.
+
+    FARM_LEASE              seconds a published or started run may stay unsettled before it is
+                            published again (default: visibility timeout + the longest case timeout)
+    FARM_RECONCILE_INTERVAL seconds between a worker's reconcile passes (default: lease / 4, 1..30)
+    FARM_PUBLISHER_LEASE    seconds a publisher's lease lasts unless renewed (default 30)
+    FARM_PUBLISH_BATCH      runs per published batch, after which the cursor advances (default 500)
+    FARM_PUBLISH_WINDOW     runs of a sweep queued or running at once; topped up as runs settle
+                            (default 10,000)
+
+Kept apart from ``farm.settings`` because only delivery reads them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from farm.errors import SettingsError
+
+DEFAULT_PUBLISHER_LEASE_S = 30.0
+DEFAULT_PUBLISH_BATCH = 500
+DEFAULT_PUBLISH_WINDOW = 10_000
+MAX_RECONCILE_INTERVAL_S = 30.0
+
+
+def _number(env: Mapping[str, str], name: str) -> float | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected a number of seconds") from None
+    if value <= 0:
+        raise SettingsError(f"{name}={raw!r}: must be positive")
+    return value
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """The timings of one sweep's delivery."""
+
+    lease_s: float
+    interval_s: float
+    publisher_lease_s: float
+    batch: int
+    window: int = DEFAULT_PUBLISH_WINDOW
+
+    @classmethod
+    def from_env(cls, visibility_timeout_s: float, max_case_timeout_s: float,
+                 env: Mapping[str, str] | None = None) -> Delivery:
+        env = os.environ if env is None else env
+        lease = _number(env, "FARM_LEASE") or (visibility_timeout_s + max_case_timeout_s)
+        interval = _number(env, "FARM_RECONCILE_INTERVAL") or min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4))
+        publisher = _number(env, "FARM_PUBLISHER_LEASE") or DEFAULT_PUBLISHER_LEASE_S
+        batch = max(1, int(_number(env, "FARM_PUBLISH_BATCH") or DEFAULT_PUBLISH_BATCH))
+        window = max(1, int(_number(env, "FARM_PUBLISH_WINDOW") or DEFAULT_PUBLISH_WINDOW))
+        return cls(lease, interval, publisher, batch, window)
+
+    @property
+    def publisher_lease_ms(self) -> int:
+        return int(self.publisher_lease_s * 1000)
+
+
+def reconcile_interval(env: Mapping[str, str] | None = None, *, visibility_timeout_s: float) -> float:
+    """How often a worker looks at the sweeps in flight (before it knows any sweep's timeouts)."""
+    env = os.environ if env is None else env
+    explicit = _number(env, "FARM_RECONCILE_INTERVAL")
+    if explicit:
+        return explicit
+    lease = _number(env, "FARM_LEASE") or visibility_timeout_s
+    return min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4))
+
+
+__all__ = ["Delivery", "reconcile_interval"]

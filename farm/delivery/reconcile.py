@@ -1,0 +1,163 @@
+"""Reconciliation: what a sweep planned against what is settled, repaired without the submitter.
+
+One pass over a sweep (``reconcile_sweep``), in this order:
+
+1. Finished (report stored) or gone: take it off the in-flight set.
+2. Plan never stored whole (no publish cursor) and no publisher: close it ``abandoned``.
+3. Stopped (cancel, fail-fast, budget…): close it with what ran once it has been idle a while
+   (at once when ``close_stopped``: ``farm results`` on a stopped sweep answers at once).
+4. Publish cursor short of the plan and no publisher holds the lease (it vanished, or left a
+   full window to the workers): take the lease and publish the next window.
+5. Idle for a whole lease (no run started or settled, nothing published): every run neither
+   settled nor started within its lease is published again, its attempt counted; a complete
+   case never aggregated is aggregated, a sweep with every case aggregated gets its report.
+
+A duplicate is harmless: a run is stored once (the settled bitmap and SET NX), aggregates and
+reports are idempotent. ``Reconciler`` is the thread every worker runs; a Redis lease per sweep
+(SET NX PX) lets one worker at a time reconcile it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from farm import redis_keys as keys
+from farm.delivery.close import aggregate, close, report
+from farm.delivery.config import Delivery
+from farm.delivery.publish import new_token, ordered_cases, publish_from_cursor, send_runs
+from farm.lifecycle import SweepStatus
+from farm.plan import PlannedCase
+from farm.store import SweepStore
+
+log = logging.getLogger("farm.delivery")
+
+
+def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_timeout_s: float,
+                    close_stopped: bool = False, repair: bool = True, now: float | None = None) -> str:
+    """One reconcile pass over a sweep; returns what it did (for logs and tests)."""
+    now = time.time() if now is None else now
+    sid = sweep_id
+    if store.get_report(sid) is not None:
+        store.forget_sweep(sid)
+        return "finished"
+    sweep = store.load_sweep(sid)
+    if sweep is None:
+        store.forget_sweep(sid)
+        return "gone"
+    delivery = Delivery.from_env(visibility_timeout_s, sweep.max_case_timeout_s)
+    cursor = store.cursor(sid)
+    if cursor is None:
+        if store.publisher_alive(sid):
+            return "saving"
+        report(store, sweep, status=SweepStatus.ABANDONED,
+               reason="its submitter vanished before the plan was stored whole; submit it again")
+        log.warning("sweep %s abandoned: its plan was never stored whole", sid)
+        return "abandoned"
+    cases = ordered_cases(store, sid)
+    total = sum(c.plan.runs for c in cases)
+    idle = now - store.last_activity(sid)
+    if store.stop_reason(sid) is not None:
+        if cursor < total and _take_publisher(store, sid, delivery):  # settles the unpublished rest as dropped
+            publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                                batch=delivery.batch, window=delivery.window)
+        busy = any(now - started < delivery.lease_s for started in store.running(sid).values())
+        if close_stopped or (idle >= 2 * delivery.interval_s and not busy):
+            close(store, sweep, cases)
+            return "closed"
+        return "stopping"
+    if cursor < total:
+        if not _take_publisher(store, sid, delivery):
+            return "publishing"
+        log.info("sweep %s: publishing from run %d of %d", sid, cursor, total)
+        outcome = publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                                      batch=delivery.batch, window=delivery.window)
+        return f"published ({outcome.value})"
+    if not repair or idle < delivery.lease_s:
+        return "alive"
+    return _repair(store, app, sid, cases, delivery, now)
+
+
+_TOKEN = new_token()
+"""This process's publisher token when it takes over a sweep's publishing."""
+
+
+def _take_publisher(store: SweepStore, sweep_id: str, delivery: Delivery) -> bool:
+    return store.claim_lease(keys.publisher_key(sweep_id), _TOKEN, delivery.publisher_lease_ms)
+
+
+def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], delivery: Delivery, now: float) -> str:
+    sweep = store.load_sweep(sid)
+    if sweep is None:
+        return "gone"
+    counts = store.settled_counts(sid, [c.id for c in cases])
+    done = store.cases_done(sid)
+    running, attempts = store.running(sid), store.attempts(sid)
+    resend: list[tuple[PlannedCase, int]] = []
+    aggregated = 0
+    for planned, count in zip(cases, counts, strict=True):
+        if count >= planned.plan.runs:
+            if planned.id not in done:  # its aggregate was lost (or died): aggregate it here
+                aggregate(store, sweep, planned, final=True)
+                aggregated += 1
+            continue
+        for n in store.unsettled(sid, planned.id, planned.plan.runs):
+            field = keys.run_field(planned.id, n)
+            seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
+            if now - seen >= delivery.lease_s:
+                resend.append((planned, n))
+    store.forget_running(sid, [f for f, started in running.items() if now - started >= delivery.lease_s])
+    if resend:
+        fields = [keys.run_field(p.id, n) for p, n in resend]
+        store.note_republished(sid, fields, now)
+        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
+        store.touch(sid, now)
+        log.warning("sweep %s: %d runs neither settled nor running within their lease of %gs: published again",
+                    sid, len(resend), delivery.lease_s)
+        return f"republished {len(resend)}"
+    if len(store.cases_done(sid)) >= len(cases):
+        report(store, sweep)
+        return "reported"
+    return f"aggregated {aggregated}" if aggregated else "waiting"
+
+
+class Reconciler(threading.Thread):
+    """A worker's background reconciler: every ``interval_s``, each sweep in flight whose
+    reconciler lease it wins. Never raises: a Redis outage only postpones the next pass."""
+
+    def __init__(self, store_for: Callable[[], SweepStore], app: Any, *, visibility_timeout_s: float,
+                 interval_s: float) -> None:
+        super().__init__(name="farm-reconciler", daemon=True)
+        self.store_for, self.app = store_for, app
+        self.visibility_timeout_s, self.interval_s = visibility_timeout_s, interval_s
+        self.stopping = threading.Event()
+        self.token = new_token()
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.interval_s):
+            try:
+                self.reconcile_all()
+            except Exception:
+                log.warning("reconcile pass failed; retrying in %gs", self.interval_s, exc_info=True)
+
+    def reconcile_all(self) -> None:
+        store = self.store_for()
+        lease_ms = max(1, int(self.interval_s * 1000))
+        for sid in store.in_flight_ids():
+            if self.stopping.is_set():
+                return
+            if not store.claim_lease(keys.reconciler_key(sid), self.token, lease_ms):
+                continue  # another worker reconciles it this round
+            try:
+                outcome = reconcile_sweep(store, self.app, sid, visibility_timeout_s=self.visibility_timeout_s)
+            except Exception:
+                log.warning("cannot reconcile sweep %s", sid, exc_info=True)
+                continue
+            if outcome not in ("alive", "publishing", "stopping", "waiting", "saving", "published (paused)"):
+                log.info("sweep %s reconciled: %s", sid, outcome)
+
+
+__all__ = ["Reconciler", "reconcile_sweep"]
