@@ -297,3 +297,18 @@ def test_a_cancelled_windowed_sweep_is_closed_by_the_workers_with_what_ran(tmp_p
     assert 25 <= ran < 200
     assert report["metadata"]["not_run"] and set(report["metadata"]["not_run"]) <= {f"cw{i}" for i in range(10)}
     assert store.settled_total(sweep_id) == 200  # every planned run settled once: run or dropped
+
+
+def test_runs_lost_from_a_full_window_are_published_again(tmp_path, redis_client, farm_worker, farm_cli):
+    """More than half a window lost: it never drains enough to be topped up, so only repair
+    (republishing the published runs that went quiet) lets the sweep go on."""
+    env = {**LEASES, "FARM_PUBLISH_WINDOW": "10", "FARM_PUBLISH_BATCH": "5"}
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "lw.jsonl", [{"id": f"lw{i}", "input": "x"} for i in range(4)])
+    sweep_id = _submit(farm_cli, suite, 5, "lossywin", env, agent="by_run")
+    for _ in range(6):
+        store.client.rpop("lossywin")
+    assert store.cursor(sweep_id) == 10 and int(store.client.llen("lossywin")) == 4
+    farm_worker(queue="lossywin", env=env)
+    _assert_exactly_once(_report(store, sweep_id, timeout=180), 4, 5)
+    assert len([f for f in store.attempts(sweep_id) if not f.endswith("@")]) == 6

@@ -24,6 +24,7 @@ it has stored the case). No latch can strand the case, and a rare duplicate aggr
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -47,6 +48,8 @@ from workers.runs import run_one
 AGGREGATE_RETRY_S = 2
 AGGREGATE_MAX_RETRIES = 30
 """An aggregate that finds runs missing waits this many times, then stores what is there."""
+
+log = logging.getLogger("farm.worker")
 
 _TRANSIENT = (redis.ConnectionError, redis.TimeoutError, OperationalError)
 
@@ -80,11 +83,15 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any
 
 def _top_up(task: Task, store: SweepStore, sweep_id: str) -> None:
     """Publish the sweep's next window when it runs low and no publisher holds it (``farm.delivery``)."""
-    sweep = CACHE.sweep(store, sweep_id)
-    if sweep is None:
-        return
-    delivery = Delivery.from_env(SETTINGS.visibility_timeout_s, sweep.max_case_timeout_s)
-    top_up(task.app, store, sweep, lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, window=delivery.window)
+    try:
+        sweep = CACHE.sweep(store, sweep_id)
+        if sweep is None:
+            return
+        delivery = Delivery.from_env(SETTINGS.visibility_timeout_s, sweep.max_case_timeout_s)
+        top_up(task.app, store, sweep, lease_ms=delivery.publisher_lease_ms, batch=delivery.batch,
+               window=delivery.window)
+    except Exception:  # the run is stored: never requeue it for this; the reconciler tops up later
+        log.warning("sweep %s: could not publish its next window", sweep_id, exc_info=True)
 
 
 @app.task(name="farm.aggregate", bind=True, autoretry_for=_TRANSIENT, retry_backoff=True,

@@ -28,7 +28,7 @@ from typing import Any
 from farm import redis_keys as keys
 from farm.delivery.close import aggregate, close, report
 from farm.delivery.config import Delivery
-from farm.delivery.publish import new_token, ordered_cases, publish_from_cursor, send_runs
+from farm.delivery.publish import Outcome, new_token, ordered_cases, publish_from_cursor, send_runs
 from farm.lifecycle import SweepStatus
 from farm.plan import PlannedCase
 from farm.store import SweepStore
@@ -75,10 +75,12 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
         log.info("sweep %s: publishing from run %d of %d", sid, cursor, total)
         outcome = publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
                                       batch=delivery.batch, window=delivery.window)
-        return f"published ({outcome.value})"
+        if outcome is not Outcome.PAUSED:  # a full window that does not drain may hold lost runs: repair below
+            return f"published ({outcome.value})"
+        cursor = store.cursor(sid) or 0
     if not repair or idle < delivery.lease_s:
         return "alive"
-    return _repair(store, app, sid, cases, delivery, now)
+    return _repair(store, app, sid, cases, delivery, now, cursor)
 
 
 _TOKEN = new_token()
@@ -89,7 +91,10 @@ def _take_publisher(store: SweepStore, sweep_id: str, delivery: Delivery) -> boo
     return store.claim_lease(keys.publisher_key(sweep_id), _TOKEN, delivery.publisher_lease_ms)
 
 
-def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], delivery: Delivery, now: float) -> str:
+def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], delivery: Delivery, now: float,
+            cursor: int) -> str:
+    """Republish the runs published (before ``cursor``) but neither settled nor running within
+    their lease; aggregate complete cases whose aggregate was lost; report a sweep all aggregated."""
     sweep = store.load_sweep(sid)
     if sweep is None:
         return "gone"
@@ -97,14 +102,17 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
     done = store.cases_done(sid)
     running, attempts = store.running(sid), store.attempts(sid)
     resend: list[tuple[PlannedCase, int]] = []
-    aggregated = 0
+    aggregated, offset = 0, 0
     for planned, count in zip(cases, counts, strict=True):
+        first, offset = offset, offset + planned.plan.runs
         if count >= planned.plan.runs:
             if planned.id not in done:  # its aggregate was lost (or died): aggregate it here
                 aggregate(store, sweep, planned, final=True)
                 aggregated += 1
             continue
-        for n in store.unsettled(sid, planned.id, planned.plan.runs):
+        if first >= cursor:
+            continue  # not published yet
+        for n in store.unsettled(sid, planned.id, min(planned.plan.runs, cursor - first)):
             field = keys.run_field(planned.id, n)
             seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
             if now - seen >= delivery.lease_s:
@@ -118,7 +126,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
         log.warning("sweep %s: %d runs neither settled nor running within their lease of %gs: published again",
                     sid, len(resend), delivery.lease_s)
         return f"republished {len(resend)}"
-    if len(store.cases_done(sid)) >= len(cases):
+    if cursor >= sum(c.plan.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
         report(store, sweep)
         return "reported"
     return f"aggregated {aggregated}" if aggregated else "waiting"

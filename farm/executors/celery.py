@@ -1,7 +1,8 @@
 """The Celery executor: ships a sweep to workers as plain ``farm.run`` messages and streams it back.
 
 ``submit`` stores the plan in Redis once and publishes one ``farm.run`` per run, in batches on
-one producer connection, with no result tracking at all: no chord, no ``GroupResult`` or
+one producer connection and in windows behind a publish cursor (``farm.delivery.publish``), with
+no result tracking at all: no chord, no ``GroupResult`` or
 ``AsyncResult`` (those subscribed the submitter to one pub/sub channel per run: benchmarks/
 README.md, §5). Workers fire each case's ``farm.aggregate`` through the farm's Redis barrier
 (``workers.tasks``). ``attach`` follows the sweep's Redis stream and feeds the observer the same
