@@ -79,7 +79,10 @@ class TestSettings:
     """``--run REGEX`` (Yao's case filter)."""
     ctx: str | None = None
     """``--ctx FILE``: Yao's context file for every call."""
+    collect_only: bool = False
+    """``--collect-only``: validate and list the case ids; call no agent."""
     dry_run: bool = False
+    """``--dry-run``: as ``collect_only``, listing each case as a JSON line."""
     simulator: str | None = None
     """``--simulator REF``: the simulator of every dynamic case."""
     before: str | None = None
