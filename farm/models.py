@@ -31,10 +31,33 @@ class FarmModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
+_SHARED_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_MAX_SHARED_FIELD_SETS = 4096
+
+
+class PerCaseModel(FarmModel):
+    """Base of the models a suite holds once per case (a million cases: a million of each).
+
+    Pydantic gives every instance its own ``__pydantic_fields_set__``, a set sized for growth:
+    2.2 KB of a Case's 6 KB. Instances with the same fields set share one set here; farm models
+    are never assigned to after they are built, so nothing adds to a shared set (``model_copy``
+    copies the set before updating it).
+    """
+
+    def model_post_init(self, context: Any, /) -> None:
+        fields = self.__pydantic_fields_set__
+        shared = _SHARED_FIELD_SETS.get(frozenset(fields))
+        if shared is None:
+            if len(_SHARED_FIELD_SETS) >= _MAX_SHARED_FIELD_SETS:
+                return
+            shared = _SHARED_FIELD_SETS.setdefault(frozenset(fields), set(fields))
+        object.__setattr__(self, "__pydantic_fields_set__", shared)
+
+
 # ----------------------------------------------------------------------------------- messages
 
 
-class Message(FarmModel):
+class Message(PerCaseModel):
     """One OpenAI-style chat message."""
 
     model_config = ConfigDict(extra="allow")
@@ -56,7 +79,7 @@ class Message(FarmModel):
 # ------------------------------------------------------------------------------------ checks
 
 
-class Assertion(FarmModel):
+class Assertion(PerCaseModel):
     """One Yao assertion (``assert`` entry, or the ``equals`` check made from ``expected``).
 
     Validated at load time by ``farm.checks.spec``; evaluated by ``farm.checks.yao``.
@@ -129,7 +152,7 @@ class SuccessRatio(FarmModel):
     n: int
 
 
-class Turn(FarmModel):
+class Turn(PerCaseModel):
     """One exchange with the agent: what to send, and the checks on the reply."""
 
     messages: list[Message]
@@ -143,7 +166,7 @@ class Turn(FarmModel):
     stock_tests: list[StockTest] = Field(default_factory=list)
 
 
-class Case(FarmModel):
+class Case(PerCaseModel):
     """One test case of either format."""
 
     id: str

@@ -8,7 +8,10 @@ order matters: load and validate every suite, resolve every agent and check ever
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +177,24 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     """Load, validate, resolve, check the outputs and plan; raises InputError (exit 2) before
     anything runs."""
     _check_numbers(settings)
+    with _gc_paused():
+        return _prepare(settings, sweep_id)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a suite loads: loading allocates millions of objects that
+    all stay alive, and every collection would scan them again (half the load time at 100k cases)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
     loaded = _load(settings)
     cases = _runnable(filter_by_regex(loaded.cases, settings.run_pattern), settings, settings.input or "-m")
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=loaded.root, inputs=loaded.files,
@@ -185,8 +206,9 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> Pre
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
     fleet = plan_fleet(settings.fleet, built, judges, judges_needed(cases), options)
-    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive),
-                           agent=agents[c.id]) for c in cases]
+    planned = [PlannedCase.model_construct(  # already-valid parts: nothing to validate a million times
+        case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive), agent=agents[c.id])
+        for c in cases]
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
