@@ -132,12 +132,12 @@ def _runnable(cases: list[Case], settings: TestSettings, source: str) -> list[Ca
     return selected
 
 
-def _check_agents_and_judges(cases: list[Case], agents: dict[str, AgentRef], options: AgentOptions
+def _check_agents_and_judges(needed: dict[str | None, Case], agents: dict[str, AgentRef], options: AgentOptions
                              ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
     """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
     built = {ref: create_agent(ref, options) for ref in dict.fromkeys(agents.values())}
     resolver = create_judge_resolver(options)
-    for use, case in judges_needed(cases).items():
+    for use, case in needed.items():
         try:
             resolver(use)
         except AgentResolutionError as exc:
@@ -201,11 +201,12 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
                            cwd=Path(settings.cwd))
     options = agent_options(settings)
     agents = _resolve_agents(cases, settings, options)
-    built, judges = _check_agents_and_judges(cases, agents, options)
+    needed = judges_needed(cases)
+    built, judges = _check_agents_and_judges(needed, agents, options)
     check_simulators(cases, options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    fleet = plan_fleet(settings.fleet, built, judges, judges_needed(cases), options)
+    fleet = plan_fleet(settings.fleet, built, judges, needed, options)
     planned = [PlannedCase.model_construct(  # already-valid parts: nothing to validate a million times
         case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive), agent=agents[c.id])
         for c in cases]

@@ -82,7 +82,11 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: 
             )
         runs = cli_runs if cli_runs is not None else ratio.n
         return _shared_plan(runs, required_passes(ratio.k, ratio.n, runs), adaptive)
-    runs = cli_runs if cli_runs is not None else 1
+    return _rate_plan(rate, cli_runs if cli_runs is not None else 1, adaptive)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rate_plan(rate: Fraction, runs: int, adaptive: AdaptiveRule | None) -> CasePlan:
     return _shared_plan(runs, math.ceil(rate * runs), adaptive)
 
 
