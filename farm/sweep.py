@@ -207,9 +207,8 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
     fleet = plan_fleet(settings.fleet, built, judges, needed, options)
-    planned = [PlannedCase.model_construct(  # already-valid parts: nothing to validate a million times
-        case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive), agent=agents[c.id])
-        for c in cases]
+    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive),
+                           agent=agents[c.id]) for c in cases]
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
