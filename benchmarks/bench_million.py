@@ -1,13 +1,13 @@
 """A million cases: the whole ``farm test --collect-only`` command on 100k and 1M generated cases.
 
-    python benchmarks/bench_million.py [--repeat 3] [--sizes 100000,1000000] [--flag --dry-run] [--json F]
+    python benchmarks/bench_million.py [--repeat 3] [--sizes 100000,1000000] [--flag=--dry-run] [--json F]
 
 Writes a Yao JSONL suite of N one-turn cases (an id, an input, one ``contains`` check: the shape
 of ``harness.write_suite``) to a temporary directory, then runs ``farm test -i SUITE -n AGENT
 --collect-only`` as a user would: load, validate, resolve the agent, plan and list every id, no
 agent called. Prints the wall time and the peak RSS of the process (sampled every 20 ms), and
 checks that every id was listed. 100k is repeated ``--repeat`` times (median); 1M runs once
-(issue 16's targets: ≤ 20 s and ≤ 1.5 GB). ``--flag --dry-run`` measures an older checkout that
+(issue 16's targets: ≤ 20 s and ≤ 1.5 GB). ``--flag=--dry-run`` measures an older checkout that
 has no ``--collect-only`` (run this script from it).
 """
 

@@ -113,3 +113,32 @@ def test_a_killed_supervisor_takes_its_children_with_it(farm_worker: Callable[..
     worker.kill()
     for pid in pids:
         wait_for(lambda pid=pid: not alive(pid), f"orphaned child {pid} stopped")
+
+
+PID_AGENT = '''
+import os, time
+
+
+def respond(messages, context):
+    with open(os.path.join(os.path.dirname(__file__), "pids.txt"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(0.2)
+    return "ok"
+'''
+
+
+def test_a_sweep_runs_on_every_process(tmp_path: Path, farm_worker: Callable[..., WorkerProcess],
+                                       farm_cli: Any) -> None:
+    (tmp_path / "pid_agent.py").write_text(PID_AGENT)
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(f'{{"id": "c{i}", "input": "x", "assert": {{"type": "contains", "value": "ok"}}}}\n'
+                             for i in range(4)))
+    worker = farm_worker("--processes", "2", queue="supervised-sweep", concurrency=2)
+    pids = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(worker.process.pid)), "two children")
+    wait_for(lambda: worker.text().count(" ready.") >= 2, "both children ready")
+    result = farm_cli.run("test", "-i", str(suite), "-n", f"py:{tmp_path / 'pid_agent.py'}:respond", "--runs", "10",
+                          "--no-progress", "--broker", farm_cli.broker, "--queue", "supervised-sweep",
+                          "-o", str(tmp_path / "report.json"), timeout=300)
+    assert result.returncode == 0, result.stderr
+    ran = [int(line) for line in (tmp_path / "pids.txt").read_text().split()]
+    assert len(ran) == 40 and set(ran) == set(pids)  # 40 runs of 0.2 s on 2 x 2 threads: both processes work
