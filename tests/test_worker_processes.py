@@ -94,17 +94,20 @@ def test_two_processes_consume_and_a_killed_one_is_restarted(
     assert worker.process.poll() is None
 
 
-def test_sigterm_stops_every_child_and_the_supervisor_exits_0(
-        farm_worker: Callable[..., WorkerProcess]) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_stops_every_child_warm_and_the_supervisor_exits_0(
+        farm_worker: Callable[..., WorkerProcess], stop: signal.Signals) -> None:
     worker = farm_worker("--processes", "2", queue="supervised-stop", concurrency=2)
     pids = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(worker.process.pid)), "two children")
     wait_for(lambda: worker.text().count(" ready.") >= 2, "both children ready")
-    worker.process.send_signal(signal.SIGTERM)
+    worker.process.send_signal(stop)
     assert worker.process.wait(timeout=DEADLINE_S) == 0, worker.text()[-3000:]
     for pid in pids:
         wait_for(lambda pid=pid: not alive(pid), f"child {pid} stopped")
-    assert "SIGTERM: stopping 2 worker processes" in worker.text()
-    assert "restarting" not in worker.text()
+    text = worker.text()
+    assert f"{stop.name}: stopping 2 worker processes" in text
+    assert text.count("worker: Warm shutdown") == 2, text[-3000:]  # each child got it once: no cold shutdown
+    assert "restarting" not in text
 
 
 def test_a_killed_supervisor_takes_its_children_with_it(farm_worker: Callable[..., WorkerProcess]) -> None:
