@@ -1,6 +1,6 @@
 """``farm test``'s Yao extras around a sweep: their flags, the load notes, ``--collect-only`` and
-``--dry-run``, and the
-global ``--before``/``--after`` hooks (``farm.hooks.SweepHooks``).
+``--dry-run`` (one listing, two shapes), and the global ``--before``/``--after`` hooks
+(``farm.hooks.SweepHooks``).
 
 ``run_test`` calls ``start_extras`` once the sweep is prepared (before any history or executor:
 a dry run records nothing and starts nothing) and runs the sweep through ``SweepAround.run``, so
