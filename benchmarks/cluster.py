@@ -25,11 +25,16 @@ def wait_workers(broker: str, names: Sequence[str], timeout: float = 60.0) -> No
         while time.monotonic() < deadline:
             replies = app.control.ping(timeout=0.5) or []
             seen = {name.split("@")[0] for reply in replies for name in reply}
-            if all(n.split("@")[0] in seen for n in names):
+            if all(_answered(n.split("@")[0], seen) for n in names):
                 return
         raise RuntimeError(f"workers {list(names)} did not answer on {broker} within {timeout:g}s")
     finally:
         app.close()
+
+
+def _answered(name: str, seen: set[str]) -> bool:
+    """``name`` itself, or one of its processes (``farm worker`` names them NAME-1, NAME-2, …)."""
+    return name in seen or any(s.startswith(f"{name}-") and s[len(name) + 1:].isdigit() for s in seen)
 
 
 def farm_worker(procs: harness.Processes, broker: str, name: str, *args: str,

@@ -22,6 +22,7 @@ from farm.models_base import Assertion as Assertion
 from farm.models_base import CheckOutcome as CheckOutcome
 from farm.models_base import FarmModel as FarmModel
 from farm.models_base import JsonValue as JsonValue
+from farm.models_base import PerCaseModel as PerCaseModel
 from farm.models_base import RunStatus as RunStatus
 from farm.models_dynamic import *  # noqa: F403
 from farm.models_dynamic import CheckpointResult, DynamicSpec, TurnRecord
@@ -30,7 +31,7 @@ from farm.models_stats import *  # noqa: F403
 # ----------------------------------------------------------------------------------- messages
 
 
-class Message(FarmModel):
+class Message(PerCaseModel):
     """One OpenAI-style chat message."""
 
     model_config = ConfigDict(extra="allow")
@@ -79,7 +80,7 @@ class SuccessRatio(FarmModel):
     n: int
 
 
-class Turn(FarmModel):
+class Turn(PerCaseModel):
     """One exchange with the agent: what to send, and the checks on the reply."""
 
     messages: list[Message]
@@ -93,7 +94,7 @@ class Turn(FarmModel):
     stock_tests: list[StockTest] = Field(default_factory=list)
 
 
-class Case(FarmModel):
+class Case(PerCaseModel):
     """One test case of either format."""
 
     id: str

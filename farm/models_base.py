@@ -1,5 +1,5 @@
 """The models every other models module builds on: the JSON value, the base model, an
-assertion, a check's outcome and a run's status.
+assertion (and the per-case base that shares fields sets), a check's outcome and a run's status.
 
 They live apart from ``farm.models`` so that the dynamic-case and statistics models can build
 on them without importing ``farm.models``, which re-exports both (no import cycle).
@@ -22,7 +22,30 @@ class FarmModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
-class Assertion(FarmModel):
+_SHARED_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_MAX_SHARED_FIELD_SETS = 4096
+
+
+class PerCaseModel(FarmModel):
+    """Base of the models a suite holds once per case (a million cases: a million of each).
+
+    Pydantic gives every instance its own ``__pydantic_fields_set__``, a set sized for growth:
+    2.2 KB of a Case's 6 KB. Instances with the same fields set share one set here; farm models
+    are never assigned to after they are built, so nothing adds to a shared set (``model_copy``
+    copies the set before updating it).
+    """
+
+    def model_post_init(self, context: Any, /) -> None:
+        fields = self.__pydantic_fields_set__
+        shared = _SHARED_FIELD_SETS.get(frozenset(fields))
+        if shared is None:
+            if len(_SHARED_FIELD_SETS) >= _MAX_SHARED_FIELD_SETS:
+                return
+            shared = _SHARED_FIELD_SETS.setdefault(frozenset(fields), set(fields))
+        object.__setattr__(self, "__pydantic_fields_set__", shared)
+
+
+class Assertion(PerCaseModel):
     """One Yao assertion (``assert`` entry, or the ``equals`` check made from ``expected``).
 
     Validated at load time by ``farm.checks.spec``; evaluated by ``farm.checks.yao``.

@@ -20,7 +20,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.execute import RunEnvironment
 from farm.fleet.plan import FleetPlan
-from farm.models import Case, FarmModel
+from farm.models import Case, FarmModel, PerCaseModel
 from farm.settings import DEFAULT_QUEUE
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
 
@@ -35,7 +35,7 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-class PlannedCase(FarmModel):
+class PlannedCase(PerCaseModel):
     """One case of a sweep: the case, its run plan, and the agent it runs against."""
 
     case: Case

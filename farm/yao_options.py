@@ -4,7 +4,8 @@
   ``MatchString``), after ``-k``;
 - ``--ctx FILE``: a JSON context for every call (``chat_id``, ``authorized``, ``metadata``,
   ``client``, ``locale``, ``referer``); flags and each case's own ``user``/``team`` win over it;
-- ``--dry-run``: load, validate and resolve everything, list the cases, call no agent.
+- ``--collect-only`` / ``--dry-run``: load, validate and resolve everything, list the cases (ids /
+  JSON lines), call no agent.
 
 ``--simulator`` and ``--yao-compat`` act when suites load (``farm.suites.dynamic.LoadOptions``),
 ``--before``/``--after`` around the sweep (``farm.hooks.SweepHooks``).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from farm.models import Case
 from farm.plan import PlannedCase
 from farm.yaofile import read_yao_object
 
-__all__ = ["CONTEXT_KEYS", "dry_run_lines", "filter_by_regex", "load_context_file"]
+__all__ = ["CONTEXT_KEYS", "collected_lines", "dry_run_lines", "filter_by_regex", "load_context_file"]
 
 CONTEXT_KEYS = ("chat_id", "authorized", "metadata", "client", "locale", "referer")
 """Keys of a ``--ctx`` file (Yao's ``ContextConfig``)."""
@@ -88,9 +90,14 @@ def _object(value: Any, where: Path, key: str) -> dict[str, Any]:
     return value
 
 
-def dry_run_lines(cases: list[PlannedCase]) -> list[str]:
+def collected_lines(cases: list[PlannedCase]) -> Iterator[str]:
+    """``--collect-only``: the id of every case that would run, one a line (pytest's ``--co -q``)."""
+    for planned in cases:
+        yield planned.case.id
+
+
+def dry_run_lines(cases: list[PlannedCase]) -> Iterator[str]:
     """``--dry-run``: one JSON line per case that would run (Yao prints the cases as JSONL)."""
-    lines = []
     for planned in cases:
         case, plan = planned.case, planned.plan
         entry: dict[str, Any] = {"id": case.id, "source": case.source, "line": case.line, "format": case.format,
@@ -101,5 +108,4 @@ def dry_run_lines(cases: list[PlannedCase]) -> list[str]:
                                 "max_turns": case.dynamic.max_turns}
         if case.skip:
             entry["skip"] = case.skip_reason or True
-        lines.append(json.dumps(entry, ensure_ascii=False))
-    return lines
+        yield json.dumps(entry, ensure_ascii=False)

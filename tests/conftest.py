@@ -197,8 +197,10 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
         log = tmp_path / f"worker-{name}.log"
         full_env = farm_env(broker or redis_server, **(env or {}))
         queues = ["-Q", queue] if queue is not None else []  # None: the worker's own default (FARM_QUEUE)
-        argv = [sys.executable, "-m", "farm", "worker", *queues, "-c", str(concurrency), "-n", f"{name}@%h",
-                "-l", "INFO", "--without-mingle", "--without-gossip", *args]
+        # one process, no supervisor (``farm worker``'s default is one per core): the suite stays light,
+        # and SIGKILL/SIGSTOP of ``process`` hit the worker itself; a later ``--processes N`` in args wins
+        argv = [sys.executable, "-m", "farm", "worker", "--processes", "1", *queues, "-c", str(concurrency),
+                "-n", f"{name}@%h", "-l", "INFO", "--without-mingle", "--without-gossip", *args]
         with log.open("wb") as out:
             process = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
         worker = WorkerProcess(process, log, name, full_env)

@@ -161,3 +161,36 @@ def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
 def test_empty_file_has_no_cases(tmp_path: Path) -> None:
     path = write(tmp_path, "// nothing yet")
     assert load_input(str(path)).cases == []
+
+
+def test_a_large_suite_loads_lean_and_as_before(tmp_path: Path) -> None:
+    """Loading a big suite (issue 16): each case is built once with its location, the plans and
+    fields sets of equal cases are shared, and nothing of that shows in the cases."""
+    import gc
+
+    from farm.sweep import TestSettings, prepare_sweep
+
+    cases = [{"id": f"C{i}", "input": f"say {i}", "assert": {"type": "contains", "value": "x"}} for i in range(50)]
+    path = write(tmp_path, *cases[:25], "// a comment", "", *cases[25:])
+    loaded = load_input(str(path))
+    assert [(c.id, c.line, c.source, c.suite) for c in loaded.cases[24:26]] == [
+        ("C24", 25, str(path), "inputs"), ("C25", 28, str(path), "inputs")]
+    first, second = loaded.cases[0], loaded.cases[1]
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__  # shared
+    assert "skip_reason" not in first.model_fields_set
+    changed = first.model_copy(update={"skip_reason": "later"})
+    assert "skip_reason" in changed.model_fields_set and "skip_reason" not in second.model_fields_set
+    assert first.turns[0].assertions[0] == second.turns[0].assertions[0]
+    assert first.model_dump() | {"id": "C1", "line": 2, "input": "say 1", "turns": None} == \
+        second.model_dump() | {"turns": None}
+
+    settings = TestSettings(input=str(path), name="py:os:getcwd", runs=3, min_pass_rate=0.7, cwd=str(tmp_path))
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            plan = prepare_sweep(settings).plan
+            assert gc.isenabled() is enabled  # loading pauses the collector, then puts it back as it was
+        finally:
+            gc.enable()
+        assert plan.total_runs == 150 and {(c.plan.runs, c.plan.required) for c in plan.cases} == {(3, 3)}
+        assert plan.cases[0].plan is plan.cases[49].plan

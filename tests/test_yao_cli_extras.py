@@ -1,4 +1,4 @@
-"""Yao's command-line extras on ``farm test``: --run, --ctx, --dry-run, --before/--after, per-case
+"""Yao's command-line extras on ``farm test``: --run, --ctx, --collect-only, --dry-run, --before/--after, per-case
 hooks and options, notes for skipped files. Real CLI in this process, a real python agent that
 writes down what it was given, and the bundled OpenAI-compatible server where a prompt agent runs.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.formats_fixtures import Project, farm, make_project, read_report, result_of
+from tests.formats_fixtures import Project, farm, farm_process, make_project, read_report, result_of
 from tests.servers import openai_server
 
 RECORDER = '''
@@ -123,6 +123,27 @@ def test_dry_run_lists_what_would_run_and_calls_no_agent(project: Project) -> No
     assert [(e["id"], e["runs"], e["agent"]) for e in lines] == [("a", 3, AGENT), ("dyn", 3, AGENT)]
     assert lines[1]["dynamic"] == {"simulator": "fixed_responses", "checkpoints": ["c"], "max_turns": 20}
     assert calls(project, "agent") == []
+
+
+def test_collect_only_lists_ids_and_count_and_calls_no_agent(project: Project) -> None:
+    suite = project.suite([{"id": "a", "input": "x"}, {"id": "b", "input": "y"},
+                           {"id": "c", "input": "z"}])
+    result = farm_process(project, "test", "-i", str(suite), "-n", AGENT, "--collect-only", "--runs", "2",
+                          "-k", "a", "-k", "b", "-k", "c")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["a", "b", "c"]
+    assert "collected 3 cases (6 runs)" in result.stderr
+    assert calls(project, "agent") == [] and not list(project.root.rglob("output-*.jsonl"))
+
+
+def test_collect_only_exits_2_on_bad_input_as_a_sweep_would(project: Project) -> None:
+    suite = project.suite([{"id": "a", "input": "x"}, {"id": "b", "input": "y", "asert": []}])
+    result = farm(project, "test", "-i", str(suite), "-n", AGENT, "--collect-only")
+    assert result.exit_code == 2 and "asert: unknown key" in result.output
+    missing = farm(project, "test", "-i", str(suite), "-n", "py:nowhere.py:respond", "--collect-only")
+    assert missing.exit_code == 2
+    none = farm(project, "test", "-i", str(suite), "-n", AGENT, "--collect-only", "-k", "zzz")
+    assert none.exit_code == 2 and calls(project, "agent") == []
 
 
 def test_case_hooks_run_around_every_run_and_pass_their_data(project: Project) -> None:

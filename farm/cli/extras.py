@@ -1,5 +1,6 @@
-"""``farm test``'s Yao extras around a sweep: their flags, the load notes, ``--dry-run``, and the
-global ``--before``/``--after`` hooks (``farm.hooks.SweepHooks``).
+"""``farm test``'s Yao extras around a sweep: their flags, the load notes, ``--collect-only`` and
+``--dry-run`` (one listing, two shapes), and the global ``--before``/``--after`` hooks
+(``farm.hooks.SweepHooks``).
 
 ``run_test`` calls ``start_extras`` once the sweep is prepared (before any history or executor:
 a dry run records nothing and starts nothing) and runs the sweep through ``SweepAround.run``, so
@@ -8,6 +9,7 @@ a dry run records nothing and starts nothing) and runs the sweep through ``Sweep
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +23,7 @@ from farm.execute import sweep_context
 from farm.hooks import SweepHooks
 from farm.models import JsonValue, SweepReport
 from farm.sweep import PreparedSweep, TestSettings
-from farm.yao_options import dry_run_lines
+from farm.yao_options import collected_lines, dry_run_lines
 
 __all__ = ["SweepAround", "start_extras", "yao_flags"]
 
@@ -34,8 +36,11 @@ def yao_flags(command: Any) -> Any:
         click.option("--ctx", default=None, metavar="FILE",
                      help="Yao context file (JSON: chat_id, authorized, metadata, client, locale, referer) "
                           "for every call."),
+        click.option("--collect-only", is_flag=True,
+                     help="Load, validate and resolve everything, print the case ids (one a line) and their "
+                          "count; call no agent (pytest's --co)."),
         click.option("--dry-run", is_flag=True,
-                     help="Load, validate and resolve everything, list the cases; call no agent."),
+                     help="As --collect-only, but print each case as a JSON line (id, source, agent, runs, …)."),
         click.option("--simulator", default=None, metavar="AGENT",
                      help="Simulator of every dynamic case: an agent reference, or llm:CONNECTOR for the "
                           "built-in one."),
@@ -74,8 +79,8 @@ class SweepAround:
 
 
 def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround | None:
-    """Print the load notes; for ``--dry-run`` list the cases and return None (nothing runs);
-    else resolve the hooks and run ``--before``.
+    """Print the load notes; for ``--collect-only`` and ``--dry-run`` list the cases and return
+    None (nothing runs); else resolve the hooks and run ``--before``.
 
     Raises:
         SettingsError: a hook reference that does not resolve (exit 2).
@@ -84,8 +89,12 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
     err = Console(stderr=True)
     for note in prepared.loaded.notes:
         say(err, f"farm: note: {note}")
-    if settings.dry_run:
-        click.echo("\n".join(dry_run_lines(prepared.plan.cases)))
+    if settings.collect_only or settings.dry_run:
+        lines = dry_run_lines if settings.dry_run else collected_lines
+        sys.stdout.writelines(f"{line}\n" for line in lines(prepared.plan.cases))
+        sys.stdout.flush()
+        plan = prepared.plan
+        say(err, f"collected {plan.total_cases} cases ({plan.total_runs} runs)")
         return None
     hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
     context = sweep_context(prepared.plan.env)

@@ -3,18 +3,23 @@
 The app lives in ``workers.app``; it is imported by name (as ``celery -A workers.app`` does), so
 the ``farm`` package never imports ``workers`` statically. Settings are checked first: a bad
 FARM_* value exits 2 with one line, like every other command.
+
+By default it starts one worker process per core under a supervisor (``farm.supervise``): each
+child is ``farm worker --processes 1`` with the same options, named ``NAME-1``, ``NAME-2``, ….
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 import click
 
 from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.cli.run import run_command
 from farm.settings import DEFAULT_QUEUE
+from farm.supervise import Supervisor, default_processes
 
 DEFAULT_CONCURRENCY = 64
 """Runs in flight per worker process: runs wait on the network, not on the CPU."""
@@ -41,6 +46,19 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     return 0
 
 
+def supervise_workers(broker: str, processes: int, child_args: list[str], hostname: str) -> int:
+    """``processes`` children ``farm worker --processes 1 CHILD_ARGS -n HOSTNAME-i``, supervised."""
+    celery_settings(broker)  # a bad FARM_* value exits 2 here, before any child starts
+    env = {**os.environ, "FARM_BROKER_URL": broker}  # in the environment, not on a command line `ps` shows
+
+    def argv(index: int) -> list[str]:
+        name, at, host = hostname.partition("@")
+        return [sys.executable, "-m", "farm", "worker", "--processes", "1", *child_args,
+                f"--hostname={name}-{index}{at}{host}"]
+
+    return Supervisor(argv, processes, env).run()
+
+
 @click.command(context_settings=PASS_THROUGH)
 @broker_option
 @click.option("-Q", "--queues", envvar="FARM_QUEUE", default=DEFAULT_QUEUE, show_default=True,
@@ -50,16 +68,26 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
 @click.option("-P", "--pool", default="threads", show_default=True, help="Celery pool: threads, prefork, solo, …")
 @click.option("-l", "--loglevel", default="INFO", show_default=True)
 @click.option("-n", "--hostname", default=None, help="Worker name (default: farm-PID@HOST, unique).")
+@click.option("--processes", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes, each with --concurrency runs in flight, under one supervisor that "
+                   "forwards signals and restarts a dead one. Default: one per core; 1: no supervisor.")
 @click.option("--events", is_flag=True, envvar="FARM_TASK_EVENTS",
               help="Send Celery task events from the start (Flower). Off by default: they cost CPU per run, "
                    "and a running Flower turns them on anyway. Env: FARM_TASK_EVENTS=1.")
 @click.pass_context
 def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool: str, loglevel: str,
-           hostname: str | None, events: bool) -> None:
-    """Start a Celery worker with the farm's defaults; other arguments go to Celery as they are."""
-    argv = ["worker", f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}",
-            f"--loglevel={loglevel}", f"--hostname={hostname or f'farm-{os.getpid()}@%h'}",
-            *(["--task-events"] if events else []), *ctx.args]
+           hostname: str | None, processes: int | None, events: bool) -> None:
+    """Start Celery workers with the farm's defaults, one process per core; other arguments go to
+    Celery as they are."""
+    options = [f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}", f"--loglevel={loglevel}",
+               *(["--events"] if events else [])]
+    name = hostname or f"farm-{os.getpid()}@%h"
+    count = processes or default_processes()
+    if count > 1:
+        run_command(lambda: supervise_workers(broker, count, [*options, *ctx.args], name))
+    argv = ["worker", *options[:4], f"--hostname={name}", *(["--task-events"] if events else []), *ctx.args]
     run_command(lambda: start_worker(broker, argv, events=events, queue=queues.split(",")[0].strip()))
 
-__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "start_worker", "worker"]
+
+
+__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "start_worker", "supervise_workers", "worker"]

@@ -6,6 +6,7 @@ float rounding error.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -53,6 +54,7 @@ def required_passes(k: int, n: int, runs: int) -> int:
     return -(-k * runs // n)
 
 
+@functools.lru_cache(maxsize=64, typed=True)  # one Fraction per rate, not one per case
 def _exact_rate(min_pass_rate: float) -> Fraction:
     # str() gives the shortest decimal that round-trips, i.e. what the user typed: 0.7 → 7/10.
     if not isinstance(min_pass_rate, (int, float)) or isinstance(min_pass_rate, bool):
@@ -70,7 +72,7 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: 
         raise SettingsError(f"--runs must be at least 1, got {cli_runs}")
     rate = _exact_rate(min_pass_rate)
     if case.skip:
-        return CasePlan(runs=1, required=0)
+        return _shared_plan(1, 0, None)
     ratio = case.success_ratio
     if ratio is not None:
         if ratio.n < 1 or not 0 <= ratio.k <= ratio.n:
@@ -79,6 +81,16 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: 
                 f"must be k/n with integers 0 ≤ k ≤ n and n ≥ 1, got {ratio.k}/{ratio.n}",
             )
         runs = cli_runs if cli_runs is not None else ratio.n
-        return CasePlan(runs=runs, required=required_passes(ratio.k, ratio.n, runs), adaptive=adaptive)
-    runs = cli_runs if cli_runs is not None else 1
-    return CasePlan(runs=runs, required=math.ceil(rate * runs), adaptive=adaptive)
+        return _shared_plan(runs, required_passes(ratio.k, ratio.n, runs), adaptive)
+    return _rate_plan(rate, cli_runs if cli_runs is not None else 1, adaptive)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rate_plan(rate: Fraction, runs: int, adaptive: AdaptiveRule | None) -> CasePlan:
+    return _shared_plan(runs, math.ceil(rate * runs), adaptive)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_plan(runs: int, required: int, adaptive: AdaptiveRule | None) -> CasePlan:
+    """Plans are frozen values: cases with the same numbers share one (a million cases, a few plans)."""
+    return CasePlan(runs=runs, required=required, adaptive=adaptive)

@@ -46,25 +46,32 @@ SKIP_OPTIONS = ("history", "trace", "output", "keyword", "search")
 
 
 def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tuple[list[Case], list[Problem]]:
-    """Read a JSONL suite; returns the good cases and a problem for every bad line."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return [], [Problem(str(path), None, "", f"cannot read: {exc.strerror or exc}")]
-    base_dir = str(path.parent.resolve())
+    """Read a JSONL suite; returns the good cases and a problem for every bad line.
+
+    The file is read line by line (a million-case suite is never held as text), and each case
+    is built once, with its location: nothing per case is kept but the ``Case``.
+    """
+    options = options or LoadOptions()
+    source = str(path)
     cases: list[Case] = []
     problems: list[Problem] = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        obj, problem = _decode_line(raw, lineno == 1)
-        if problem:
-            problems.append(Problem(str(path), lineno, "", problem))
-            continue
-        if obj is None:
-            continue
-        case, issues = parse_case(obj, base_dir, options or LoadOptions())
-        problems += [Problem(str(path), lineno, key, message) for key, message in issues]
-        if case is not None:
-            cases.append(case.model_copy(update={"source": str(path), "line": lineno, "suite": suite}))
+    try:
+        with path.open("rb") as stream:
+            base_dir = str(path.parent.resolve())
+            for lineno, raw in enumerate(stream, start=1):
+                obj, problem = _decode_line(raw, lineno == 1)
+                if problem:
+                    problems.append(Problem(source, lineno, "", problem))
+                    continue
+                if obj is None:
+                    continue
+                location = {"source": source, "line": lineno, "suite": suite}
+                case, issues = parse_case(obj, base_dir, options, location)
+                problems += [Problem(source, lineno, key, message) for key, message in issues]
+                if case is not None:
+                    cases.append(case)
+    except OSError as exc:
+        return [], [Problem(source, None, "", f"cannot read: {exc.strerror or exc}")]
     return cases, problems
 
 
@@ -90,8 +97,9 @@ def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
 
 
 def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | None = None,
-               ) -> tuple[Case | None, list[Issue]]:
-    """Validate one Yao case object (the line's location is added by the caller)."""
+               location: dict[str, Any] | None = None) -> tuple[Case | None, list[Issue]]:
+    """Validate one Yao case object; ``location``: the ``source``, ``line`` and ``suite`` fields
+    of the case (the caller knows them)."""
     options = options or LoadOptions()
     issues: list[Issue] = [
         (str(k), f"unknown key (expected one of: {', '.join(YAO_KEYS)}){suggest(k, YAO_KEYS)}")
@@ -117,7 +125,7 @@ def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | N
     try:
         turn = Turn(messages=messages, assertions=assertions)
         case = Case(id=str(case_id), format="yao", base_dir=base_dir, turns=[turn], input=obj["input"],
-                    dynamic=dynamic, **fields)
+                    dynamic=dynamic, **fields, **(location or {}))
     except ValidationError as exc:
         return None, [("", _first_error(exc))]
     return case, []

@@ -1,0 +1,67 @@
+"""A million cases: the whole ``farm test --collect-only`` command on 100k and 1M generated cases.
+
+    python benchmarks/bench_million.py [--repeat 3] [--sizes 100000,1000000] [--flag=--dry-run] [--json F]
+
+Writes a Yao JSONL suite of N one-turn cases (an id, an input, one ``contains`` check: the shape
+of ``harness.write_suite``) to a temporary directory, then runs ``farm test -i SUITE -n AGENT
+--collect-only`` as a user would: load, validate, resolve the agent, plan and list every id, no
+agent called. Prints the wall time and the peak RSS of the process (sampled every 20 ms), and
+checks that every id was listed. 100k is repeated ``--repeat`` times (median); 1M runs once
+(issue 16's targets: ≤ 20 s and ≤ 1.5 GB). ``--flag=--dry-run`` measures an older checkout that
+has no ``--collect-only`` (run this script from it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import harness
+
+AGENT = f"py:{harness.AGENTS}/zero_agent.py:respond_async"
+
+
+def write_suite(path: Path, cases: int) -> Path:
+    """``cases`` cases, written line by line (a million do not need to be held)."""
+    width = len(str(cases - 1))
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(cases):
+            out.write(json.dumps({"id": f"C{i:0{width}d}", "input": f"say pong number {i}",
+                                  "assert": {"type": "contains", "value": "pong"}}) + "\n")
+    return path
+
+
+def collect(suite: Path, cases: int, flag: str) -> harness.Measured:
+    measured = harness.measure([*harness.FARM, "test", "-i", str(suite), "-n", AGENT, flag],
+                               cwd=suite.parent, timeout=1800)
+    listed = f"collected {cases} cases" in measured.stderr_tail or flag != "--collect-only"
+    if measured.returncode != 0 or not listed:
+        raise RuntimeError(f"farm test --collect-only exited {measured.returncode}:\n{measured.stderr_tail}")
+    return measured
+
+
+def main() -> None:
+    p = harness.parser(__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="100000,1000000", help="suite sizes, comma-separated")
+    p.add_argument("--flag", default="--collect-only", help="the listing flag of farm test")
+    args = p.parse_args()
+    figures: dict[str, list[harness.Measured]] = {}
+    rows = []
+    with harness.workdir("million") as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            suite = write_suite(tmp / f"suite{size}.jsonl", size)
+            repeat = args.repeat if size < 1_000_000 else 1
+            runs = figures[str(size)] = [collect(suite, size, args.flag) for _ in range(repeat)]
+            rows.append([f"{size:,}", repeat, harness.spread([r.wall_s for r in runs]),
+                         harness.spread([r.cpu_s for r in runs]), harness.spread([r.peak_rss_mb for r in runs]),
+                         f"{harness.median([r.peak_rss_mb for r in runs]) * 2**20 / size:.0f}"])
+            suite.unlink()
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
+    print(harness.table(["cases", "runs", "wall s", "CPU s", "peak RSS MB", "bytes/case"], rows))
+    harness.emit("million", figures, args.json_path)
+
+
+if __name__ == "__main__":
+    harness.sigterm_as_interrupt()
+    main()
