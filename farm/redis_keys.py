@@ -19,6 +19,8 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
     farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
+    farm:sweep:{id}:starts          hash: "{case}#{n}" → start marker of a run in flight (holder, deaths)
+    farm:worker-alive:{token}       string: a worker process's heartbeat (expires when it dies)
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
 
 Fleet control (``farm.fleet``) shares its state between sweeps, since providers limit per API
@@ -120,12 +122,23 @@ def decided_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:decided"
 
 
+def starts_key(sweep_id: str) -> str:
+    """Hash of the start markers of runs in flight: who holds each, and how many worker deaths it
+    was in flight at (``workers.crashes``)."""
+    return f"{sweep_key(sweep_id)}:starts"
+
+
+def worker_alive_key(token: str) -> str:
+    """A worker process's heartbeat: present while it lives (``workers.crashes``)."""
+    return f"{PREFIX}worker-alive:{token}"
+
+
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
-            decided_key(sweep_id)]
+            decided_key(sweep_id), starts_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

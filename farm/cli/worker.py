@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 import click
 
 from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.cli.run import run_command
+from farm.cli.supervise import SUPERVISOR_ENV, supervise
+from farm.orphans import die_with_parent
 
 DEFAULT_CONCURRENCY = 64
 """Runs in flight per worker process: runs wait on the network, not on the CPU."""
@@ -28,6 +31,9 @@ broker_option = click.option(
 
 def start_worker(broker: str, argv: list[str], *, events: bool) -> int:
     """Resolve the settings (SettingsError → exit 2), then hand over to Celery's worker."""
+    supervisor = os.environ.get(SUPERVISOR_ENV)
+    if supervisor:
+        die_with_parent(int(supervisor))
     os.environ["FARM_BROKER_URL"] = broker  # before workers.app reads its settings
     if events:
         os.environ["FARM_TASK_EVENTS"] = "1"
@@ -49,14 +55,27 @@ def start_worker(broker: str, argv: list[str], *, events: bool) -> int:
 @click.option("--events", is_flag=True, envvar="FARM_TASK_EVENTS",
               help="Send Celery task events from the start (Flower). Off by default: they cost CPU per run, "
                    "and a running Flower turns them on anyway. Env: FARM_TASK_EVENTS=1.")
+@click.option("--supervise/--no-supervise", default=True, show_default=True,
+              help="Run the Celery worker in a child process and start a new one when it dies "
+                   "(an agent's os._exit or segfault, an unrecoverable broker error).")
 @click.pass_context
 def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool: str, loglevel: str,
-           hostname: str | None, events: bool) -> None:
+           hostname: str | None, events: bool, supervise: bool) -> None:
     """Start a Celery worker with the farm's defaults; other arguments go to Celery as they are."""
+    name = hostname or f"farm-{os.getpid()}@%h"
+    if supervise:
+        child = [sys.executable, "-m", "farm", "worker", "--no-supervise", f"--broker={broker}",
+                 f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}", f"--loglevel={loglevel}",
+                 f"--hostname={name}", *(["--events"] if events else []), *ctx.args]
+        run_command(lambda: run_supervised(broker, child))
     argv = ["worker", f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}",
-            f"--loglevel={loglevel}", f"--hostname={hostname or f'farm-{os.getpid()}@%h'}",
-            *(["--task-events"] if events else []), *ctx.args]
+            f"--loglevel={loglevel}", f"--hostname={name}", *(["--task-events"] if events else []), *ctx.args]
     run_command(lambda: start_worker(broker, argv, events=events))
+
+
+def run_supervised(broker: str, child: list[str]) -> int:
+    celery_settings(broker)  # a bad FARM_* setting exits 2 here, once, not in a restart loop
+    return supervise(child)
 
 
 
