@@ -13,6 +13,7 @@ from typing import Any
 
 from farm.fleet.redis_runtime import budget_metadata, is_decided
 from farm.lifecycle import finish_sweep
+from farm.redis_memory import until_writable
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
 from workers.context import CACHE
@@ -35,6 +36,12 @@ class Aggregated:
 
 
 def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: bool = False) -> Aggregated | None:
+    """``_aggregate_case``, waiting while Redis refuses writes for memory (``farm.redis_memory``)."""
+    return until_writable(lambda: _aggregate_case(store, sweep_id, case_id, final=final),
+                          f"the statistics of case {case_id} of sweep {sweep_id}")
+
+
+def _aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: bool = False) -> Aggregated | None:
     """``farm.aggregate``: rebuild the case's statistics from its stored runs and store them once.
 
     Not ``complete`` when runs are missing and the sweep was not stopped (the caller retries);
@@ -71,6 +78,10 @@ def _render(report: Any, formats: list[str]) -> dict[str, str]:
 
 def report_sweep(store: SweepStore, sweep_id: str) -> bool:
     """``farm.report``: build, render and store the sweep's report once; False if already done."""
+    return until_writable(lambda: _report_sweep(store, sweep_id), f"the report of sweep {sweep_id}")
+
+
+def _report_sweep(store: SweepStore, sweep_id: str) -> bool:
     sweep = CACHE.sweep(store, sweep_id)
     if sweep is None or store.get_report(sweep_id) is not None:
         return False

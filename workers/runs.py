@@ -34,6 +34,7 @@ from farm.fleet.runtime import FleetRuntime
 from farm.lifecycle import StopReason, run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.redis_memory import until_writable
 from farm.stats import output_digest
 from farm.store import Settled, SweepStore
 from workers.context import CACHE, crash_book, store_url, thread_state
@@ -96,7 +97,17 @@ def _summary(result: RunResult, counted: bool) -> dict[str, Any]:
 
 def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
             *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire) -> dict[str, Any]:
-    """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier."""
+    """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier.
+
+    While Redis refuses writes for memory, it waits and starts over (``farm.redis_memory``): the
+    run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
+    """
+    return until_writable(lambda: _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire),
+                          f"run {case_id}/{run} of sweep {sweep_id}")
+
+
+def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
+             *, interrupts: tuple[type[BaseException], ...], fire: Fire) -> dict[str, Any]:
     sweep = CACHE.sweep(store, sweep_id)
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
