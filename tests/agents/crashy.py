@@ -1,7 +1,8 @@
 """Agents that take their process down, for the poison-run tests (tests/test_poison_runs.py).
 
 Input ``exit`` calls ``os._exit(1)``, ``segv`` dereferences NULL through ctypes, ``sysexit``
-raises ``SystemExit(3)``, ``interrupt`` raises ``KeyboardInterrupt``, ``slow`` sleeps FARM_TEST_SLEEP seconds; anything else answers ``ok``.
+raises ``SystemExit(3)``, ``interrupt`` raises ``KeyboardInterrupt``,
+``slow`` sleeps FARM_TEST_SLEEP seconds; anything else answers ``ok``.
 With FARM_TEST_CALLS set, each call appends "input pid" to that file first (fsynced: the
 process may die right after).
 """
