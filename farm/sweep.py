@@ -8,6 +8,7 @@ order matters: load and validate every suite, resolve every agent and check ever
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,8 @@ class TestSettings:
     parallel: int = DEFAULT_PARALLEL
     verbose: bool = False
     fail_fast: bool = False
+    isolate: bool = False
+    """``--isolate``: sync python agents run in a pool of subprocesses (AgentOptions.isolate)."""
     broker: str | None = None
     queue: str = "farm"
     detach: bool = False
@@ -153,9 +156,10 @@ def _resolve_agents(cases: list[Case], settings: TestSettings, options: AgentOpt
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
-    return AgentOptions.from_env(
+    options = AgentOptions.from_env(
         Path(settings.cwd), connector=settings.connector, judge=settings.judge, neuro_san_server=settings.server
     )
+    return dataclasses.replace(options, isolate=True) if settings.isolate else options
 
 
 def _load(settings: TestSettings) -> LoadedInput:
