@@ -10,6 +10,7 @@ an ordinary error, recorded at once.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -72,3 +73,36 @@ def test_crashing_agents_are_recorded_crashed_and_the_worker_stays_up(tmp_path, 
     again = farm_cli.run("test", "-i", str(write_suite(tmp_path / "ok.jsonl", cases[:2])), "-n", CRASHY,
                          "--queue", "poison", "--broker", farm_cli.broker, timeout=200, env=env)
     assert again.returncode == 0, again.stderr
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_workers_killed_from_outside_never_mark_their_runs_crashed(tmp_path, redis_client, farm_worker, farm_cli):
+    calls = tmp_path / "calls"
+    env = {"FARM_VISIBILITY_TIMEOUT": "8", "FARM_TEST_CALLS": str(calls), "FARM_TEST_SLEEP": "4"}
+    suite = write_suite(tmp_path / "i.jsonl", [{"id": "innocent", "input": "slow"}])
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", CRASHY, "--queue", "innocent", "--detach",
+                             "--broker", farm_cli.broker, env=env)
+    assert submitted.returncode == 0, submitted.stderr
+    for deaths in (1, 2):  # SIGKILL (as the OOM killer would) each worker while it holds the run
+        worker = farm_worker(queue="innocent", concurrency=2, env=env)
+        _wait_for(lambda n=deaths: len(_lines(calls)) >= n, 120, f"delivery {deaths} of the run")
+        worker.kill()
+    last = farm_worker(queue="innocent", concurrency=2, env=env)
+    out = tmp_path / "i.json"
+    done = farm_cli.run("results", submitted.stdout.strip(), "-o", str(out), timeout=200, env=env)
+    assert done.returncode == 0, done.stderr
+    [run] = _runs(json.loads(out.read_text()))["innocent"]
+    assert run["status"] == "passed", run  # ran alone after its second death, and passed: not crashed
+    assert "runs alone in a process of its own" in last.text()
+    assert len(_lines(calls)) >= 3, _lines(calls)  # more if the lone run outlasted the visibility timeout
