@@ -115,6 +115,10 @@ def celery_settings(settings: FarmSettings | str | None = None, env: Mapping[str
         "broker_transport_options": transport_options(settings.visibility_timeout_s, settings.broker_url),
         "result_backend_transport_options": {"retry_policy": {"timeout": 30.0}},
         "broker_connection_retry_on_startup": True,
+        # Never exit on a Redis error: a full Redis (OOM) is a channel error, retried like a lost
+        # connection, with Celery's backoff, for as long as it lasts (farm.redis_memory).
+        "broker_channel_error_retry": True,
+        "broker_connection_max_retries": None,
         "result_expires": settings.result_ttl_s,
         "task_default_queue": settings.queue,
         "task_track_started": False,  # the farm's stream shows runs as they land

@@ -226,7 +226,8 @@ async def _send_turn(
     except AgentError as exc:
         state.conversation.retries = max(state.conversation.retries, exc.retries)
         raise _Outcome(RunStatus.ERROR, ErrorInfo.of_agent_error(exc)) from None
-    except Exception as exc:  # the agent's own failure is data, not a crash of the sweep
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the agent's own failure is data, not a
+        # crash of the sweep: sys.exit() or a stray KeyboardInterrupt in agent code is an error run too
         raise _Outcome(RunStatus.ERROR, ErrorInfo.from_exception(exc)) from None
     if not isinstance(reply, Reply):
         raise _Outcome(RunStatus.ERROR, _NO_REPLY.model_copy())
@@ -361,7 +362,7 @@ async def execute_run(
         result.status, result.error = outcome.status, outcome.error
     except HookFailedError as exc:
         result.status, result.error = RunStatus.ERROR, ErrorInfo(type="HookError", message=str(exc))
-    except Exception as exc:  # a bug in a check or in the farm: still one run, not a dead sweep
+    except (Exception, SystemExit) as exc:  # a bug in a check, a hook or the farm: one run, not a dead sweep
         result.status, result.error = RunStatus.ERROR, ErrorInfo.from_exception(exc)
     _finish(result, state, start)
     if hooks:

@@ -28,6 +28,8 @@ the sweep's stream, which the submitter and ``farm results`` read.
                                     "{case}:{run}@" → epoch of its last republication
     farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life
     farm:sweep:{id}:settled-count   counter: runs settled (stored or dropped), each once
+    farm:sweep:{id}:starts          hash: "{case}#{n}" → start marker of a run in flight (holder, deaths)
+    farm:worker-alive:{token}       string: a worker process's heartbeat (expires when it dies)
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
 
 Fleet control (``farm.fleet``) shares its state between sweeps, since providers limit per API
@@ -165,13 +167,25 @@ def run_field(case_id: str, run: int) -> str:
     return f"{case_id}:{run}"
 
 
+def starts_key(sweep_id: str) -> str:
+    """Hash of the start markers of runs in flight: who holds each, and how many worker deaths it
+    was in flight at (``workers.crashes``)."""
+    return f"{sweep_key(sweep_id)}:starts"
+
+
+def worker_alive_key(token: str) -> str:
+    """A worker process's heartbeat: present while it lives (``workers.crashes``)."""
+    return f"{PREFIX}worker-alive:{token}"
+
+
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
-            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id)]
+            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),
+            starts_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

@@ -20,7 +20,6 @@ The supervisor knows nothing of Celery: it runs the argv it is given for each ch
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -30,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+
+from farm.orphans import die_with_parent
 
 __all__ = ["FORWARDED", "Supervisor", "cgroup_quota", "default_processes"]
 
@@ -41,7 +42,6 @@ POLL_S = 0.2
 YOUNG_S = 10.0
 """A child that dies younger than this counts towards the growing restart pause."""
 MAX_PAUSE_S = 30.0
-_PR_SET_PDEATHSIG = 1
 
 
 def default_processes() -> int:
@@ -61,12 +61,6 @@ def cgroup_quota(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
         return None if quota == "max" else max(1, -(-int(quota) // int(period)))
     except (OSError, ValueError):
         return None
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -109,8 +103,9 @@ class Supervisor:
         self._pending.append(signum)
 
     def _start(self, index: int) -> None:
-        preexec = _die_with_parent if sys.platform.startswith("linux") else None
-        process = subprocess.Popen(list(self.argv(index)), env=self.env, process_group=0, preexec_fn=preexec)
+        supervisor = os.getpid()
+        process = subprocess.Popen(list(self.argv(index)), env=self.env, process_group=0,
+                                   preexec_fn=lambda: die_with_parent(supervisor, signal.SIGTERM))
         self._children[index] = _Child(index, process, time.monotonic())
 
     def _supervise(self) -> int:

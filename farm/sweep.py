@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fnmatch
 import gc
 from collections.abc import Iterator
@@ -67,6 +68,8 @@ class TestSettings:
     parallel: int = DEFAULT_PARALLEL
     verbose: bool = False
     fail_fast: bool = False
+    isolate: bool = False
+    """``--isolate``: sync python agents run in a pool of subprocesses (AgentOptions.isolate)."""
     broker: str | None = None
     queue: str = "farm"
     detach: bool = False
@@ -159,9 +162,10 @@ def _resolve_agents(cases: list[Case], settings: TestSettings, options: AgentOpt
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
-    return AgentOptions.from_env(
+    options = AgentOptions.from_env(
         Path(settings.cwd), connector=settings.connector, judge=settings.judge, neuro_san_server=settings.server
     )
+    return dataclasses.replace(options, isolate=True) if settings.isolate else options
 
 
 def _load(settings: TestSettings) -> LoadedInput:

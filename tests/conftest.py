@@ -192,15 +192,16 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
     started: list[WorkerProcess] = []
 
     def create(*args: str, broker: str | None = None, queue: str | None = "farm", concurrency: int = 8,
-               env: dict[str, str] | None = None, wait: bool = True) -> WorkerProcess:
+               env: dict[str, str] | None = None, wait: bool = True, supervised: bool = False) -> WorkerProcess:
         name = f"test{len(started)}-{os.getpid()}"
         log = tmp_path / f"worker-{name}.log"
         full_env = farm_env(broker or redis_server, **(env or {}))
         queues = ["-Q", queue] if queue is not None else []  # None: the worker's own default (FARM_QUEUE)
-        # one process, no supervisor (``farm worker``'s default is one per core): the suite stays light,
-        # and SIGKILL/SIGSTOP of ``process`` hit the worker itself; a later ``--processes N`` in args wins
-        argv = [sys.executable, "-m", "farm", "worker", "--processes", "1", *queues, "-c", str(concurrency),
-                "-n", f"{name}@%h", "-l", "INFO", "--without-mingle", "--without-gossip", *args]
+        # one process (``farm worker``'s default is one per core): the suite stays light; unsupervised,
+        # SIGKILL/SIGSTOP of ``process`` hit the Celery worker itself; a later ``--processes N`` in args wins
+        supervision = ["--supervise"] if supervised else ["--no-supervise"]
+        argv = [sys.executable, "-m", "farm", "worker", "--processes", "1", *supervision, *queues, "-c",
+                str(concurrency), "-n", f"{name}@%h", "-l", "INFO", "--without-mingle", "--without-gossip", *args]
         with log.open("wb") as out:
             process = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
         worker = WorkerProcess(process, log, name, full_env)

@@ -160,3 +160,33 @@ def test_secrets_never_reach_the_reply(tmp_path: Path) -> None:
     program(tmp_path, "leak.py", "import sys; sys.stdin.read(); print('my key is sk-command-secret-9')\n")
     reply = ask(create_command_agent("leak.py", base_dir=tmp_path), agent_request("x"))
     assert "sk-command-secret-9" not in reply.model_dump_json()
+
+
+DETACHES = """
+import json, subprocess, sys
+json.load(sys.stdin)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # inherits stdout
+with open(sys.argv[1], "w") as f:
+    f.write(str(child.pid))
+print("answered")
+"""
+
+
+def test_a_child_left_holding_stdout_is_no_timeout_and_dies_with_the_turn(tmp_path: Path) -> None:
+    program(tmp_path, "detaches.py", DETACHES)
+    pid_file = tmp_path / "pids"
+    agent = create_command_agent(f"detaches.py {pid_file}", base_dir=tmp_path)
+    reply = ask(agent, agent_request("x", timeout_s=60))
+    assert reply.text == "answered"
+    [child] = started_pids(pid_file)
+    assert gone(child)
+
+
+def test_a_detached_child_in_a_shell_script_dies_with_the_turn(tmp_path: Path) -> None:
+    script = program(tmp_path, "detach.sh", f"#!/bin/sh\ncat >/dev/null\nsleep 600 &\necho $! > {tmp_path / 'pids'}\n"
+                                            "echo shell-answer\n")
+    script.chmod(0o755)
+    agent = create_command_agent("detach.sh", base_dir=tmp_path)
+    reply = ask(agent, agent_request("x", timeout_s=60))
+    assert reply.text == "shell-answer"
+    assert all(gone(pid) for pid in started_pids(tmp_path / "pids"))

@@ -75,7 +75,7 @@ def test_default_processes_is_the_usable_cores_capped_by_a_cgroup_quota(tmp_path
 
 def test_two_processes_consume_and_a_killed_one_is_restarted(
         farm_worker: Callable[..., WorkerProcess], redis_server: str) -> None:
-    worker = farm_worker("--processes", "2", queue="supervised", concurrency=2)
+    worker = farm_worker("--processes", "2", supervised=True, queue="supervised", concurrency=2)
     supervisor = worker.process.pid
     first = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(supervisor)), "two children")
     names = wait_for(lambda: (lambda n: n if len(n) == 2 else None)(queue_consumers(redis_server, "supervised")),
@@ -97,7 +97,7 @@ def test_two_processes_consume_and_a_killed_one_is_restarted(
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_signal_stops_every_child_warm_and_the_supervisor_exits_0(
         farm_worker: Callable[..., WorkerProcess], stop: signal.Signals) -> None:
-    worker = farm_worker("--processes", "2", queue="supervised-stop", concurrency=2)
+    worker = farm_worker("--processes", "2", supervised=True, queue="supervised-stop", concurrency=2)
     pids = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(worker.process.pid)), "two children")
     wait_for(lambda: worker.text().count(" ready.") >= 2, "both children ready")
     worker.process.send_signal(stop)
@@ -111,7 +111,7 @@ def test_a_stop_signal_stops_every_child_warm_and_the_supervisor_exits_0(
 
 
 def test_a_killed_supervisor_takes_its_children_with_it(farm_worker: Callable[..., WorkerProcess]) -> None:
-    worker = farm_worker("--processes", "2", queue="supervised-orphans", concurrency=2)
+    worker = farm_worker("--processes", "2", supervised=True, queue="supervised-orphans", concurrency=2)
     pids = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(worker.process.pid)), "two children")
     worker.kill()
     for pid in pids:
@@ -136,7 +136,7 @@ def test_a_sweep_runs_on_every_process(tmp_path: Path, farm_worker: Callable[...
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(f'{{"id": "c{i}", "input": "x", "assert": {{"type": "contains", "value": "ok"}}}}\n'
                              for i in range(4)))
-    worker = farm_worker("--processes", "2", queue="supervised-sweep", concurrency=2)
+    worker = farm_worker("--processes", "2", supervised=True, queue="supervised-sweep", concurrency=2)
     pids = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(worker.process.pid)), "two children")
     wait_for(lambda: worker.text().count(" ready.") >= 2, "both children ready")
     result = farm_cli.run("test", "-i", str(suite), "-n", f"py:{tmp_path / 'pid_agent.py'}:respond", "--runs", "10",

@@ -9,11 +9,18 @@ reason), so a stopped sweep reports its stop reason, the cases not run and its t
 from __future__ import annotations
 
 from farm.delivery.close import Aggregated, aggregate, report
+from farm.redis_memory import until_writable
 from farm.store import SweepStore
 from workers.context import CACHE
 
 
 def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: bool = False) -> Aggregated | None:
+    """``_aggregate_case``, waiting while Redis refuses writes for memory (``farm.redis_memory``)."""
+    return until_writable(lambda: _aggregate_case(store, sweep_id, case_id, final=final),
+                          f"the statistics of case {case_id} of sweep {sweep_id}")
+
+
+def _aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: bool = False) -> Aggregated | None:
     """``farm.aggregate``: the case's statistics from its stored runs, stored once (see
     ``farm.delivery.close.aggregate``). None when the sweep is gone."""
     sweep = CACHE.sweep(store, sweep_id)
@@ -25,6 +32,10 @@ def aggregate_case(store: SweepStore, sweep_id: str, case_id: str, *, final: boo
 
 def report_sweep(store: SweepStore, sweep_id: str) -> bool:
     """``farm.report``: build, render and store the sweep's report once; False if already done."""
+    return until_writable(lambda: _report_sweep(store, sweep_id), f"the report of sweep {sweep_id}")
+
+
+def _report_sweep(store: SweepStore, sweep_id: str) -> bool:
     sweep = CACHE.sweep(store, sweep_id)
     return sweep is not None and report(store, sweep)
 

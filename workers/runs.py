@@ -12,6 +12,10 @@ case its adaptive rule has decided (``farm.fleet.redis_runtime``) is dropped lik
 Each stored or dropped run settles once in its case's Redis barrier (``SweepStore.store_run`` /
 ``settle``); the run that completes the case calls ``fire`` (``workers.tasks`` enqueues
 ``farm.aggregate``), and so does a redelivered run while the aggregate has not run yet.
+
+Poison runs (SPEC 11): each run sets its start marker as it starts and clears it once settled
+(``workers.crashes``); a run that was in flight at two worker deaths runs alone in a process of
+its own (``workers.isolated``), which records it ``crashed`` if that process dies too.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from farm.fleet.runtime import FleetRuntime
 from farm.lifecycle import StopReason, run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.redis_memory import until_writable
 from farm.stats import output_digest
 from farm.store import Settled, SweepStore
-from workers.context import CACHE, thread_state
+from workers.context import CACHE, crash_book, store_url, thread_state
+from workers.isolated import run_isolated
 
 log = logging.getLogger("farm.worker")
 
@@ -91,15 +97,27 @@ def _summary(result: RunResult, counted: bool) -> dict[str, Any]:
 
 def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
             *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire) -> dict[str, Any]:
-    """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier."""
+    """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier.
+
+    While Redis refuses writes for memory, it waits and starts over (``farm.redis_memory``): the
+    run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
+    """
+    return until_writable(lambda: _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire),
+                          f"run {case_id}/{run} of sweep {sweep_id}")
+
+
+def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
+             *, interrupts: tuple[type[BaseException], ...], fire: Fire) -> dict[str, Any]:
     sweep = CACHE.sweep(store, sweep_id)
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return _record(sweep_id, case_id, run, status="dropped", reason="sweep or case not found (expired?)")
     stop, already = store.before_run(sweep_id, case_id, run)
+    book = crash_book(store)
     if already:  # a redelivery of a run that finished: do not call the agent again
         existing = store.get_run(sweep_id, case_id, run)
         if existing is not None:
+            book.settled(sweep_id, case_id, run)
             # its first delivery may have died between storing and firing: fire again if still due
             _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
             return _summary(existing, counted=False)
@@ -109,14 +127,22 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped", reason=stop)
     fleet = CACHE.fleet(store, sweep)
-    result = execute(sweep, planned, run, fleet, interrupts=interrupts)
+    start = book.start(sweep_id, case_id, run)
+    if start.isolate:  # in flight at two worker deaths: once more, alone (SPEC 11)
+        log.warning("sweep %s: run %s/%d was in flight when %d worker processes died; it runs alone "
+                    "in a process of its own", sweep_id, case_id, run, start.deaths)
+        result = run_isolated(store_url(store), store.ttl, sweep, planned, run)
+    else:
+        result = execute(sweep, planned, run, fleet, interrupts=interrupts)
     if result is None:  # fleet control refused a call: the run is dropped, and the sweep stops
         if store.stop(sweep_id, fleet.stop_reason):
             log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+        book.settled(sweep_id, case_id, run)
         return _record(sweep_id, case_id, run, status="dropped", reason=fleet.stop_reason)
     result.sweep_id = sweep_id
     tally, state = store.store_run(sweep_id, result)
+    book.settled(sweep_id, case_id, run)
     stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)
     if stopping and store.stop(sweep_id, StopReason.FAIL_FAST):
         log.info("sweep %s: case %s can no longer pass; --fail-fast drops the runs not started", sweep_id, case_id)

@@ -3,7 +3,9 @@
 The program reads the farm protocol's request JSON on stdin (``{"messages", "sly_data",
 "context"}``, as HTTP agents get it) and answers on stdout: JSON read like an HTTP answer, or
 anything else as text. A non-zero exit is an error carrying the end of stderr. The program runs
-in its own process group, killed whole when the turn's time is up or the run is cancelled.
+in its own process group, killed whole when it exits (a child it left behind holding stdout
+neither makes the turn a timeout nor survives it), when the turn's time is up or the run is
+cancelled.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from farm.agents.protocol import reply_from_value, request_payload
 from farm.agents.secrets import excerpt, redact, redact_reply, redact_value
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply
+
+EXIT_POLL_S = 0.05
+"""How often a turn whose program's pipes are still open looks whether the program has exited."""
 
 STDERR_TAIL = 500
 """Characters of stderr kept in an error message (its end: where the traceback is)."""
@@ -89,15 +94,39 @@ class CommandAgent:
         return redact_reply(self._reply(stdout.decode(errors="replace"), payload, stderr))
 
     async def _communicate(self, process: Any, stdin: bytes, timeout_s: float | None) -> tuple[bytes, bytes]:
-        """Feed stdin, collect the output; kill the process group on timeout or cancellation."""
+        """Feed stdin, collect the output until the program exits; kill the process group then,
+        and on timeout or cancellation."""
         try:
-            return await asyncio.wait_for(process.communicate(stdin), timeout_s)
+            return await asyncio.wait_for(self._exchange(process, stdin), timeout_s)
         except TimeoutError:
             await kill_group(process)
             raise TimeoutError(redact(f"agent {self.id}: no answer within {timeout_s:g}s (killed)")) from None
         except BaseException:  # cancelled by execute's deadline, or the sweep stopping
             await asyncio.shield(kill_group(process))
             raise
+
+    @staticmethod
+    async def _exchange(process: Any, stdin: bytes) -> tuple[bytes, bytes]:
+        """The turn ends when the program exits, not when its pipes close: a child it left behind
+        (``sleep 600 &``) may hold stdout open for ever. Its group is killed then, which closes them."""
+        out = asyncio.ensure_future(process.stdout.read())
+        err = asyncio.ensure_future(process.stderr.read())
+        try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it need not read its stdin
+                process.stdin.write(stdin)
+                await process.stdin.drain()
+            process.stdin.close()
+            pipes = asyncio.gather(out, err)
+            # Until EOF on both pipes (the usual end), or the program's exit with a pipe still held.
+            # asyncio's wait() on Python < 3.12 waits for the pipes too, so poll its return code.
+            while not pipes.done() and process.returncode is None:
+                await asyncio.wait({pipes}, timeout=EXIT_POLL_S)
+            await kill_group(process)  # what it left running goes with the turn; the pipes close
+            stdout, stderr = await pipes
+            return stdout, stderr
+        finally:
+            out.cancel()
+            err.cancel()
 
     def _reply(self, out: str, payload: dict[str, Any], stderr: bytes) -> Reply:
         raw: dict[str, Any] = {
@@ -115,10 +144,12 @@ class CommandAgent:
 
 
 async def kill_group(process: Any) -> None:
-    """SIGKILL the process group (the program and anything it started), then reap it."""
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+    """SIGKILL the process group (the program and anything it started), then reap the program.
+
+    Also once the program has exited: the group outlives its leader while a child of it runs,
+    and the kernel does not reuse the id of a group that still has members."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         await process.wait()
 

@@ -29,6 +29,9 @@ class AgentOptions:
     """``--judge`` (else ``FARM_JUDGE``): connector used by gist/not_gist/agent checks without ``use``."""
     neuro_san_server: str = DEFAULT_NEURO_SAN_SERVER
     """``--server`` / ``FARM_NEURO_SAN_URL``: server for neuro-san ``http``/``https`` connections."""
+    isolate: bool = False
+    """``--isolate``: sync python agents run in subprocesses (``farm.agents.isolation``), so one
+    that ends its interpreter (``os._exit``, a segfault) is a crashed run, not a dead farm."""
 
     @classmethod
     def from_env(cls, cwd: Path | None = None, **overrides: str | None) -> AgentOptions:

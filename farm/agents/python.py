@@ -3,7 +3,8 @@
 Called as ``fn(messages, context)`` (or ``fn(messages)`` when it takes one parameter). A str
 return is the reply's text, another JSON value its structure, None neither, a ``Reply`` is
 taken as is. Sync callables run in a pooled daemon thread so that a slow one does not block
-other runs, and a hung one cannot keep the process alive after its run timed out.
+other runs, and a hung one cannot keep the process alive after its run timed out; with
+``--isolate`` they run in a pool of subprocesses instead (``farm.agents.isolation``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import AgentRequest
+from farm.agents.isolation import IsolatedCalls
 from farm.errors import AgentResolutionError
 from farm.imports import resolve_callable
 from farm.models import Reply
@@ -159,16 +161,19 @@ async def run_in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
 class PythonAgent:
     """An agent that is a Python callable."""
 
-    def __init__(self, fn: Callable[..., Any], agent_id: str) -> None:
+    def __init__(self, fn: Callable[..., Any], agent_id: str, *, isolated: IsolatedCalls | None = None) -> None:
         self.id = agent_id
         self._fn = fn
         self._with_context = _wants_context(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+        self._isolated = None if self._is_async else isolated
 
     async def respond(self, request: AgentRequest) -> Reply:
         args: tuple[Any, ...] = (request.messages, request.context) if self._with_context else (request.messages,)
         if self._is_async:
             value = await self._fn(*args)
+        elif self._isolated is not None:
+            return await self._isolated.call(self.id, args)
         else:
             value = await run_in_daemon_thread(self._fn, *args)
             if inspect.isawaitable(value):
@@ -176,8 +181,12 @@ class PythonAgent:
         return to_reply(value)
 
     async def aclose(self) -> None:
-        return None
+        if self._isolated is not None:
+            self._isolated.close()
 
 
-def create_python_agent(spec: str, *, base_dir: Path, agent_id: str | None = None) -> PythonAgent:
-    return PythonAgent(load_callable(spec, base_dir), agent_id or f"py:{spec}")
+def create_python_agent(spec: str, *, base_dir: Path, agent_id: str | None = None,
+                        isolate: bool = False) -> PythonAgent:
+    fn = load_callable(spec, base_dir)
+    isolated = IsolatedCalls(spec, base_dir) if isolate else None
+    return PythonAgent(fn, agent_id or f"py:{spec}", isolated=isolated)

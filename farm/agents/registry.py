@@ -58,7 +58,8 @@ def _prompt(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agen
 def _python(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.python import create_python_agent
 
-    return create_python_agent(spec.required("entry"), base_dir=spec.base_dir, agent_id=spec.agent_id)
+    return create_python_agent(spec.required("entry"), base_dir=spec.base_dir, agent_id=spec.agent_id,
+                               isolate=options.isolate)
 
 
 def _http(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:

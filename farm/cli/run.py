@@ -28,6 +28,17 @@ def _print_error(exc: FarmError, *, verbose: bool) -> None:
     click.echo(f"{prefix}: {message}" if "\n" not in message else f"{prefix}:\n{message}", err=True)
 
 
+def _refused_for_memory(exc: BaseException | None) -> bool:
+    # by name: importing redis here would slow every command down
+    for _ in range(10):
+        if exc is None:
+            return False
+        if type(exc).__name__ == "OutOfMemoryError" or "OOM command not allowed" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def run_command(body: Callable[[], int | None], *, verbose: bool = False) -> NoReturn:
     """Run a command body and exit with the code it returns, or the one its error maps to."""
     try:
@@ -42,7 +53,11 @@ def run_command(body: Callable[[], int | None], *, verbose: bool = False) -> NoR
     except KeyboardInterrupt:
         click.echo("farm: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
-    except Exception:
+    except Exception as exc:
+        if _refused_for_memory(exc):  # a full Redis: one clear line, not a traceback (README: Sizing Redis)
+            click.echo(f"farm: runtime error: Redis refused writes: OOM ({exc}); raise maxmemory or free keys "
+                       "(README: Sizing Redis)", err=True)
+            sys.exit(int(ExitCode.RUNTIME_ERROR))
         traceback.print_exc()
         click.echo("farm: runtime error: unexpected failure (traceback above)", err=True)
         sys.exit(int(ExitCode.RUNTIME_ERROR))

@@ -223,6 +223,9 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
               help="After the sweep, print each distinct failure once, with its count, an example and its "
                    "traceback.")
 @click.option("--fail-fast", is_flag=True, help="Stop scheduling runs after the first failed case.")
+@click.option("--isolate", is_flag=True,
+              help="Run sync python agents in a pool of subprocesses: one that calls os._exit or segfaults "
+                   "is a crashed run, not a dead farm.")
 @click.option("--broker", envvar="FARM_BROKER_URL", default=None, metavar="URL",
               help="Run distributed on this Celery broker: redis://, rediss:// (TLS) or amqp:// (RabbitMQ, with "
                    "FARM_STORE_URL). Env: FARM_BROKER_URL.")

@@ -4,8 +4,10 @@ The app lives in ``workers.app``; it is imported by name (as ``celery -A workers
 the ``farm`` package never imports ``workers`` statically. Settings are checked first: a bad
 FARM_* value exits 2 with one line, like every other command.
 
-By default it starts one worker process per core under a supervisor (``farm.supervise``): each
-child is ``farm worker --processes 1`` with the same options, named ``NAME-1``, ``NAME-2``, ….
+By default it starts one worker process per core under a supervisor (``farm.supervise``) that
+starts a new one when one dies (an agent's ``os._exit`` or segfault takes one process, never the
+fleet): each child is ``farm worker --no-supervise`` with the same options, named ``NAME-1``,
+``NAME-2``, … (one child keeps ``NAME``).
 """
 
 from __future__ import annotations
@@ -47,14 +49,16 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
 
 
 def supervise_workers(broker: str, processes: int, child_args: list[str], hostname: str) -> int:
-    """``processes`` children ``farm worker --processes 1 CHILD_ARGS -n HOSTNAME-i``, supervised."""
+    """``processes`` children ``farm worker --no-supervise CHILD_ARGS -n HOSTNAME-i`` (one child keeps
+    the name as it is), supervised."""
     celery_settings(broker)  # a bad FARM_* value exits 2 here, before any child starts
     env = {**os.environ, "FARM_BROKER_URL": broker}  # in the environment, not on a command line `ps` shows
 
     def argv(index: int) -> list[str]:
         name, at, host = hostname.partition("@")
-        return [sys.executable, "-m", "farm", "worker", "--processes", "1", *child_args,
-                f"--hostname={name}-{index}{at}{host}"]
+        child = f"{name}-{index}{at}{host}" if processes > 1 else hostname
+        return [sys.executable, "-m", "farm", "worker", "--processes", "1", "--no-supervise", *child_args,
+                f"--hostname={child}"]
 
     return Supervisor(argv, processes, env).run()
 
@@ -70,21 +74,26 @@ def supervise_workers(broker: str, processes: int, child_args: list[str], hostna
 @click.option("-n", "--hostname", default=None, help="Worker name (default: farm-PID@HOST, unique).")
 @click.option("--processes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes, each with --concurrency runs in flight, under one supervisor that "
-                   "forwards signals and restarts a dead one. Default: one per core; 1: no supervisor.")
+                   "forwards signals and restarts a dead one. Default: one per core.")
 @click.option("--events", is_flag=True, envvar="FARM_TASK_EVENTS",
               help="Send Celery task events from the start (Flower). Off by default: they cost CPU per run, "
                    "and a running Flower turns them on anyway. Env: FARM_TASK_EVENTS=1.")
+@click.option("--supervise/--no-supervise", default=True, show_default=True,
+              help="Run the worker processes as children of a supervisor that starts a new one when one dies "
+                   "(an agent's os._exit or segfault). --no-supervise: one Celery worker in this process.")
 @click.pass_context
 def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool: str, loglevel: str,
-           hostname: str | None, processes: int | None, events: bool) -> None:
-    """Start Celery workers with the farm's defaults, one process per core; other arguments go to
-    Celery as they are."""
+           hostname: str | None, processes: int | None, events: bool, supervise: bool) -> None:
+    """Start Celery workers with the farm's defaults, one process per core, under a supervisor that
+    starts a new one when one dies; other arguments go to Celery as they are."""
     options = [f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}", f"--loglevel={loglevel}",
                *(["--events"] if events else [])]
     name = hostname or f"farm-{os.getpid()}@%h"
-    count = processes or default_processes()
-    if count > 1:
+    if supervise:
+        count = processes or default_processes()
         run_command(lambda: supervise_workers(broker, count, [*options, *ctx.args], name))
+    if (processes or 1) > 1:
+        raise click.UsageError("--no-supervise runs one worker process: --processes must be 1")
     argv = ["worker", *options[:4], f"--hostname={name}", *(["--task-events"] if events else []), *ctx.args]
     run_command(lambda: start_worker(broker, argv, events=events, queue=queues.split(",")[0].strip()))
 

@@ -43,6 +43,7 @@ from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
 from farm.plan import SweepPlan, utc_now
 from farm.redis_keys import STOP_CANCELLED, reconciler_key
+from farm.redis_memory import memory_full
 from farm.settings import FarmSettings, safe_url
 from farm.store import CONNECTION_ERRORS, Event, SweepStore, now_epoch
 
@@ -301,6 +302,10 @@ class CeleryExecutor:
                 self._reconcile(sweep.sweep_id)
         if now - watch.last_check >= WORKER_CHECK_S:
             watch.last_check = now
+            full = memory_full(self.store().client)  # workers wait for memory: say so, leave it to resume
+            if full is not None:
+                raise BrokerError(f"{full}; sweep {sweep.sweep_id} resumes when memory returns "
+                                  f"(`farm results {sweep.sweep_id}` re-attaches)")
             if consumers(self.app, sweep.queue):
                 watch.no_worker_since = None
             elif watch.no_worker_since is None:

@@ -1,0 +1,29 @@
+"""A child process that must not outlive its parent: ``PR_SET_PDEATHSIG`` (Linux).
+
+The worker processes under ``farm worker``'s supervisor (``farm.supervise``: SIGTERM, a warm
+shutdown) and an isolated run's process (``workers.isolated``: SIGKILL) ask the kernel for a
+signal when their parent dies, so a worker killed from outside (SIGKILL, the OOM killer) leaves
+nothing running behind. Elsewhere it is a no-op, beyond exiting when the parent is gone already.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> None:
+    """Send this process ``signum`` when ``parent`` dies; exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(70)
+
+
+__all__ = ["die_with_parent"]
