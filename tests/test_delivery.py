@@ -226,7 +226,9 @@ def test_results_on_a_cancelled_sweep_answers_at_once_with_what_ran(tmp_path, re
     assert status["sweeps"] == []
 
 
-def test_ctrl_c_on_the_submitter_cancels_and_reports_what_ran(tmp_path, redis_client, farm_worker, farm_cli):
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_on_the_submitter_cancels_and_reports_what_ran(tmp_path, redis_client, farm_worker, farm_cli, sig,
+                                                              code):
     """Ctrl-C (and SIGTERM) is one of the three ways to stop a sweep, and says so: the runs not
     started are dropped on the workers, the report keeps what ran, exit 130."""
     env = {"FARM_TEST_SLEEP": "0.5", "FARM_STOP_GRACE": "2"}
@@ -239,12 +241,12 @@ def test_ctrl_c_on_the_submitter_cancels_and_reports_what_ran(tmp_path, redis_cl
     try:
         sweep_id = _wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
         _wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 4, 120, "some runs")
-        submitter.send_signal(signal.SIGINT)
+        submitter.send_signal(sig)
         _stdout, stderr = submitter.communicate(timeout=120)
     finally:
         if submitter.poll() is None:
             submitter.kill()
-    assert submitter.returncode == 130, stderr
+    assert submitter.returncode == code, stderr
     assert "cancelled on the workers" in stderr
     report = json.loads(out.read_text())
     assert report["metadata"]["status"] == "stopped" and report["metadata"]["stopped"] == "interrupted"
