@@ -1,7 +1,7 @@
 """The Redis store of distributed sweeps: the plan, run results, case statistics, events, report.
 
 The submitter, the worker tasks and ``farm results/cancel/status`` all go through
-``SweepStore``. Every write that must happen once is a Lua script, atomic on the server: a run
+``SweepStore``. Every write that must happen once is a Lua script (``farm.store_lua``), atomic on the server: a run
 result is stored set-if-absent *and* appended to the sweep's event stream in one step, so a run
 delivered twice (its worker died after starting it) is counted and streamed exactly once.
 Keys and TTLs come from ``farm.redis_keys``.
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -28,144 +27,21 @@ from farm.errors import BrokerError
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
 from farm.plan import PlannedCase, SweepPlan
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
+from farm.store_answers import Event as Event
+from farm.store_answers import Settled as Settled
+from farm.store_answers import SweepProgress as SweepProgress
+from farm.store_answers import Tally as Tally
+from farm.store_lua import (
+    CURSOR_LUA,
+    RELEASE_LUA,
+    RENEW_LUA,
+    SETTLE_LUA,
+    STORE_CASE_LUA,
+    STORE_REPORT_LUA,
+    STORE_RUN_LUA,
+)
 
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
-
-SETTLE_LUA = """
-local before = redis.call('SETBIT', KEYS[1], ARGV[1], 1)
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-if before == 0 then
-  redis.call('INCR', KEYS[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
-end
-return {1 - before, redis.call('BITCOUNT', KEYS[1]), redis.call('SISMEMBER', KEYS[2], ARGV[3])}
-"""
-"""KEYS: settled bitmap, cases-done set, the sweep's settled counter; ARGV: run number, TTL, case
-id. Returns (1 when this call settled the run, runs of the case settled, 1 when the case is aggregated already)."""
-
-STORE_RUN_LUA = """
-local settled = redis.call('SETBIT', KEYS[5], ARGV[5], 1)
-redis.call('EXPIRE', KEYS[5], ARGV[2])
-if settled == 0 then
-  redis.call('INCR', KEYS[7])
-  redis.call('EXPIRE', KEYS[7], ARGV[2])
-end
-local barrier = {1 - settled, redis.call('BITCOUNT', KEYS[5]), redis.call('SISMEMBER', KEYS[6], ARGV[3])}
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
-  redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[1])
-  redis.call('INCR', KEYS[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
-  local counted = redis.call('HINCRBY', KEYS[4], ARGV[3] .. ':counted', 1)
-  local passed = redis.call('HINCRBY', KEYS[4], ARGV[3] .. ':passed', tonumber(ARGV[4]))
-  redis.call('EXPIRE', KEYS[4], ARGV[2])
-  return {1, counted, passed, barrier[1], barrier[2], barrier[3]}
-end
-return {0, 0, 0, barrier[1], barrier[2], barrier[3]}
-"""
-"""KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set, the
-sweep's settled counter (the publishing window's measure); ARGV:
-RunResult JSON, TTL, case id, 1 if the run passed else 0, run number. Returns (1 when counted,
-runs counted, runs passed of the case) followed by SETTLE_LUA's three values."""
-
-STORE_CASE_LUA = """
-local added = redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-if added == 1 and ARGV[2] ~= '' then
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  redis.call('EXPIRE', KEYS[2], ARGV[3])
-  redis.call('XADD', KEYS[3], '*', 'type', 'case', 'data', ARGV[2])
-end
-return redis.call('SCARD', KEYS[1])
-"""
-"""KEYS: cases-done set, stats hash, stream; ARGV: case id, CaseStats JSON ('' when no run
-counted), TTL. Returns the number of cases done (the sweep's done-counter)."""
-
-STORE_REPORT_LUA = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
-  for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) end
-  if #ARGV >= 4 then redis.call('EXPIRE', KEYS[4], ARGV[2]) end
-  redis.call('XADD', KEYS[2], '*', 'type', 'finish')
-  redis.call('ZREM', KEYS[3], ARGV[3])
-  return 1
-end
-return 0
-"""
-"""KEYS: report, stream, sweeps in flight, rendered hash; ARGV: report JSON, TTL, sweep id,
-then format/text pairs. 1 when this call stored the report."""
-
-RENEW_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-"""KEYS: a lease; ARGV: its holder's token, milliseconds. 1 when the holder still had it."""
-
-RELEASE_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-CURSOR_LUA = """
-local cur = tonumber(redis.call('GET', KEYS[1]) or '-1')
-local new = tonumber(ARGV[1])
-if new > cur then redis.call('SET', KEYS[1], new, 'EX', ARGV[2]) return new end
-return cur
-"""
-"""KEYS: the publish cursor; ARGV: runs published, TTL. The cursor only moves forward (two
-publishers racing for a moment both publish the same runs: duplicates are harmless)."""
-
-
-@dataclass(frozen=True)
-class SweepProgress:
-    """A sweep in flight, as ``farm status`` shows it."""
-
-    sweep_id: str
-    submitted_epoch: float
-    agent_id: str
-    queue: str
-    runs_done: int
-    total_runs: int
-    cases_done: int
-    total_cases: int
-    stopped: str | None
-    published: int | None = None
-    """Runs published (the publish cursor); None when the plan was never stored whole."""
-    publisher: bool = False
-    """A publisher holds the sweep's lease (False once publishing is done, or its publisher vanished)."""
-
-
-@dataclass(frozen=True)
-class Tally:
-    """A case's runs counted so far and how many passed (kept by Redis, for fail-fast)."""
-
-    counted: int
-    passed: int
-
-
-@dataclass(frozen=True)
-class Settled:
-    """A case's barrier after one of its runs settled (stored, or dropped by a stopped sweep)."""
-
-    first: bool
-    """This call settled the run (False: a redelivery of a run settled before)."""
-    settled: int
-    """Runs of the case settled so far (each counted once)."""
-    case_done: bool
-    """The case's ``farm.aggregate`` has stored its statistics."""
-
-    def fires(self, runs: int) -> bool:
-        """Enqueue ``farm.aggregate``? The run that completes the case does; so does a redelivered
-        run while the aggregate has not run (the first delivery may have died before enqueuing)."""
-        return self.settled >= runs and (self.first or not self.case_done)
-
-
-@dataclass(frozen=True)
-class Event:
-    """One entry of a sweep's stream: ``start``, ``result``, ``case``, ``stopped`` or ``finish``."""
-
-    id: str
-    type: str
-    data: str | None
-
 
 def connect(url: str, *, retries: int = 0) -> redis.Redis:
     """A Redis client; ``retries`` > 0 retries commands across a short outage (workers)."""

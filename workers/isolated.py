@@ -2,7 +2,7 @@
 
 A run that was in flight at two worker deaths (``workers.crashes``) runs once more here: the
 worker starts ``python -m workers.isolated``, which runs it through the same path as any run
-(``workers.runs.execute``: the run guard, fleet control, checks) and writes the result to a file
+(``workers.attempt.attempt_run``: the run guard, fleet control, checks) and writes the result to a file
 the worker reads. The worker stores it as usual. When that process dies without a result
 (``os._exit``, a segfault, the OOM killer), the run is recorded as an error run with
 ``error.kind`` ``crashed``; the worker itself is unharmed.
@@ -86,15 +86,15 @@ def run_isolated(store_url: str, ttl: int, sweep: SweepPlan, planned: PlannedCas
 def main(argv: list[str]) -> int:
     store_url, ttl, sweep_id, case_id, run, out, parent = argv
     die_with_parent(int(parent))
+    from workers.attempt import attempt_run
     from workers.context import CACHE, get_store
-    from workers.runs import execute
 
     store = get_store(store_url, int(ttl))
     sweep = CACHE.sweep(store, sweep_id)
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return 3
-    result = execute(sweep, planned, int(run), CACHE.fleet(store, sweep))
+    result = attempt_run(sweep, planned, int(run), CACHE.fleet(store, sweep))
     Path(out).write_text("null" if result is None else result.model_dump_json(), encoding="utf-8")
     return 0
 

@@ -20,24 +20,19 @@ its own (``workers.isolated``), which records it ``crashed`` if that process die
 
 from __future__ import annotations
 
-import functools
 import logging
-import socket
-import time
 from collections.abc import Callable
 from typing import Any
 
-from farm.errors import AGENT_BUILD_FAILED
-from farm.failures import classify_run
 from farm.fleet.redis_runtime import is_decided, mark_decided
-from farm.fleet.runtime import FleetRuntime
-from farm.lifecycle import StopReason, run_guarded
-from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.lifecycle import StopReason
+from farm.models import RunResult, RunStatus
+from farm.plan import PlannedCase, SweepPlan
 from farm.redis_memory import until_writable
 from farm.stats import output_digest
 from farm.store import Settled, SweepStore
-from workers.context import CACHE, crash_book, store_url, thread_state
+from workers.attempt import attempt_run
+from workers.context import CACHE, crash_book, store_url
 from workers.isolated import run_isolated
 
 log = logging.getLogger("farm.worker")
@@ -48,39 +43,6 @@ Fire = Callable[[str, str, str], None]
 
 def _no_fire(sweep_id: str, case_id: str, queue: str) -> None:
     return None
-
-
-def _failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str) -> RunResult:
-    result = RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
-                       error=ErrorInfo(type=kind, message=message))
-    result.failure_class, result.failed_turn = classify_run(result)
-    return result
-
-
-def execute(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRuntime, *,
-            interrupts: tuple[type[BaseException], ...] = ()) -> RunResult | None:
-    """One run on this thread's loop under the shared run guard and the sweep's fleet control;
-    never raises; None when fleet control refused a call (budget, quota)."""
-    case, state = planned.case, thread_state()
-    try:
-        agent = state.agent(sweep.options, planned.agent, fleet)
-        judges = state.judge(sweep.options, fleet)
-    except Exception as exc:  # the agent cannot be built here (missing key or module on this machine, …)
-        return _failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, AGENT_BUILD_FAILED,
-                           f"cannot build agent {planned.agent.label!r} on worker {socket.gethostname()}: "
-                           f"{type(exc).__name__}: {exc}")
-    started = time.monotonic()
-    call = functools.partial(run_guarded, case, run, agent, sweep.env, judges=judges,
-                             simulators=state.simulator(sweep.options))
-    try:
-        return state.loop.run_until_complete(fleet.run(planned, call))
-    except interrupts:  # a time limit raised into the loop from outside: start afresh
-        state.reset_loop()
-        limit = sweep.env.case_timeout(case)
-        result = _failed_run(case.id, run, sweep.sweep_id, RunStatus.TIMEOUT, "Timeout",
-                             f"run cut off by the worker after {limit:g}s (task time limit)")
-        result.duration_ms = round((time.monotonic() - started) * 1000, 3)
-        return result
 
 
 def _record(sweep_id: str, case_id: str, run: int, **extra: Any) -> dict[str, Any]:
@@ -133,7 +95,7 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
                     "in a process of its own", sweep_id, case_id, run, start.deaths)
         result = run_isolated(store_url(store), store.ttl, sweep, planned, run)
     else:
-        result = execute(sweep, planned, run, fleet, interrupts=interrupts)
+        result = attempt_run(sweep, planned, run, fleet, interrupts=interrupts)
     if result is None:  # fleet control refused a call: the run is dropped, and the sweep stops
         if store.stop(sweep_id, fleet.stop_reason):
             log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
@@ -158,4 +120,4 @@ def _barrier(state: Settled, sweep: SweepPlan, planned: PlannedCase, fire: Fire)
         fire(sweep.sweep_id, planned.id, sweep.queue)
 
 
-__all__ = ["Fire", "execute", "run_one"]
+__all__ = ["Fire", "run_one"]

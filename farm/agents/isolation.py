@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from farm.agents.callables import load_callable, to_reply
 from farm.errors import AgentError, FaultKind
 from farm.models import Reply
 
@@ -32,7 +33,6 @@ class AgentCodeError(Exception):
 
 def _serve(conn: Connection, spec: str, base_dir: str) -> None:
     """The child: resolve the agent once, then answer calls until the parent goes."""
-    from farm.agents.python import load_callable, to_reply
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the farm's to handle (it stops the sweep)
     fn = load_callable(spec, Path(base_dir))

@@ -20,29 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import AgentRequest
+from farm.agents.callables import load_callable, to_reply
 from farm.agents.isolation import IsolatedCalls
-from farm.errors import AgentResolutionError
-from farm.imports import resolve_callable
 from farm.models import Reply
-
-
-def load_callable(spec: str, base_dir: Path) -> Callable[..., Any]:
-    """Import ``module:function`` or ``path/file.py:function`` (relative to ``base_dir``)."""
-    try:
-        return resolve_callable(spec, base_dir)
-    except ValueError as exc:
-        raise AgentResolutionError(f"python agent {spec!r}: {exc}") from None
-
-
-def to_reply(value: Any) -> Reply:
-    """Turn whatever a Python agent returned into a Reply."""
-    if isinstance(value, Reply):
-        return value
-    if value is None:
-        return Reply()
-    if isinstance(value, str):
-        return Reply(text=value)
-    return Reply(structure=value)
 
 
 def _wants_context(fn: Callable[..., Any]) -> bool:

@@ -1,0 +1,56 @@
+"""One attempt of one run on this worker thread: the agent and judges of the thread, the shared run
+guard (``farm.lifecycle.run_guarded``), the sweep's fleet control. Never raises.
+
+``workers.runs`` calls it for every delivery of ``farm.run``, and ``workers.isolated`` for a run
+that must run alone in a process of its own (SPEC 11).
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import time
+
+from farm.errors import AGENT_BUILD_FAILED
+from farm.failures import classify_run
+from farm.fleet.runtime import FleetRuntime
+from farm.lifecycle import run_guarded
+from farm.models import ErrorInfo, RunResult, RunStatus
+from farm.plan import PlannedCase, SweepPlan, utc_now
+from workers.context import thread_state
+
+
+def failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str) -> RunResult:
+    result = RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
+                       error=ErrorInfo(type=kind, message=message))
+    result.failure_class, result.failed_turn = classify_run(result)
+    return result
+
+
+def attempt_run(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRuntime, *,
+            interrupts: tuple[type[BaseException], ...] = ()) -> RunResult | None:
+    """One run on this thread's loop under the shared run guard and the sweep's fleet control;
+    never raises; None when fleet control refused a call (budget, quota)."""
+    case, state = planned.case, thread_state()
+    try:
+        agent = state.agent(sweep.options, planned.agent, fleet)
+        judges = state.judge(sweep.options, fleet)
+    except Exception as exc:  # the agent cannot be built here (missing key or module on this machine, …)
+        return failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, AGENT_BUILD_FAILED,
+                           f"cannot build agent {planned.agent.label!r} on worker {socket.gethostname()}: "
+                           f"{type(exc).__name__}: {exc}")
+    started = time.monotonic()
+    call = functools.partial(run_guarded, case, run, agent, sweep.env, judges=judges,
+                             simulators=state.simulator(sweep.options))
+    try:
+        return state.loop.run_until_complete(fleet.run(planned, call))
+    except interrupts:  # a time limit raised into the loop from outside: start afresh
+        state.reset_loop()
+        limit = sweep.env.case_timeout(case)
+        result = failed_run(case.id, run, sweep.sweep_id, RunStatus.TIMEOUT, "Timeout",
+                             f"run cut off by the worker after {limit:g}s (task time limit)")
+        result.duration_ms = round((time.monotonic() - started) * 1000, 3)
+        return result
+
+
+__all__ = ["attempt_run", "failed_run"]
