@@ -4,7 +4,8 @@ A sweep's data lives under ``farm:sweep:{id}``; the submitter writes the plan on
 write one key per run (set-if-absent, so a redelivered run counts once) and append events to
 the sweep's stream, which the submitter and ``farm results`` read.
 
-    farm:sweep:{id}                 hash: the sweep's plan and bookkeeping (see SWEEP_FIELDS)
+    farm:sweep:{id}                 hash: plan (the JSON of the sweep-wide settings), total_cases,
+                                    total_runs, submitted_at, queue, agent_id
     farm:sweep:{id}:cases           hash: case id → PlannedCase JSON ({"case", "plan", "agent"})
     farm:sweep:{id}:order           list: case ids in plan order (the report's order)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
@@ -62,8 +63,6 @@ SWEEPS_IN_FLIGHT = f"{PREFIX}sweeps"
 
 STOP_CANCELLED = "cancelled"
 """Value of the stop key after ``farm cancel``."""
-STOP_FAIL_FAST = "fail-fast"
-"""Value of the stop key after the first failed case of a ``--fail-fast`` sweep."""
 
 
 def sweep_key(sweep_id: str) -> str:
@@ -209,8 +208,3 @@ def fleet_leases_key(limit_key: str) -> str:
 
 def judge_cache_key(digest: str) -> str:
     return f"{PREFIX}judge-cache:{digest}"
-
-
-SWEEP_FIELDS = ("plan", "total_cases", "total_runs", "submitted_at", "queue", "agent_id")
-"""Fields of the ``sweep_key`` hash: ``plan`` is the JSON of the sweep-wide settings
-(environment, agent options, case order, metadata, fail-fast, report formats)."""

@@ -7,14 +7,12 @@ one line and exits 2.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import json5
 
-from farm.errors import FarmError, SettingsError
+from farm.errors import FarmError
 
 
 def read_yao_object(path: Path, what: str, error: type[FarmError]) -> dict[str, Any]:
@@ -28,15 +26,3 @@ def read_yao_object(path: Path, what: str, error: type[FarmError]) -> dict[str, 
     return data
 
 
-def positive_int_env(name: str, default: int, env: Mapping[str, str] | None = None) -> int:
-    """``name`` from the environment as a whole number ≥ 1 (of seconds, for the farm's timers)."""
-    raw = (os.environ if env is None else env).get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected a whole number of seconds") from None
-    if value < 1:
-        raise SettingsError(f"{name}={raw!r}: must be at least 1")
-    return value

@@ -63,7 +63,7 @@ def test_sigkilled_worker_loses_no_run_and_counts_none_twice(tmp_path, redis_cli
     assert any(seen[run] >= 2 for run in in_flight), (in_flight, seen)
 
 
-def test_redis_restart_mid_sweep_completes_or_fails_clearly(tmp_path, redis_factory, farm_worker, farm_cli):
+def test_redis_restart_mid_sweep_completes(tmp_path, redis_factory, farm_worker, farm_cli):
     server = redis_factory(persistent=True)
     env = {**FAST_REDELIVERY, "FARM_TEST_SLEEP": "0.5", "FARM_RECONNECT_TIMEOUT": "30",
            "FARM_STALL_TIMEOUT": "40", "FARM_BROKER_URL": server.url}
@@ -83,10 +83,7 @@ def test_redis_restart_mid_sweep_completes_or_fails_clearly(tmp_path, redis_fact
     finally:
         if sweep.poll() is None:
             sweep.kill()
-    assert sweep.returncode in (0, 3), stderr
-    if sweep.returncode == 3:
-        assert "runtime error" in stderr and ("connection" in stderr or "no progress" in stderr), stderr
-        return
+    assert sweep.returncode == 0, stderr  # Redis kept its data (appendfsync always): the sweep completes
     report = json.loads(out.read_text())
     assert [c["runs"] for c in report["results"]] == [6] * 4
     assert all(sorted(d["run"] for d in c["run_details"]) == list(range(1, 7)) for c in report["results"])

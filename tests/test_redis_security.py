@@ -150,7 +150,7 @@ def test_an_agents_secret_stays_out_of_redis_reports_and_logs(tmp_path, redis_cl
                 "--broker", redis_server, "--no-progress", *(a for o in outputs for a in ("-o", str(o)))]
         done = subprocess.run([sys.executable, "-m", "farm", *argv], cwd=app, env=farm_cli.env(**env),
                               capture_output=True, text=True, timeout=180, check=False)
-        assert done.returncode in (0, 1), done.stderr
+        assert done.returncode == 0, done.stderr
         report = json.loads(outputs[0].read_text())
         assert report["summary"]["total_runs"] == report["summary"]["by_status"]["passed"] > 0  # the key worked
     sweep_keys = list(redis_client.scan_iter("*"))
