@@ -105,14 +105,20 @@ def test_reports_from_the_journal_equal_the_in_memory_ones(tmp_path: Path, farm_
     whole = json.dumps(report_document(kept), indent=2, ensure_ascii=False) + "\n"
     assert (tmp_path / "r.json").read_text(encoding="utf-8") == whole
     assert render_report(report, "json") == whole  # the attached source serves render_report too
+    copied = report.model_copy(update={"metadata": {**report.metadata, "note": "copied"}})
+    assert json.loads(render_report(copied, "json"))["results"] == json.loads(whole)["results"]
 
 
-def test_a_report_without_a_source_renders_its_own_details(tmp_path: Path, farm_data_dir: Path) -> None:
-    _report, kept = _sweep(tmp_path, farm_data_dir, 3, 2)
-    assert details_source(kept) is None
-    text = render_report(kept, "json")
-    assert text == json.dumps(report_document(kept), indent=2, ensure_ascii=False) + "\n"
-    assert json.loads(text)["results"][0]["run_details"]
+def test_a_case_with_details_of_its_own_keeps_them(tmp_path: Path, farm_data_dir: Path) -> None:
+    report, kept = _sweep(tmp_path, farm_data_dir, 3, 2)
+    assert details_source(kept) is details_source(report) is not None  # the same sweep: found by its id
+    first = kept.results[0].model_copy(update={"run_details": kept.results[0].run_details[:1]})
+    own = kept.model_copy(update={"results": [first, *report.results[1:]]})
+    text = render_report(own, "json")
+    results = json.loads(text)["results"]
+    assert [len(r["run_details"]) for r in results] == [1] + [3] * (len(results) - 1)
+    assert text == json.dumps(report_document(own.model_copy(update={"results": [first, *kept.results[1:]]})),
+                              indent=2, ensure_ascii=False) + "\n"
 
 
 def test_farm_test_writes_every_format_from_the_journal(tmp_path: Path, farm_data_dir: Path) -> None:

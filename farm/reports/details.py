@@ -8,7 +8,9 @@ journal, ``farm.journal``) leaves ``CaseStats.run_details`` empty and attaches a
 that case, and let them go. Renderers stay pure: they take a callable, not a journal.
 
 The source is attached beside the report (keyed by the object, dropped with it) rather than
-in it, so the report's fields, its JSON and every other reader stay as they are.
+in it, so the report's fields, its JSON and every other reader stay as they are. A copy of the
+report (``model_copy``) finds it by its sweep id while the original or the journal lives; a case
+that has run details of its own keeps them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ RunDetailsSource = Callable[[CaseStats], list[RunDetail]]
 """A case's kept run details (what ``CaseStats.run_details`` would hold), given its statistics."""
 
 _SOURCES: dict[int, RunDetailsSource] = {}
+_BY_SWEEP: weakref.WeakValueDictionary[str, RunDetailsSource] = weakref.WeakValueDictionary()
 
 
 def attach_details(report: SweepReport, source: RunDetailsSource) -> None:
@@ -29,17 +32,29 @@ def attach_details(report: SweepReport, source: RunDetailsSource) -> None:
     key = id(report)
     _SOURCES[key] = source
     weakref.finalize(report, _SOURCES.pop, key, None)
+    sweep_id = report.metadata.get("sweep_id")
+    if isinstance(sweep_id, str):
+        _BY_SWEEP[sweep_id] = source
 
 
 def details_source(report: SweepReport) -> RunDetailsSource | None:
-    """The source attached to ``report``; None: its run details are in its results."""
-    return _SOURCES.get(id(report))
+    """The source attached to ``report`` (or to the report it was copied from); None: its run
+    details are in its results."""
+    source = _SOURCES.get(id(report))
+    sweep_id = report.metadata.get("sweep_id")
+    if source is None and isinstance(sweep_id, str):
+        source = _BY_SWEEP.get(sweep_id)
+    return source
 
 
 def with_details(results: Iterable[CaseStats], source: RunDetailsSource | None) -> Iterator[CaseStats]:
-    """Each case's statistics with its run details in, one case at a time."""
+    """Each case's statistics with its run details in, one case at a time (a case that has some
+    keeps its own)."""
     for stats in results:
-        yield stats if source is None else stats.model_copy(update={"run_details": source(stats)})
+        if source is None or stats.run_details:
+            yield stats
+        else:
+            yield stats.model_copy(update={"run_details": source(stats)})
 
 
 __all__ = ["RunDetailsSource", "attach_details", "details_source", "with_details"]
