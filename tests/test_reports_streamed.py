@@ -134,3 +134,21 @@ def test_farm_test_writes_every_format_from_the_journal(tmp_path: Path, farm_dat
     live, rebuilt = json.loads((tmp_path / "r.json").read_text()), json.loads(again.read_text())
     assert live["results"] == rebuilt["results"]
     assert sum(len(r["run_details"]) for r in live["results"]) == 5 * 100
+
+
+def test_a_reporter_agent_gets_every_run_detail(tmp_path: Path, farm_data_dir: Path) -> None:
+    """``-r AGENT`` sends the whole report in one message: the details are read back into it."""
+    suite, agent = _suite(tmp_path)
+    reporter = tmp_path / "rep.py"
+    reporter.write_text(
+        "import json\n"
+        "def render(messages, context):\n"
+        "    data = json.loads(messages[-1]['content'])\n"
+        "    return ' '.join(str(len(r['run_details'])) for r in data['report']['results'])\n"
+    )
+    out = tmp_path / "r.md"
+    result = CliRunner().invoke(main, ["test", "--no-progress", "-i", str(suite), "-n", f"py:{agent}:respond",
+                                       "--runs", "3", "-r", f"py:{reporter}:render", "-o", str(out)],
+                                catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    assert out.read_text() == "3 3 3 3 3"

@@ -57,4 +57,13 @@ def with_details(results: Iterable[CaseStats], source: RunDetailsSource | None) 
             yield stats.model_copy(update={"run_details": source(stats)})
 
 
-__all__ = ["RunDetailsSource", "attach_details", "details_source", "with_details"]
+def with_all_details(report: SweepReport) -> SweepReport:
+    """``report`` with every case's run details in (for a reader that needs it whole: a reporter
+    agent gets the report in one message)."""
+    source = details_source(report)
+    if source is None:
+        return report
+    return report.model_copy(update={"results": list(with_details(report.results, source))})
+
+
+__all__ = ["RunDetailsSource", "attach_details", "details_source", "with_all_details", "with_details"]
