@@ -15,26 +15,32 @@ A journal is the JSONL stream of SPEC 8 (``start``, ``result`` per run, ``stabil
 
 The JSONL writer and the plan model are the ones reports and Redis use: no second codec.
 
-Flat memory for big JSON/HTML reports (issue 16) can build on this: every run is already here
-in full, in completion order, so the in-memory run details (``SweepPlan.max_run_details``) can
-drop to 0 and a renderer can stream ``results`` case by case, reading each case's kept runs back
-from the journal (an index of byte offsets per case, collected while writing, makes that one
-seek per case) instead of holding 100 details per case in the accumulators.
+Flat memory for big JSON/HTML/Markdown/JUnit reports (issue 16) builds on this: every run is
+already here in full, in completion order. While writing, the journal records the byte offset of
+each ``result`` line per case (8 bytes a run); ``JournalDetails`` reads one case's runs back and
+feeds them, in the same order, to a fresh ``CaseAccumulator`` with the sweep's
+``max_run_details``, which keeps exactly the details the sweep's own accumulator kept. The
+in-process executor then drops each finished case's details (``journal_for``) and the report's
+renderers ask for them one case at a time (``farm.reports.details``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
+import weakref
+from array import array
 from pathlib import Path
 from typing import TextIO
 
 from farm.errors import SettingsError
-from farm.models import CaseStats, RunResult, SweepReport
+from farm.models import CaseStats, RunDetail, RunResult, SweepReport
 from farm.observers import SweepStart
-from farm.plan import SweepPlan
+from farm.plan import PlannedCase, SweepPlan
 from farm.reports.jsonl import JsonlWriter, result_event
+from farm.stats import CaseAccumulator
 
 JOURNAL_DIR = "journals"
 """Under the data directory (``FARM_DATA_DIR``)."""
@@ -75,13 +81,48 @@ def open_journal(data_dir: Path, sweep_id: str) -> TextIO:
                             "(set FARM_DATA_DIR to a writable directory)") from None
 
 
+class JournalDetails:
+    """A case's kept run details, read back from the journal (a ``RunDetailsSource``)."""
+
+    def __init__(self, path: Path, plan: SweepPlan) -> None:
+        self.path = path
+        self._plan = plan
+        self.offsets: dict[str, array[int]] = {}
+        """Per case, where each of its ``result`` lines starts, in completion order."""
+        self._cases: dict[str, PlannedCase] | None = None
+
+    def __call__(self, stats: CaseStats) -> list[RunDetail]:
+        if self._cases is None:
+            self._cases = {c.id: c for c in self._plan.cases}
+        planned = self._cases[stats.id]
+        acc = CaseAccumulator(planned.case, planned.plan, max_details=self._plan.max_run_details)
+        with self.path.open("rb") as journal:
+            for offset in self.offsets.get(stats.id, ()):
+                journal.seek(offset)
+                acc.add(RunResult.model_validate(json.loads(journal.readline())["run_result"]))
+        return acc.stats().run_details
+
+
+_OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()
+
+
+def journal_for(sweep_id: str) -> JournalDetails | None:
+    """The details source of the sweep's journal while its ``RunJournal`` (or a report using it) lives."""
+    return _OPEN.get(sweep_id)
+
+
 class RunJournal:
     """A sweep observer writing the journal; each line is flushed as it is written."""
 
     def __init__(self, stream: TextIO, plan: SweepPlan) -> None:
         self._writer = JsonlWriter(stream)
+        self._stream = stream
         self._plan = plan
         self.path = Path(stream.name) if isinstance(getattr(stream, "name", None), str) else None
+        self.details: JournalDetails | None = None
+        """Reads each case's kept runs back (a file journal only, and only when details are kept)."""
+        if self.path is not None and plan.max_run_details > 0 and stream.seekable():
+            self.details = _OPEN[plan.sweep_id] = JournalDetails(self.path.resolve(), plan)
 
     def on_start(self, start: SweepStart) -> None:
         self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
@@ -91,6 +132,11 @@ class RunJournal:
                             "cases": [c.model_dump(mode="json") for c in self._plan.cases]})
 
     def on_result(self, result: RunResult) -> None:
+        if self.details is not None:
+            offsets = self.details.offsets.get(result.case_id)
+            if offsets is None:
+                offsets = self.details.offsets[result.case_id] = array("q")
+            offsets.append(self._stream.tell())
         # pydantic's own JSON of the run, spliced in: a third of the cost of dumping it as a dict
         self._writer.write(result_event(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
 
@@ -101,4 +147,13 @@ class RunJournal:
         self._writer.summary(report)
 
 
-__all__ = ["JOURNAL_DIR", "RunJournal", "journal_dir", "journal_path", "open_journal", "prune_journals"]
+__all__ = [
+    "JOURNAL_DIR",
+    "JournalDetails",
+    "RunJournal",
+    "journal_dir",
+    "journal_for",
+    "journal_path",
+    "open_journal",
+    "prune_journals",
+]

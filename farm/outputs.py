@@ -18,7 +18,7 @@ from pathlib import Path
 
 from farm.errors import ReporterError, SettingsError
 from farm.models import SweepReport
-from farm.reports import BUILTIN_REPORTERS, format_for_path, render_report
+from farm.reports import BUILTIN_REPORTERS, format_for_path, write_rendered, writer_for
 
 NO_RUN_DETAILS = ("jsonl", "stdout", "summary")
 """Outputs that never show kept runs: the JSONL stream writes every run as it completes."""
@@ -116,7 +116,14 @@ def write_report(report: SweepReport, path: str | Path, fmt: str | None = None) 
     written. Returns the path written.
     """
     target = Path(path)
-    return write_document(target, render_report(report, fmt or format_for_path(target)))
+    fmt = fmt or format_for_path(target)
+    writer_for(fmt)  # an unknown format is bad input: found before the file is touched
+    try:
+        with target.open("w", encoding="utf-8") as out:  # case by case: a big report is never whole in memory
+            write_rendered(report, fmt, out)
+    except OSError as exc:
+        raise ReporterError(f"{target}: cannot write the report: {exc.strerror or exc}") from exc
+    return target
 
 
 def write_document(path: Path, text: str) -> Path:

@@ -8,7 +8,9 @@ signal, fail-fast) ends scheduling; an interrupted sweep abandons its runs in fl
 grace, and every sweep, stopped or not, ends in a report of what ran. Fleet control
 (``farm.fleet.runtime``) gives the adapters their limiter and wrappers and wraps each run: a run
 whose call it refused (budget, quota) is not counted and stops the sweep. An adaptive sweep takes
-its runs from ``farm.executors.adaptive`` and finishes a case once it is decided.
+its runs from ``farm.executors.adaptive`` and finishes a case once it is decided. When the sweep's
+run journal can give the run details back (``farm.journal.journal_for``), a finished case drops
+them and the report reads them from there as it is written: memory stays flat in runs.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from farm.agents.resolve import AgentPool
 from farm.deadlines import TestBudgets
 from farm.executors.adaptive import AdaptiveQueue
 from farm.fleet.runtime import local_runtime
+from farm.journal import journal_for
 from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, start_event
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver
 from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.reports.details import attach_details
 from farm.settings import DEFAULT_STOP_GRACE_S
 from farm.simulators import create_simulator_pool
 from farm.stats import CaseAccumulator, pass_ks
@@ -54,6 +58,7 @@ class _Sweep:
         self.adaptive = AdaptiveQueue(plan.cases, self.accumulators, stop) if adaptive else None
         self.simulators = create_simulator_pool(plan.options, self.fleet.hooks)
         self.budgets = TestBudgets()
+        self.details = journal_for(plan.sweep_id) if plan.max_run_details else None
 
     def runs(self) -> Iterator[tuple[PlannedCase, int]]:
         if self.adaptive is not None:
@@ -95,8 +100,8 @@ class _Sweep:
 
     def _finish_case(self, case_id: str) -> None:
         stats = self.accumulators.pop(case_id).stats()
-        self.finished[case_id] = stats
         self.observer.on_case(stats)
+        self.finished[case_id] = stats if self.details is None else stats.model_copy(update={"run_details": []})
 
     def flush_partial(self) -> None:
         """A stopped sweep: report the cases that had runs when scheduling stopped."""
@@ -156,6 +161,8 @@ class LocalExecutor:
         report = finish_sweep(plan, sweep.finished, case_ids=plan.case_ids, started_at=started_at,
                               duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason)
         report.metadata.update(await sweep.fleet.report_metadata())
+        if sweep.details is not None:
+            attach_details(report, sweep.details)
         observer.on_finish(report)
         return report
 

@@ -1,19 +1,24 @@
 """Renderers: a ``SweepReport`` in, text out, chosen by format name or output file extension.
 
-``html`` lives in ``farm.reports.html`` and is imported only when asked for.
+``html`` lives in ``farm.reports.html`` and is imported only when asked for. ``write_rendered``
+streams a report to a file case by case; a report whose run details are kept elsewhere (an
+in-process sweep's journal, ``farm.reports.details``) gets them one case at a time.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from farm.errors import SettingsError
 from farm.models import SweepReport
-from farm.reports.json_report import parse_json_report, render_json
+from farm.reports.details import RunDetailsSource, details_source
+from farm.reports.json_report import parse_json_report, render_json, write_json
 from farm.reports.jsonl import JsonlWriter, read_jsonl_events, render_jsonl
-from farm.reports.junit import render_junit
-from farm.reports.markdown import render_markdown
+from farm.reports.junit import render_junit, write_junit
+from farm.reports.markdown import render_markdown, write_markdown
 from farm.reports.summary import render_summary
 
 BUILTIN_REPORTERS = {
@@ -53,15 +58,53 @@ RENDERERS: dict[str, Callable[[SweepReport], str]] = {
 """Format name → renderer."""
 
 
-def render_report(report: SweepReport, fmt: str) -> str:
-    """``report`` rendered as ``fmt`` (one of ``RENDERERS``)."""
+Writer = Callable[[SweepReport, TextIO, RunDetailsSource | None], None]
+
+
+def _write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
+    from farm.reports.html import write_html
+
+    write_html(report, out, details)
+
+
+def _whole(render: Callable[[SweepReport], str]) -> Writer:
+    """A format that shows no run details, written in one piece."""
+    def write(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
+        out.write(render(report))
+    return write
+
+
+WRITERS: dict[str, Writer] = {
+    "jsonl": _whole(render_jsonl),
+    "json": write_json,
+    "markdown": write_markdown,
+    "html": _write_html,
+    "junit": write_junit,
+    "summary": _whole(render_summary),
+}
+"""Format name → streaming writer (the text ``RENDERERS`` make, written case by case)."""
+
+
+def writer_for(fmt: str) -> Writer:
+    """The writer of ``fmt``; SettingsError for a format with none."""
     try:
-        renderer = RENDERERS[fmt]
+        return WRITERS[fmt]
     except KeyError:
         raise SettingsError(
             f"unknown report format {fmt!r} (expected one of: {', '.join(sorted(RENDERERS))})"
         ) from None
-    return renderer(report)
+
+
+def write_rendered(report: SweepReport, fmt: str, out: TextIO) -> None:
+    """``report`` rendered as ``fmt`` into ``out``, with the run details attached to it, if any."""
+    writer_for(fmt)(report, out, details_source(report))
+
+
+def render_report(report: SweepReport, fmt: str) -> str:
+    """``report`` rendered as ``fmt`` (one of ``RENDERERS``)."""
+    out = io.StringIO()
+    write_rendered(report, fmt, out)
+    return out.getvalue()
 
 
 def format_for_path(path: str | Path) -> str:
@@ -81,6 +124,7 @@ __all__ = [
     "BUILTIN_REPORTERS",
     "EXTENSION_FORMATS",
     "RENDERERS",
+    "WRITERS",
     "JsonlWriter",
     "format_for_path",
     "parse_json_report",
@@ -91,4 +135,6 @@ __all__ = [
     "render_markdown",
     "render_report",
     "render_summary",
+    "write_rendered",
+    "writer_for",
 ]

@@ -17,6 +17,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.resolve import create_agent, parse_reference
 from farm.errors import AgentError, ReporterError
 from farm.models import SweepReport
+from farm.reports.details import with_all_details
 
 _FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json"}
 
@@ -54,7 +55,7 @@ def render_with_agent(
 ) -> str:
     """Ask the reporter agent for the document; agent failures become ReporterError (exit 3)."""
     payload = {
-        "report": report.model_dump(mode="json"),
+        "report": with_all_details(report).model_dump(mode="json"),  # one message: details all in
         "format": fmt,
         "options": {"verbose": verbose, "include_outputs": True},
     }

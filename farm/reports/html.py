@@ -9,18 +9,20 @@ files under ``templates/``, inlined verbatim (never parsed as templates).
 
 from __future__ import annotations
 
+import io
 import json
 import math
-from typing import Any
+from typing import Any, TextIO
 
 from markupsafe import Markup
 
 from farm.durations import format_ms
 from farm.models import CaseStats, SweepReport, SweepSummary
+from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "write_html"]
 
 _PASS_BUCKETS = (
     ("0%", "bad"),
@@ -39,13 +41,18 @@ _COMPARISONS = {
 }
 
 
-def render_html(report: SweepReport) -> str:
-    """Render ``report`` as one self-contained HTML page (pure: same report, same text)."""
+_DATA = "\x00farm-report-data\x00"
+"""Where the embedded report's JSON goes in the rendered page (no template or datum makes NUL)."""
+
+
+def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
+    """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time
+    (each case's run details from ``details`` when given)."""
     summary = report.summary
     meta = report.metadata
     agent = _text(meta.get("agent_id") or "agent")
     multi_run = summary.runs_per_case > 1
-    return template_environment().get_template("report.html.j2").render(
+    page = template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
         verdict=_verdict(summary, meta),
@@ -60,10 +67,42 @@ def render_html(report: SweepReport) -> str:
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
         compared=_compared_with(meta),
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
-        data_json=Markup(script_safe_json(report.model_dump_json())),
+        data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
         js=Markup(asset("report.js")),
     )
+    before, after = page.split(_DATA)
+    out.write(before)
+    _write_data(report, out, details)
+    out.write(after)
+
+
+def _write_data(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
+    """``script_safe_json(report.model_dump_json())``, case by case. The results sit between the
+    environment and the metadata (either may hold a ``"results":[]`` of its own): where is found
+    from the report dumped without results and metadata. The escapes replace single characters,
+    so the pieces escape as the whole did."""
+    bare = report.model_copy(update={"results": [], "metadata": {}}).model_dump_json()
+    if not bare.endswith(_BARE_END):
+        raise AssertionError("SweepReport's fields are no longer summary, environment, results, metadata")
+    at = len(bare) - len(_BARE_END) + len(_NO_RESULTS) - 1  # just before the results' closing ]
+    shell = report.model_copy(update={"results": []}).model_dump_json()
+    head, tail = shell[:at], shell[at:]
+    out.write(script_safe_json(head))
+    for n, stats in enumerate(with_details(report.results, details)):
+        out.write(("," if n else "") + script_safe_json(stats.model_dump_json()))
+    out.write(script_safe_json(tail))
+
+
+_NO_RESULTS = '"results":[]'
+_BARE_END = _NO_RESULTS + ',"metadata":{}}'
+
+
+def render_html(report: SweepReport) -> str:
+    """Render ``report`` as one self-contained HTML page (pure: same report, same text)."""
+    out = io.StringIO()
+    write_html(report, out)
+    return out.getvalue()
 
 
 def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:

@@ -7,11 +7,13 @@ scripts keep working. ``parse_json_report`` drops them again.
 
 from __future__ import annotations
 
+import io
 import json
-from typing import Any
+from typing import Any, TextIO
 
 from farm.errors import InputError
 from farm.models import CaseStats, SweepReport
+from farm.reports.details import RunDetailsSource, with_details
 from farm.stats import case_verdict
 
 SUMMARY_ALIASES = ("total", "passed", "failed", "skipped", "agent_id", "connector")
@@ -43,6 +45,12 @@ def _result_aliases(stats: CaseStats) -> dict[str, Any]:
     return aliases
 
 
+def result_document(stats: CaseStats) -> dict[str, Any]:
+    """One case of the report as a JSON-able dict, aliases included."""
+    dumped = stats.model_dump(mode="json")
+    return {"id": dumped["id"], **_result_aliases(stats), **dumped}
+
+
 def report_document(report: SweepReport) -> dict[str, Any]:
     """The report as a JSON-able dict, aliases included."""
     doc = report.model_dump(mode="json")
@@ -52,9 +60,30 @@ def report_document(report: SweepReport) -> dict[str, Any]:
     return doc
 
 
+_NO_RESULTS = '\n  "results": []'
+"""The top-level results key as ``json.dumps(indent=2)`` writes it for an empty list: strings hold no
+raw newline and nested keys are indented deeper, so it occurs once."""
+
+
+def write_json(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
+    """``render_json``'s text written to ``out`` one case at a time (each case's run details
+    from ``details`` when given): memory holds one case's document, not the report's."""
+    shell = report_document(report.model_copy(update={"results": []}))
+    head, tail = json.dumps(shell, indent=2, ensure_ascii=False).split(_NO_RESULTS)
+    out.write(head + '\n  "results": [')
+    first = True
+    for stats in with_details(report.results, details):
+        text = json.dumps(result_document(stats), indent=2, ensure_ascii=False).replace("\n", "\n    ")
+        out.write(("\n    " if first else ",\n    ") + text)
+        first = False
+    out.write(("]" if first else "\n  ]") + tail + "\n")
+
+
 def render_json(report: SweepReport) -> str:
     """The report as indented JSON text."""
-    return json.dumps(report_document(report), indent=2, ensure_ascii=False) + "\n"
+    out = io.StringIO()
+    write_json(report, out)
+    return out.getvalue()
 
 
 def parse_json_report(text: str, source: str = "<report>") -> SweepReport:

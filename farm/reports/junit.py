@@ -8,13 +8,15 @@ A case whose verdict failed gets ``<failure>`` listing the failing checks of its
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import xml.etree.ElementTree as ET
-from typing import Any
+from typing import Any, TextIO
 
 from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
+from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import adaptive_text, budget_text, cost_text
 from farm.stats import case_verdict
 
@@ -83,9 +85,9 @@ def _problem(case: ET.Element, stats: CaseStats) -> None:
     elem.text = xml_safe(text)[:MAX_TEXT]
 
 
-def _testcase(suite: ET.Element, stats: CaseStats) -> None:
-    case = ET.SubElement(suite, "testcase", name=xml_safe(stats.id),
-                         classname=xml_safe(stats.suite or "farm"), time=_seconds(_case_ms(stats)))
+def _testcase(stats: CaseStats) -> ET.Element:
+    case = ET.Element("testcase", name=xml_safe(stats.id),
+                      classname=xml_safe(stats.suite or "farm"), time=_seconds(_case_ms(stats)))
     _properties(case, {
         "pass_rate": stats.pass_rate, "pass_rate_ci": list(stats.pass_rate_ci),
         "consistency": stats.consistency, "stability_class": stats.stability_class.value,
@@ -101,6 +103,7 @@ def _testcase(suite: ET.Element, stats: CaseStats) -> None:
     shown = next((d for d in stats.run_details if d.output is not None), None)
     if shown is not None:
         ET.SubElement(case, "system-out").text = xml_safe(shown.output)[:MAX_TEXT]
+    return case
 
 
 def _suite_counts(cases: list[CaseStats]) -> dict[str, str]:
@@ -142,8 +145,16 @@ def _fleet(report: SweepReport) -> dict[str, Any]:
             "budget": budget_text(budget) if isinstance(budget, dict) else None}
 
 
-def render_junit(report: SweepReport) -> str:
-    """The report as JUnit XML text."""
+_CASE = "farm-case"
+"""Where each ``<testcase>`` goes in the rendered skeleton: data never makes ``<!--`` (escaped)."""
+_CASE_LEVEL = 2
+"""A ``<testcase>``'s depth: ``testsuites`` > ``testsuite`` > ``testcase``."""
+
+
+def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
+    """The report as JUnit XML, written to ``out`` one ``<testcase>`` at a time (each case's run
+    details from ``details`` when given): the tree is built and indented with a placeholder per
+    case, and each case is built, indented at its depth and written in its place."""
     meta = report.metadata
     suites: dict[str, list[CaseStats]] = {}
     for stats in report.results:
@@ -162,9 +173,23 @@ def render_junit(report: SweepReport) -> str:
         })
         _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
                                                         "min_pass_rate", "stopped")}, **_fleet(report)})
-        for stats in cases:
-            _testcase(suite, stats)
+        for _ in cases:
+            suite.append(ET.Comment(_CASE))
     if skipped:
         _skipped_suite(root, skipped, meta)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    pieces = iter(ET.tostring(root, encoding="unicode").split(f"<!--{_CASE}-->"))
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + next(pieces))
+    ordered = (stats for cases in suites.values() for stats in cases)
+    for stats, piece in zip(with_details(ordered, details), pieces, strict=True):
+        case = _testcase(stats)
+        ET.indent(case, level=_CASE_LEVEL)
+        out.write(ET.tostring(case, encoding="unicode") + piece)
+    out.write("\n")
+
+
+def render_junit(report: SweepReport) -> str:
+    """The report as JUnit XML text."""
+    out = io.StringIO()
+    write_junit(report, out)
+    return out.getvalue()

@@ -7,13 +7,15 @@ backtick run they contain.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from farm.durations import format_ms
 from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
+from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, sweep_rows
 from farm.stats import case_verdict
@@ -190,15 +192,26 @@ def _apart(report: SweepReport) -> list[str]:
     return lines[1:]
 
 
-def render_markdown(report: SweepReport) -> str:
-    """The whole report as Markdown."""
-    parts = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report),
-             _sweep_failures(report)]
-    results = ["## Results"]
-    for stats in report.results:
+def write_markdown(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
+    """The whole report as Markdown, written to ``out`` one case at a time (each case's run
+    details from ``details`` when given)."""
+    head = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report),
+            _sweep_failures(report)]
+    out.write("\n\n".join("\n".join(p).rstrip("\n") for p in head if p) + "\n\n## Results")
+    pending = ""  # the last case's text loses its trailing newlines, as the part it ends does
+    for stats in with_details(report.results, details):
+        out.write(pending)
         lines = _case(stats)
         while lines and not lines[-1]:
             lines.pop()
-        results += ["", *lines]
-    parts += [results, _apart(report)]
-    return "\n\n".join("\n".join(p).rstrip("\n") for p in parts if p) + "\n"
+        pending = "\n\n" + "\n".join(lines)
+    out.write(pending.rstrip("\n"))
+    apart = _apart(report)
+    out.write(("\n\n" + "\n".join(apart).rstrip("\n") if apart else "") + "\n")
+
+
+def render_markdown(report: SweepReport) -> str:
+    """The whole report as Markdown."""
+    out = io.StringIO()
+    write_markdown(report, out)
+    return out.getvalue()
