@@ -1,4 +1,4 @@
-"""A child process that must not outlive its parent: ``PR_SET_PDEATHSIG`` (Linux).
+"""Child processes: one that must not outlive its parent (``PR_SET_PDEATHSIG``, Linux), and how one ended.
 
 The worker processes under ``farm worker``'s supervisor (``farm.supervise``: SIGTERM, a warm
 shutdown) and an isolated run's process (``workers.isolated``: SIGKILL) ask the kernel for a
@@ -26,4 +26,13 @@ def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> None:
         os._exit(70)
 
 
-__all__ = ["die_with_parent"]
+def how_it_ended(returncode: int) -> str:
+    """A child process's end in words: ``was killed by SIGKILL``, ``exited with 1``."""
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-returncode).name}"
+        return f"was killed by signal {-returncode}"
+    return f"exited with {returncode}"
+
+
+__all__ = ["die_with_parent", "how_it_ended"]

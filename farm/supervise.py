@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from farm.orphans import die_with_parent
+from farm.orphans import die_with_parent, how_it_ended
 
 __all__ = ["FORWARDED", "Supervisor", "cgroup_quota", "default_processes"]
 
@@ -120,7 +120,7 @@ class Supervisor:
                 if self._stopping or code == 0:
                     continue
                 pause = self._pause(child)
-                self.say(f"worker process {index} (pid {child.process.pid}) {_how(code)}; "
+                self.say(f"worker process {index} (pid {child.process.pid}) {how_it_ended(code)}; "
                          f"restarting it in {pause:g}s")
                 restarts[index] = time.monotonic() + pause
             for index, when in list(restarts.items()):
@@ -156,11 +156,3 @@ class Supervisor:
                 child.process.send_signal(signum)
         for child in self._children.values():
             child.process.wait()
-
-
-def _how(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-code).name}"
-        return f"was killed by signal {-code}"
-    return f"exited with {code}"

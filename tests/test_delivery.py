@@ -14,7 +14,6 @@ import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +23,12 @@ from farm import redis_keys as keys
 from farm.delivery.reconcile import reconcile_sweep
 from farm.store import SweepStore, connect
 from tests.test_distributed import AGENTS, write_suite
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 LEASES = {"FARM_VISIBILITY_TIMEOUT": "4", "FARM_LEASE": "6", "FARM_RECONCILE_INTERVAL": "1",
           "FARM_PUBLISHER_LEASE": "2"}
-
-
-def _wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _store(url: str) -> SweepStore:
@@ -55,7 +44,7 @@ def _submit(farm_cli: Any, suite: Path, runs: int, queue: str, env: dict[str, st
 
 def _report(store: SweepStore, sweep_id: str, timeout: float = 240) -> dict[str, Any]:
     """The report the workers store, with no submitter attached."""
-    _wait_for(lambda: store.get_report(sweep_id) is not None, timeout, f"sweep {sweep_id}'s report")
+    wait_for(lambda: store.get_report(sweep_id) is not None, timeout, f"sweep {sweep_id}'s report")
     return json.loads(store.client.get(keys.report_key(sweep_id)))
 
 
@@ -83,7 +72,7 @@ def test_repeated_sigkills_of_a_busy_worker_lose_no_run_and_count_none_twice(tmp
     trials = 10
     for trial in range(trials):
         sweep_id = _submit(farm_cli, suite, 20, "kills", env)
-        _wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 30, 120,  # noqa: B023
+        wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 30, 120,  # noqa: B023
                   f"trial {trial} to be under way")
         victim = workers[trial % 2]
         victim.kill()
@@ -153,8 +142,8 @@ def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, 
                                "--queue", "pub", "--broker", farm_cli.broker, "--no-progress",
                                "-o", str(tmp_path / "never.json"), env=env)
     try:
-        sweep_id = _wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
-        _wait_for(lambda: (store.cursor(sweep_id) or 0) >= 200, 60, "publishing to be under way")
+        sweep_id = wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
+        wait_for(lambda: (store.cursor(sweep_id) or 0) >= 200, 60, "publishing to be under way")
         submitter.send_signal(signal.SIGKILL)
         submitter.wait(timeout=30)
     finally:
@@ -163,7 +152,7 @@ def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, 
     published = store.cursor(sweep_id)
     assert published is not None and published < cases * runs, "published everything before the kill: enlarge it"
     assert int(store.client.llen("pub")) <= published + 1  # nothing beyond the cursor was sent
-    _wait_for(lambda: not store.publisher_alive(sweep_id), 60, "the dead publisher's lease to expire")
+    wait_for(lambda: not store.publisher_alive(sweep_id), 60, "the dead publisher's lease to expire")
     assert f"published {published}/{cases * runs} (publisher gone" in farm_cli.run("status").stdout
     workers = [farm_worker(queue="pub", concurrency=8, env=env) for _ in range(2)]
     report = _report(store, sweep_id, timeout=300)
@@ -239,8 +228,8 @@ def test_ctrl_c_on_the_submitter_cancels_and_reports_what_ran(tmp_path, redis_cl
     submitter = farm_cli.popen("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "20", "--queue", "intr",
                                "--broker", farm_cli.broker, "--no-progress", "-o", str(out), env=env)
     try:
-        sweep_id = _wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
-        _wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 4, 120, "some runs")
+        sweep_id = wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
+        wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 4, 120, "some runs")
         submitter.send_signal(sig)
         _stdout, stderr = submitter.communicate(timeout=120)
     finally:
@@ -291,7 +280,7 @@ def test_a_cancelled_windowed_sweep_is_closed_by_the_workers_with_what_ran(tmp_p
     suite = write_suite(tmp_path / "cw.jsonl", [{"id": f"cw{i}", "input": "x"} for i in range(10)])
     sweep_id = _submit(farm_cli, suite, 20, "cwin", env)
     farm_worker(queue="cwin", concurrency=2, env=env)
-    _wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 25, 120, "some runs")
+    wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 25, 120, "some runs")
     assert farm_cli.run("cancel", sweep_id).returncode == 0
     report = _report(store, sweep_id, timeout=120)
     assert report["metadata"]["status"] == "stopped" and report["metadata"]["stopped"] == "cancelled"

@@ -15,18 +15,11 @@ import pytest
 import redis
 
 from tests.test_distributed import AGENTS, write_suite
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 FAST_REDELIVERY = {"FARM_VISIBILITY_TIMEOUT": "4", "FARM_TEST_SLEEP": "1.5"}
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def _calls(path: Path) -> Counter[tuple[str, int]]:
@@ -45,7 +38,7 @@ def test_sigkilled_worker_loses_no_run_and_counts_none_twice(tmp_path, redis_cli
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = submitted.stdout.strip()
     doomed = farm_worker(queue="kill", concurrency=4, env=env)
-    _wait_for(lambda: sum(_calls(calls).values()) >= 6, 60, "the first worker to be mid-run")
+    wait_for(lambda: sum(_calls(calls).values()) >= 6, 60, "the first worker to be mid-run")
     doomed.kill()
     in_flight = {run for run, n in _calls(calls).items() if n == 1}
     farm_worker(queue="kill", concurrency=4, env=env)
@@ -73,7 +66,7 @@ def test_redis_restart_mid_sweep_completes(tmp_path, redis_factory, farm_worker,
     sweep = farm_cli.popen("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "6", "--queue", "restart",
                            "-o", str(out), "--broker", server.url, "--no-progress", env=env)
     client = redis.Redis.from_url(server.url)
-    _wait_for(lambda: any(int(client.get(k) or 0) >= 3 for k in client.scan_iter("farm:sweep:*:runs-done")),
+    wait_for(lambda: any(int(client.get(k) or 0) >= 3 for k in client.scan_iter("farm:sweep:*:runs-done")),
               60, "some runs to finish")
     server.kill()
     time.sleep(2)

@@ -10,13 +10,13 @@ an ordinary error, recorded at once.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.test_distributed import write_suite
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -79,14 +79,6 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 def test_workers_killed_from_outside_never_mark_their_runs_crashed(tmp_path, redis_client, farm_worker, farm_cli):
     calls = tmp_path / "calls"
     env = {"FARM_VISIBILITY_TIMEOUT": "8", "FARM_TEST_CALLS": str(calls), "FARM_TEST_SLEEP": "4"}
@@ -96,7 +88,7 @@ def test_workers_killed_from_outside_never_mark_their_runs_crashed(tmp_path, red
     assert submitted.returncode == 0, submitted.stderr
     for deaths in (1, 2):  # SIGKILL (as the OOM killer would) each worker while it holds the run
         worker = farm_worker(queue="innocent", concurrency=2, env=env)
-        _wait_for(lambda n=deaths: len(_lines(calls)) >= n, 120, f"delivery {deaths} of the run")
+        wait_for(lambda n=deaths: len(_lines(calls)) >= n, 120, f"delivery {deaths} of the run")
         worker.kill()
     last = farm_worker(queue="innocent", concurrency=2, env=env)
     out = tmp_path / "i.json"

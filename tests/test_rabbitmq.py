@@ -9,7 +9,6 @@ and a busy worker killed mid-sweep loses no run and counts none twice.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from tests.broker_servers import rabbitmq_vhost
 from tests.test_distributed import AGENTS, PARITY_CASES, _counts, write_suite
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -33,14 +33,6 @@ def _calls(path: Path) -> Counter[tuple[str, int]]:
         return Counter()
     return Counter((case, int(run)) for case, run in (line.split() for line in path.read_text().splitlines()
                                                       if line.strip()))
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_sweep_over_rabbitmq_matches_in_process(tmp_path, redis_client, redis_server, amqp_url, farm_worker,
@@ -79,7 +71,7 @@ def test_sigkilled_worker_on_rabbitmq_loses_no_run_and_counts_each_once(tmp_path
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = submitted.stdout.strip()
     doomed = farm_worker(broker=amqp_url, queue="kill", concurrency=4, env=env)
-    _wait_for(lambda: sum(_calls(calls).values()) >= 6, 90, "the first worker to be mid-run")
+    wait_for(lambda: sum(_calls(calls).values()) >= 6, 90, "the first worker to be mid-run")
     doomed.kill()
     in_flight = {run for run, n in _calls(calls).items() if n == 1}
     farm_worker(broker=amqp_url, queue="kill", concurrency=4, env=env)
@@ -120,7 +112,7 @@ def test_status_cancel_and_results_on_rabbitmq(tmp_path, redis_client, redis_ser
     report = json.loads(out.read_text())
     assert report["metadata"]["stopped"] == "cancelled" and report["results"] == []
     assert not (tmp_path / "calls").exists()  # the agent was never called
-    _wait_for(lambda: json.loads(farm_cli.run("status", "--json", env=env).stdout)["queues"]["rq"] == 0, 60,
+    wait_for(lambda: json.loads(farm_cli.run("status", "--json", env=env).stdout)["queues"]["rq"] == 0, 60,
               "the dropped runs to leave the queue")
 
 

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from tests.test_distributed import write_suite
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -26,14 +27,6 @@ def _fill(client: redis.Redis) -> None:
     """Set maxmemory just above what is used now: the next writes are refused."""
     client.config_set("maxmemory-policy", "noeviction")
     client.config_set("maxmemory", int(client.info("memory")["used_memory"]) + 1000)
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def test_a_full_redis_neither_kills_a_worker_nor_loses_the_sweep(tmp_path, redis_factory, farm_worker, farm_cli):
@@ -47,7 +40,7 @@ def test_a_full_redis_neither_kills_a_worker_nor_loses_the_sweep(tmp_path, redis
     sweep_id = submitted.stdout.strip()
     _fill(client)
     worker = farm_worker("--no-supervise", broker=server.url, queue="oom", concurrency=4, env=env, wait=False)
-    _wait_for(lambda: "used memory > 'maxmemory'" in worker.text(), 120,
+    wait_for(lambda: "used memory > 'maxmemory'" in worker.text(), 120,
               "the worker to meet the full Redis")
     time.sleep(3)  # it used to die right there
     assert worker.process.poll() is None, worker.text()[-3000:]
@@ -82,9 +75,9 @@ def test_runs_refused_storage_mid_sweep_wait_for_memory_and_count_once(tmp_path,
     submitted = farm_cli.run("test", "-i", str(suite), "-n", CRASHY, "--runs", "2", "--queue", "oom2", "--detach",
                              "--broker", server.url, env=env)
     assert submitted.returncode == 0, submitted.stderr
-    _wait_for(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 4, 120, "the runs to start")
+    wait_for(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 4, 120, "the runs to start")
     _fill(client)  # the runs in flight finish into a full Redis
-    _wait_for(lambda: "Redis refused writes: OOM" in worker.text(), 120, "a run to meet the full Redis")
+    wait_for(lambda: "Redis refused writes: OOM" in worker.text(), 120, "a run to meet the full Redis")
     assert worker.process.poll() is None, worker.text()[-3000:]
     client.config_set("maxmemory", 0)
     out = tmp_path / "s.json"

@@ -26,7 +26,7 @@ from pathlib import Path
 from farm.failures import classify_run
 from farm.lifecycle import RUN_GUARD_S
 from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.orphans import die_with_parent
+from farm.orphans import die_with_parent, how_it_ended
 from farm.plan import PlannedCase, SweepPlan, utc_now
 
 START_ALLOWANCE_S = 60.0
@@ -34,11 +34,8 @@ START_ALLOWANCE_S = 60.0
 
 
 def _death(returncode: int) -> str:
-    if returncode < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-returncode).name}"
-        return f"killed by signal {-returncode}"
-    return f"exited with {returncode} before it had a result"
+    ended = how_it_ended(returncode)
+    return ended if returncode < 0 else f"{ended} before it had a result"
 
 
 def crashed_run(sweep_id: str, case_id: str, run: int, detail: str) -> RunResult:
