@@ -172,6 +172,11 @@ def starts_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:starts"
 
 
+def start_field(case_id: str, run: int) -> str:
+    """A run's field in the ``starts`` hash."""
+    return f"{case_id}#{run}"
+
+
 def worker_alive_key(token: str) -> str:
     """A worker process's heartbeat: present while it lives (``workers.crashes``)."""
     return f"{PREFIX}worker-alive:{token}"

@@ -175,11 +175,13 @@ class SweepStore:
                     yield RunResult.model_validate_json(str(text))
 
     def before_run(self, sweep_id: str, case_id: str, run: int) -> tuple[str | None, bool]:
-        """(stop reason or None, whether the run is already stored) in one round trip."""
+        """(stop reason or None, whether the run is already stored), and the run marked running (its
+        lease, for the reconciler, starts now; the sweep is alive), in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         pipe.get(keys.stop_key(sweep_id))
         pipe.exists(keys.run_key(sweep_id, case_id, run))
-        stop, stored = pipe.execute()
+        self._mark_running(pipe, sweep_id, case_id, run)
+        stop, stored, *_ = pipe.execute()
         return stop, bool(stored)
 
     # ------------------------------------------------------------------- cases, report
@@ -266,18 +268,19 @@ class SweepStore:
     def last_activity(self, sweep_id: str) -> float:
         return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
 
-    def mark_running(self, sweep_id: str, case_id: str, run: int) -> None:
+    def _mark_running(self, pipe: Any, sweep_id: str, case_id: str, run: int) -> None:
         """A worker started the run: its lease runs from now (and the sweep is alive)."""
         now = time.time()
-        pipe = self.client.pipeline(transaction=False)
         pipe.hset(keys.running_key(sweep_id), keys.run_field(case_id, run), now)
         pipe.expire(keys.running_key(sweep_id), self.ttl)
         pipe.set(keys.activity_key(sweep_id), now, ex=self.ttl)
-        pipe.execute()
 
     def clear_running(self, sweep_id: str, case_id: str, run: int) -> None:
+        """The run is over on this worker: its running mark and its start marker (``workers.crashes``:
+        nothing left to blame it for a later death) go, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         pipe.hdel(keys.running_key(sweep_id), keys.run_field(case_id, run))
+        pipe.hdel(keys.starts_key(sweep_id), keys.start_field(case_id, run))
         pipe.set(keys.activity_key(sweep_id), time.time(), ex=self.ttl)
         pipe.execute()
 

@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from farm.redis_keys import PREFIX, starts_key, worker_alive_key
+from farm.redis_keys import PREFIX, start_field, starts_key, worker_alive_key
 from farm.store import SweepStore
 
 log = logging.getLogger("farm.worker")
@@ -69,10 +69,6 @@ class Start:
     @property
     def isolate(self) -> bool:
         return self.deaths >= ISOLATE_AFTER_DEATHS
-
-
-def _field(case_id: str, run: int) -> str:
-    return f"{case_id}#{run}"
 
 
 def heartbeat_ttl(visibility_timeout_s: int) -> int:
@@ -129,12 +125,9 @@ class CrashBook:
     def start(self, sweep_id: str, case_id: str, run: int) -> Start:
         token = _HEARTBEAT.ensure(self.store.client, self.ttl_s)
         duplicate, deaths = self._start(keys=[starts_key(sweep_id)], args=[
-            _field(case_id, run), token, f"{PREFIX}worker-alive:", self.store.ttl])
+            start_field(case_id, run), token, f"{PREFIX}worker-alive:", self.store.ttl])
         return Start(deaths=int(deaths), duplicate=bool(int(duplicate)))
 
-    def settled(self, sweep_id: str, case_id: str, run: int) -> None:
-        """The run is stored or dropped: no marker left to blame it for a later death."""
-        self.store.client.hdel(starts_key(sweep_id), _field(case_id, run))
 
 
 __all__ = ["ISOLATE_AFTER_DEATHS", "CrashBook", "Heartbeat", "Start", "heartbeat_ttl"]

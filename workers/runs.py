@@ -79,7 +79,6 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     if already:  # a redelivery of a run that finished: do not call the agent again
         existing = store.get_run(sweep_id, case_id, run)
         if existing is not None:
-            book.settled(sweep_id, case_id, run)
             # its first delivery may have died between storing and firing: fire again if still due
             _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
             return _summary(existing, counted=False)
@@ -100,11 +99,9 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         if store.stop(sweep_id, fleet.stop_reason):
             log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
-        book.settled(sweep_id, case_id, run)
         return _record(sweep_id, case_id, run, status="dropped", reason=fleet.stop_reason)
     result.sweep_id = sweep_id
     tally, state = store.store_run(sweep_id, result)
-    book.settled(sweep_id, case_id, run)
     stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)
     if stopping and store.stop(sweep_id, StopReason.FAIL_FAST):
         log.info("sweep %s: case %s can no longer pass; --fail-fast drops the runs not started", sweep_id, case_id)
