@@ -35,6 +35,19 @@ COMPARED = ("id", "runs", "passed", "failed", "errors", "timeouts", "skipped", "
             "consistency", "stable", "stability_class", "label", "required_passes", "case_passed")
 
 
+def assert_parity(local: Path, remote: Path) -> dict[str, Any]:
+    """The parity sweep's two reports agree case by case and in the summary (its duration aside);
+    returns the distributed one."""
+    local_report, remote_report = json.loads(local.read_text()), json.loads(remote.read_text())
+    assert _counts(remote_report) == _counts(local_report)
+    drop = ("duration_ms",)
+    assert {k: v for k, v in remote_report["summary"].items() if k not in drop} == \
+        {k: v for k, v in local_report["summary"].items() if k not in drop}
+    assert remote_report["summary"]["by_status"] == {"passed": 12, "failed": 6, "error": 0, "timeout": 0,
+                                                     "skipped": 1}
+    return remote_report
+
+
 def _counts(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: case[k] for k in COMPARED} | {"runs_seen": sorted(d["run"] for d in case["run_details"])}
             for case in report["results"]]
@@ -48,14 +61,7 @@ def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker
     remote = farm_cli.run(*common, "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker,
                           "--queue", "parity")
     assert local.returncode == remote.returncode == 1, remote.stderr  # 'mostly'/'rarely' miss 100 %
-    local_report = json.loads((tmp_path / "local.json").read_text())
-    remote_report = json.loads((tmp_path / "remote.json").read_text())
-    assert _counts(remote_report) == _counts(local_report)
-    drop = ("duration_ms",)
-    assert {k: v for k, v in remote_report["summary"].items() if k not in drop} == \
-        {k: v for k, v in local_report["summary"].items() if k not in drop}
-    assert remote_report["summary"]["by_status"] == {"passed": 12, "failed": 6, "error": 0, "timeout": 0,
-                                                     "skipped": 1}
+    remote_report = assert_parity(tmp_path / "local.json", tmp_path / "remote.json")
     assert remote_report["metadata"]["sweep_id"]
 
 

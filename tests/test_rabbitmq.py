@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker_servers import rabbitmq_vhost
-from tests.test_distributed import AGENTS, PARITY_CASES, _counts, write_suite
+from tests.test_distributed import AGENTS, PARITY_CASES, assert_parity, write_suite
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -47,14 +47,7 @@ def test_sweep_over_rabbitmq_matches_in_process(tmp_path, redis_client, redis_se
                           env=store)
     assert local.returncode == remote.returncode == 1, remote.stderr
     assert "amqp://guest:***@" in remote.stderr  # the sweep's line names the broker, without its password
-    local_report = json.loads((tmp_path / "local.json").read_text())
-    remote_report = json.loads((tmp_path / "remote.json").read_text())
-    assert _counts(remote_report) == _counts(local_report)
-    drop = ("duration_ms",)
-    assert {k: v for k, v in remote_report["summary"].items() if k not in drop} == \
-        {k: v for k, v in local_report["summary"].items() if k not in drop}
-    assert remote_report["summary"]["by_status"] == {"passed": 12, "failed": 6, "error": 0, "timeout": 0,
-                                                     "skipped": 1}
+    remote_report = assert_parity(tmp_path / "local.json", tmp_path / "remote.json")
     # The sweep's data is in the store (Redis), not in RabbitMQ.
     sweep_id = remote_report["metadata"]["sweep_id"]
     assert redis_client.exists(f"farm:sweep:{sweep_id}:events")

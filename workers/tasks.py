@@ -24,6 +24,7 @@ it has stored the case). No latch can strand the case, and a rare duplicate aggr
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any
@@ -81,13 +82,19 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any
         raise Reject(f"redis unavailable: {exc}", requeue=True) from exc
 
 
+@functools.lru_cache(maxsize=64)
+def _delivery(max_case_timeout_s: float) -> Delivery:
+    """A sweep's delivery settings, read from the environment once per case timeout, not per run."""
+    return Delivery.from_env(SETTINGS.visibility_timeout_s, max_case_timeout_s)
+
+
 def _top_up(task: Task, store: SweepStore, sweep_id: str) -> None:
     """Publish the sweep's next window when it runs low and no publisher holds it (``farm.delivery``)."""
     try:
         sweep = CACHE.sweep(store, sweep_id)
         if sweep is None:
             return
-        delivery = Delivery.from_env(SETTINGS.visibility_timeout_s, sweep.max_case_timeout_s)
+        delivery = _delivery(sweep.max_case_timeout_s)
         top_up(task.app, store, sweep, lease_ms=delivery.publisher_lease_ms, batch=delivery.batch,
                window=delivery.window)
     except Exception:  # the run is stored: never requeue it for this; the reconciler tops up later
