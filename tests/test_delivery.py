@@ -130,6 +130,25 @@ def test_messages_lost_by_the_broker_are_published_again_and_counted_once(tmp_pa
     assert _republished(workers) >= 1
 
 
+def test_runs_lost_by_the_broker_are_published_again_long_before_the_case_timeout(tmp_path, redis_client,
+                                                                                 farm_worker, farm_cli):
+    """CI, stop 17: Redis restarted while a worker's BRPOP was in flight; the popped run was
+    never recorded as unacknowledged. With the default run lease (visibility timeout + a 300 s
+    case timeout) the repair waited five minutes and the submitter detached first. A sweep quiet
+    for the visibility timeout, with nothing running and nothing waiting in its queue, has lost
+    those runs: they are published again then, not after the case timeout."""
+    env = {"FARM_VISIBILITY_TIMEOUT": "4"}
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "q.jsonl", [{"id": f"q{i}", "input": "x"} for i in range(3)])
+    sweep_id = _submit(farm_cli, suite, 4, "quiet", env, agent="by_run")
+    for _ in range(2):
+        store.client.rpop("quiet")
+    workers = [farm_worker(queue="quiet", env=env)]
+    report = _report(store, sweep_id, timeout=90)  # far short of the 304 s lease: only the quiet rule can finish it
+    _assert_exactly_once(report, 3, 4)
+    assert _republished(workers) >= 1
+
+
 def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, redis_client, farm_worker,
                                                                       farm_cli):
     """Issue 11, finding 2: the plan and the cursor were stored, half the runs published, then the

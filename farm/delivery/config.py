@@ -2,6 +2,9 @@
 
     FARM_LEASE              seconds a published or started run may stay unsettled before it is
                             published again (default: visibility timeout + the longest case timeout)
+                            A sweep quiet for ``quiet_s`` (the visibility timeout, at most 30 s) with
+                            nothing running and nothing waiting in its queue has lost its unsettled
+                            runs (a BRPOP cut off by a Redis restart): they go again then, sooner.
     FARM_RECONCILE_INTERVAL seconds between a worker's reconcile passes (default: lease / 4, 1..30)
     FARM_PUBLISHER_LEASE    seconds a publisher's lease lasts unless renewed (default 30)
     FARM_PUBLISH_BATCH      runs per published batch, after which the cursor advances (default 500)
@@ -23,6 +26,7 @@ DEFAULT_PUBLISHER_LEASE_S = 30.0
 DEFAULT_PUBLISH_BATCH = 500
 DEFAULT_PUBLISH_WINDOW = 10_000
 MAX_RECONCILE_INTERVAL_S = 30.0
+MAX_QUIET_S = 30.0
 
 
 def _number(env: Mapping[str, str], name: str) -> float | None:
@@ -47,6 +51,7 @@ class Delivery:
     publisher_lease_s: float
     batch: int
     window: int = DEFAULT_PUBLISH_WINDOW
+    quiet_s: float = MAX_QUIET_S
 
     @classmethod
     def from_env(cls, visibility_timeout_s: float, max_case_timeout_s: float,
@@ -57,7 +62,8 @@ class Delivery:
         publisher = _number(env, "FARM_PUBLISHER_LEASE") or DEFAULT_PUBLISHER_LEASE_S
         batch = max(1, int(_number(env, "FARM_PUBLISH_BATCH") or DEFAULT_PUBLISH_BATCH))
         window = max(1, int(_number(env, "FARM_PUBLISH_WINDOW") or DEFAULT_PUBLISH_WINDOW))
-        return cls(lease, interval, publisher, batch, window)
+        quiet = min(visibility_timeout_s, lease, MAX_QUIET_S)
+        return cls(lease, interval, publisher, batch, window, quiet)
 
     @property
     def publisher_lease_ms(self) -> int:

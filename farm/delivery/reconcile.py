@@ -11,6 +11,9 @@ One pass over a sweep (``reconcile_sweep``), in this order:
 5. Idle for a whole lease (no run started or settled, nothing published): every run neither
    settled nor started within its lease is published again, its attempt counted; a complete
    case never aggregated is aggregated, a sweep with every case aggregated gets its report.
+   Sooner when the sweep is merely quiet (``Delivery.quiet_s``) but nothing of it runs and its
+   queue is empty: then no run can be waiting anywhere, and the unsettled ones were lost (a
+   Redis restart cutting a BRPOP short) — waiting out a case timeout would only stall it.
 
 A duplicate is harmless: a run is stored once (the settled bitmap and SET NX), aggregates and
 reports are idempotent. ``Reconciler`` is the thread every worker runs; a Redis lease per sweep
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from farm import redis_keys as keys
+from farm.broker_queues import waiting_messages
 from farm.delivery.close import aggregate, close, report
 from farm.delivery.config import Delivery
 from farm.delivery.publish import Outcome, new_token, ordered_cases, publish_from_cursor, send_runs
@@ -78,9 +82,25 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
         if outcome is not Outcome.PAUSED:  # a full window that does not drain may hold lost runs: repair below
             return f"published ({outcome.value})"
         cursor = store.cursor(sid) or 0
-    if not repair or idle < delivery.lease_s:
+    if not repair:
         return "alive"
-    return _repair(store, app, sid, cases, delivery, now, cursor)
+    if idle >= delivery.lease_s:
+        return _repair(store, app, sid, cases, delivery, now, cursor, lost_after_s=delivery.lease_s)
+    if idle >= delivery.quiet_s and _nothing_anywhere(store, app, sweep.queue, sid, now, delivery):
+        return _repair(store, app, sid, cases, delivery, now, cursor, lost_after_s=delivery.quiet_s)
+    return "alive"
+
+
+def _nothing_anywhere(store: SweepStore, app: Any, queue: str, sid: str, now: float, delivery: Delivery) -> bool:
+    """No run of the sweep started within its lease and none waits in its queue (another
+    sweep's messages there count too: then it may just be waiting its turn)."""
+    if any(now - started < delivery.lease_s for started in store.running(sid).values()):
+        return False
+    try:
+        return waiting_messages(app, [queue]).get(queue, 0) == 0
+    except Exception:  # the broker cannot say: wait for the whole lease instead
+        log.debug("cannot count the messages in queue %s", queue, exc_info=True)
+        return False
 
 
 _TOKEN = new_token()
@@ -92,9 +112,10 @@ def _take_publisher(store: SweepStore, sweep_id: str, delivery: Delivery) -> boo
 
 
 def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], delivery: Delivery, now: float,
-            cursor: int) -> str:
-    """Republish the runs published (before ``cursor``) but neither settled nor running within
-    their lease; aggregate complete cases whose aggregate was lost; report a sweep all aggregated."""
+            cursor: int, *, lost_after_s: float) -> str:
+    """Republish the runs published (before ``cursor``) but neither settled nor running (nor
+    published again) within ``lost_after_s``; aggregate complete cases whose aggregate was lost;
+    report a sweep all aggregated."""
     sweep = store.load_sweep(sid)
     if sweep is None:
         return "gone"
@@ -115,7 +136,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
         for n in store.unsettled(sid, planned.id, min(planned.plan.runs, cursor - first)):
             field = keys.run_field(planned.id, n)
             seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
-            if now - seen >= delivery.lease_s:
+            if now - seen >= lost_after_s:
                 resend.append((planned, n))
     store.forget_running(sid, [f for f, started in running.items() if now - started >= delivery.lease_s])
     if resend:
@@ -123,8 +144,8 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
         store.note_republished(sid, fields, now)
         send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
         store.touch(sid, now)
-        log.warning("sweep %s: %d runs neither settled nor running within their lease of %gs: published again",
-                    sid, len(resend), delivery.lease_s)
+        log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
+                    sid, len(resend), lost_after_s)
         return f"republished {len(resend)}"
     if cursor >= sum(c.plan.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
         report(store, sweep)
