@@ -18,6 +18,5 @@ SETTINGS = FarmSettings.from_env()
 
 app = Celery("farm", include=["workers.tasks"])
 app.conf.update(celery_settings(SETTINGS))
-app.conf.worker_consumer = "workers.consumer:Consumer"  # Celery's, surviving a flapping broker's teardown
 
 __all__ = ["SETTINGS", "app"]
