@@ -24,12 +24,12 @@ the sweep's stream, which the submitter and ``farm results`` read.
                                     (present once the whole plan is stored)
     farm:sweep:{id}:publisher       string: the publisher's lease (a token, expiring unless renewed)
     farm:sweep:{id}:reconciler      string: the reconciler's lease (one worker at a time per sweep)
-    farm:sweep:{id}:running         hash: "{case}:{run}" → epoch a worker started it
+    farm:sweep:{id}:running         hash: "{case}:{run}" → marker of a run a worker began and has not
+                                    settled: {"t": epoch begun, "h": holder token, "d": deaths}
     farm:sweep:{id}:attempts        hash: "{case}:{run}" → publications of the run (1 = first) and
                                     "{case}:{run}@" → epoch of its last republication
     farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life
     farm:sweep:{id}:settled-count   counter: runs settled (stored or dropped), each once
-    farm:sweep:{id}:starts          hash: "{case}#{n}" → start marker of a run in flight (holder, deaths)
     farm:worker-alive:{token}       string: a worker process's heartbeat (expires when it dies)
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
 
@@ -166,17 +166,6 @@ def run_field(case_id: str, run: int) -> str:
     return f"{case_id}:{run}"
 
 
-def starts_key(sweep_id: str) -> str:
-    """Hash of the start markers of runs in flight: who holds each, and how many worker deaths it
-    was in flight at (``workers.crashes``)."""
-    return f"{sweep_key(sweep_id)}:starts"
-
-
-def start_field(case_id: str, run: int) -> str:
-    """A run's field in the ``starts`` hash."""
-    return f"{case_id}#{run}"
-
-
 def worker_alive_key(token: str) -> str:
     """A worker process's heartbeat: present while it lives (``workers.crashes``)."""
     return f"{PREFIX}worker-alive:{token}"
@@ -188,8 +177,7 @@ def sweep_keys(sweep_id: str) -> list[str]:
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
-            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),
-            starts_key(sweep_id)]
+            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

@@ -28,10 +28,12 @@ from farm.models import CaseStats, RunResult, RunStatus, SweepReport
 from farm.plan import PlannedCase, SweepPlan
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 from farm.store_answers import Event as Event
+from farm.store_answers import RunStart as RunStart
 from farm.store_answers import Settled as Settled
 from farm.store_answers import SweepProgress as SweepProgress
 from farm.store_answers import Tally as Tally
 from farm.store_lua import (
+    BEGIN_RUN_LUA,
     CURSOR_LUA,
     RELEASE_LUA,
     RENEW_LUA,
@@ -52,6 +54,14 @@ def connect(url: str, *, retries: int = 0) -> redis.Redis:
     )
 
 
+def _begun(marker: str) -> float:
+    """The epoch a running marker was set (``BEGIN_RUN_LUA``)."""
+    try:
+        return float(json.loads(marker)["t"])
+    except (ValueError, KeyError, TypeError):
+        return 0.0
+
+
 class SweepStore:
     """Reads and writes sweeps in one Redis database."""
 
@@ -61,6 +71,7 @@ class SweepStore:
         self.ttl = ttl
         self._store_run = client.register_script(STORE_RUN_LUA)
         self._settle = client.register_script(SETTLE_LUA)
+        self._begin_run = client.register_script(BEGIN_RUN_LUA)
         self._store_case = client.register_script(STORE_CASE_LUA)
         self._store_report = client.register_script(STORE_REPORT_LUA)
         self._renew = client.register_script(RENEW_LUA)
@@ -138,28 +149,34 @@ class SweepStore:
         """
         cid = result.case_id
         passed = 1 if RunStatus(result.status) is RunStatus.PASSED else 0
-        args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run]
+        args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run,
+                           keys.run_field(cid, result.run), time.time()]
         names = [keys.run_key(sweep_id, cid, result.run), keys.stream_key(sweep_id), keys.runs_done_key(sweep_id),
                  keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id),
-                 keys.settled_count_key(sweep_id)]
+                 keys.settled_count_key(sweep_id), keys.running_key(sweep_id), keys.activity_key(sweep_id)]
         stored, counted, passes, first, settled, done = self._store_run(keys=names, args=args)
         barrier = Settled(bool(first), int(settled), bool(done))
         return (Tally(int(counted), int(passes)) if stored else None), barrier
 
     def settle(self, sweep_id: str, case_id: str, run: int) -> Settled:
-        """Settle a run without storing it (dropped), or look again at a stored run's barrier."""
-        names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id), keys.settled_count_key(sweep_id)]
-        first, settled, done = self._settle(keys=names, args=[run, self.ttl, case_id])
+        """Settle a run a worker began without storing it (dropped), or look again at a stored
+        run's barrier; its running marker goes."""
+        first, settled, done = self._settle(keys=self._settle_keys(sweep_id, case_id), args=[
+            run, self.ttl, case_id, keys.run_field(case_id, run), time.time()])
         return Settled(bool(first), int(settled), bool(done))
+
+    @staticmethod
+    def _settle_keys(sweep_id: str, case_id: str) -> list[str]:
+        return [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id), keys.settled_count_key(sweep_id),
+                keys.running_key(sweep_id), keys.activity_key(sweep_id)]
 
     def settle_many(self, sweep_id: str, runs: list[tuple[str, int]], *, chunk: int = 1000) -> None:
         """Settle runs that will never be published (a stopped sweep's rest), pipelined."""
         for first in range(0, len(runs), chunk):
             pipe = self.client.pipeline(transaction=False)
             for case_id, run in runs[first:first + chunk]:
-                names = [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id),
-                         keys.settled_count_key(sweep_id)]
-                self._settle(keys=names, args=[run, self.ttl, case_id], client=pipe)
+                self._settle(keys=self._settle_keys(sweep_id, case_id), args=[run, self.ttl, case_id, "", 0],
+                             client=pipe)
             pipe.execute()
 
     def get_run(self, sweep_id: str, case_id: str, run: int) -> RunResult | None:
@@ -174,15 +191,16 @@ class SweepStore:
                 if text is not None:
                     yield RunResult.model_validate_json(str(text))
 
-    def before_run(self, sweep_id: str, case_id: str, run: int) -> tuple[str | None, bool]:
-        """(stop reason or None, whether the run is already stored), and the run marked running (its
-        lease, for the reconciler, starts now; the sweep is alive), in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.get(keys.stop_key(sweep_id))
-        pipe.exists(keys.run_key(sweep_id, case_id, run))
-        self._mark_running(pipe, sweep_id, case_id, run)
-        stop, stored, *_ = pipe.execute()
-        return stop, bool(stored)
+    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str) -> RunStart:
+        """A worker begins a run, in one round trip: the stop reason, whether the run is stored
+        already, and its marker set (its lease starts now, the sweep is alive; ``holder`` is the
+        worker process's heartbeat token, so a later delivery can tell whether it died with the
+        run in flight). ``store_run`` or ``settle`` clears the marker."""
+        stop, stored, deaths, duplicate = self._begin_run(
+            keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id),
+                  keys.activity_key(sweep_id)],
+            args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), self.ttl, time.time()])
+        return RunStart(stop or None, bool(int(stored)), int(deaths), bool(int(duplicate)))
 
     # ------------------------------------------------------------------- cases, report
 
@@ -268,29 +286,9 @@ class SweepStore:
     def last_activity(self, sweep_id: str) -> float:
         return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
 
-    def _mark_running(self, pipe: Any, sweep_id: str, case_id: str, run: int) -> None:
-        """A worker started the run: its lease runs from now (and the sweep is alive)."""
-        now = time.time()
-        pipe.hset(keys.running_key(sweep_id), keys.run_field(case_id, run), now)
-        pipe.expire(keys.running_key(sweep_id), self.ttl)
-        pipe.set(keys.activity_key(sweep_id), now, ex=self.ttl)
-
-    def clear_running(self, sweep_id: str, case_id: str, run: int) -> None:
-        """The run is over on this worker: its running mark and its start marker (``workers.crashes``:
-        nothing left to blame it for a later death) go, in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hdel(keys.running_key(sweep_id), keys.run_field(case_id, run))
-        pipe.hdel(keys.starts_key(sweep_id), keys.start_field(case_id, run))
-        pipe.set(keys.activity_key(sweep_id), time.time(), ex=self.ttl)
-        pipe.execute()
-
     def running(self, sweep_id: str) -> dict[str, float]:
-        """Runs started and not finished: field → epoch started (a killed worker's stay until cleaned)."""
-        return {k: float(v) for k, v in self.client.hgetall(keys.running_key(sweep_id)).items()}
-
-    def forget_running(self, sweep_id: str, fields: list[str]) -> None:
-        if fields:
-            self.client.hdel(keys.running_key(sweep_id), *fields)
+        """Runs begun and not settled: field → epoch begun (a dead worker's stay until settled)."""
+        return {field: _begun(value) for field, value in self.client.hgetall(keys.running_key(sweep_id)).items()}
 
     def attempts(self, sweep_id: str) -> dict[str, str]:
         """The ``attempts`` hash as stored (see ``farm.redis_keys``)."""

@@ -36,6 +36,20 @@ class Tally:
 
 
 @dataclass(frozen=True)
+class RunStart:
+    """What a run learnt as it started on a worker (``SweepStore.begin_run``)."""
+
+    stop: str | None
+    """The sweep's stop reason, if it was stopped (the run is then dropped)."""
+    stored: bool
+    """The run is stored already (a redelivery of a finished run)."""
+    deaths: int
+    """Worker processes that died while this run was in flight (``workers.crashes``)."""
+    duplicate: bool
+    """A live worker elsewhere has the run in flight too (a concurrent duplicate delivery)."""
+
+
+@dataclass(frozen=True)
 class Settled:
     """A case's barrier after one of its runs settled (stored, or dropped by a stopped sweep)."""
 
@@ -61,4 +75,4 @@ class Event:
     data: str | None
 
 
-__all__ = ["Event", "Settled", "SweepProgress", "Tally"]
+__all__ = ["Event", "RunStart", "Settled", "SweepProgress", "Tally"]

@@ -15,10 +15,48 @@ if before == 0 then
   redis.call('INCR', KEYS[3])
   redis.call('EXPIRE', KEYS[3], ARGV[2])
 end
+if ARGV[4] ~= '' then
+  redis.call('HDEL', KEYS[4], ARGV[4])
+  redis.call('SET', KEYS[5], ARGV[5], 'EX', ARGV[2])
+end
 return {1 - before, redis.call('BITCOUNT', KEYS[1]), redis.call('SISMEMBER', KEYS[2], ARGV[3])}
 """
-"""KEYS: settled bitmap, cases-done set, the sweep's settled counter; ARGV: run number, TTL, case
-id. Returns (1 when this call settled the run, runs of the case settled, 1 when the case is aggregated already)."""
+"""KEYS: settled bitmap, cases-done set, the sweep's settled counter, running hash, activity key;
+ARGV: run number, TTL, case id, the run's running field ('' for runs never started: nothing to
+clear, no sign of life), epoch now. Returns (1 when this call settled the run, runs of the case
+settled, 1 when the case is aggregated already)."""
+
+BEGIN_RUN_LUA = """
+local stop = redis.call('GET', KEYS[1])
+local stored = redis.call('EXISTS', KEYS[2])
+local deaths, duplicate = 0, 0
+local raw = redis.call('HGET', KEYS[3], ARGV[1])
+if raw then
+  local ok, marker = pcall(cjson.decode, raw)
+  if ok and type(marker) == 'table' then
+    deaths = tonumber(marker['d']) or 0
+    if marker['h'] ~= ARGV[2] then
+      if redis.call('EXISTS', ARGV[3] .. tostring(marker['h'])) == 1 then
+        duplicate = 1
+      else
+        deaths = deaths + 1
+      end
+    end
+  end
+end
+if duplicate == 0 then
+  redis.call('HSET', KEYS[3], ARGV[1], cjson.encode({t = tonumber(ARGV[5]), h = ARGV[2], d = deaths}))
+  redis.call('EXPIRE', KEYS[3], ARGV[4])
+end
+redis.call('SET', KEYS[4], ARGV[5], 'EX', ARGV[4])
+return {stop or '', stored, deaths, duplicate}
+"""
+"""KEYS: stop key, run key, running hash, activity key; ARGV: the run's running field, this
+process's holder token, heartbeat key prefix, TTL, epoch now. The run's marker in the running
+hash, ``{"t": started, "h": holder, "d": deaths}``, is its lease (for the reconciler) and its
+crash record (``workers.crashes``): a marker of a dead holder means the run was in flight when
+that process died (deaths + 1); of a live holder elsewhere, a concurrent duplicate (left as it
+is). Returns (stop reason or '', 1 when the run is stored already, deaths, 1 when duplicate)."""
 
 STORE_RUN_LUA = """
 local settled = redis.call('SETBIT', KEYS[5], ARGV[5], 1)
@@ -28,6 +66,8 @@ if settled == 0 then
   redis.call('EXPIRE', KEYS[7], ARGV[2])
 end
 local barrier = {1 - settled, redis.call('BITCOUNT', KEYS[5]), redis.call('SISMEMBER', KEYS[6], ARGV[3])}
+redis.call('HDEL', KEYS[8], ARGV[6])
+redis.call('SET', KEYS[9], ARGV[7], 'EX', ARGV[2])
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[1])
   redis.call('INCR', KEYS[3])
@@ -40,8 +80,9 @@ end
 return {0, 0, 0, barrier[1], barrier[2], barrier[3]}
 """
 """KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set, the
-sweep's settled counter (the publishing window's measure); ARGV:
-RunResult JSON, TTL, case id, 1 if the run passed else 0, run number. Returns (1 when counted,
+sweep's settled counter (the publishing window's measure), running hash, activity key; ARGV:
+RunResult JSON, TTL, case id, 1 if the run passed else 0, run number, the run's running field
+(its marker goes: the run is over), epoch now. Returns (1 when counted,
 runs counted, runs passed of the case) followed by SETTLE_LUA's three values."""
 
 STORE_CASE_LUA = """

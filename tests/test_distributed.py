@@ -7,6 +7,7 @@ by the worker, and the submitter's failures (no broker, no worker) as exit 3 rat
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +262,33 @@ def test_barrier_fires_once_and_again_for_a_redelivery_until_the_case_is_aggrega
     store.store_case("s2", "c", None)  # the aggregate ran
     assert not store.settle("s2", "c", 3).fires(runs)
     assert store.settle("s2", "other", 1) == Settled(True, 1, False)  # per case
+
+
+def test_a_runs_marker_is_its_lease_and_its_crash_record_in_one_round_trip(redis_client, redis_server):
+    """``begin_run`` sets the run's one marker (when, holder, deaths); a later delivery learns from
+    it whether the holder died with the run in flight; the step that settles the run clears it."""
+    from farm import redis_keys as keys
+    from farm.models import RunResult, RunStatus
+
+    store = SweepStore(connect(redis_server))
+    redis_client.set(keys.worker_alive_key("alive"), "1")
+    first = store.begin_run("m1", "c", 1, "dead")
+    assert (first.stop, first.stored, first.deaths, first.duplicate) == (None, False, 0, False)
+    began = store.running("m1")["c:1"]
+    assert abs(began - time.time()) < 60
+    again = store.begin_run("m1", "c", 1, "alive")  # "dead" has no heartbeat: it died with the run
+    assert (again.deaths, again.duplicate) == (1, False)
+    twin = store.begin_run("m1", "c", 1, "other")  # "alive" beats: a concurrent duplicate, marker kept
+    assert (twin.deaths, twin.duplicate) == (1, True)
+    assert json.loads(redis_client.hget(keys.running_key("m1"), "c:1"))["h"] == "alive"
+    assert store.begin_run("m1", "c", 1, "alive").deaths == 1  # a retry in the same process: nothing new
+    store.stop("m1", "cancelled")
+    stopped = store.begin_run("m1", "c", 2, "alive")
+    assert stopped.stop == "cancelled" and not stopped.stored
+    store.settle("m1", "c", 2)  # dropped: settled, its marker gone
+    store.store_run("m1", RunResult(case_id="c", run=1, status=RunStatus.PASSED))
+    assert store.running("m1") == {}
+    assert store.begin_run("m1", "c", 1, "alive").stored
 
 
 def test_redelivered_runs_of_a_counted_case_still_get_it_aggregated(tmp_path, redis_client, redis_server,

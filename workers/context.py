@@ -22,10 +22,8 @@ from farm.checks.base import JudgeResolver
 from farm.fleet.redis_runtime import redis_runtime
 from farm.fleet.runtime import FleetRuntime
 from farm.plan import PlannedCase, SweepPlan
-from farm.settings import FarmSettings
 from farm.simulators import SimulatorPool, create_simulator_pool
 from farm.store import SweepStore, connect
-from workers.crashes import CrashBook
 
 STORE_RETRIES = 10
 """Redis command retries (exponential backoff capped at 4 s: about half a minute of outage)."""
@@ -53,18 +51,6 @@ _store_urls: dict[SweepStore, str] = {}
 def store_url(store: SweepStore) -> str:
     """The URL ``store`` was opened with (an isolated run opens its own)."""
     return _store_urls[store]
-
-
-_crash_books: dict[SweepStore, CrashBook] = {}
-
-
-def crash_book(store: SweepStore) -> CrashBook:
-    """The start markers of ``store``'s runs (``workers.crashes``), one per store."""
-    with _stores_lock:
-        book = _crash_books.get(store)
-        if book is None:
-            book = _crash_books[store] = CrashBook(store, FarmSettings.from_env().visibility_timeout_s)
-        return book
 
 
 class SweepCache:
@@ -153,5 +139,5 @@ def thread_state() -> ThreadState:
     return state
 
 
-__all__ = ["CACHE", "STORE_RETRIES", "SweepCache", "ThreadState", "crash_book", "get_store", "store_url",
+__all__ = ["CACHE", "STORE_RETRIES", "SweepCache", "ThreadState", "get_store", "store_url",
            "thread_state"]

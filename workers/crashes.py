@@ -5,9 +5,10 @@ or a SIGKILL from outside) nothing says which run killed it. SPEC 11: a run in f
 is delivered again; after its second such death it runs once more alone, in a process of its own
 (``workers.isolated``), and only if that process dies too is it recorded ``crashed``.
 
-Bookkeeping, in the sweep's ``starts`` hash: each run, as it starts, sets its start marker (the
-holder: this process's token; and ``deaths``), and clears it once settled. A run that starts and
-finds a marker of a *dead* holder (its heartbeat key expired) was in flight when that process
+Bookkeeping, in the sweep's ``running`` hash (``SweepStore.begin_run``, one round trip with the
+run's other start checks): each run, as it starts, sets its marker (when: the reconciler's lease;
+the holder: this process's token; and ``deaths``), and the step that settles it clears it. A run
+that starts and finds a marker of a *dead* holder (its heartbeat key expired) was in flight when that process
 died: ``deaths`` + 1. A marker of a live holder is a concurrent duplicate delivery (the delivery
 reconciler, a lease that ran out): nothing is counted. A marker of this very process is a retry
 here (a requeue after a Redis fault): nothing either. Runs only reserved (prefetched) by a dying
@@ -20,15 +21,16 @@ the TTL stays under half the visibility timeout, so a run redelivered after its 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
-from farm.redis_keys import PREFIX, start_field, starts_key, worker_alive_key
+from farm.redis_keys import worker_alive_key
+from farm.settings import FarmSettings
 from farm.store import SweepStore
 
 log = logging.getLogger("farm.worker")
@@ -37,38 +39,6 @@ ISOLATE_AFTER_DEATHS = 2
 """A run in flight at this many worker deaths runs alone in a process of its own (SPEC 11)."""
 
 MAX_HEARTBEAT_TTL_S = 10
-
-START_LUA = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local deaths = 0
-if raw then
-  local marker = cjson.decode(raw)
-  deaths = tonumber(marker['d']) or 0
-  if marker['h'] ~= ARGV[2] then
-    if redis.call('EXISTS', ARGV[3] .. marker['h']) == 1 then
-      return {1, deaths}
-    end
-    deaths = deaths + 1
-  end
-end
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode({h = ARGV[2], d = deaths}))
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
-return {0, deaths}
-"""
-"""KEYS: starts hash. ARGV: field, this holder's token, heartbeat key prefix, TTL.
-Returns {duplicate, deaths}: duplicate is 1 when a live holder elsewhere has the run in flight."""
-
-
-@dataclass(frozen=True)
-class Start:
-    """What a run learnt as it started: how many worker deaths it was in flight at."""
-
-    deaths: int
-    duplicate: bool
-
-    @property
-    def isolate(self) -> bool:
-        return self.deaths >= ISOLATE_AFTER_DEATHS
 
 
 def heartbeat_ttl(visibility_timeout_s: int) -> int:
@@ -114,20 +84,14 @@ def _reset_after_fork() -> None:  # a forked child (prefork pool) is another pro
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-class CrashBook:
-    """Start markers of one store's runs (``SweepStore``'s client)."""
-
-    def __init__(self, store: SweepStore, visibility_timeout_s: int) -> None:
-        self.store = store
-        self.ttl_s = heartbeat_ttl(visibility_timeout_s)
-        self._start = store.client.register_script(START_LUA)
-
-    def start(self, sweep_id: str, case_id: str, run: int) -> Start:
-        token = _HEARTBEAT.ensure(self.store.client, self.ttl_s)
-        duplicate, deaths = self._start(keys=[starts_key(sweep_id)], args=[
-            start_field(case_id, run), token, f"{PREFIX}worker-alive:", self.store.ttl])
-        return Start(deaths=int(deaths), duplicate=bool(int(duplicate)))
+def holder(store: SweepStore) -> str:
+    """This process's heartbeat token, beating in ``store``'s Redis from the first run on."""
+    return _HEARTBEAT.ensure(store.client, _heartbeat_ttl())
 
 
+@functools.lru_cache(maxsize=1)
+def _heartbeat_ttl() -> int:
+    return heartbeat_ttl(FarmSettings.from_env().visibility_timeout_s)
 
-__all__ = ["ISOLATE_AFTER_DEATHS", "CrashBook", "Heartbeat", "Start", "heartbeat_ttl"]
+
+__all__ = ["ISOLATE_AFTER_DEATHS", "Heartbeat", "heartbeat_ttl", "holder"]

@@ -13,8 +13,8 @@ Each stored or dropped run settles once in its case's Redis barrier (``SweepStor
 ``settle``); the run that completes the case calls ``fire`` (``workers.tasks`` enqueues
 ``farm.aggregate``), and so does a redelivered run while the aggregate has not run yet.
 
-Poison runs (SPEC 11): each run sets its start marker as it starts and clears it once settled
-(``workers.crashes``); a run that was in flight at two worker deaths runs alone in a process of
+Poison runs (SPEC 11): each run sets its marker as it begins and the step that settles it clears
+it (``workers.crashes``); a run that was in flight at two worker deaths runs alone in a process of
 its own (``workers.isolated``), which records it ``crashed`` if that process dies too.
 """
 
@@ -32,7 +32,8 @@ from farm.redis_memory import until_writable
 from farm.stats import output_digest
 from farm.store import Settled, SweepStore
 from workers.attempt import attempt_run
-from workers.context import CACHE, crash_book, store_url
+from workers.context import CACHE, store_url
+from workers.crashes import ISOLATE_AFTER_DEATHS, holder
 from workers.isolated import run_isolated
 
 log = logging.getLogger("farm.worker")
@@ -74,9 +75,9 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return _record(sweep_id, case_id, run, status="dropped", reason="sweep or case not found (expired?)")
-    stop, already = store.before_run(sweep_id, case_id, run)
-    book = crash_book(store)
-    if already:  # a redelivery of a run that finished: do not call the agent again
+    begun = store.begin_run(sweep_id, case_id, run, holder(store))
+    stop = begun.stop
+    if begun.stored:  # a redelivery of a run that finished: do not call the agent again
         existing = store.get_run(sweep_id, case_id, run)
         if existing is not None:
             # its first delivery may have died between storing and firing: fire again if still due
@@ -88,10 +89,9 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped", reason=stop)
     fleet = CACHE.fleet(store, sweep)
-    start = book.start(sweep_id, case_id, run)
-    if start.isolate:  # in flight at two worker deaths: once more, alone (SPEC 11)
+    if begun.deaths >= ISOLATE_AFTER_DEATHS:  # in flight at two worker deaths: once more, alone (SPEC 11)
         log.warning("sweep %s: run %s/%d was in flight when %d worker processes died; it runs alone "
-                    "in a process of its own", sweep_id, case_id, run, start.deaths)
+                    "in a process of its own", sweep_id, case_id, run, begun.deaths)
         result = run_isolated(store_url(store), store.ttl, sweep, planned, run)
     else:
         result = attempt_run(sweep, planned, run, fleet, interrupts=interrupts)

@@ -67,13 +67,12 @@ def _fire_aggregate(sweep_id: str, case_id: str, queue: str) -> None:
 def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any]:
     """One run of one case; never fails: when Redis stays away, the message goes back on the queue.
 
-    The run is marked running while it runs (``SweepStore.before_run``: its lease, for the
-    reconciler, starts then), and its marks are cleared once it is over."""
+    The run's marker is set as it begins (``SweepStore.begin_run``: its lease, for the
+    reconciler, starts then) and cleared by the step that settles it."""
     try:
         store = _store(self)
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
                           fire=_fire_aggregate)
-        store.clear_running(sweep_id, case_id, run)
         _top_up(self, store, sweep_id)
         return outcome
     except _TRANSIENT as exc:

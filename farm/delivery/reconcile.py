@@ -138,7 +138,6 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
             seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
             if now - seen >= lost_after_s:
                 resend.append((planned, n))
-    store.forget_running(sid, [f for f, started in running.items() if now - started >= delivery.lease_s])
     if resend:
         fields = [keys.run_field(p.id, n) for p, n in resend]
         store.note_republished(sid, fields, now)
