@@ -52,6 +52,22 @@ def test_a_distributed_sweep_prints_its_id_and_flower_address_as_it_starts(tmp_p
 
 @pytest.mark.redis
 @pytest.mark.slow
+def test_a_worker_logs_no_line_per_run_unless_asked(tmp_path, redis_client, farm_worker, farm_cli):
+    """Issue 16: Celery's "received" / "succeeded in" INFO lines cost CPU per run; the farm's own
+    lines (ready, warnings) stay. ``--log-runs`` brings them back."""
+    quiet = farm_worker(queue="quiet-log")
+    loud = farm_worker("--log-runs", queue="loud-log")
+    suite = write_suite(tmp_path / "s.jsonl", [{"id": "a", "input": "x"}])
+    for queue in ("quiet-log", "loud-log"):
+        done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--queue", queue,
+                            "--broker", farm_cli.broker, "--no-progress")
+        assert done.returncode == 0, done.stderr
+    assert " ready." in quiet.text() and "farm.run[" not in quiet.text()
+    assert loud.text().count("farm.run[") >= 6  # received and succeeded, three runs
+
+
+@pytest.mark.redis
+@pytest.mark.slow
 def test_an_agent_a_worker_cannot_build_is_a_configuration_error(tmp_path, redis_client, farm_worker, farm_cli):
     """The submitter has the connector's key, the worker does not: exit 2 with the worker's message."""
     agent = tmp_path / "assistants" / "keyed"

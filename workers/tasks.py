@@ -132,6 +132,19 @@ def report_task(self: Task, sweep_id: str) -> dict[str, Any]:
 
 _reconcilers: list[Reconciler] = []
 
+PER_RUN_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
+"""Celery's two INFO lines per task ("received", "succeeded in"), warnings and errors kept."""
+
+
+@signals.after_setup_logger.connect
+def quiet_per_run_lines(sender: Any = None, loglevel: int | None = None, **_: Any) -> None:
+    """No INFO line per run unless FARM_LOG_RUNS=1 (``farm worker --log-runs``) or ``-l DEBUG``: at
+    hundreds of runs a second they cost CPU and bury the farm's own lines (issue 16)."""
+    if os.environ.get("FARM_LOG_RUNS") == "1" or (loglevel is not None and loglevel <= logging.DEBUG):
+        return
+    for name in PER_RUN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
 
 @signals.worker_ready.connect
 def start_reconciler(sender: Any = None, **_: Any) -> None:

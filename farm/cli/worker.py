@@ -78,14 +78,20 @@ def supervise_workers(broker: str, processes: int, child_args: list[str], hostna
 @click.option("--events", is_flag=True, envvar="FARM_TASK_EVENTS",
               help="Send Celery task events from the start (Flower). Off by default: they cost CPU per run, "
                    "and a running Flower turns them on anyway. Env: FARM_TASK_EVENTS=1.")
+@click.option("--log-runs", is_flag=True, envvar="FARM_LOG_RUNS",
+              help="Log every run as it is received and as it ends (Celery's per-task INFO lines). Off by "
+                   "default: they cost CPU per run; failures and warnings are logged either way. "
+                   "Env: FARM_LOG_RUNS=1.")
 @click.option("--supervise/--no-supervise", default=True, show_default=True,
               help="Run the worker processes as children of a supervisor that starts a new one when one dies "
                    "(an agent's os._exit or segfault). --no-supervise: one Celery worker in this process.")
 @click.pass_context
 def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool: str, loglevel: str,
-           hostname: str | None, processes: int | None, events: bool, supervise: bool) -> None:
+           hostname: str | None, processes: int | None, events: bool, log_runs: bool, supervise: bool) -> None:
     """Start Celery workers with the farm's defaults, one process per core, under a supervisor that
     starts a new one when one dies; other arguments go to Celery as they are."""
+    if log_runs:
+        os.environ["FARM_LOG_RUNS"] = "1"  # read by each worker process (workers.tasks), children included
     options = [f"--queues={queues}", f"--concurrency={concurrency}", f"--pool={pool}", f"--loglevel={loglevel}",
                *(["--events"] if events else [])]
     name = hostname or f"farm-{os.getpid()}@%h"
