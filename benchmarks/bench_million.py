@@ -1,6 +1,7 @@
 """A million cases: the whole ``farm test --collect-only`` command on 100k and 1M generated cases.
 
     python benchmarks/bench_million.py [--repeat 3] [--sizes 100000,1000000] [--flag=--dry-run] [--json F]
+    python benchmarks/bench_million.py --submit [--sizes 100000]
 
 Writes a Yao JSONL suite of N one-turn cases (an id, an input, one ``contains`` check: the shape
 of ``harness.write_suite``) to a temporary directory, then runs ``farm test -i SUITE -n AGENT
@@ -9,6 +10,12 @@ agent called. Prints the wall time and the peak RSS of the process (sampled ever
 checks that every id was listed. 100k is repeated ``--repeat`` times (median); 1M runs once
 (issue 16's targets: ≤ 20 s and ≤ 1.5 GB). ``--flag=--dry-run`` measures an older checkout that
 has no ``--collect-only`` (run this script from it).
+
+``--submit``: the distributed side of issue 16's targets. ``farm test --detach`` of the suite to a
+private ``redis-server`` with no worker: the whole command's wall and peak RSS, the plan's store
+rate (runs / (submit wall - collect-only wall of the same suite): the load is not the store), and
+Redis's memory per planned run (``used_memory`` after, minus before), every run not yet
+published but the first window's.
 """
 
 from __future__ import annotations
@@ -41,11 +48,48 @@ def collect(suite: Path, cases: int, flag: str) -> harness.Measured:
     return measured
 
 
+def submit(suite: Path, cases: int) -> dict[str, float]:
+    """``farm test --detach`` to a fresh private Redis, no worker; figures per planned run."""
+    import redis
+
+    with harness.Processes(suite.parent) as procs:
+        url = harness.start_redis(procs)
+        client = redis.Redis.from_url(url)
+        before = int(client.info("memory")["used_memory"])
+        measured = harness.measure([*harness.FARM, "test", "-i", str(suite), "-n", AGENT, "--detach", "--broker", url,
+                                    "--queue", "million"], cwd=suite.parent, timeout=1800)
+        if measured.returncode != 0:
+            raise RuntimeError(f"farm test --detach exited {measured.returncode}:\n{measured.stderr_tail}")
+        used = int(client.info("memory")["used_memory"]) - before
+        queued = int(client.llen("million"))
+    loaded = collect(suite, cases, "--collect-only")
+    return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "collect_wall_s": loaded.wall_s,
+            "store_runs_per_s": cases / max(measured.wall_s - loaded.wall_s, 1e-9),
+            "redis_bytes_per_run": used / cases, "queued_messages": queued}
+
+
+def main_submit(sizes: list[int]) -> None:
+    rows, figures = [], {}
+    with harness.workdir("million-submit") as tmp:
+        for size in sizes:
+            f = figures[str(size)] = submit(write_suite(tmp / f"suite{size}.jsonl", size), size)
+            rows.append([f"{size:,}", f"{f['wall_s']:.1f}", f"{f['collect_wall_s']:.1f}",
+                         f"{f['store_runs_per_s']:,.0f}", f"{f['peak_rss_mb']:.0f}", f"{f['redis_bytes_per_run']:.0f}",
+                         f"{f['queued_messages']:,.0f}"])
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
+    print(harness.table(["cases (1 run each)", "submit wall s", "collect-only wall s", "plan stored, runs/s",
+                         "submitter peak RSS MB", "Redis bytes/run", "messages queued"], rows))
+
+
 def main() -> None:
     p = harness.parser(__doc__.splitlines()[0])
     p.add_argument("--sizes", default="100000,1000000", help="suite sizes, comma-separated")
     p.add_argument("--flag", default="--collect-only", help="the listing flag of farm test")
+    p.add_argument("--submit", action="store_true", help="measure `farm test --detach` to a private Redis instead")
     args = p.parse_args()
+    if args.submit:
+        main_submit([int(s) for s in args.sizes.split(",")])
+        return
     figures: dict[str, list[harness.Measured]] = {}
     rows = []
     with harness.workdir("million") as tmp:

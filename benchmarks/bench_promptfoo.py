@@ -1,6 +1,6 @@
 """The farm against promptfoo on the same workload: whole-process wall time and peak RSS.
 
-    (cd benchmarks/promptfoo && npm ci)      # once: promptfoo pinned in package.json
+    (cd benchmarks/promptfoo && npm install --no-save)  # once: promptfoo pinned (npm ci: see README)
     python benchmarks/bench_promptfoo.py [--repeat 3] [--json out.json]
 
 Workload (both tools): 100 test cases x 10 repeats = 1,000 evaluations of a local HTTP agent
@@ -106,7 +106,7 @@ def main() -> None:
     p = harness.parser(__doc__.splitlines()[0])
     args = p.parse_args()
     if not PROMPTFOO_BIN.exists():
-        raise SystemExit(f"promptfoo is not installed: cd {PROMPTFOO_DIR} && npm ci")
+        raise SystemExit(f"promptfoo is not installed: cd {PROMPTFOO_DIR} && npm install --no-save")
     if shutil.which("node") is None:
         raise SystemExit("node is not on PATH")
     harness.sigterm_as_interrupt()
