@@ -11,6 +11,7 @@ too: no hand-written codecs.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +80,33 @@ class SweepPlan(FarmModel):
     def case_ids(self) -> list[str]:
         return [c.id for c in self.cases]
 
+    def slots(self) -> list[CaseSlot]:
+        """What publishing needs of each case, in plan order."""
+        return [CaseSlot.of(c, self.env) for c in self.cases]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSlot:
+    """What publishing a case's runs needs, and nothing more: its id, its number of runs, its
+    timeout (the runs' Celery time limits). Stored as a compact index beside the cases, so a
+    worker topping up a million-case sweep's window reads ids and numbers, not a million cases."""
+
+    id: str
+    runs: int
+    timeout_s: float
+
+    @classmethod
+    def of(cls, planned: PlannedCase, env: RunEnvironment) -> CaseSlot:
+        return cls(planned.id, planned.plan.runs, env.case_timeout(planned.case))
+
+    def encode(self) -> str:
+        return f"{self.runs} {self.timeout_s!r} {self.id}"
+
+    @classmethod
+    def decode(cls, text: str) -> CaseSlot:
+        runs, timeout, case_id = text.split(" ", 2)
+        return cls(case_id, int(runs), float(timeout))
+
 
 def build_plan(sweep_id: str, cases: list[PlannedCase], *, env: RunEnvironment, options: AgentOptions,
                **settings: Any) -> SweepPlan:
@@ -94,4 +122,4 @@ def build_plan(sweep_id: str, cases: list[PlannedCase], *, env: RunEnvironment, 
     )
 
 
-__all__ = ["PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]
+__all__ = ["CaseSlot", "PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]

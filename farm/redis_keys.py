@@ -8,6 +8,8 @@ the sweep's stream, which the submitter and ``farm results`` read.
                                     total_runs, submitted_at, queue, agent_id
     farm:sweep:{id}:cases           hash: case id → PlannedCase JSON ({"case", "plan", "agent"})
     farm:sweep:{id}:order           list: case ids in plan order (the report's order)
+    farm:sweep:{id}:index           list: "runs timeout id" per case in plan order (publishing's
+                                    index: ``farm.plan.CaseSlot``)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
     farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX)
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
@@ -75,6 +77,10 @@ def cases_key(sweep_id: str) -> str:
 
 def order_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:order"
+
+
+def index_key(sweep_id: str) -> str:
+    return f"{sweep_key(sweep_id)}:index"
 
 
 def run_key(sweep_id: str, case_id: str, run: int) -> str:
@@ -177,7 +183,8 @@ def sweep_keys(sweep_id: str) -> list[str]:
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
-            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id)]
+            running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),
+            index_key(sweep_id)]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")

@@ -1,21 +1,19 @@
 """The Redis store of distributed sweeps: the plan, run results, case statistics, events, report.
 
-The submitter, the worker tasks and ``farm results/cancel/status`` all go through
-``SweepStore``. Every write that must happen once is a Lua script (``farm.store_lua``), atomic on the server: a run
-result is stored set-if-absent *and* appended to the sweep's event stream in one step, so a run
-delivered twice (its worker died after starting it) is counted and streamed exactly once.
-Keys and TTLs come from ``farm.redis_keys``.
-
-The same step sets the run's bit in its case's ``settled`` bitmap (a dropped run, of a stopped
-sweep, sets it too): that bitmap is the farm's per-case barrier, which fires ``farm.aggregate``
-(see ``workers.tasks``).
+The submitter, the worker tasks and ``farm results/cancel/status`` all go through ``SweepStore``.
+Every write that must happen once is a Lua script (``farm.store_lua``), atomic on the server: a
+run result is stored set-if-absent *and* appended to the sweep's event stream in one step, so a
+run delivered twice (its worker died after starting it) is counted and streamed exactly once.
+Keys and TTLs come from ``farm.redis_keys``. The same step sets the run's bit in its case's
+``settled`` bitmap (a dropped run, of a stopped sweep, sets it too): that bitmap is the farm's
+per-case barrier, which fires ``farm.aggregate`` (see ``workers.tasks``).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import redis
@@ -25,7 +23,7 @@ from redis.retry import Retry
 from farm import redis_keys as keys
 from farm.errors import BrokerError
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
-from farm.plan import PlannedCase, SweepPlan
+from farm.plan import CaseSlot, PlannedCase, SweepPlan
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 from farm.store_answers import Event as Event
 from farm.store_answers import RunStart as RunStart
@@ -111,11 +109,13 @@ class SweepStore:
             batch = plan.cases[i:i + chunk]
             pipe.hset(keys.cases_key(sid), mapping={c.id: c.model_dump_json() for c in batch})
             pipe.rpush(keys.order_key(sid), *(c.id for c in batch))
+            pipe.rpush(keys.index_key(sid), *(CaseSlot.of(c, plan.env).encode() for c in batch))
         start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
                  "total_runs": plan.total_runs, "timestamp": plan.started_at}
         pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
-        for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.stream_key(sid)):
+        for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.index_key(sid)):
             pipe.expire(key, self.ttl)
+        pipe.expire(keys.stream_key(sid), self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
         pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
         pipe.set(keys.published_key(sid), 0, ex=self.ttl)
@@ -130,8 +130,18 @@ class SweepStore:
         return float(self.client.hget(keys.sweep_key(sweep_id), "submitted_at") or 0.0)
 
     def load_case(self, sweep_id: str, case_id: str) -> PlannedCase | None:
-        text = self.client.hget(keys.cases_key(sweep_id), case_id)
-        return None if text is None else PlannedCase.model_validate_json(str(text))
+        return next(self.load_cases(sweep_id, [case_id]), None)
+
+    def load_cases(self, sweep_id: str, case_ids: Sequence[str], *, chunk: int = 500) -> Iterator[PlannedCase]:
+        """The stored cases of ``case_ids``, in that order, ``chunk`` a round trip (missing ones left out)."""
+        for first in range(0, len(case_ids), chunk):
+            for text in self.client.hmget(keys.cases_key(sweep_id), list(case_ids[first:first + chunk])):
+                if text is not None:
+                    yield PlannedCase.model_validate_json(str(text))
+
+    def plan_slots(self, sweep_id: str) -> list[CaseSlot]:
+        """Publishing's index of the sweep (``CaseSlot``), in plan order."""
+        return [CaseSlot.decode(str(text)) for text in self.client.lrange(keys.index_key(sweep_id), 0, -1)]
 
     def case_ids(self, sweep_id: str) -> list[str]:
         """The sweep's case ids in plan order."""
@@ -323,11 +333,6 @@ class SweepStore:
 
     def cases_done(self, sweep_id: str) -> set[str]:
         return {str(c) for c in self.client.smembers(keys.cases_done_key(sweep_id))}
-
-    def all_cases(self, sweep_id: str) -> dict[str, PlannedCase]:
-        """Every stored case of the sweep, by id."""
-        raw = self.client.hgetall(keys.cases_key(sweep_id))
-        return {cid: PlannedCase.model_validate_json(text) for cid, text in raw.items()}
 
     def in_flight_ids(self) -> list[str]:
         return [str(s) for s in self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1)]

@@ -149,6 +149,26 @@ def test_runs_lost_by_the_broker_are_published_again_long_before_the_case_timeou
     assert _republished(workers) >= 1
 
 
+def test_publishing_reads_the_plans_index_not_its_cases(tmp_path, redis_client, farm_cli):
+    """Issue 16: a worker topping up a window reads (id, runs, timeout) per case from the plan's
+    index, never every stored case; a sweep stored before the index existed still publishes."""
+    from farm.delivery.publish import _SLOTS, ordered_slots
+    from farm.plan import CaseSlot
+
+    store = _store(farm_cli.broker)
+    suite = write_suite(tmp_path / "i.jsonl", [{"id": "slow one", "input": "x", "timeout": "7s"},
+                                               {"id": "i1", "input": "x"}])
+    sweep_id = _submit(farm_cli, suite, 3, "index", {}, agent="by_run")
+    sweep = store.load_sweep(sweep_id)
+    assert sweep is not None
+    slots = store.plan_slots(sweep_id)
+    assert [(s.id, s.runs) for s in slots] == [("slow one", 3), ("i1", 3)]
+    assert slots == [CaseSlot("slow one", 3, 7.0), CaseSlot("i1", 3, sweep.max_case_timeout_s)]  # the default: 300
+    redis_client.delete(keys.index_key(sweep_id))  # as stored by an older farm: rebuilt from the cases
+    _SLOTS.pop(sweep_id, None)
+    assert ordered_slots(store, sweep) == slots
+
+
 def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, redis_client, farm_worker,
                                                                       farm_cli):
     """Issue 11, finding 2: the plan and the cursor were stored, half the runs published, then the

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 from hypothesis import given
 from hypothesis import strategies as st
 
 from farm.delivery.publish import run_slots
+from farm.plan import CaseSlot
 
 
-def _cases(runs: list[int]) -> list[Any]:
-    return [SimpleNamespace(id=f"c{i}", plan=SimpleNamespace(runs=n)) for i, n in enumerate(runs)]
+def _cases(runs: list[int]) -> list[CaseSlot]:
+    return [CaseSlot(f"c{i}", n, 300.0) for i, n in enumerate(runs)]
+
+
+@given(st.text(min_size=1, max_size=20), st.integers(min_value=0, max_value=10**6),
+       st.floats(min_value=0.001, max_value=1e6, allow_nan=False))
+def test_a_case_slot_survives_its_compact_encoding(case_id: str, runs: int, timeout: float) -> None:
+    slot = CaseSlot(case_id, runs, timeout)
+    assert CaseSlot.decode(slot.encode()) == slot
 
 
 def test_slots_start_at_the_cursor_in_plan_order() -> None:

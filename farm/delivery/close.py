@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from farm.fleet.redis_runtime import budget_metadata, is_decided
 from farm.lifecycle import SweepStatus, finish_sweep
 from farm.models import SweepReport
-from farm.plan import PlannedCase, SweepPlan
+from farm.plan import CaseSlot, PlannedCase, SweepPlan
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
 
@@ -83,31 +83,32 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
     return store.store_report(sid, built, render(built, sweep.formats))
 
 
-def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[PlannedCase], *,
+def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,
           status: SweepStatus | None = None, reason: str | None = None) -> bool:
     """Finish the sweep now with what ran: every case not aggregated yet gets its statistics from
     its stored runs (none: a case not run), then the report. Idempotent."""
     done = store.cases_done(sweep.sweep_id)
-    for planned in cases:
-        if planned.id not in done:
-            aggregate(store, sweep, planned, final=True)
+    for planned in store.load_cases(sweep.sweep_id, [c.id for c in cases if c.id not in done]):
+        aggregate(store, sweep, planned, final=True)
     return report(store, sweep, status=status, reason=reason)
 
 
-def drop_unpublished(store: SweepStore, sweep: SweepPlan, cases: Sequence[PlannedCase],
-                     unpublished: Sequence[tuple[PlannedCase, int]]) -> None:
+def drop_unpublished(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot],
+                     unpublished: Sequence[tuple[CaseSlot, int]]) -> None:
     """A stopped sweep's runs never published are settled as dropped; a case they complete is
     aggregated here (no run of it will arrive to fire its barrier), and the report follows when
     that was the last case."""
     if not unpublished:
         return
     sid = sweep.sweep_id
-    store.settle_many(sid, [(planned.id, n) for planned, n in unpublished])
-    touched = {planned.id for planned, _ in unpublished}
+    store.settle_many(sid, [(slot.id, n) for slot, n in unpublished])
+    touched = {slot.id for slot, _ in unpublished}
     wanted = [c for c in cases if c.id in touched]
     done = store.cases_done(sid)
-    for planned, count in zip(wanted, store.settled_counts(sid, [c.id for c in wanted]), strict=True):
-        if count >= planned.plan.runs and planned.id not in done and aggregate(store, sweep, planned).sweep_done:
+    complete = [slot.id for slot, count in zip(wanted, store.settled_counts(sid, [c.id for c in wanted]), strict=True)
+                if count >= slot.runs and slot.id not in done]
+    for planned in store.load_cases(sid, complete):
+        if aggregate(store, sweep, planned).sweep_done:
             report(store, sweep)
 
 

@@ -11,6 +11,9 @@ queued or running at once (the cursor minus the runs settled); an attached submi
 window up as runs settle, and without one the workers do (``top_up``), so Redis holds a bounded
 number of messages per sweep however large the plan.
 
+Publishing reads the plan's index (``CaseSlot``: id, runs, timeout per case), never the cases
+themselves: a worker topping up a large sweep's window reads that index once per process.
+
 Messages are built with Celery's own protocol (``app.amqp``) and nothing is tracked: ``farm.run``
 reports through Redis, not through the result backend.
 """
@@ -22,12 +25,13 @@ import itertools
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from farm import redis_keys as keys
 from farm.delivery.close import drop_unpublished
-from farm.plan import PlannedCase, SweepPlan
+from farm.plan import CaseSlot, SweepPlan
 from farm.store import SweepStore
 
 log = logging.getLogger("farm.delivery")
@@ -43,35 +47,35 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def run_slots(cases: Sequence[PlannedCase], start: int = 0) -> Iterator[tuple[PlannedCase, int]]:
+def run_slots(slots: Sequence[CaseSlot], start: int = 0) -> Iterator[tuple[CaseSlot, int]]:
     """(case, run number) in plan order from flat position ``start`` (the publish cursor)."""
     position = 0
-    for planned in cases:
-        runs = planned.plan.runs
+    for slot in slots:
+        runs = slot.runs
         if position + runs <= start:
             position += runs
             continue
         for n in range(max(1, start - position + 1), runs + 1):
-            yield planned, n
+            yield slot, n
         position += runs
 
 
-def _send(app: Any, producer: Any, sweep: SweepPlan, chunk: Sequence[tuple[PlannedCase, int]], queue: str) -> None:
+def _send(app: Any, producer: Any, sweep: SweepPlan, chunk: Sequence[tuple[CaseSlot, int]], queue: str) -> None:
     """One pipelined batch of ``farm.run`` messages (flushed when the batch context exits)."""
     from kombu.utils.uuid import uuid as task_id
 
     amqp, sid = app.amqp, sweep.sweep_id
     sent_event = bool(app.conf.task_send_sent_event)
     with producer.batch(max_size=max(1, len(chunk))):
-        for planned, n in chunk:
-            timeout = sweep.env.case_timeout(planned.case)
+        for slot, n in chunk:
+            timeout = slot.timeout_s
             message = amqp.create_task_message(
-                task_id(), "farm.run", (sid, planned.id, n), {}, time_limit=timeout + HARD_LIMIT_GRACE_S,
+                task_id(), "farm.run", (sid, slot.id, n), {}, time_limit=timeout + HARD_LIMIT_GRACE_S,
                 soft_time_limit=timeout + SOFT_LIMIT_GRACE_S, create_sent_event=sent_event, ignore_result=True)
             amqp.send_task_message(producer, "farm.run", message, queue=queue)
 
 
-def send_runs(app: Any, sweep: SweepPlan, runs: Iterable[tuple[PlannedCase, int]], queue: str, *,
+def send_runs(app: Any, sweep: SweepPlan, runs: Iterable[tuple[CaseSlot, int]], queue: str, *,
               batch: int = 500) -> int:
     """Publish ``farm.run`` for each (case, run) on one producer connection, ``batch`` a round trip;
     returns the runs sent."""
@@ -96,7 +100,7 @@ class Outcome(enum.StrEnum):
     """The lease expired and another publisher may hold it."""
 
 
-def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Sequence[PlannedCase], *,
+def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,
                         token: str, lease_ms: int, batch: int, window: int | None = None, wait: bool = False,
                         start: int | None = None, poll_s: float = 0.2) -> Outcome:
     """Publish the sweep's runs from its cursor while holding the publisher lease.
@@ -109,7 +113,7 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
     position = store.cursor(sid) if start is None else start
     if position is None:
         return Outcome.LOST
-    total = sum(c.plan.runs for c in cases)
+    total = sum(c.runs for c in cases)
     slots = run_slots(cases, position)
     lease = keys.publisher_key(sid)
     with app.producer_or_acquire() as producer:
@@ -160,16 +164,31 @@ def top_up(app: Any, store: SweepStore, sweep: SweepPlan, *, lease_ms: int, batc
     token = new_token()
     if not store.claim_lease(keys.publisher_key(sid), token, lease_ms):
         return None
-    cases = ordered_cases(store, sid)
     log.info("sweep %s: publishing from run %d of %d", sid, cursor, sweep.total_runs)
-    return publish_from_cursor(app, store, sweep, cases, token=token, lease_ms=lease_ms, batch=batch, window=window)
+    return publish_from_cursor(app, store, sweep, ordered_slots(store, sweep), token=token, lease_ms=lease_ms,
+                               batch=batch, window=window)
 
 
-def ordered_cases(store: SweepStore, sweep_id: str) -> list[PlannedCase]:
-    """The sweep's stored cases in plan order."""
-    stored = store.all_cases(sweep_id)
-    return [stored[cid] for cid in store.case_ids(sweep_id) if cid in stored]
+_SLOTS: OrderedDict[str, list[CaseSlot]] = OrderedDict()
+MAX_CACHED_PLANS = 8
 
 
-__all__ = ["HARD_LIMIT_GRACE_S", "SOFT_LIMIT_GRACE_S", "Outcome", "new_token", "ordered_cases", "publish_from_cursor",
+def ordered_slots(store: SweepStore, sweep: SweepPlan) -> list[CaseSlot]:
+    """The sweep's publishing index in plan order, read once per process (a stored plan never
+    changes); a sweep stored before the index existed has it rebuilt from its cases."""
+    sid = sweep.sweep_id
+    slots = _SLOTS.get(sid)
+    if slots is None:
+        slots = store.plan_slots(sid)
+        if not slots:
+            ids = store.case_ids(sid)
+            slots = [CaseSlot.of(c, sweep.env) for c in store.load_cases(sid, ids)]
+        _SLOTS[sid] = slots
+        while len(_SLOTS) > MAX_CACHED_PLANS:
+            _SLOTS.popitem(last=False)
+    _SLOTS.move_to_end(sid)
+    return slots
+
+
+__all__ = ["HARD_LIMIT_GRACE_S", "SOFT_LIMIT_GRACE_S", "Outcome", "new_token", "ordered_slots", "publish_from_cursor",
            "run_slots", "send_runs", "top_up"]

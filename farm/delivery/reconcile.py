@@ -32,9 +32,9 @@ from farm import redis_keys as keys
 from farm.broker_queues import waiting_messages
 from farm.delivery.close import aggregate, close, report
 from farm.delivery.config import Delivery
-from farm.delivery.publish import Outcome, new_token, ordered_cases, publish_from_cursor, send_runs
+from farm.delivery.publish import Outcome, new_token, ordered_slots, publish_from_cursor, send_runs
 from farm.lifecycle import SweepStatus
-from farm.plan import PlannedCase
+from farm.plan import CaseSlot
 from farm.store import SweepStore
 
 log = logging.getLogger("farm.delivery")
@@ -61,8 +61,8 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
                reason="its submitter vanished before the plan was stored whole; submit it again")
         log.warning("sweep %s abandoned: its plan was never stored whole", sid)
         return "abandoned"
-    cases = ordered_cases(store, sid)
-    total = sum(c.plan.runs for c in cases)
+    cases = ordered_slots(store, sweep)
+    total = sum(c.runs for c in cases)
     idle = now - store.last_activity(sid)
     if store.stop_reason(sid) is not None:
         if cursor < total and _take_publisher(store, sid, delivery):  # settles the unpublished rest as dropped
@@ -111,7 +111,7 @@ def _take_publisher(store: SweepStore, sweep_id: str, delivery: Delivery) -> boo
     return store.claim_lease(keys.publisher_key(sweep_id), _TOKEN, delivery.publisher_lease_ms)
 
 
-def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], delivery: Delivery, now: float,
+def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delivery: Delivery, now: float,
             cursor: int, *, lost_after_s: float) -> str:
     """Republish the runs published (before ``cursor``) but neither settled nor running (nor
     published again) within ``lost_after_s``; aggregate complete cases whose aggregate was lost;
@@ -122,22 +122,26 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
     counts = store.settled_counts(sid, [c.id for c in cases])
     done = store.cases_done(sid)
     running, attempts = store.running(sid), store.attempts(sid)
-    resend: list[tuple[PlannedCase, int]] = []
-    aggregated, offset = 0, 0
+    resend: list[tuple[CaseSlot, int]] = []
+    lost_aggregates: list[str] = []
+    offset = 0
     for planned, count in zip(cases, counts, strict=True):
-        first, offset = offset, offset + planned.plan.runs
-        if count >= planned.plan.runs:
+        first, offset = offset, offset + planned.runs
+        if count >= planned.runs:
             if planned.id not in done:  # its aggregate was lost (or died): aggregate it here
-                aggregate(store, sweep, planned, final=True)
-                aggregated += 1
+                lost_aggregates.append(planned.id)
             continue
         if first >= cursor:
             continue  # not published yet
-        for n in store.unsettled(sid, planned.id, min(planned.plan.runs, cursor - first)):
+        for n in store.unsettled(sid, planned.id, min(planned.runs, cursor - first)):
             field = keys.run_field(planned.id, n)
             seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
             if now - seen >= lost_after_s:
                 resend.append((planned, n))
+    aggregated = 0
+    for full in store.load_cases(sid, lost_aggregates):
+        aggregate(store, sweep, full, final=True)
+        aggregated += 1
     if resend:
         fields = [keys.run_field(p.id, n) for p, n in resend]
         store.note_republished(sid, fields, now)
@@ -146,7 +150,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[PlannedCase], del
         log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
                     sid, len(resend), lost_after_s)
         return f"republished {len(resend)}"
-    if cursor >= sum(c.plan.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
+    if cursor >= sum(c.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
         report(store, sweep)
         return "reported"
     return f"aggregated {aggregated}" if aggregated else "waiting"

@@ -68,7 +68,7 @@ def create_celery_app(settings: FarmSettings) -> Any:
 
 def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = DEFAULT_PUBLISH_BATCH) -> None:
     """Every ``farm.run`` of the plan on ``queue``, without a cursor (``farm.delivery.publish``)."""
-    send_runs(app, plan.model_copy(update={"queue": queue}), run_slots(plan.cases), queue, batch=batch)
+    send_runs(app, plan.model_copy(update={"queue": queue}), run_slots(plan.slots()), queue, batch=batch)
 
 
 @dataclass
@@ -140,7 +140,7 @@ class CeleryExecutor:
         the sweep; without it the first window goes out and the workers top it up."""
         delivery = self._delivery(plan)
         try:
-            publish_from_cursor(self.app, self.store(), plan, plan.cases, token=self._tokens[plan.sweep_id],
+            publish_from_cursor(self.app, self.store(), plan, plan.slots(), token=self._tokens[plan.sweep_id],
                                 lease_ms=delivery.publisher_lease_ms, batch=delivery.batch, window=delivery.window,
                                 wait=wait, start=0)
         except Exception as exc:
