@@ -62,10 +62,29 @@ def submit(suite: Path, cases: int) -> dict[str, float]:
             raise RuntimeError(f"farm test --detach exited {measured.returncode}:\n{measured.stderr_tail}")
         used = int(client.info("memory")["used_memory"]) - before
         queued = int(client.llen("million"))
+        index_s, cases_s = _top_up_reads(url)
     loaded = collect(suite, cases, "--collect-only")
     return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "collect_wall_s": loaded.wall_s,
             "store_runs_per_s": cases / max(measured.wall_s - loaded.wall_s, 1e-9),
-            "redis_bytes_per_run": used / cases, "queued_messages": queued}
+            "redis_bytes_per_run": used / cases, "queued_messages": queued,
+            "top_up_index_s": index_s, "top_up_all_cases_s": cases_s}
+
+
+def _top_up_reads(url: str) -> tuple[float, float]:
+    """What a worker topping up the window reads: the plan's index (now), every case (before)."""
+    import time
+
+    from farm.store import SweepStore, connect
+
+    store = SweepStore(connect(url))
+    sid = store.in_flight_ids()[0]
+    start = time.perf_counter()
+    store.plan_slots(sid)
+    index_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in store.load_cases(sid, store.case_ids(sid)):
+        pass
+    return index_s, time.perf_counter() - start
 
 
 def main_submit(sizes: list[int]) -> None:
@@ -75,10 +94,12 @@ def main_submit(sizes: list[int]) -> None:
             f = figures[str(size)] = submit(write_suite(tmp / f"suite{size}.jsonl", size), size)
             rows.append([f"{size:,}", f"{f['wall_s']:.1f}", f"{f['collect_wall_s']:.1f}",
                          f"{f['store_runs_per_s']:,.0f}", f"{f['peak_rss_mb']:.0f}", f"{f['redis_bytes_per_run']:.0f}",
-                         f"{f['queued_messages']:,.0f}"])
+                         f"{f['queued_messages']:,.0f}", f"{f['top_up_index_s']:.2f}",
+                         f"{f['top_up_all_cases_s']:.2f}"])
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
     print(harness.table(["cases (1 run each)", "submit wall s", "collect-only wall s", "plan stored, runs/s",
-                         "submitter peak RSS MB", "Redis bytes/run", "messages queued"], rows))
+                         "submitter peak RSS MB", "Redis bytes/run", "messages queued",
+                         "top-up reads index s", "… every case s (before)"], rows))
 
 
 def main() -> None:
