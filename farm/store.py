@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -21,9 +21,9 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 from farm import redis_keys as keys
+from farm.case_codec import CaseCodec
 from farm.errors import BrokerError
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
-from farm.plan import CaseSlot, PlannedCase, SweepPlan
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 from farm.store_answers import Event as Event
 from farm.store_answers import RunStart as RunStart
@@ -40,6 +40,7 @@ from farm.store_lua import (
     STORE_REPORT_LUA,
     STORE_RUN_LUA,
 )
+from farm.store_plan import PlanStore
 
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 
@@ -60,8 +61,8 @@ def _begun(marker: str) -> float:
         return 0.0
 
 
-class SweepStore:
-    """Reads and writes sweeps in one Redis database."""
+class SweepStore(PlanStore):
+    """Reads and writes sweeps in one Redis database (the plan: ``farm.store_plan``)."""
 
     def __init__(self, client: redis.Redis, *, ttl: int = DEFAULT_RESULT_TTL_S) -> None:
         # Any: redis-py types every reply as "value or awaitable" (sync and asyncio share stubs).
@@ -75,6 +76,7 @@ class SweepStore:
         self._renew = client.register_script(RENEW_LUA)
         self._release = client.register_script(RELEASE_LUA)
         self._cursor = client.register_script(CURSOR_LUA)
+        self._codecs: dict[str, CaseCodec] = {}
 
     @classmethod
     def from_url(cls, url: str, *, retries: int = 0, ttl: int = DEFAULT_RESULT_TTL_S) -> SweepStore:
@@ -87,68 +89,6 @@ class SweepStore:
         except (*CONNECTION_ERRORS, redis.ResponseError, OSError) as exc:
             url = safe_url(_client_url(self.client))
             raise BrokerError(f"cannot reach the {what} at {url}: {exc}") from None
-
-    # ------------------------------------------------------------------------- the plan
-
-    def save_sweep(self, plan: SweepPlan, submitted_epoch: float, *, chunk: int = 500,
-                   publisher: tuple[str, int] | None = None) -> None:
-        """Store the plan (each case on its own), register the sweep as in flight, open its stream.
-
-        ``publisher`` (token, lease in ms) is taken first; the publish cursor (0) is written last,
-        so a sweep without a cursor is one whose plan was never stored whole (``farm.delivery``).
-        """
-        sid = plan.sweep_id
-        pipe = self.client.pipeline(transaction=False)
-        if publisher is not None:
-            pipe.set(keys.publisher_key(sid), publisher[0], px=max(1, publisher[1]))
-        pipe.hset(keys.sweep_key(sid), mapping={
-            "plan": plan.model_dump_json(), "total_cases": plan.total_cases, "total_runs": plan.total_runs,
-            "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
-        })
-        for i in range(0, len(plan.cases), chunk):
-            batch = plan.cases[i:i + chunk]
-            pipe.hset(keys.cases_key(sid), mapping={c.id: c.model_dump_json() for c in batch})
-            pipe.rpush(keys.order_key(sid), *(c.id for c in batch))
-            pipe.rpush(keys.index_key(sid), *(CaseSlot.of(c, plan.env).encode() for c in batch))
-        start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
-                 "total_runs": plan.total_runs, "timestamp": plan.started_at}
-        pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
-        for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.index_key(sid)):
-            pipe.expire(key, self.ttl)
-        pipe.expire(keys.stream_key(sid), self.ttl)
-        pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
-        pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
-        pipe.set(keys.published_key(sid), 0, ex=self.ttl)
-        pipe.execute()
-
-    def load_sweep(self, sweep_id: str) -> SweepPlan | None:
-        """The sweep-wide plan (``cases`` left empty: read them one by one with ``load_case``)."""
-        text = self.client.hget(keys.sweep_key(sweep_id), "plan")
-        return None if text is None else SweepPlan.model_validate_json(str(text))
-
-    def submitted_epoch(self, sweep_id: str) -> float:
-        return float(self.client.hget(keys.sweep_key(sweep_id), "submitted_at") or 0.0)
-
-    def load_case(self, sweep_id: str, case_id: str) -> PlannedCase | None:
-        return next(self.load_cases(sweep_id, [case_id]), None)
-
-    def load_cases(self, sweep_id: str, case_ids: Sequence[str], *, chunk: int = 500) -> Iterator[PlannedCase]:
-        """The stored cases of ``case_ids``, in that order, ``chunk`` a round trip (missing ones left out)."""
-        for first in range(0, len(case_ids), chunk):
-            for text in self.client.hmget(keys.cases_key(sweep_id), list(case_ids[first:first + chunk])):
-                if text is not None:
-                    yield PlannedCase.model_validate_json(str(text))
-
-    def plan_slots(self, sweep_id: str) -> list[CaseSlot]:
-        """Publishing's index of the sweep (``CaseSlot``), in plan order."""
-        return [CaseSlot.decode(str(text)) for text in self.client.lrange(keys.index_key(sweep_id), 0, -1)]
-
-    def case_ids(self, sweep_id: str) -> list[str]:
-        """The sweep's case ids in plan order."""
-        return [str(cid) for cid in self.client.lrange(keys.order_key(sweep_id), 0, -1)]
-
-    def exists(self, sweep_id: str) -> bool:
-        return bool(self.client.exists(keys.sweep_key(sweep_id)))
 
     # ---------------------------------------------------------------------------- runs
 

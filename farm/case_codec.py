@@ -1,0 +1,53 @@
+"""Stored cases, compact: each case's JSON deflated with a dictionary shared by its sweep.
+
+A distributed sweep stores every planned case on its own in Redis (``farm.store``): at a million
+cases their JSON (~1.2 KB each, mostly the same keys, agent and checks) was most of Redis's
+memory. Cases of one suite look alike, so zlib with a preset dictionary (the sweep's first case)
+brings each to a small fraction; base85 keeps it text for a client that decodes responses.
+
+A stored value that does not carry the prefix is plain JSON (a sweep stored before this), and
+is read as it is. Pure: no Redis here.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+
+PREFIX = "z1:"
+"""Marks a deflated case (format 1: zlib with the sweep's dictionary, then base85)."""
+
+MAX_DICTIONARY = 32 * 1024
+"""zlib uses at most the last 32 KB of a preset dictionary."""
+
+LEVEL = 6
+
+
+class CaseCodec:
+    """Encodes and decodes one sweep's stored cases with its dictionary."""
+
+    def __init__(self, dictionary: bytes) -> None:
+        self.dictionary = dictionary[-MAX_DICTIONARY:]
+
+    @classmethod
+    def from_text(cls, text: str) -> CaseCodec:
+        """The codec of a dictionary as stored (``text``)."""
+        return cls(base64.b85decode(text))
+
+    def text(self) -> str:
+        """The dictionary, as stored beside the sweep's plan."""
+        return base64.b85encode(self.dictionary).decode("ascii")
+
+    def encode(self, case_json: str) -> str:
+        deflate = zlib.compressobj(LEVEL, zdict=self.dictionary) if self.dictionary else zlib.compressobj(LEVEL)
+        data = deflate.compress(case_json.encode("utf-8")) + deflate.flush()
+        return PREFIX + base64.b85encode(data).decode("ascii")
+
+    def decode(self, stored: str) -> str:
+        if not stored.startswith(PREFIX):
+            return stored  # plain JSON: stored before cases were deflated
+        inflate = zlib.decompressobj(zdict=self.dictionary) if self.dictionary else zlib.decompressobj()
+        return (inflate.decompress(base64.b85decode(stored[len(PREFIX):])) + inflate.flush()).decode("utf-8")
+
+
+__all__ = ["PREFIX", "CaseCodec"]
