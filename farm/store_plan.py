@@ -40,19 +40,21 @@ class PlanStore:
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
             "zdict": codec.text(),
         })
+        plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.index_key(sid))
         for i in range(0, len(plan.cases), chunk):
-            if i and i % (20 * chunk) == 0:
-                pipe.execute()  # a bounded buffer: the submitter's memory does not grow with the plan's bytes
             batch = plan.cases[i:i + chunk]
             pipe.hset(keys.cases_key(sid), mapping={c.id: codec.encode(c.model_dump_json()) for c in batch})
             pipe.rpush(keys.order_key(sid), *(c.id for c in batch))
             pipe.rpush(keys.index_key(sid), *(CaseSlot.of(c, plan.env).encode() for c in batch))
+            if (i // chunk) % 20 == 19:  # a bounded buffer: the submitter's memory does not grow with the plan
+                for key in plan_keys:  # what is flushed expires even if this submitter dies before the end
+                    pipe.expire(key, self.ttl)
+                pipe.execute()
         start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
                  "total_runs": plan.total_runs, "timestamp": plan.started_at}
         pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
-        for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.index_key(sid)):
+        for key in (*plan_keys, keys.stream_key(sid)):
             pipe.expire(key, self.ttl)
-        pipe.expire(keys.stream_key(sid), self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
         pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
         pipe.set(keys.published_key(sid), 0, ex=self.ttl)
