@@ -7,9 +7,8 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}                 hash: plan (the JSON of the sweep-wide settings), total_cases,
                                     total_runs, submitted_at, queue, agent_id
     farm:sweep:{id}:cases           hash: case id → PlannedCase JSON ({"case", "plan", "agent"})
-    farm:sweep:{id}:order           list: case ids in plan order (the report's order)
-    farm:sweep:{id}:index           list: "runs timeout id" per case in plan order (publishing's
-                                    index: ``farm.plan.CaseSlot``)
+    farm:sweep:{id}:index           list: "runs timeout id" per case in plan order (the report's
+                                    order and publishing's index: ``farm.plan.CaseSlot``)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
     farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX)
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
@@ -73,10 +72,6 @@ def sweep_key(sweep_id: str) -> str:
 
 def cases_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:cases"
-
-
-def order_key(sweep_id: str) -> str:
-    return f"{sweep_key(sweep_id)}:order"
 
 
 def index_key(sweep_id: str) -> str:
@@ -179,7 +174,7 @@ def worker_alive_key(token: str) -> str:
 
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
-    return [sweep_key(sweep_id), cases_key(sweep_id), order_key(sweep_id), stats_key(sweep_id),
+    return [sweep_key(sweep_id), cases_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),

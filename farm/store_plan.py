@@ -1,5 +1,6 @@
 """The plan's half of ``farm.store.SweepStore``: a sweep's plan, its cases (deflated with the
-sweep's dictionary, ``farm.case_codec``), their order and publishing's index (``CaseSlot``).
+sweep's dictionary, ``farm.case_codec``) and their index in plan order (``CaseSlot``: id, runs,
+timeout), which is both the report's case order and what publishing reads.
 
 Written by the submitter in one pipelined pass (flushed every few thousand cases, so its buffer
 stays bounded), the publish cursor last; read by the workers, one case or one chunk at a time.
@@ -40,11 +41,10 @@ class PlanStore:
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
             "zdict": codec.text(),
         })
-        plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.order_key(sid), keys.index_key(sid))
+        plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid))
         for i in range(0, len(plan.cases), chunk):
             batch = plan.cases[i:i + chunk]
             pipe.hset(keys.cases_key(sid), mapping={c.id: codec.encode(c.model_dump_json()) for c in batch})
-            pipe.rpush(keys.order_key(sid), *(c.id for c in batch))
             pipe.rpush(keys.index_key(sid), *(CaseSlot.of(c, plan.env).encode() for c in batch))
             if (i // chunk) % 20 == 19:  # a bounded buffer: the submitter's memory does not grow with the plan
                 for key in plan_keys:  # what is flushed expires even if this submitter dies before the end
@@ -92,12 +92,12 @@ class PlanStore:
         return codec
 
     def plan_slots(self, sweep_id: str) -> list[CaseSlot]:
-        """Publishing's index of the sweep (``CaseSlot``), in plan order."""
+        """The sweep's index (``CaseSlot``), in plan order."""
         return [CaseSlot.decode(str(text)) for text in self.client.lrange(keys.index_key(sweep_id), 0, -1)]
 
     def case_ids(self, sweep_id: str) -> list[str]:
-        """The sweep's case ids in plan order."""
-        return [str(cid) for cid in self.client.lrange(keys.order_key(sweep_id), 0, -1)]
+        """The sweep's case ids in plan order (from its index)."""
+        return [slot.id for slot in self.plan_slots(sweep_id)]
 
     def exists(self, sweep_id: str) -> bool:
         return bool(self.client.exists(keys.sweep_key(sweep_id)))

@@ -151,8 +151,8 @@ def test_runs_lost_by_the_broker_are_published_again_long_before_the_case_timeou
 
 def test_publishing_reads_the_plans_index_not_its_cases(tmp_path, redis_client, farm_cli):
     """Issue 16: a worker topping up a window reads (id, runs, timeout) per case from the plan's
-    index, never every stored case; a sweep stored before the index existed still publishes."""
-    from farm.delivery.publish import _SLOTS, ordered_slots
+    index, never every stored case; the same index gives the report's case order."""
+    from farm.delivery.publish import ordered_slots
     from farm.plan import CaseSlot
 
     store = _store(farm_cli.broker)
@@ -164,9 +164,8 @@ def test_publishing_reads_the_plans_index_not_its_cases(tmp_path, redis_client, 
     slots = store.plan_slots(sweep_id)
     assert [(s.id, s.runs) for s in slots] == [("slow one", 3), ("i1", 3)]
     assert slots == [CaseSlot("slow one", 3, 7.0), CaseSlot("i1", 3, sweep.max_case_timeout_s)]  # the default: 300
-    redis_client.delete(keys.index_key(sweep_id))  # as stored by an older farm: rebuilt from the cases
-    _SLOTS.pop(sweep_id, None)
     assert ordered_slots(store, sweep) == slots
+    assert store.case_ids(sweep_id) == ["slow one", "i1"]
 
 
 def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, redis_client, farm_worker,

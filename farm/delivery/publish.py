@@ -175,15 +175,11 @@ MAX_CACHED_PLANS = 8
 
 def ordered_slots(store: SweepStore, sweep: SweepPlan) -> list[CaseSlot]:
     """The sweep's publishing index in plan order, read once per process (a stored plan never
-    changes); a sweep stored before the index existed has it rebuilt from its cases."""
+    changes)."""
     sid = sweep.sweep_id
     slots = _SLOTS.get(sid)
     if slots is None:
-        slots = store.plan_slots(sid)
-        if not slots:
-            ids = store.case_ids(sid)
-            slots = [CaseSlot.of(c, sweep.env) for c in store.load_cases(sid, ids)]
-        _SLOTS[sid] = slots
+        slots = _SLOTS[sid] = store.plan_slots(sid)
         while len(_SLOTS) > MAX_CACHED_PLANS:
             _SLOTS.popitem(last=False)
     _SLOTS.move_to_end(sid)
