@@ -194,3 +194,20 @@ def test_a_large_suite_loads_lean_and_as_before(tmp_path: Path) -> None:
             gc.enable()
         assert plan.total_runs == 150 and {(c.plan.runs, c.plan.required) for c in plan.cases} == {(3, 3)}
         assert plan.cases[0].plan is plan.cases[49].plan
+
+
+def test_cases_with_the_same_assert_share_its_assertions_and_a_new_load_builds_them_again(tmp_path: Path) -> None:
+    """A million cases repeating one ``assert`` build it once (farm.checks.spec's cache); the next
+    load builds afresh (its files may have changed), and values of different JSON types stay apart."""
+    path = write(tmp_path, *({"id": f"C{i}", "input": f"ping {i}", "assert": [{"type": "contains", "value": "pong"},
+                                                                               {"type": "regex", "value": "p.ng"}]}
+                             for i in range(3)),
+                 {"id": "C3", "input": "ping", "assert": {"type": "equals", "value": 1}},
+                 {"id": "C4", "input": "ping", "assert": {"type": "equals", "value": True}},
+                 {"id": "C5", "input": "ping", "assert": {"type": "equals", "value": 1.0}})
+    cases = load_input(str(path)).cases
+    first = cases[0].turns[0].assertions
+    assert all(c.turns[0].assertions[0] is first[0] and c.turns[0].assertions[1] is first[1] for c in cases[:3])
+    assert [repr(c.turns[0].assertions[0].value) for c in cases[3:]] == ["1", "True", "1.0"]
+    again = load_input(str(path)).cases[0].turns[0].assertions
+    assert again == first and again[0] is not first[0]

@@ -23,6 +23,7 @@ __all__ = [
     "STOCK_TESTS",
     "YAO_TYPES",
     "Issue",
+    "forget_parsed_assertions",
     "parse_assertions",
     "parse_response",
     "suggest",
@@ -65,8 +66,34 @@ def _one_of(choices: Iterable[str]) -> str:
 # ------------------------------------------------------------------------------ Yao assertions
 
 
+_PARSED: dict[tuple[str, str, str], tuple[Assertion, ...]] = {}
+"""Assertions already built, by (``repr`` of the JSON value, key, base_dir): a suite's cases
+mostly repeat a few ``assert`` values, and a million cases then share a few ``Assertion``
+objects instead of each building its own (a fifth of a case's load time and memory).
+Farm models are never assigned to after they are built, so sharing them is safe."""
+_MAX_PARSED = 1024
+
+
+def forget_parsed_assertions() -> None:
+    """Build assertions afresh from here on: a new load may find a ``script`` file gone."""
+    _PARSED.clear()
+
+
 def parse_assertions(raw: Any, base_dir: str = "", key: str = "assert") -> tuple[list[Assertion], list[Issue]]:
     """Validate an ``assert`` value (one object or a list of objects) into ``Assertion``s."""
+    seen = (repr(raw), key, base_dir)  # repr tells JSON values apart (1, 1.0, True, "1")
+    shared = _PARSED.get(seen)
+    if shared is not None:
+        return list(shared), []
+    assertions, issues = _parse_assertions(raw, base_dir, key)
+    if not issues:
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[seen] = tuple(assertions)
+    return assertions, issues
+
+
+def _parse_assertions(raw: Any, base_dir: str, key: str) -> tuple[list[Assertion], list[Issue]]:
     if isinstance(raw, dict):
         entries = [(key, raw)]
     elif isinstance(raw, list):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from farm.checks.spec import forget_parsed_assertions
 from farm.errors import InputError, Problem, SuiteError
 from farm.models import Case, Message, Turn
 from farm.suites.dynamic import LoadOptions
@@ -165,6 +166,7 @@ def load_files(files: list[Path], root: Path, *, single: bool, options: LoadOpti
 
     With ``notes``, HOCON files that are not test cases are skipped with a note (directory sweeps).
     """
+    forget_parsed_assertions()
     cases: list[Case] = []
     problems: list[Problem] = []
     for path in files:
