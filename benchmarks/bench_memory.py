@@ -1,7 +1,7 @@
 """Memory: peak RSS of the submitter and of the aggregator at 10k and 100k runs (flat?).
 
     python benchmarks/bench_memory.py [--repeat 3] [--skip-distributed] [--dist-repeat 1] [--json F]
-                                      [--formats-only]
+                                      [--formats-only] [--dist-report]
 
 In-process: the ``farm test`` process (load, run, aggregate and the JSONL stream to a file)
 against an ``async def`` agent answering at once, ``--parallel 10``, for two shapes: 100 cases
@@ -14,7 +14,9 @@ runs, with ``-o report.<ext>`` beside the JSONL stream, for each of JSON, HTML, 
 Distributed (one private redis-server, one ``farm worker`` with its defaults): the ``farm
 test --broker`` process (submitter), the worker process (runs + ``farm.aggregate`` +
 ``farm.report``) and Redis's own peak (``used_memory_peak``: results are kept for
-FARM_RESULT_TTL), for 100 cases x 100 / x 1,000 runs. 100k runs take minutes here, so the
+FARM_RESULT_TTL), for 100 cases x 100 / x 1,000 runs. ``--dist-report``: the same three for 1,000 cases x 10 / x 100
+runs with ``-o report.json`` (the worker builds the report with up to 100 run details a case,
+the submitter writes it). 100k runs take minutes here, so the
 distributed pair runs ``--dist-repeat`` times (default once).
 """
 
@@ -30,6 +32,8 @@ import harness
 AGENT = f"py:{harness.AGENTS}/zero_agent.py:respond_async"
 SHAPES = ((100, 100), (100, 1000), (1000, 10), (1000, 100))
 DIST_SHAPES = ((100, 100), (100, 1000))
+DIST_REPORT_SHAPES = ((1000, 10), (1000, 100))
+"""``--dist-report``: a distributed sweep with ``-o report.json`` (100 run details kept per case)."""
 FORMAT_SHAPES = ((1000, 10), (1000, 100))
 FORMATS = {"jsonl": None, "json": "report.json", "html": "report.html", "markdown": "report.md",
            "junit": "report.xml"}
@@ -68,11 +72,14 @@ def redis_peak_mb(broker: str) -> float:
         client.close()
 
 
-def distributed(procs: harness.Processes, tmp: Path, repeat: int) -> dict[str, list[dict[str, float]]]:
+def distributed(procs: harness.Processes, tmp: Path, repeat: int, *, report: bool = False
+                ) -> dict[str, list[dict[str, float]]]:
     results: dict[str, list[dict[str, float]]] = {}
-    suite = harness.write_suite(tmp / "dsuite.jsonl", 100)
+    shapes = DIST_REPORT_SHAPES if report else DIST_SHAPES
+    suite = harness.write_suite(tmp / "dsuite.jsonl", shapes[0][0])
+    extra = ("-o", str(tmp / "dreport.json")) if report else ()
     for rep in range(repeat):
-        for cases, runs in DIST_SHAPES:
+        for cases, runs in shapes:
             broker = harness.start_redis(procs)  # a fresh Redis: its peak is this sweep's
             name = f"mem{rep}-{runs}"
             worker = cluster.farm_worker(procs, broker, name)
@@ -80,7 +87,7 @@ def distributed(procs: harness.Processes, tmp: Path, repeat: int) -> dict[str, l
                 cluster.wait_workers(broker, [name])
                 sampler = harness.RssSampler(worker.pid)
                 sampler.start()
-                r = cluster.farm_sweep(suite, AGENT, runs, tmp / "dout.jsonl", broker=broker)
+                r = cluster.farm_sweep(suite, AGENT, runs, tmp / "dout.jsonl", broker=broker, extra=extra)
                 sampler.done.set()
                 results.setdefault(f"{cases} x {runs}", []).append({
                     "runs": r.runs, "sweep_s": r.sweep_s, "submitter_mb": r.peak_rss_mb,
@@ -96,10 +103,18 @@ def main() -> None:
     p.add_argument("--skip-distributed", action="store_true")
     p.add_argument("--dist-repeat", type=int, default=1)
     p.add_argument("--formats-only", action="store_true", help="only the per-format in-process pairs")
+    p.add_argument("--dist-report", action="store_true",
+                   help="only the distributed pair with -o report.json, 1,000 cases x 10 / x 100 runs")
     args = p.parse_args()
     harness.sigterm_as_interrupt()
     figures: dict[str, Any] = {"load": os.getloadavg()}
     with harness.workdir("memory") as tmp, harness.Processes(tmp) as procs:
+        if args.dist_report:
+            figures["distributed"] = distributed(procs, tmp, args.dist_repeat, report=True)
+            figures["load_after"] = os.getloadavg()
+            print_distributed(figures)
+            harness.emit("memory", figures, args.json_path)
+            return
         if not args.formats_only:
             local = in_process(tmp, args.repeat)
             figures["in-process"] = {k: {"peak_rss_mb": [r.peak_rss_mb for r in v], "wall_s": [r.wall_s for r in v]}
@@ -133,6 +148,10 @@ def print_figures(figures: dict[str, Any], repeat: int) -> None:
         rows.append([fmt, harness.spread(small["peak_rss_mb"]), harness.spread(big["peak_rss_mb"]), f"{ratio:.2f}x",
                      harness.spread(small["wall_s"]), harness.spread(big["wall_s"])])
     print(harness.table(["format", "x10 MB", "x100 MB", "x100 / x10", "x10 wall s", "x100 wall s"], rows))
+    print_distributed(figures)
+
+
+def print_distributed(figures: dict[str, Any]) -> None:
     dist = figures.get("distributed")
     if not dist:
         return
@@ -140,10 +159,11 @@ def print_figures(figures: dict[str, Any], repeat: int) -> None:
     keys = ("submitter_mb", "worker_mb", "redis_peak_mb", "sweep_s")
     rows = [[shape, *(harness.spread([r[k] for r in runs]) for k in keys)] for shape, runs in dist.items()]
     print(harness.table(["cases x runs", "submitter MB", "worker MB", "redis peak MB", "sweep s"], rows))
-    small, big = dist["100 x 100"], dist["100 x 1000"]
+    first, second = list(dist)[:2]
+    small, big = dist[first], dist[second]
     for k in keys[:3]:
         ratio = harness.median([r[k] for r in big]) / harness.median([r[k] for r in small])
-        print(f"{k}: 100k / 10k = {ratio:.2f}x")
+        print(f"{k}: {second} / {first} = {ratio:.2f}x")
 
 
 if __name__ == "__main__":

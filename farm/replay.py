@@ -134,9 +134,10 @@ def report_from_store(store: SweepStore, sweep_id: str) -> SweepReport:
         planned = store.load_case(sweep_id, case_id)
         if planned is not None:
             stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs))
-    return finish_sweep(plan, stats, case_ids=case_ids, started_at=plan.started_at,
-                        duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
-                        stopped=store.stop_reason(sweep_id), status=SweepStatus.RUNNING)
+    return store.with_run_details(finish_sweep(
+        plan, stats, case_ids=case_ids, started_at=plan.started_at,
+        duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
+        stopped=store.stop_reason(sweep_id), status=SweepStatus.RUNNING))
 
 
 __all__ = ["case_statistics", "report_from_journal", "report_from_store"]

@@ -23,7 +23,8 @@ from redis.retry import Retry
 from farm import redis_keys as keys
 from farm.case_codec import CaseCodec
 from farm.errors import BrokerError
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport
+from farm.models import CaseStats, RunDetail, RunResult, RunStatus, SweepReport
+from farm.reports.details import attach_details
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 from farm.store_answers import Event as Event
 from farm.store_answers import RunStart as RunStart
@@ -161,8 +162,27 @@ class SweepStore(PlanStore):
         return int(self._store_case(keys=names, args=[case_id, data, self.ttl]))
 
     def all_stats(self, sweep_id: str) -> dict[str, CaseStats]:
-        raw = self.client.hgetall(keys.stats_key(sweep_id))
-        return {cid: CaseStats.model_validate_json(text) for cid, text in raw.items()}
+        """Every done case's statistics *without* its run details, read a few cases at a time: a
+        report built from them stays small however many runs its cases kept (1,000 cases x 100
+        runs: 100k run details). ``with_run_details`` lets its renderers read them case by case."""
+        found: dict[str, CaseStats] = {}
+        for cid, text in self.client.hscan_iter(keys.stats_key(sweep_id), count=50):
+            data = json.loads(text)
+            data["run_details"] = []
+            found[cid] = CaseStats.model_validate(data)
+        return found
+
+    def case_run_details(self, sweep_id: str, case_id: str) -> list[RunDetail]:
+        """One done case's kept run details (what ``all_stats`` leaves out)."""
+        text = self.client.hget(keys.stats_key(sweep_id), case_id)
+        return [] if not text else CaseStats.model_validate_json(str(text)).run_details
+
+    def with_run_details(self, report: SweepReport) -> SweepReport:
+        """``report``, its renderers reading each case's run details from this store as they write
+        it (``farm.reports.details``); a case that carries its own keeps them."""
+        sweep_id = str(report.metadata.get("sweep_id", ""))
+        attach_details(report, lambda stats: self.case_run_details(sweep_id, stats.id))
+        return report
 
     def claim_report(self, sweep_id: str, ttl_s: int = keys.REPORT_LATCH_TTL_S) -> bool:
         """The set-if-absent latch: True for the one caller that should enqueue ``farm.report``.
@@ -185,8 +205,10 @@ class SweepStore(PlanStore):
         return bool(self._store_report(keys=names, args=args))
 
     def get_report(self, sweep_id: str) -> SweepReport | None:
+        """The stored report (stored without run details: they are read case by case as it is
+        rendered, see ``with_run_details``)."""
         text = self.client.get(keys.report_key(sweep_id))
-        return None if text is None else SweepReport.model_validate_json(str(text))
+        return None if text is None else self.with_run_details(SweepReport.model_validate_json(str(text)))
 
     def get_rendered(self, sweep_id: str, fmt: str) -> str | None:
         text = self.client.hget(keys.rendered_key(sweep_id), fmt)

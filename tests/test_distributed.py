@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from farm import redis_keys as keys
 from farm.store import Settled, SweepStore, Tally, connect
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -63,7 +64,16 @@ def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker
                           "--queue", "parity")
     assert local.returncode == remote.returncode == 1, remote.stderr  # 'mostly'/'rarely' miss 100 %
     remote_report = assert_parity(tmp_path / "local.json", tmp_path / "remote.json")
-    assert remote_report["metadata"]["sweep_id"]
+    sid = remote_report["metadata"]["sweep_id"]
+    # the stored report holds no run details (a big sweep's would be all of them at once): its
+    # renderers read them case by case, here on the submitter, with `farm results` and `farm report`
+    stored = json.loads(redis_client.get(keys.report_key(sid)))
+    assert stored["results"] and all(case["run_details"] == [] for case in stored["results"])
+    again = farm_cli.run("results", sid, "-o", str(tmp_path / "again.json"), "--broker", farm_cli.broker)
+    replayed = farm_cli.run("report", sid, "-o", str(tmp_path / "replayed.json"), "--broker", farm_cli.broker)
+    assert again.returncode == 1 and replayed.returncode in (0, 1), again.stderr + replayed.stderr
+    for name in ("again.json", "replayed.json"):
+        assert _counts(json.loads((tmp_path / name).read_text())) == _counts(remote_report), name
 
 
 def test_jsonl_stream_has_every_event_once(tmp_path, redis_client, farm_worker, farm_cli):

@@ -41,7 +41,8 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
 
     from farm.console import print_summary, say
     from farm.observers import JsonlObserver, Observers, ProgressBar, SweepObserver
-    from farm.reports import format_for_path, render_report
+    from farm.outputs import write_report
+    from farm.reports import format_for_path
     from farm.stats import exit_code_for
 
     path = Path(output) if output else None
@@ -63,8 +64,11 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
             stream.close()
     if path is not None:
         if fmt != "jsonl":
-            text = executor.store().get_rendered(sweep_id, fmt) or render_report(report, fmt)
-            path.write_text(text, encoding="utf-8")
+            text = executor.store().get_rendered(sweep_id, fmt)
+            if text is None:
+                write_report(report, path, fmt)  # case by case, run details read from the store
+            else:
+                path.write_text(text, encoding="utf-8")
         print_summary(err, report)
         say(err, f"report: {path}")
     return int(exit_code_for(report))

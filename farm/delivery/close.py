@@ -80,7 +80,8 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
         stopped=store.stop_reason(sid), status=status, reason=reason,
     )
     built.metadata.update(budget_metadata(store, sweep))  # what a budgeted sweep spent (SPEC 13)
-    return store.store_report(sid, built, render(built, sweep.formats))
+    # stored without run details (all_stats leaves them out); rendering reads them case by case
+    return store.store_report(sid, built, render(store.with_run_details(built), sweep.formats))
 
 
 def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,
