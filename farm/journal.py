@@ -127,9 +127,9 @@ class RunJournal:
     def on_start(self, start: SweepStart) -> None:
         self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
                            total_runs=start.total_runs, sweep_id=start.sweep_id)
-        self._writer.write({"type": "plan", "pid": os.getpid(), "host": socket.gethostname(),
-                            "plan": self._plan.model_dump(mode="json"),
-                            "cases": [c.model_dump(mode="json") for c in self._plan.cases]})
+        self._writer.write_array({"type": "plan", "pid": os.getpid(), "host": socket.gethostname(),
+                                  "plan": self._plan.model_dump(mode="json")},
+                                 "cases", (c.model_dump_json() for c in self._plan.cases))
 
     def on_result(self, result: RunResult) -> None:
         if self.details is not None:

@@ -105,6 +105,15 @@ class JsonlWriter:
         self.stream.write(line + "\n")
         self.stream.flush()
 
+    def write_array(self, event: dict[str, Any], key: str, items: Iterable[str]) -> None:
+        """One line whose ``key`` is a JSON array of ``items`` (JSON texts), written item by item:
+        a million-case plan line is never one string in memory."""
+        self.stream.write(_dumps(event)[:-1] + f", {json.dumps(key)}: [")
+        for n, text in enumerate(items):
+            self.stream.write(text if n == 0 else "," + text)
+        self.stream.write("]}\n")
+        self.stream.flush()
+
     def start(self, *, timestamp: str, agent_id: str, total_cases: int, total_runs: int,
               sweep_id: str | None) -> None:
         self.write({"type": "start", "timestamp": timestamp, "agent_id": agent_id,
