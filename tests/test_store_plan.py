@@ -1,0 +1,41 @@
+"""A plan stored the way a big one is: in batches flushed as they fill (``farm.store_plan``).
+
+A sweep of 10,000 cases and more is flushed to Redis every 20 chunks so the submitter's buffer
+stays bounded; here the chunk is 2 cases, so 101 cases cross that path three times and end with
+a short tail, against a real redis-server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from farm.store import SweepStore, connect
+from farm.sweep import TestSettings, prepare_sweep
+
+pytestmark = [pytest.mark.redis]
+
+AGENT = "py:tests/agents/distributed.py:by_run"
+
+
+def test_a_plan_stored_in_flushed_batches_reads_back_whole_and_every_key_expires(
+        tmp_path: Path, redis_client: Any, redis_server: str) -> None:
+    suite = tmp_path / "big.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"C{i:03d}", "input": f"ping {i}", "timeout": 5 + i % 7,
+                                         "assert": {"type": "contains", "value": "ok"}}) + "\n"
+                             for i in range(101)), encoding="utf-8")
+    plan = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=3)).plan
+    store = SweepStore(connect(redis_server), ttl=600)
+    store.save_sweep(plan, time.time(), chunk=2)  # flushed after cases 40, 80; 21 more at the end
+    sid = plan.sweep_id
+    assert store.case_ids(sid) == plan.case_ids and len(plan.case_ids) == 101
+    assert store.plan_slots(sid) == plan.slots()
+    assert [c.model_dump() for c in store.load_cases(sid, plan.case_ids)] == [c.model_dump() for c in plan.cases]
+    assert store.load_sweep(sid) is not None and store.cursor(sid) == 0
+    stored = redis_client.keys(f"*{sid}*")
+    assert len(stored) >= 5, stored  # sweep, cases, index, stream, cursor (and the activity mark)
+    assert all(0 < redis_client.ttl(key) <= 600 for key in stored), {k: redis_client.ttl(k) for k in stored}
