@@ -51,7 +51,10 @@ def transport_options(vt: int, broker_url: str | None = None) -> dict[str, Any]:
         "unacked_restore_throttle": 1,
         "socket_connect_timeout": 5,
         "socket_timeout": 30,
-        "retry_on_timeout": True,
+        # no retry_on_timeout: kombu (5.7) pipelines a producer's batch of messages only when
+        # no command is replayed on a timeout; with it, every message was its own round trip
+        # and a new client (10,000 messages: 6 s instead of 0.6 s). A timed-out command is a
+        # lost connection to kombu, which reconnects.
     }
 
 

@@ -108,8 +108,9 @@ class SweepHooks:
                 raise SettingsError(f"{flag} {ref}: {exc}") from None
         return cls(fns["--before"], fns["--after"], before or "", after or "")
 
-    def before_all(self, context: Any, cases: list[Case]) -> JsonValue:
-        """Run ``--before``; its result goes to ``--after``.
+    def before_all(self, context: Any, cases: Callable[[], list[Case]]) -> JsonValue:
+        """Run ``--before`` with the sweep's cases (``cases()``: built only for a hook, a big
+        distributed plan holds them compact); its result goes to ``--after``.
 
         Raises:
             FarmRuntimeError: the hook raised (nothing was run).
@@ -117,7 +118,7 @@ class SweepHooks:
         if self.before is None:
             return None
         try:
-            return asyncio.run(call_user(self.before, context, cases))
+            return asyncio.run(call_user(self.before, context, cases()))
         except Exception as exc:
             raise FarmRuntimeError(f"--before {self.before_ref} failed: {_describe(exc)}") from None
 

@@ -32,9 +32,11 @@ import socket
 import time
 import weakref
 from array import array
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from farm.compact_cases import CompactCases
 from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport
 from farm.observers import SweepStart
@@ -103,6 +105,13 @@ class JournalDetails:
         return acc.stats().run_details
 
 
+def case_texts(cases: Sequence[PlannedCase]) -> Iterator[str]:
+    """Each case's JSON (a distributed submitter's compact cases: inflated, never parsed)."""
+    if isinstance(cases, CompactCases):
+        return cases.json_texts()
+    return (c.model_dump_json() for c in cases)
+
+
 _OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()
 
 
@@ -129,7 +138,7 @@ class RunJournal:
                            total_runs=start.total_runs, sweep_id=start.sweep_id)
         self._writer.write_array({"type": "plan", "pid": os.getpid(), "host": socket.gethostname(),
                                   "plan": self._plan.model_dump(mode="json")},
-                                 "cases", (c.model_dump_json() for c in self._plan.cases))
+                                 "cases", case_texts(self._plan.cases))
 
     def on_result(self, result: RunResult) -> None:
         if self.details is not None:

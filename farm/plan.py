@@ -11,11 +11,12 @@ too: no hand-written codecs.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SkipValidation
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
@@ -74,14 +75,22 @@ class SweepPlan(FarmModel):
     started_at: str = ""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
-    cases: list[PlannedCase] = Field(default_factory=list, exclude=True)
+    cases: SkipValidation[Sequence[PlannedCase]] = Field(default_factory=list, exclude=True)
+    """A list, or for a distributed submitter ``farm.compact_cases.CompactCases`` (each case in its
+    stored form); not validated again when the plan is built."""
 
     @property
     def case_ids(self) -> list[str]:
-        return [c.id for c in self.cases]
+        from farm.compact_cases import CompactCases  # it builds on this module
+
+        return self.cases.ids() if isinstance(self.cases, CompactCases) else [c.id for c in self.cases]
 
     def slots(self) -> list[CaseSlot]:
         """What publishing needs of each case, in plan order."""
+        from farm.compact_cases import CompactCases
+
+        if isinstance(self.cases, CompactCases):
+            return self.cases.slots()
         return [CaseSlot.of(c, self.env) for c in self.cases]
 
 
@@ -108,18 +117,40 @@ class CaseSlot:
         return cls(case_id, int(runs), float(timeout))
 
 
-def build_plan(sweep_id: str, cases: list[PlannedCase], *, env: RunEnvironment, options: AgentOptions,
-               **settings: Any) -> SweepPlan:
-    """A plan for ``cases`` with its totals worked out (``settings``: the other SweepPlan fields)."""
-    labels = sorted({c.agent.label for c in cases})
+@dataclass
+class PlanTotals:
+    """A plan's totals, counted case by case as its cases are planned (a compact plan is not read
+    again to count them)."""
+
+    labels: set[str] = field(default_factory=set)
+    cases: int = 0
+    runs: int = 0
+    most_runs: int = 0
+    longest_timeout_s: float = 0.0
+
+    def add(self, planned: PlannedCase, env: RunEnvironment) -> None:
+        self.labels.add(planned.agent.label)
+        self.cases += 1
+        self.runs += planned.plan.runs
+        self.most_runs = max(self.most_runs, planned.plan.runs)
+        self.longest_timeout_s = max(self.longest_timeout_s, env.case_timeout(planned.case))
+
+
+def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironment, options: AgentOptions,
+               totals: PlanTotals | None = None, **settings: Any) -> SweepPlan:
+    """A plan for ``cases`` with its totals (counted now unless given); ``settings``: the other
+    SweepPlan fields."""
+    if totals is None:
+        totals = PlanTotals()
+        for planned in cases:
+            totals.add(planned, env)
+    labels = sorted(totals.labels)
     return SweepPlan(
         sweep_id=sweep_id, env=env, options=options, cases=cases,
         agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
-        total_cases=len(cases), total_runs=sum(c.plan.runs for c in cases),
-        runs_per_case=max((c.plan.runs for c in cases), default=1),
-        max_case_timeout_s=max((env.case_timeout(c.case) for c in cases), default=0.0),
-        **settings,
+        total_cases=totals.cases, total_runs=totals.runs, runs_per_case=max(totals.most_runs, 1),
+        max_case_timeout_s=totals.longest_timeout_s, **settings,
     )
 
 
-__all__ = ["CaseSlot", "PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]
+__all__ = ["CaseSlot", "PlanTotals", "PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]

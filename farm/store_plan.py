@@ -14,6 +14,7 @@ from typing import Any
 
 from farm import redis_keys as keys
 from farm.case_codec import CaseCodec
+from farm.compact_cases import compact
 from farm.plan import CaseSlot, PlannedCase, SweepPlan
 
 
@@ -32,7 +33,8 @@ class PlanStore:
         so a sweep without a cursor is one whose plan was never stored whole (``farm.delivery``).
         """
         sid = plan.sweep_id
-        codec = CaseCodec(plan.cases[0].model_dump_json().encode() if plan.cases else b"")
+        cases = compact(plan.cases, plan.env)
+        codec = cases.codec or CaseCodec(b"")
         pipe = self.client.pipeline(transaction=False)
         if publisher is not None:
             pipe.set(keys.publisher_key(sid), publisher[0], px=max(1, publisher[1]))
@@ -42,10 +44,10 @@ class PlanStore:
             "zdict": codec.text(),
         })
         plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid))
-        for i in range(0, len(plan.cases), chunk):
-            batch = plan.cases[i:i + chunk]
-            pipe.hset(keys.cases_key(sid), mapping={c.id: codec.encode(c.model_dump_json()) for c in batch})
-            pipe.rpush(keys.index_key(sid), *(CaseSlot.of(c, plan.env).encode() for c in batch))
+        ids = cases.ids()
+        for i in range(0, len(cases), chunk):
+            pipe.hset(keys.cases_key(sid), mapping=dict(zip(ids[i:i + chunk], cases.stored[i:i + chunk], strict=True)))
+            pipe.rpush(keys.index_key(sid), *cases.slot_lines[i:i + chunk])
             if (i // chunk) % 20 == 19:  # a bounded buffer: the submitter's memory does not grow with the plan
                 for key in plan_keys:  # what is flushed expires even if this submitter dies before the end
                     pipe.expire(key, self.ttl)

@@ -12,7 +12,8 @@ import contextlib
 import dataclasses
 import fnmatch
 import gc
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from farm.agents.ref import AgentRef
 from farm.agents.resolve import create_agent, parse_reference, resolve_case_agent
 from farm.agents.retry import attempts_from_env
 from farm.checks import judges_needed
+from farm.compact_cases import CompactCases
 from farm.errors import AgentResolutionError, FarmRuntimeError, InputError, SettingsError
 from farm.execute import RunEnvironment
 from farm.executors.base import Executor
@@ -34,13 +36,13 @@ from farm.lifecycle import SweepStop
 from farm.models import Case, SweepReport
 from farm.observers import Observers, SweepObserver
 from farm.outputs import OutputTarget, keeps_run_details, plan_outputs
-from farm.plan import PlannedCase, SweepPlan, build_plan, new_sweep_id
+from farm.plan import PlannedCase, PlanTotals, SweepPlan, build_plan, new_sweep_id
 from farm.reports import BUILTIN_REPORTERS
 from farm.settings import FarmSettings
 from farm.simulators import check_simulators
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
-from farm.suites import LoadedInput, LoadOptions, load_input, load_message
-from farm.yao_options import filter_by_regex, load_context_file
+from farm.suites import CaseStream, LoadOptions, open_input, open_message
+from farm.yao_options import compile_run_pattern, load_context_file
 
 DEFAULT_PARALLEL = 8
 """Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
@@ -104,7 +106,8 @@ class PreparedSweep:
     """A sweep that passed every input check and is ready to hand to an executor."""
 
     plan: SweepPlan
-    loaded: LoadedInput
+    loaded: CaseStream
+    """Where the cases came from (kind, root, files) and the notes made reading them."""
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
 
@@ -122,23 +125,41 @@ def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
     return [c for c in cases if any(_matches(c.id, p) for p in patterns)]
 
 
-def _runnable(cases: list[Case], settings: TestSettings, source: str) -> list[Case]:
-    """The selected cases; InputError (exit 2) when none would run: a sweep that tests nothing
-    must not pass CI (SPEC 10)."""
-    selected = select_cases(cases, settings.patterns)
-    shown = " ".join(f"-k {p!r}" for p in settings.patterns)
-    if not selected:
-        raise InputError(f"{source}: no case matches {shown}" if shown else f"{source}: no test cases")
-    if all(c.skip for c in selected):
-        which = f"the {len(selected)} cases matching {shown}" if shown else f"all {len(selected)} cases"
-        raise InputError(f"{source}: no runnable cases: {which} are skipped (skip: true)")
-    return selected
+class _Selection:
+    """``--run`` and ``-k`` applied case by case, counting what they let through; ``check()``
+    raises when nothing would run: a sweep that tests nothing must not pass CI (SPEC 10)."""
+
+    def __init__(self, settings: TestSettings) -> None:
+        self.patterns = settings.patterns
+        self.regex = compile_run_pattern(settings.run_pattern)
+        self.source = settings.input or "-m"
+        self.read = self.matched = self.selected = self.runnable = 0
+
+    def __call__(self, cases: list[Case]) -> list[Case]:
+        self.read += len(cases)
+        if self.regex is not None:
+            cases = [c for c in cases if self.regex.search(c.id)]
+        self.matched += len(cases)
+        cases = select_cases(cases, self.patterns)
+        self.selected += len(cases)
+        self.runnable += sum(not c.skip for c in cases)
+        return cases
+
+    def check(self) -> None:
+        if self.regex is not None and not self.matched:
+            raise InputError(f"--run {self.regex.pattern!r}: no case id matches")
+        shown = " ".join(f"-k {p!r}" for p in self.patterns)
+        if not self.selected:
+            raise InputError(f"{self.source}: no case matches {shown}" if shown else f"{self.source}: no test cases")
+        if not self.runnable:
+            which = f"the {self.selected} cases matching {shown}" if shown else f"all {self.selected} cases"
+            raise InputError(f"{self.source}: no runnable cases: {which} are skipped (skip: true)")
 
 
-def _check_agents_and_judges(needed: dict[str | None, Case], agents: dict[str, AgentRef], options: AgentOptions
+def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions
                              ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
     """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
-    built = {ref: create_agent(ref, options) for ref in dict.fromkeys(agents.values())}
+    built = {ref: create_agent(ref, options) for ref in dict.fromkeys(refs)}
     resolver = create_judge_resolver(options)
     for use, case in needed.items():
         try:
@@ -150,15 +171,19 @@ def _check_agents_and_judges(needed: dict[str | None, Case], agents: dict[str, A
     return built, resolver
 
 
-def _resolve_agents(cases: list[Case], settings: TestSettings, options: AgentOptions) -> dict[str, AgentRef]:
-    refs: dict[str, AgentRef] = {}
-    by_source: dict[tuple[str, str | None, str | None], AgentRef] = {}
-    for case in cases:
+class _AgentRefs:
+    """Each case's agent, resolved once per (suite file or directory, agent key, connection)."""
+
+    def __init__(self, settings: TestSettings, options: AgentOptions) -> None:
+        self.name, self.options = settings.name, options
+        self.by_source: dict[tuple[str, str | None, str | None], AgentRef] = {}
+
+    def __call__(self, case: Case) -> AgentRef:
         key = (case.source or case.base_dir, case.agent, case.connection)
-        if key not in by_source:
-            by_source[key] = resolve_case_agent(case, settings.name, options)
-        refs[case.id] = by_source[key]
-    return refs
+        ref = self.by_source.get(key)
+        if ref is None:
+            ref = self.by_source[key] = resolve_case_agent(case, self.name, self.options)
+        return ref
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
@@ -168,13 +193,13 @@ def agent_options(settings: TestSettings) -> AgentOptions:
     return dataclasses.replace(options, isolate=True) if settings.isolate else options
 
 
-def _load(settings: TestSettings) -> LoadedInput:
+def _open(settings: TestSettings) -> CaseStream:
     if (settings.input is None) == (settings.message is None):
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
     if settings.message is not None:
-        return load_message(settings.message, cwd=Path(settings.cwd))
+        return open_message(settings.message, cwd=Path(settings.cwd))
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
-    return load_input(str(settings.input), cwd=Path(settings.cwd), options=options)
+    return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 
 def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> PreparedSweep:
@@ -198,33 +223,68 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+PLAN_BATCH = 10_000
+"""Cases read, checked and planned together: a suite streams through in batches of this many."""
+
+
 def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
-    loaded = _load(settings)
-    cases = _runnable(filter_by_regex(loaded.cases, settings.run_pattern), settings, settings.input or "-m")
-    outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=loaded.root, inputs=loaded.files,
-                           cwd=Path(settings.cwd))
+    """Read the suite once, in batches: select, resolve and plan each batch as it is read, so a
+    distributed submitter holds each planned case only in its stored form (``CompactCases``).
+    Problems are raised in the order a user fixes them: the suite's (all of them), the
+    selection, the outputs, then the agents, judges and simulators."""
+    stream = _open(settings)
+    selection = _Selection(settings)
     options = agent_options(settings)
-    agents = _resolve_agents(cases, settings, options)
-    needed = judges_needed(cases)
-    built, judges = _check_agents_and_judges(needed, agents, options)
-    check_simulators(cases, options)
-    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
-        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    fleet = plan_fleet(settings.fleet, built, judges, needed, options)
-    planned = [PlannedCase(case=c, plan=plan_case(c, settings.runs, settings.min_pass_rate, fleet.adaptive),
-                           agent=agents[c.id]) for c in cases]
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
         neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
         **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
     )
+    adaptive = settings.fleet.adaptive_rule()
+    refs = _AgentRefs(settings, options)
+    needed: dict[str | None, Case] = {}
+    planned: list[PlannedCase] | CompactCases = CompactCases(env) if _compact(settings) else []
+    totals = PlanTotals()
+    refused: InputError | None = None  # raised once the suite's own problems are known
+    reading = iter(stream)
+    while batch := list(itertools.islice(reading, PLAN_BATCH)):
+        cases = selection(batch)
+        if stream.broken or refused is not None:
+            continue  # read on only to list every problem of the suite
+        try:
+            for use, case in judges_needed(cases).items():
+                needed.setdefault(use, case)
+            check_simulators(cases, options)
+            for case in cases:
+                one = PlannedCase(case=case, plan=plan_case(case, settings.runs, settings.min_pass_rate, adaptive),
+                                  agent=refs(case))
+                planned.append(one)
+                totals.add(one, env)
+        except InputError as exc:
+            refused = exc
+    stream.check()
+    selection.check()
+    outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
+                           cwd=Path(settings.cwd))
+    if refused is not None:
+        raise refused
+    built, judges = _check_agents_and_judges(needed, refs.by_source.values(), options)
+    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
+        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    fleet = plan_fleet(settings.fleet, built, judges, needed, options)
     plan = build_plan(
-        sid, planned, env=env, options=options, parallel=settings.parallel, fail_fast=settings.fail_fast,
-        metadata=_metadata(settings, loaded) | fleet.describe(), queue=settings.queue, fleet=fleet,
-        max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
+        sid, planned, env=env, options=options, totals=totals, parallel=settings.parallel,
+        fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
+        fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, loaded, outputs)
+    return PreparedSweep(plan, stream, outputs)
+
+
+def _compact(settings: TestSettings) -> bool:
+    """A distributed submitter keeps its cases in their stored form; an in-process sweep runs
+    them, and listing them (``--collect-only``, ``--dry-run``) needs no store."""
+    return bool(settings.broker) and not (settings.collect_only or settings.dry_run)
 
 
 def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:
@@ -274,7 +334,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     return await asyncio.to_thread(executor.run, prepared.plan, observer, stop)
 
 
-def _metadata(settings: TestSettings, loaded: LoadedInput) -> dict[str, Any]:
+def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
         "min_pass_rate": settings.min_pass_rate,

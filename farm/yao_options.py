@@ -15,39 +15,33 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from farm.errors import InputError, SettingsError
-from farm.models import Case
+from farm.errors import SettingsError
 from farm.plan import PlannedCase
 from farm.yaofile import read_yao_object
 
-__all__ = ["CONTEXT_KEYS", "collected_lines", "dry_run_lines", "filter_by_regex", "load_context_file"]
+__all__ = ["CONTEXT_KEYS", "collected_lines", "compile_run_pattern", "dry_run_lines", "load_context_file"]
 
 CONTEXT_KEYS = ("chat_id", "authorized", "metadata", "client", "locale", "referer")
 """Keys of a ``--ctx`` file (Yao's ``ContextConfig``)."""
 _CLIENT_KEYS = {"type": "client_type", "ip": "client_ip", "user_agent": None}
 
 
-def filter_by_regex(cases: list[Case], pattern: str | None) -> list[Case]:
-    """The cases whose id ``pattern`` matches anywhere (``--run``).
+def compile_run_pattern(pattern: str | None) -> re.Pattern[str] | None:
+    """``--run``: the regular expression a case id must match somewhere (None: every case).
 
     Raises:
         SettingsError: the pattern is not a regular expression.
-        InputError: no case matches.
     """
     if pattern is None:
-        return cases
+        return None
     try:
-        compiled = re.compile(pattern)
+        return re.compile(pattern)
     except re.error as exc:
         raise SettingsError(f"--run {pattern!r}: not a regular expression: {exc}") from None
-    chosen = [c for c in cases if compiled.search(c.id)]
-    if not chosen:
-        raise InputError(f"--run {pattern!r}: no case id matches")
-    return chosen
 
 
 def load_context_file(path: str, cwd: str) -> dict[str, Any]:
@@ -90,13 +84,13 @@ def _object(value: Any, where: Path, key: str) -> dict[str, Any]:
     return value
 
 
-def collected_lines(cases: list[PlannedCase]) -> Iterator[str]:
+def collected_lines(cases: Iterable[PlannedCase]) -> Iterator[str]:
     """``--collect-only``: the id of every case that would run, one a line (pytest's ``--co -q``)."""
     for planned in cases:
         yield planned.case.id
 
 
-def dry_run_lines(cases: list[PlannedCase]) -> Iterator[str]:
+def dry_run_lines(cases: Iterable[PlannedCase]) -> Iterator[str]:
     """``--dry-run``: one JSON line per case that would run (Yao prints the cases as JSONL)."""
     for planned in cases:
         case, plan = planned.case, planned.plan

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from farm.compact_cases import CompactCases
 from farm.store import SweepStore, connect
 from farm.sweep import TestSettings, prepare_sweep
 
@@ -22,13 +23,32 @@ pytestmark = [pytest.mark.redis]
 AGENT = "py:tests/agents/distributed.py:by_run"
 
 
+def write_suite(path: Path, cases: int) -> Path:
+    path.write_text("".join(json.dumps({"id": f"C{i:03d}", "input": f"ping {i}", "timeout": 5 + i % 7,
+                                        "assert": {"type": "contains", "value": "ok"}}) + "\n"
+                            for i in range(cases)), encoding="utf-8")
+    return path
+
+
+def test_a_distributed_submitter_holds_its_cases_in_their_stored_form(tmp_path: Path, redis_server: str) -> None:
+    """The same suite planned in-process (models) and for workers (``CompactCases``): the same
+    cases, ids, index and totals; the compact plan's cases are what the store will hold."""
+    suite = write_suite(tmp_path / "s.jsonl", 30)
+    local = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=2), sweep_id="same").plan
+    remote = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=2, broker=redis_server),
+                           sweep_id="same").plan
+    assert isinstance(remote.cases, CompactCases) and isinstance(local.cases, list)
+    assert [c.model_dump() for c in remote.cases] == [c.model_dump() for c in local.cases]
+    assert remote.case_ids == local.case_ids and remote.slots() == local.slots()
+    assert (remote.total_cases, remote.total_runs, remote.max_case_timeout_s) == (30, 60, 11.0)
+    assert remote.model_dump() == local.model_dump()
+    assert len(remote.cases.stored[1]) < len(local.cases[1].model_dump_json()) / 4  # deflated with the first
+
+
 def test_a_plan_stored_in_flushed_batches_reads_back_whole_and_every_key_expires(
         tmp_path: Path, redis_client: Any, redis_server: str) -> None:
-    suite = tmp_path / "big.jsonl"
-    suite.write_text("".join(json.dumps({"id": f"C{i:03d}", "input": f"ping {i}", "timeout": 5 + i % 7,
-                                         "assert": {"type": "contains", "value": "ok"}}) + "\n"
-                             for i in range(101)), encoding="utf-8")
-    plan = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=3)).plan
+    suite = write_suite(tmp_path / "big.jsonl", 101)
+    plan = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=3, broker=redis_server)).plan
     store = SweepStore(connect(redis_server), ttl=600)
     store.save_sweep(plan, time.time(), chunk=2)  # flushed after cases 40, 80; 21 more at the end
     sid = plan.sweep_id

@@ -98,5 +98,5 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
         return None
     hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
     context = sweep_context(prepared.plan.env)
-    before_data = hooks.before_all(context, [c.case for c in prepared.plan.cases])
+    before_data = hooks.before_all(context, lambda: [c.case for c in prepared.plan.cases])
     return SweepAround(hooks, context, before_data, err)

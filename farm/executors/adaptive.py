@@ -14,7 +14,7 @@ its runs are in flight simply yields nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from farm.lifecycle import SweepStop
 from farm.plan import PlannedCase
@@ -24,7 +24,8 @@ from farm.stats import CaseAccumulator
 class AdaptiveQueue:
     """Which run an idle in-process worker starts next, and when a decided case is finished."""
 
-    def __init__(self, cases: list[PlannedCase], accumulators: Mapping[str, CaseAccumulator], stop: SweepStop) -> None:
+    def __init__(self, cases: Sequence[PlannedCase], accumulators: Mapping[str, CaseAccumulator],
+                 stop: SweepStop) -> None:
         self._open = {c.id: c for c in cases}
         """Cases with runs not started yet and no decision, in plan order."""
         self._accumulators = accumulators

@@ -1,13 +1,15 @@
 """Suite loading: Yao JSONL and neuro-san HOCON into one validated ``Case`` model (SPEC 4.1).
 
-``load_input`` is what ``-i`` calls; every problem in the input is collected and raised as
-one ``farm.errors.SuiteError``.
+``open_input`` is what ``-i`` calls: a ``CaseStream`` read once, case by case (``farm test``
+plans it in batches); ``load_input`` holds every case. Every problem in the input is collected
+and raised as one ``farm.errors.SuiteError``.
 """
 
 from __future__ import annotations
 
 from farm.suites.discover import (
     SUITE_SUFFIXES,
+    CaseStream,
     LoadedInput,
     find_suite_files,
     load_files,
@@ -15,6 +17,8 @@ from farm.suites.discover import (
     load_message,
     looks_like_path,
     message_case,
+    open_input,
+    open_message,
 )
 from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon import load_hocon
@@ -22,6 +26,7 @@ from farm.suites.jsonl import load_jsonl
 
 __all__ = [
     "SUITE_SUFFIXES",
+    "CaseStream",
     "LoadOptions",
     "LoadedInput",
     "find_suite_files",
@@ -32,4 +37,6 @@ __all__ = [
     "load_message",
     "looks_like_path",
     "message_case",
+    "open_input",
+    "open_message",
 ]

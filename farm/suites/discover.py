@@ -7,6 +7,7 @@ every file, duplicate case ids across the whole input included.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -16,18 +17,21 @@ from farm.errors import InputError, Problem, SuiteError
 from farm.models import Case, Message, Turn
 from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon import load_hocon
-from farm.suites.jsonl import load_jsonl
+from farm.suites.jsonl import iter_jsonl
 
 __all__ = [
     "HOCON_SUFFIXES",
     "PATH_SUFFIXES",
     "SUITE_SUFFIXES",
+    "CaseStream",
     "LoadedInput",
     "find_suite_files",
     "load_files",
     "load_input",
     "load_message",
     "looks_like_path",
+    "open_input",
+    "open_message",
 ]
 
 SUITE_SUFFIXES = (".jsonl", ".hocon", ".conf")
@@ -47,6 +51,70 @@ class LoadedInput:
     """Files skipped in a directory sweep and connections not spoken, one line each, to show the user."""
 
 
+class CaseStream:
+    """The cases of ``-i``, read as they are iterated: a million-case suite is never held whole.
+
+    Problems (bad lines, bad files, duplicate ids across the whole input) are gathered on the
+    way; ``check()`` raises them all at once, after the last case. Iterate once.
+    """
+
+    def __init__(self, kind: Literal["file", "dir", "message"], root: Path | None, files: list[Path], *,
+                 single: bool = False, options: LoadOptions | None = None, notes: list[str] | None = None,
+                 cases: list[Case] | None = None) -> None:
+        self.kind, self.root, self.files = kind, root, files
+        self.notes: list[str] = []
+        """Files skipped in a directory sweep and connections not spoken (complete once read)."""
+        self.problems: list[Problem] = []
+        self._duplicates: list[Problem] = []
+        """Listed after every other problem, as the ids' first places are."""
+        self._single, self._options, self._file_notes = single, options, notes
+        self._given = cases
+        self._first: dict[str, int] = {}
+        """Each id seen, with where it was first: (file number << 32) | line (0: no line)."""
+
+    def __iter__(self) -> Iterator[Case]:
+        if self._given is not None:
+            yield from self._given
+            return
+        forget_parsed_assertions()
+        assert self.root is not None
+        for number, path in enumerate(self.files):
+            name = suite_name(path, self.root, self._single)
+            if path.suffix.lower() in HOCON_SUFFIXES:
+                loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes)
+                self.problems += found
+                cases: Iterable[Case] = loaded
+            else:
+                cases = iter_jsonl(path, name, self._options, self.problems)
+            for case in cases:
+                if self._unique(case, number):
+                    if case.skip_reason:
+                        self.notes.append(f"{case.source}: case {case.id} skipped: {case.skip_reason}")
+                    yield case
+        self.notes[:0] = self._file_notes or []
+
+    def _unique(self, case: Case, number: int) -> bool:
+        first = self._first.get(case.id)
+        if first is None:
+            self._first[case.id] = (number << 32) | (case.line or 0)
+            return True
+        source, line = str(self.files[first >> 32]), first & 0xFFFFFFFF
+        at = f"{source}:{line}" if line else source
+        self._duplicates.append(Problem(case.source, case.line, "id", f"duplicate id {case.id!r} (first at {at})"))
+        return False
+
+    @property
+    def broken(self) -> bool:
+        """Whether a problem was found so far (the cases read are then only read for their problems)."""
+        return bool(self.problems or self._duplicates)
+
+    def check(self) -> None:
+        """SuiteError listing every problem found (call once the cases are read)."""
+        self._first.clear()
+        if self.problems or self._duplicates:
+            raise SuiteError(self.problems + self._duplicates)
+
+
 PATH_SUFFIXES = (*SUITE_SUFFIXES, ".json")
 """An ``-i`` value ending in one of these is a path, never a message (SPEC 10)."""
 
@@ -64,13 +132,26 @@ def looks_like_path(arg: str) -> bool:
 
 
 def load_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None = None) -> LoadedInput:
-    """Load what ``-i`` names: a suite file, a directory of suites, or (when it cannot be a
-    path) a literal message.
+    """Load what ``-i`` names (``open_input``), every case held.
 
     Raises:
         InputError: a path that does not exist, a file that is not a suite, a directory without
             suites, an empty input.
         SuiteError: the suites have problems (all of them are listed).
+    """
+    stream = open_input(arg, cwd=cwd, options=options)
+    cases = list(stream)
+    stream.check()
+    return LoadedInput(stream.kind, stream.root, cases, stream.files, stream.notes)
+
+
+def open_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None = None) -> CaseStream:
+    """What ``-i`` names: a suite file, a directory of suites, or (when it cannot be a path) a
+    literal message; its cases are read as the stream is iterated.
+
+    Raises:
+        InputError: a path that does not exist, a file that is not a suite, a directory without
+            suites, an empty input.
     """
     if not isinstance(arg, str) or not arg.strip():
         raise InputError("empty input: give a suite file (.jsonl, .hocon, .conf), a directory, or -m MESSAGE")
@@ -79,23 +160,26 @@ def load_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None
         files = find_suite_files(path)
         if not files:
             raise InputError(f"{arg}: no suite files (*.jsonl, *.hocon, *.conf) in this directory")
-        notes: list[str] = []
-        cases = load_files(files, path, single=False, options=options, notes=notes)
-        return LoadedInput("dir", path, cases, files, notes + _unspoken(cases))
+        return CaseStream("dir", path, files, options=options, notes=[])
     if path is not None and path.is_file():
         _check_suite_name(arg, path)
-        cases = load_files([path], path.parent, single=True, options=options)
-        return LoadedInput("file", path.parent, cases, [path], _unspoken(cases))
+        return CaseStream("file", path.parent, [path], single=True, options=options)
     if looks_like_path(arg):
         raise InputError(f"{arg}: no such file or directory (to send it to the agent as a message, use -m)")
-    return load_message(arg, cwd=cwd)
+    return open_message(arg, cwd=cwd)
 
 
 def load_message(text: str, *, cwd: Path | None = None) -> LoadedInput:
     """Direct message mode (``-m TEXT``, or an ``-i`` value that cannot be a path)."""
+    stream = open_message(text, cwd=cwd)
+    return LoadedInput(stream.kind, None, list(stream), [])
+
+
+def open_message(text: str, *, cwd: Path | None = None) -> CaseStream:
+    """Direct message mode as a stream of its one case."""
     if not text.strip():
         raise InputError("empty message: -m needs the text to send to the agent")
-    return LoadedInput("message", None, [message_case(text, cwd)], [])
+    return CaseStream("message", None, [], cases=[message_case(text, cwd)])
 
 
 def _check_suite_name(arg: str, path: Path) -> None:
@@ -105,10 +189,6 @@ def _check_suite_name(arg: str, path: Path) -> None:
     if name in SUITE_SUFFIXES:  # ".hocon": Path(".hocon").suffix is '', and a case id needs a name
         raise InputError(f"{arg}: the file has an extension but no name: a case id comes from the name before "
                          f"{path.name} (rename it, e.g. case{path.name})")
-
-
-def _unspoken(cases: list[Case]) -> list[str]:
-    return [f"{c.source}: case {c.id} skipped: {c.skip_reason}" for c in cases if c.skip_reason]
 
 
 def _as_path(arg: str, cwd: Path | None) -> Path | None:
@@ -166,29 +246,9 @@ def load_files(files: list[Path], root: Path, *, single: bool, options: LoadOpti
 
     With ``notes``, HOCON files that are not test cases are skipped with a note (directory sweeps).
     """
-    forget_parsed_assertions()
-    cases: list[Case] = []
-    problems: list[Problem] = []
-    for path in files:
-        name = suite_name(path, root, single)
-        if path.suffix.lower() in HOCON_SUFFIXES:
-            loaded, found = load_hocon(path, case_id=name, suite=name, notes=notes)
-        else:
-            loaded, found = load_jsonl(path, suite=name, options=options)
-        cases += loaded
-        problems += found
-    problems += _duplicates(cases)
-    if problems:
-        raise SuiteError(problems)
+    stream = CaseStream("dir", root, files, single=single, options=options, notes=notes)
+    cases = list(stream)
+    stream.check()
+    if notes is not None:
+        notes[:] = stream.notes
     return cases
-
-
-def _duplicates(cases: list[Case]) -> list[Problem]:
-    first: dict[str, Case] = {}
-    problems = []
-    for case in cases:
-        seen = first.setdefault(case.id, case)
-        if seen is not case:
-            at = f"{seen.source}:{seen.line}" if seen.line is not None else seen.source
-            problems.append(Problem(case.source, case.line, "id", f"duplicate id {case.id!r} (first at {at})"))
-    return problems

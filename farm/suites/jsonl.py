@@ -14,6 +14,7 @@ Any other key is refused: a typo would test nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from farm.models import Assertion, Case, Message, Turn
 from farm.suites.attachments import convert_part
 from farm.suites.dynamic import DYNAMIC_KEYS, LoadOptions, parse_dynamic
 
-__all__ = ["YAO_KEYS", "input_messages", "load_jsonl"]
+__all__ = ["YAO_KEYS", "input_messages", "iter_jsonl", "load_jsonl"]
 
 YAO_KEYS = (
     "id", "name", "input", "expected", "assert", "user", "team", "metadata", "options", "skip", "timeout",
@@ -46,15 +47,21 @@ SKIP_OPTIONS = ("history", "trace", "output", "keyword", "search")
 
 
 def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tuple[list[Case], list[Problem]]:
-    """Read a JSONL suite; returns the good cases and a problem for every bad line.
+    """Read a JSONL suite; returns the good cases and a problem for every bad line."""
+    problems: list[Problem] = []
+    cases = list(iter_jsonl(path, suite, options, problems))
+    return cases, problems
+
+
+def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: list[Problem]) -> Iterator[Case]:
+    """Each good case of a JSONL suite as its line is read; a problem for every bad line is
+    appended to ``problems`` (a file that cannot be read: one problem with no line).
 
     The file is read line by line (a million-case suite is never held as text), and each case
-    is built once, with its location: nothing per case is kept but the ``Case``.
+    is built once, with its location: nothing per case is kept.
     """
     options = options or LoadOptions()
     source = str(path)
-    cases: list[Case] = []
-    problems: list[Problem] = []
     try:
         with path.open("rb") as stream:
             base_dir = str(path.parent.resolve())
@@ -69,10 +76,9 @@ def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tu
                 case, issues = parse_case(obj, base_dir, options, location)
                 problems += [Problem(source, lineno, key, message) for key, message in issues]
                 if case is not None:
-                    cases.append(case)
+                    yield case
     except OSError as exc:
-        return [], [Problem(source, None, "", f"cannot read: {exc.strerror or exc}")]
-    return cases, problems
+        problems.append(Problem(source, None, "", f"cannot read: {exc.strerror or exc}"))
 
 
 def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
