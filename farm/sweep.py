@@ -3,6 +3,10 @@
 Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` does that). The
 order matters: load and validate every suite, resolve every agent and check every output path
 *before* the first run, so that bad input exits 2 with nothing run.
+
+The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
+as it is read: a distributed submitter keeps only each case's stored form
+(``farm.compact_cases``), so a million-case plan is never a million ``Case`` objects.
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@ a fraction of the size for cases alike, plain JSON of an older sweep still read.
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from farm.case_codec import PREFIX, CaseCodec
+from farm.case_codec import PREFIX, PREFIX_ZLIB, CaseCodec
 
 
 def _case(i: int) -> str:
@@ -30,3 +32,12 @@ def test_cases_alike_shrink_to_a_fraction_and_plain_json_still_reads() -> None:
     later = _case(123456)
     assert len(codec.encode(later)) < len(later) / 3
     assert codec.decode(later) == later  # a sweep stored before cases were deflated
+
+
+def test_a_case_stored_in_format_1_still_reads() -> None:
+    """Format 1 (a zlib stream at level 6), written by the farm before format 2."""
+    dictionary, later = _case(0).encode(), _case(42)
+    deflate = zlib.compressobj(6, zdict=dictionary)
+    old = PREFIX_ZLIB + base64.b85encode(deflate.compress(later.encode()) + deflate.flush()).decode("ascii")
+    assert CaseCodec(dictionary).decode(old) == later
+    assert CaseCodec(dictionary).encode(later).startswith(PREFIX) and PREFIX != PREFIX_ZLIB

@@ -21,6 +21,7 @@ import pytest
 
 from farm import redis_keys as keys
 from farm.delivery.reconcile import reconcile_sweep
+from farm.reports import render_report
 from farm.store import SweepStore, connect
 from tests.test_distributed import AGENTS, write_suite
 from tests.waiting import wait_for
@@ -43,9 +44,12 @@ def _submit(farm_cli: Any, suite: Path, runs: int, queue: str, env: dict[str, st
 
 
 def _report(store: SweepStore, sweep_id: str, timeout: float = 240) -> dict[str, Any]:
-    """The report the workers store, with no submitter attached."""
+    """The report the workers store, with no submitter attached, as its JSON report (run details
+    read from the store case by case, as `farm results -o r.json` does)."""
     wait_for(lambda: store.get_report(sweep_id) is not None, timeout, f"sweep {sweep_id}'s report")
-    return json.loads(store.client.get(keys.report_key(sweep_id)))
+    report = store.get_report(sweep_id)
+    assert report is not None
+    return json.loads(render_report(report, "json"))
 
 
 def _assert_exactly_once(report: dict[str, Any], cases: int, runs: int) -> None:
