@@ -114,6 +114,8 @@ class PreparedSweep:
     """Where the cases came from (kind, root, files) and the notes made reading them."""
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
+    listed: list[str] | None = None
+    """``--collect-only``: the id of every case that would run (the plan then holds no case)."""
 
 
 def _matches(case_id: str, pattern: str) -> bool:
@@ -249,6 +251,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
     refs = _AgentRefs(settings, options)
     needed: dict[str | None, Case] = {}
     planned: list[PlannedCase] | CompactCases = CompactCases(env) if _compact(settings) else []
+    listed: list[str] | None = [] if settings.collect_only else None
     totals = PlanTotals()
     refused: InputError | None = None  # raised once the suite's own problems are known
     reading = iter(stream)
@@ -263,8 +266,11 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
             for case in cases:
                 one = PlannedCase(case=case, plan=plan_case(case, settings.runs, settings.min_pass_rate, adaptive),
                                   agent=refs(case))
-                planned.append(one)
                 totals.add(one, env)
+                if listed is not None:
+                    listed.append(one.id)  # --collect-only lists ids: its plan keeps no case
+                else:
+                    planned.append(one)
         except InputError as exc:
             refused = exc
     stream.check()
@@ -282,7 +288,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs)
+    return PreparedSweep(plan, stream, outputs, listed)
 
 
 def _compact(settings: TestSettings) -> bool:

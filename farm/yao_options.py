@@ -23,7 +23,7 @@ from farm.errors import SettingsError
 from farm.plan import PlannedCase
 from farm.yaofile import read_yao_object
 
-__all__ = ["CONTEXT_KEYS", "collected_lines", "compile_run_pattern", "dry_run_lines", "load_context_file"]
+__all__ = ["CONTEXT_KEYS", "compile_run_pattern", "dry_run_lines", "load_context_file"]
 
 CONTEXT_KEYS = ("chat_id", "authorized", "metadata", "client", "locale", "referer")
 """Keys of a ``--ctx`` file (Yao's ``ContextConfig``)."""
@@ -82,12 +82,6 @@ def _object(value: Any, where: Path, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise SettingsError(f"{where}: {key}: must be an object, got {json.dumps(value)}")
     return value
-
-
-def collected_lines(cases: Iterable[PlannedCase]) -> Iterator[str]:
-    """``--collect-only``: the id of every case that would run, one a line (pytest's ``--co -q``)."""
-    for planned in cases:
-        yield planned.case.id
 
 
 def dry_run_lines(cases: Iterable[PlannedCase]) -> Iterator[str]:

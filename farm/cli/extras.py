@@ -23,7 +23,7 @@ from farm.execute import sweep_context
 from farm.hooks import SweepHooks
 from farm.models import JsonValue, SweepReport
 from farm.sweep import PreparedSweep, TestSettings
-from farm.yao_options import collected_lines, dry_run_lines
+from farm.yao_options import dry_run_lines
 
 __all__ = ["SweepAround", "start_extras", "yao_flags"]
 
@@ -90,8 +90,8 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
     for note in prepared.loaded.notes:
         say(err, f"farm: note: {note}")
     if settings.collect_only or settings.dry_run:
-        lines = dry_run_lines if settings.dry_run else collected_lines
-        sys.stdout.writelines(f"{line}\n" for line in lines(prepared.plan.cases))
+        lines = dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or []
+        sys.stdout.writelines(f"{line}\n" for line in lines)
         sys.stdout.flush()
         plan = prepared.plan
         say(err, f"collected {plan.total_cases} cases ({plan.total_runs} runs)")
