@@ -3,7 +3,7 @@
 A distributed sweep stores every planned case on its own in Redis (``farm.store``): at a million
 cases their JSON (~1.2 KB each, mostly the same keys, agent and checks) was most of Redis's
 memory. Cases of one suite look alike, so zlib with a preset dictionary (the sweep's first case)
-brings each to a small fraction; base85 keeps it text for a client that decodes responses.
+brings each to a small fraction; base64 keeps it text for a client that decodes responses.
 
 A stored value that does not carry the prefix is plain JSON (a sweep stored before this), and
 is read as it is. Pure: no Redis here.
@@ -15,10 +15,11 @@ import base64
 import zlib
 
 PREFIX = "z2:"
-"""Marks a deflated case (format 2: raw deflate, level 1, with the sweep's dictionary, then base85)."""
+"""Marks a deflated case (format 2: raw deflate, level 1, with the sweep's dictionary, then base64:
+C-coded, where the standard library's base85 is Python, ~6 µs a case)."""
 
 PREFIX_ZLIB = "z1:"
-"""Format 1 (zlib stream, level 6), written before format 2 and still read."""
+"""Format 1 (zlib stream, level 6, base85), written before format 2 and still read."""
 
 MAX_DICTIONARY = 32 * 1024
 """zlib uses at most the last 32 KB of a preset dictionary."""
@@ -52,17 +53,17 @@ class CaseCodec:
         else:
             deflate = zlib.compressobj(LEVEL, zlib.DEFLATED, RAW, MEM_LEVEL)
         data = deflate.compress(case_json.encode("utf-8")) + deflate.flush()
-        return PREFIX + base64.b85encode(data).decode("ascii")
+        return PREFIX + base64.b64encode(data).decode("ascii")
 
     def decode(self, stored: str) -> str:
         if stored.startswith(PREFIX):
-            wbits = RAW
+            wbits, data = RAW, base64.b64decode(stored[len(PREFIX):])
         elif stored.startswith(PREFIX_ZLIB):
-            wbits = zlib.MAX_WBITS
+            wbits, data = zlib.MAX_WBITS, base64.b85decode(stored[len(PREFIX_ZLIB):])
         else:
             return stored  # plain JSON: stored before cases were deflated
         inflate = zlib.decompressobj(wbits, zdict=self.dictionary) if self.dictionary else zlib.decompressobj(wbits)
-        return (inflate.decompress(base64.b85decode(stored[len(PREFIX):])) + inflate.flush()).decode("utf-8")
+        return (inflate.decompress(data) + inflate.flush()).decode("utf-8")
 
 
 __all__ = ["PREFIX", "PREFIX_ZLIB", "CaseCodec"]

@@ -64,14 +64,35 @@ class CompactCases(Sequence[PlannedCase]):
         codec = self.codec or CaseCodec(b"")
         return (codec.decode(text) for text in self.stored)
 
-    def slots(self) -> list[CaseSlot]:
-        return [CaseSlot.decode(text) for text in self.slot_lines]
+    def slots(self) -> Sequence[CaseSlot]:
+        """The index, each slot decoded when read (publishing reads a window at a time)."""
+        return _Slots(self.slot_lines)
 
     def ids(self) -> list[str]:
         return [text.split(" ", 2)[2] for text in self.slot_lines]
 
     def _decode(self, stored: str) -> PlannedCase:
         return PlannedCase.model_validate_json((self.codec or CaseCodec(b"")).decode(stored))
+
+
+class _Slots(Sequence[CaseSlot]):
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, i: int) -> CaseSlot: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[CaseSlot]: ...
+    def __getitem__(self, i: int | slice) -> CaseSlot | list[CaseSlot]:
+        if isinstance(i, slice):
+            return [CaseSlot.decode(text) for text in self._lines[i]]
+        return CaseSlot.decode(self._lines[i])
+
+    def __iter__(self) -> Iterator[CaseSlot]:
+        return (CaseSlot.decode(text) for text in self._lines)
 
 
 def compact(cases: Sequence[PlannedCase], env: RunEnvironment) -> CompactCases:

@@ -85,7 +85,7 @@ class SweepPlan(FarmModel):
 
         return self.cases.ids() if isinstance(self.cases, CompactCases) else [c.id for c in self.cases]
 
-    def slots(self) -> list[CaseSlot]:
+    def slots(self) -> Sequence[CaseSlot]:
         """What publishing needs of each case, in plan order."""
         from farm.compact_cases import CompactCases
 

@@ -39,7 +39,7 @@ def test_a_distributed_submitter_holds_its_cases_in_their_stored_form(tmp_path: 
                            sweep_id="same").plan
     assert isinstance(remote.cases, CompactCases) and isinstance(local.cases, list)
     assert [c.model_dump() for c in remote.cases] == [c.model_dump() for c in local.cases]
-    assert remote.case_ids == local.case_ids and remote.slots() == local.slots()
+    assert remote.case_ids == local.case_ids and list(remote.slots()) == list(local.slots())
     assert (remote.total_cases, remote.total_runs, remote.max_case_timeout_s) == (30, 60, 11.0)
     assert remote.model_dump() == local.model_dump()
     assert len(remote.cases.stored[1]) < len(local.cases[1].model_dump_json()) / 4  # deflated with the first
@@ -53,7 +53,7 @@ def test_a_plan_stored_in_flushed_batches_reads_back_whole_and_every_key_expires
     store.save_sweep(plan, time.time(), chunk=2)  # flushed after cases 40, 80; 21 more at the end
     sid = plan.sweep_id
     assert store.case_ids(sid) == plan.case_ids and len(plan.case_ids) == 101
-    assert store.plan_slots(sid) == plan.slots()
+    assert store.plan_slots(sid) == list(plan.slots())
     assert [c.model_dump() for c in store.load_cases(sid, plan.case_ids)] == [c.model_dump() for c in plan.cases]
     assert store.load_sweep(sid) is not None and store.cursor(sid) == 0
     stored = redis_client.keys(f"*{sid}*")

@@ -113,7 +113,7 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
     position = store.cursor(sid) if start is None else start
     if position is None:
         return Outcome.LOST
-    total = sum(c.runs for c in cases)
+    total = sweep.total_runs  # not summed from `cases`: a compact plan's are decoded only as published
     slots = run_slots(cases, position)
     lease = keys.publisher_key(sid)
     with app.producer_or_acquire() as producer:
