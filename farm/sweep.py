@@ -139,10 +139,9 @@ class _Selection:
         self.patterns = settings.patterns
         self.regex = compile_run_pattern(settings.run_pattern)
         self.source = settings.input or "-m"
-        self.read = self.matched = self.selected = self.runnable = 0
+        self.matched = self.selected = self.runnable = 0
 
     def __call__(self, cases: list[Case]) -> list[Case]:
-        self.read += len(cases)
         if self.regex is not None:
             cases = [c for c in cases if self.regex.search(c.id)]
         self.matched += len(cases)
