@@ -210,6 +210,10 @@ class SweepStore(PlanStore):
         text = self.client.get(keys.report_key(sweep_id))
         return None if text is None else self.with_run_details(SweepReport.model_validate_json(str(text)))
 
+    def has_report(self, sweep_id: str) -> bool:
+        """Whether the sweep's report is stored (one EXISTS: the report is not read)."""
+        return bool(self.client.exists(keys.report_key(sweep_id)))
+
     def get_rendered(self, sweep_id: str, fmt: str) -> str | None:
         text = self.client.hget(keys.rendered_key(sweep_id), fmt)
         return None if text is None else str(text)

@@ -72,7 +72,7 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
            reason: str | None = None) -> bool:
     """Build, render and store the sweep's report once; False if it was stored already."""
     sid = sweep.sweep_id
-    if store.get_report(sid) is not None:
+    if store.has_report(sid):
         return False
     built = finish_sweep(
         sweep, store.all_stats(sid), case_ids=store.case_ids(sid), started_at=sweep.started_at,

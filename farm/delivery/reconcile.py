@@ -45,7 +45,7 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
     """One reconcile pass over a sweep; returns what it did (for logs and tests)."""
     now = time.time() if now is None else now
     sid = sweep_id
-    if store.get_report(sid) is not None:
+    if store.has_report(sid):
         store.forget_sweep(sid)
         return "finished"
     sweep = store.load_sweep(sid)

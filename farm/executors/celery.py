@@ -211,7 +211,7 @@ class CeleryExecutor:
         store = self.store()
         if not store.exists(sweep_id):
             raise InputError(f"no sweep {sweep_id!r} on {safe_url(self.broker_url)}")
-        if store.get_report(sweep_id) is not None:
+        if store.has_report(sweep_id):
             return False
         return store.stop(sweep_id, STOP_CANCELLED)
 
