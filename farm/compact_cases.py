@@ -10,25 +10,50 @@ journal, a ``--before`` hook). Pure: no Redis here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar, overload
 
 from farm.case_codec import CaseCodec
 from farm.execute import RunEnvironment
 from farm.plan import CaseSlot, PlannedCase
 
+T = TypeVar("T")
 
-class CompactCases(Sequence[PlannedCase]):
-    """Planned cases in their stored form, in plan order."""
+
+class Decoded(Sequence[T]):
+    """Stored strings read as ``T``s, each decoded only when it is read."""
+
+    def __init__(self, stored: list[str], decode: Callable[[str], T]) -> None:
+        self.stored = stored
+        self._decode = decode
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._decode(text) for text in self.stored[i]]
+        return self._decode(self.stored[i])
+
+    def __iter__(self) -> Iterator[T]:
+        return (self._decode(text) for text in self.stored)
+
+
+class CompactCases(Decoded[PlannedCase]):
+    """Planned cases in their stored form, in plan order: ``stored`` holds each case's deflated
+    JSON (as ``farm:sweep:{id}:cases`` does), ``slot_lines`` its encoded ``CaseSlot`` (as
+    ``farm:sweep:{id}:index`` does)."""
 
     def __init__(self, env: RunEnvironment) -> None:
+        super().__init__([], self._case)
         self.env = env
-        self.codec: CaseCodec | None = None
+        self.codec = CaseCodec(b"")
         """The sweep's dictionary: its first case (``farm.case_codec``)."""
-        self.stored: list[str] = []
-        """Each case's deflated JSON, as ``farm:sweep:{id}:cases`` holds it."""
         self.slot_lines: list[str] = []
-        """Each case's ``CaseSlot``, encoded, as ``farm:sweep:{id}:index`` holds it."""
 
     @classmethod
     def of(cls, cases: Iterable[PlannedCase], env: RunEnvironment) -> CompactCases:
@@ -39,60 +64,24 @@ class CompactCases(Sequence[PlannedCase]):
 
     def append(self, planned: PlannedCase) -> None:
         text = planned.model_dump_json()
-        if self.codec is None:
+        if not self.stored:
             self.codec = CaseCodec(text.encode())
         self.stored.append(self.codec.encode(text))
         self.slot_lines.append(CaseSlot.of(planned, self.env).encode())
 
-    def __len__(self) -> int:
-        return len(self.stored)
-
-    @overload
-    def __getitem__(self, i: int) -> PlannedCase: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[PlannedCase]: ...
-    def __getitem__(self, i: int | slice) -> PlannedCase | list[PlannedCase]:
-        if isinstance(i, slice):
-            return [self._decode(text) for text in self.stored[i]]
-        return self._decode(self.stored[i])
-
-    def __iter__(self) -> Iterator[PlannedCase]:
-        return (self._decode(text) for text in self.stored)
-
     def json_texts(self) -> Iterator[str]:
         """Each case's JSON text, inflated but not parsed (the journal's plan line)."""
-        codec = self.codec or CaseCodec(b"")
-        return (codec.decode(text) for text in self.stored)
+        return (self.codec.decode(text) for text in self.stored)
 
     def slots(self) -> Sequence[CaseSlot]:
         """The index, each slot decoded when read (publishing reads a window at a time)."""
-        return _Slots(self.slot_lines)
+        return Decoded(self.slot_lines, CaseSlot.decode)
 
     def ids(self) -> list[str]:
         return [text.split(" ", 2)[2] for text in self.slot_lines]
 
-    def _decode(self, stored: str) -> PlannedCase:
-        return PlannedCase.model_validate_json((self.codec or CaseCodec(b"")).decode(stored))
-
-
-class _Slots(Sequence[CaseSlot]):
-    def __init__(self, lines: list[str]) -> None:
-        self._lines = lines
-
-    def __len__(self) -> int:
-        return len(self._lines)
-
-    @overload
-    def __getitem__(self, i: int) -> CaseSlot: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[CaseSlot]: ...
-    def __getitem__(self, i: int | slice) -> CaseSlot | list[CaseSlot]:
-        if isinstance(i, slice):
-            return [CaseSlot.decode(text) for text in self._lines[i]]
-        return CaseSlot.decode(self._lines[i])
-
-    def __iter__(self) -> Iterator[CaseSlot]:
-        return (CaseSlot.decode(text) for text in self._lines)
+    def _case(self, stored: str) -> PlannedCase:
+        return PlannedCase.model_validate_json(self.codec.decode(stored))
 
 
 def compact(cases: Sequence[PlannedCase], env: RunEnvironment) -> CompactCases:
@@ -100,4 +89,4 @@ def compact(cases: Sequence[PlannedCase], env: RunEnvironment) -> CompactCases:
     return cases if isinstance(cases, CompactCases) else CompactCases.of(cases, env)
 
 
-__all__ = ["CompactCases", "compact"]
+__all__ = ["CompactCases", "Decoded", "compact"]

@@ -34,14 +34,13 @@ class PlanStore:
         """
         sid = plan.sweep_id
         cases = compact(plan.cases, plan.env)
-        codec = cases.codec or CaseCodec(b"")
         pipe = self.client.pipeline(transaction=False)
         if publisher is not None:
             pipe.set(keys.publisher_key(sid), publisher[0], px=max(1, publisher[1]))
         pipe.hset(keys.sweep_key(sid), mapping={
             "plan": plan.model_dump_json(), "total_cases": plan.total_cases, "total_runs": plan.total_runs,
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
-            "zdict": codec.text(),
+            "zdict": cases.codec.text(),
         })
         plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid))
         ids = cases.ids()
