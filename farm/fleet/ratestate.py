@@ -9,8 +9,9 @@ everything is granted):
 - **concurrency**: leases of calls in flight, each expiring (a process that dies without
   releasing frees its lease after ``lease_ttl_s``);
 - **requests**: GCRA (the theoretical arrival time ``tat`` advances one emission interval per
-  call; a call may come early by one interval or ``EARLY_S``, whichever is longer), so requests
-  are spaced evenly instead of a whole window's quota in one burst, which providers punish;
+  call; a call may come early by one interval or ``EARLY_S``, whichever is longer, and the first
+  call after a silence opens the grid as if it came that early: ``next_slot``), so requests are
+  spaced evenly instead of a whole window's quota in one burst, which providers punish;
 - **tokens**: a bucket holding a minute's worth; a call *reserves* its estimate, and *settles*
   with the real usage after (refund, or debt that later calls wait out).
 
@@ -37,7 +38,9 @@ from farm.fleet.specs import RateLimit
 EARLY_S = 0.03
 """GCRA's tolerance: a call may come this much (or one emission interval, if longer) before its
 slot. It absorbs callers' scheduling jitter on a busy machine (a late caller loses its slot for
-good), and lets through at most 3 % (plus one call) over the rate in any second."""
+good). A caller that waits its turn comes early, so calls land one interval apart; in any second
+at most 3 % (plus one call, if a caller is late by less than this and its followers catch up)
+over the rate."""
 TOKEN_BUCKET_S = 60.0
 """The token bucket holds this many seconds of the token rate (providers count tokens per minute)."""
 CONCURRENCY_POLL_S = 0.02
@@ -117,6 +120,20 @@ class KeyState:
         return min(capacity, self.level + (now - self.level_at) * limit.tokens_per_s * factor / 1000)
 
 
+def next_slot(tat: float | None, now: float, early: float) -> float:
+    """The slot the next call takes (GCRA's theoretical arrival time, with the tolerance ``early``).
+
+    A caller late for its slot by less than ``early`` takes it now, and the calls queued behind it
+    may catch up (a scheduling hiccup costs no slot). After a longer silence (an idle key, the start
+    of a sweep) the next call opens a new grid as if it came ``early`` before its slot, like every
+    call that waits its turn: otherwise it and the next call would go at once, one call over the
+    rate in the first second (at 20/s, 21; at 2/s, 3).
+    """
+    if tat is None or tat < now - early:
+        return now + early
+    return max(tat, now)
+
+
 def try_acquire(state: KeyState, limit: RateLimit, policy: AdaptivePolicy, *, tokens: int, lease_id: str,
                 now: float) -> Decision:
     """Grant a call (taking a lease, a request slot and its tokens) or say how long to wait."""
@@ -128,10 +145,12 @@ def try_acquire(state: KeyState, limit: RateLimit, policy: AdaptivePolicy, *, to
     cap = state.cap(limit, factor)
     if cap is not None and len(state.leases) >= cap:
         waits.append(CONCURRENCY_POLL_S * 1000)
-    tat = max(state.tat if state.tat is not None else now, now)
+    tat = interval = 0.0
     if limit.requests_per_s is not None:
         interval = 1000 / (limit.requests_per_s * factor)
-        waits.append(tat - max(interval, EARLY_S * 1000) - now)
+        early = max(interval, EARLY_S * 1000)
+        tat = next_slot(state.tat, now, early)
+        waits.append(tat - early - now)
     need = 0
     if limit.tokens_per_s is not None:
         need = min(tokens, math.floor(limit.tokens_per_s * TOKEN_BUCKET_S))

@@ -67,11 +67,13 @@ local cap = nil
 if p.concurrency then cap = math.max(1, math.floor(p.concurrency * f))
 elseif f < 1 and base_conc > 0 and not p.requests_per_s then cap = math.max(1, math.floor(base_conc * f)) end
 if cap and redis.call('ZCARD', KEYS[2]) >= cap then wait = math.max(wait, p.poll_s * 1000) end
-local tat = math.max(tonumber(s[1]) or now, now)
-local interval = nil
+local tat, interval = nil, nil
 if p.requests_per_s then
   interval = 1000 / (p.requests_per_s * f)
-  wait = math.max(wait, tat - math.max(interval, p.early_s * 1000) - now)
+  local early = math.max(interval, p.early_s * 1000)
+  tat = tonumber(s[1])
+  if not tat or tat < now - early then tat = now + early else tat = math.max(tat, now) end  -- ratestate.next_slot
+  wait = math.max(wait, tat - early - now)
 end
 local need, level = 0, nil
 if p.tokens_per_s then
