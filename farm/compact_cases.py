@@ -53,6 +53,7 @@ class CompactCases(Decoded[PlannedCase]):
         self.env = env
         self.codec = CaseCodec(b"")
         """The sweep's dictionary: its first case (``farm.case_codec``)."""
+        self.has_dictionary = False
         self.slot_lines: list[str] = []
 
     @classmethod
@@ -63,11 +64,17 @@ class CompactCases(Decoded[PlannedCase]):
         return compact
 
     def append(self, planned: PlannedCase) -> None:
+        stored, slot_line = self.encode(planned)
+        self.stored.append(stored)
+        self.slot_lines.append(slot_line)
+
+    def encode(self, planned: PlannedCase) -> tuple[str, str]:
+        """``planned``'s stored form and index line; the first case encoded is the dictionary of
+        every case after it (encoding in other processes starts once it is set)."""
         text = planned.model_dump_json()
-        if not self.stored:
-            self.codec = CaseCodec(text.encode())
-        self.stored.append(self.codec.encode(text))
-        self.slot_lines.append(CaseSlot.of(planned, self.env).encode())
+        if not self.has_dictionary:
+            self.codec, self.has_dictionary = CaseCodec(text.encode()), True
+        return self.codec.encode(text), CaseSlot.of(planned, self.env).encode()
 
     def json_texts(self) -> Iterator[str]:
         """Each case's JSON text, inflated but not parsed (the journal's plan line)."""

@@ -91,6 +91,9 @@ class SuiteError(InputError):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def __reduce__(self) -> tuple[type[SuiteError], tuple[list[Problem]]]:
+        return SuiteError, (self.problems,)  # pickled whole (a suite read by several processes)
+
     @classmethod
     def single(cls, path: str | Path, line: int | None, key: str, message: str) -> SuiteError:
         return cls([Problem(str(path), line, key, message)])

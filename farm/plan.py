@@ -129,11 +129,22 @@ class PlanTotals:
     longest_timeout_s: float = 0.0
 
     def add(self, planned: PlannedCase, env: RunEnvironment) -> None:
-        self.labels.add(planned.agent.label)
+        self.add_case(planned.case, planned.plan, planned.agent, env)
+
+    def add_case(self, case: Case, plan: CasePlan, agent: AgentRef, env: RunEnvironment) -> None:
+        self.labels.add(agent.label)
         self.cases += 1
-        self.runs += planned.plan.runs
-        self.most_runs = max(self.most_runs, planned.plan.runs)
-        self.longest_timeout_s = max(self.longest_timeout_s, env.case_timeout(planned.case))
+        self.runs += plan.runs
+        self.most_runs = max(self.most_runs, plan.runs)
+        self.longest_timeout_s = max(self.longest_timeout_s, env.case_timeout(case))
+
+    def merge(self, other: PlanTotals) -> None:
+        """Another part of the plan's totals (a batch planned apart)."""
+        self.labels |= other.labels
+        self.cases += other.cases
+        self.runs += other.runs
+        self.most_runs = max(self.most_runs, other.most_runs)
+        self.longest_timeout_s = max(self.longest_timeout_s, other.longest_timeout_s)
 
 
 def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironment, options: AgentOptions,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fnmatch
 import gc
 import itertools
 from collections.abc import Iterable, Iterator
@@ -26,27 +25,27 @@ from farm.agents.base import Agent
 from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import create_agent, parse_reference, resolve_case_agent
+from farm.agents.resolve import create_agent, parse_reference
 from farm.agents.retry import attempts_from_env
-from farm.checks import judges_needed
+from farm.batch_plan import BatchPlanner, PlanKeeps, PlanParts
 from farm.compact_cases import CompactCases
-from farm.errors import AgentResolutionError, FarmRuntimeError, InputError, SettingsError
+from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.execute import RunEnvironment
 from farm.executors.base import Executor
 from farm.executors.local import LocalExecutor
 from farm.fleet.keys import plan_fleet
 from farm.fleet.plan import FleetFlags
 from farm.lifecycle import SweepStop
+from farm.load_processes import load_processes, plan_in_processes
 from farm.models import Case, SweepReport
 from farm.observers import Observers, SweepObserver
 from farm.outputs import OutputTarget, keeps_run_details, plan_outputs
-from farm.plan import PlannedCase, PlanTotals, SweepPlan, build_plan, new_sweep_id
+from farm.plan import SweepPlan, build_plan, new_sweep_id
 from farm.reports import BUILTIN_REPORTERS
 from farm.settings import FarmSettings
-from farm.simulators import check_simulators
-from farm.stats import DEFAULT_MAX_RUN_DETAILS, plan_case
+from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
-from farm.yao_options import compile_run_pattern, load_context_file
+from farm.yao_options import load_context_file
 
 DEFAULT_PARALLEL = 8
 """Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
@@ -118,49 +117,6 @@ class PreparedSweep:
     """``--collect-only``: the id of every case that would run (the plan then holds no case)."""
 
 
-def _matches(case_id: str, pattern: str) -> bool:
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(case_id, pattern)
-    return pattern in case_id
-
-
-def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
-    """``-k``: the cases whose id matches any pattern (substring, or glob when it has ``*?[``)."""
-    if not patterns:
-        return cases
-    return [c for c in cases if any(_matches(c.id, p) for p in patterns)]
-
-
-class _Selection:
-    """``--run`` and ``-k`` applied case by case, counting what they let through; ``check()``
-    raises when nothing would run: a sweep that tests nothing must not pass CI (SPEC 10)."""
-
-    def __init__(self, settings: TestSettings) -> None:
-        self.patterns = settings.patterns
-        self.regex = compile_run_pattern(settings.run_pattern)
-        self.source = settings.input or "-m"
-        self.matched = self.selected = self.runnable = 0
-
-    def __call__(self, cases: list[Case]) -> list[Case]:
-        if self.regex is not None:
-            cases = [c for c in cases if self.regex.search(c.id)]
-        self.matched += len(cases)
-        cases = select_cases(cases, self.patterns)
-        self.selected += len(cases)
-        self.runnable += sum(not c.skip for c in cases)
-        return cases
-
-    def check(self) -> None:
-        if self.regex is not None and not self.matched:
-            raise InputError(f"--run {self.regex.pattern!r}: no case id matches")
-        shown = " ".join(f"-k {p!r}" for p in self.patterns)
-        if not self.selected:
-            raise InputError(f"{self.source}: no case matches {shown}" if shown else f"{self.source}: no test cases")
-        if not self.runnable:
-            which = f"the {self.selected} cases matching {shown}" if shown else f"all {self.selected} cases"
-            raise InputError(f"{self.source}: no runnable cases: {which} are skipped (skip: true)")
-
-
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions
                              ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
     """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
@@ -174,21 +130,6 @@ def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[Agen
             raise AgentResolutionError(f"{where}: judge {use or '(default)'}: {exc.message}") from None
     attempts_from_env(4)  # a bad FARM_RETRY_ATTEMPTS is a settings error, not a failure in every run
     return built, resolver
-
-
-class _AgentRefs:
-    """Each case's agent, resolved once per (suite file or directory, agent key, connection)."""
-
-    def __init__(self, settings: TestSettings, options: AgentOptions) -> None:
-        self.name, self.options = settings.name, options
-        self.by_source: dict[tuple[str, str | None, str | None], AgentRef] = {}
-
-    def __call__(self, case: Case) -> AgentRef:
-        key = (case.source or case.base_dir, case.agent, case.connection)
-        ref = self.by_source.get(key)
-        if ref is None:
-            ref = self.by_source[key] = resolve_case_agent(case, self.name, self.options)
-        return ref
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
@@ -229,16 +170,17 @@ def _gc_paused() -> Iterator[None]:
 
 
 PLAN_BATCH = 10_000
-"""Cases read, checked and planned together: a suite streams through in batches of this many."""
+"""Cases read, checked and planned together: a suite streams through in batches of this many
+(lines of a file, where several processes read it)."""
 
 
 def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
     """Read the suite once, in batches: select, resolve and plan each batch as it is read, so a
-    distributed submitter holds each planned case only in its stored form (``CompactCases``).
-    Problems are raised in the order a user fixes them: the suite's (all of them), the
-    selection, the outputs, then the agents, judges and simulators."""
+    distributed submitter holds each planned case only in its stored form (``CompactCases``), and
+    a large suite is read by a process per core (``farm.load_processes``). Problems are raised in
+    the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
+    agents, judges and simulators."""
     stream = _open(settings)
-    selection = _Selection(settings)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = RunEnvironment(
@@ -246,48 +188,40 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
         neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
         **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
     )
-    adaptive = settings.fleet.adaptive_rule()
-    refs = _AgentRefs(settings, options)
-    needed: dict[str | None, Case] = {}
-    planned: list[PlannedCase] | CompactCases = CompactCases(env) if _compact(settings) else []
-    listed: list[str] | None = [] if settings.collect_only else None
-    totals = PlanTotals()
-    refused: InputError | None = None  # raised once the suite's own problems are known
-    reading = iter(stream)
-    while batch := list(itertools.islice(reading, PLAN_BATCH)):
-        cases = selection(batch)
-        if stream.broken or refused is not None:
-            continue  # read on only to list every problem of the suite
-        try:
-            for use, case in judges_needed(cases).items():
-                needed.setdefault(use, case)
-            check_simulators(cases, options)
-            for case in cases:
-                one = PlannedCase(case=case, plan=plan_case(case, settings.runs, settings.min_pass_rate, adaptive),
-                                  agent=refs(case))
-                totals.add(one, env)
-                if listed is not None:
-                    listed.append(one.id)  # --collect-only lists ids: its plan keeps no case
-                else:
-                    planned.append(one)
-        except InputError as exc:
-            refused = exc
+    keeps: PlanKeeps = "ids" if settings.collect_only else "compact" if _compact(settings) else "cases"
+    parts = PlanParts(keeps, env)
+    planner = BatchPlanner(
+        keeps=keeps, env=env, options=options, agent_name=settings.name, runs=settings.runs,
+        min_pass_rate=settings.min_pass_rate, adaptive=settings.fleet.adaptive_rule(),
+        run_pattern=settings.run_pattern, patterns=settings.patterns,
+        codec_from=parts.cases if isinstance(parts.cases, CompactCases) else None,
+    )
+    processes = load_processes(stream) if keeps != "cases" else 1
+    if processes > 1:
+        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes)
+    else:
+        reading = iter(stream)
+        while batch := list(itertools.islice(reading, PLAN_BATCH)):
+            cases, counts = planner.select(batch)
+            parts.selection.add(counts)
+            if not stream.broken:  # a suite with problems is read on only to list them all
+                parts.merge(planner.plan(cases, selected=True))
     stream.check()
-    selection.check()
+    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
                            cwd=Path(settings.cwd))
-    if refused is not None:
-        raise refused
-    built, judges = _check_agents_and_judges(needed, refs.by_source.values(), options)
+    if parts.refused is not None:
+        raise parts.refused
+    built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    fleet = plan_fleet(settings.fleet, built, judges, needed, options)
+    fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
     plan = build_plan(
-        sid, planned, env=env, options=options, totals=totals, parallel=settings.parallel,
+        sid, parts.cases, env=env, options=options, totals=parts.totals, parallel=settings.parallel,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs, listed)
+    return PreparedSweep(plan, stream, outputs, parts.ids if keeps == "ids" else None)
 
 
 def _compact(settings: TestSettings) -> bool:

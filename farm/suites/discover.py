@@ -7,7 +7,7 @@ every file, duplicate case ids across the whole input included.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -25,6 +25,7 @@ __all__ = [
     "SUITE_SUFFIXES",
     "CaseStream",
     "LoadedInput",
+    "StreamBatch",
     "find_suite_files",
     "load_files",
     "load_input",
@@ -49,6 +50,57 @@ class LoadedInput:
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Files skipped in a directory sweep and connections not spoken, one line each, to show the user."""
+
+
+@dataclass
+class StreamBatch:
+    """One batch of a suite read on its own (``CaseStream.read_batches``)."""
+
+    file: int
+    """The file's number in ``CaseStream.files``."""
+    number: int
+    """The batch's number in its file: lines ``number × size + 1`` to ``(number + 1) × size``."""
+    cases: list[Case] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    file_notes: list[str] = field(default_factory=list)
+
+
+def skip_note(case: Case) -> str:
+    return f"{case.source}: case {case.id} skipped: {case.skip_reason}"
+
+
+def _lines_of(keep: Callable[[int, int], bool], file: int, size: int) -> Callable[[int], bool]:
+    """Whether a line of ``file`` (numbered from 1) is in a batch ``keep`` accepts."""
+    return lambda line: keep(file, (line - 1) // size)
+
+
+def _grouped(cases: Iterator[Case], problems: list[Problem], size: int, file: int,
+             keep: Callable[[int, int], bool]) -> Iterator[StreamBatch]:
+    """A JSONL file's cases and problems, read in line order, in their batches of ``size`` lines
+    (a batch of bad lines only is a batch too: the problems keep their order across batches)."""
+
+    def batch_of(line: int | None) -> int:
+        return (line - 1) // size if line else 0
+
+    def close(batch: StreamBatch, before: int | None) -> Iterator[StreamBatch]:
+        ready = [p for p in problems if before is None or batch_of(p.line) < before]
+        problems[:] = [p for p in problems if before is not None and batch_of(p.line) >= before]
+        groups = {batch.number: batch} if batch.cases else {}
+        for problem in ready:
+            if problem.line is None and not keep(file, 0):
+                continue  # an unreadable file: the reader of its first batch reports it
+            number = batch_of(problem.line)
+            groups.setdefault(number, StreamBatch(file, number)).problems.append(problem)
+        yield from (groups[n] for n in sorted(groups))
+
+    batch = StreamBatch(file, 0)
+    for case in cases:
+        number = batch_of(case.line)
+        if number != batch.number:
+            yield from close(batch, number)
+            batch = StreamBatch(file, number)
+        batch.cases.append(case)
+    yield from close(batch, None)
 
 
 class CaseStream:
@@ -87,21 +139,72 @@ class CaseStream:
             else:
                 cases = iter_jsonl(path, name, self._options, self.problems)
             for case in cases:
-                if self._unique(case, number):
-                    if case.skip_reason:
-                        self.notes.append(f"{case.source}: case {case.id} skipped: {case.skip_reason}")
+                if self._note_new(case, number):
                     yield case
         self.notes[:0] = self._file_notes or []
 
     def _unique(self, case: Case, number: int) -> bool:
-        first = self._first.get(case.id)
+        return self._first_place(case.id, number, case.line)
+
+    def _first_place(self, case_id: str, number: int, line: int | None) -> bool:
+        """Whether ``case_id`` (of file ``number``) is seen for the first time; else a problem."""
+        first = self._first.get(case_id)
         if first is None:
-            self._first[case.id] = (number << 32) | (case.line or 0)
+            self._first[case_id] = (number << 32) | (line or 0)
             return True
-        source, line = str(self.files[first >> 32]), first & 0xFFFFFFFF
-        at = f"{source}:{line}" if line else source
-        self._duplicates.append(Problem(case.source, case.line, "id", f"duplicate id {case.id!r} (first at {at})"))
+        source, first_line = str(self.files[first >> 32]), first & 0xFFFFFFFF
+        at = f"{source}:{first_line}" if first_line else source
+        self._duplicates.append(Problem(str(self.files[number]), line, "id",
+                                        f"duplicate id {case_id!r} (first at {at})"))
         return False
+
+    def read_batches(self, size: int, keep: Callable[[int, int], bool]) -> Iterator[StreamBatch]:
+        """The batches ``keep(file number, batch number)`` accepts, read apart from the others:
+        ``size`` lines of a JSONL file, or a whole HOCON file (its batch 0). Each holds its cases
+        (duplicate ids not checked: ``take`` does that where every batch meets), its problems and
+        its notes. A process loading part of a suite reads its batches with this
+        (``farm.load_processes``); the lines of other batches are skipped unparsed."""
+        forget_parsed_assertions()
+        assert self.root is not None
+        for number, path in enumerate(self.files):
+            name = suite_name(path, self.root, self._single)
+            if path.suffix.lower() in HOCON_SUFFIXES:
+                if keep(number, 0):
+                    notes: list[str] | None = None if self._file_notes is None else []
+                    loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes)
+                    yield StreamBatch(number, 0, loaded, problems, notes or [])
+                continue
+            found: list[Problem] = []
+            cases = iter_jsonl(path, name, self._options, found, lines=_lines_of(keep, number, size))
+            yield from _grouped(cases, found, size, number, keep)
+
+    def take(self, batch: StreamBatch) -> list[Case]:
+        """A batch read by ``read_batches`` (here or in another process): its problems and notes
+        join the stream's, and its cases are checked for ids seen before; the new ones returned."""
+        self.problems += batch.problems
+        if self._file_notes is not None:
+            self._file_notes += batch.file_notes
+        return [case for case in batch.cases if self._note_new(case, batch.file)]
+
+    def take_ids(self, batch: StreamBatch, ids: list[str], lines: list[int | None], skip_notes: list[str]) -> None:
+        """As ``take``, for a batch whose cases stayed where they were read: their ids and lines."""
+        self.problems += batch.problems
+        if self._file_notes is not None:
+            self._file_notes += batch.file_notes
+        for case_id, line in zip(ids, lines, strict=True):
+            self._first_place(case_id, batch.file, line)
+        self.notes += skip_notes
+
+    def finish(self) -> None:
+        """After the last ``take``: the files' notes go first, as when iterated."""
+        self.notes[:0] = self._file_notes or []
+
+    def _note_new(self, case: Case, number: int) -> bool:
+        if not self._unique(case, number):
+            return False
+        if case.skip_reason:
+            self.notes.append(skip_note(case))
+        return True
 
     @property
     def broken(self) -> bool:
