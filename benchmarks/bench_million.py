@@ -6,10 +6,12 @@
 Writes a Yao JSONL suite of N one-turn cases (an id, an input, one ``contains`` check: the shape
 of ``harness.write_suite``) to a temporary directory, then runs ``farm test -i SUITE -n AGENT
 --collect-only`` as a user would: load, validate, resolve the agent, plan and list every id, no
-agent called. Prints the wall time and the peak RSS of the process (sampled every 20 ms), and
-checks that every id was listed. 100k is repeated ``--repeat`` times (median); 1M runs once
-(issue 16's targets: ≤ 20 s and ≤ 1.5 GB). ``--flag=--dry-run`` measures an older checkout that
-has no ``--collect-only`` (run this script from it).
+agent called. Prints the wall time and the peak RSS of the process tree (sampled every 20 ms),
+and checks that every id was listed. 100k is repeated ``--repeat`` times (median); 1M runs
+once (issue 16's targets: ≤ 20 s and ≤ 1.5 GB). Each size is read by a process per core (the
+default, ``farm.load_processes``) and, beside it, by one (``FARM_LOAD_PROCESSES=1``).
+``--flag=--dry-run`` measures an older checkout that has no ``--collect-only`` (run this
+script from it).
 
 ``--submit``: the distributed side of issue 16's targets. ``farm test --detach`` of the suite to a
 private ``redis-server`` with no worker: the whole command's wall and peak RSS, the plan's store
@@ -39,9 +41,11 @@ def write_suite(path: Path, cases: int) -> Path:
     return path
 
 
-def collect(suite: Path, cases: int, flag: str) -> harness.Measured:
+def collect(suite: Path, cases: int, flag: str, processes: str | None = None) -> harness.Measured:
+    """``processes``: ``FARM_LOAD_PROCESSES`` (None: the default, one per core)."""
+    env = harness.bench_env() | ({"FARM_LOAD_PROCESSES": processes} if processes else {})
     measured = harness.measure([*harness.FARM, "test", "-i", str(suite), "-n", AGENT, flag],
-                               cwd=suite.parent, timeout=1800)
+                               cwd=suite.parent, timeout=1800, env=env)
     listed = f"collected {cases} cases" in measured.stderr_tail or flag != "--collect-only"
     if measured.returncode != 0 or not listed:
         raise RuntimeError(f"farm test --collect-only exited {measured.returncode}:\n{measured.stderr_tail}")
@@ -106,6 +110,7 @@ def main() -> None:
     p = harness.parser(__doc__.splitlines()[0])
     p.add_argument("--sizes", default="100000,1000000", help="suite sizes, comma-separated")
     p.add_argument("--flag", default="--collect-only", help="the listing flag of farm test")
+    p.add_argument("--per-core-only", action="store_true", help="skip the FARM_LOAD_PROCESSES=1 comparison")
     p.add_argument("--submit", action="store_true", help="measure `farm test --detach` to a private Redis instead")
     args = p.parse_args()
     if args.submit:
@@ -117,13 +122,18 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             suite = write_suite(tmp / f"suite{size}.jsonl", size)
             repeat = args.repeat if size < 1_000_000 else 1
-            runs = figures[str(size)] = [collect(suite, size, args.flag) for _ in range(repeat)]
-            rows.append([f"{size:,}", repeat, harness.spread([r.wall_s for r in runs]),
-                         harness.spread([r.cpu_s for r in runs]), harness.spread([r.peak_rss_mb for r in runs]),
-                         f"{harness.median([r.peak_rss_mb for r in runs]) * 2**20 / size:.0f}"])
+            for processes, label in ((None, "one per core"), ("1", "one (FARM_LOAD_PROCESSES=1)")):
+                if processes and args.per_core_only:
+                    continue
+                runs = [collect(suite, size, args.flag, processes) for _ in range(repeat)]
+                figures[f"{size}/{processes or 'per-core'}"] = runs
+                rows.append([f"{size:,}", label, repeat, harness.spread([r.wall_s for r in runs]),
+                             harness.spread([r.cpu_s for r in runs]), harness.spread([r.peak_rss_mb for r in runs]),
+                             f"{harness.median([r.peak_rss_mb for r in runs]) * 2**20 / size:.0f}"])
             suite.unlink()
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
-    print(harness.table(["cases", "runs", "wall s", "CPU s", "peak RSS MB", "bytes/case"], rows))
+    print(harness.table(["cases", "processes reading", "runs", "wall s", "CPU s", "peak tree RSS MB", "bytes/case"],
+                        rows))
     harness.emit("million", figures, args.json_path)
 
 

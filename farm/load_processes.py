@@ -10,8 +10,8 @@ process then takes the batches in suite order, exactly as it would have read the
 ids, the order of problems, the first error, the selection counts and totals come out the
 same. An in-process sweep keeps its ``PlannedCase`` objects (it runs them) and reads alone.
 
-This process plans the first batch itself before forking: a compact plan's dictionary is its
-first case, and every process must encode with it.
+For a compact plan this process plans the first batch itself before forking: the plan's
+dictionary is its first case, and every process must encode with it.
 
 ``FARM_LOAD_PROCESSES``: how many processes (default: the cores this process may use; 1: read
 alone). Suites under ``PARALLEL_MIN_BYTES`` are read alone (forking costs more than it saves).
@@ -72,7 +72,7 @@ class LoadedBatch:
     plan: BatchPlan
 
 
-_FORKED: tuple[CaseStream, BatchPlanner, int, int] | None = None
+_FORKED: tuple[CaseStream, BatchPlanner, int, int, bool] | None = None
 """What the forked processes inherit (set just before forking)."""
 
 
@@ -80,13 +80,15 @@ def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanPart
                       processes: int) -> None:
     """Read and plan every batch of ``stream`` into ``parts``, the first here and the others in
     ``processes`` forked processes; then take them in suite order."""
-    first = next(stream.read_batches(size, lambda f, b: (f, b) == (0, 0)), None)
-    if first is not None:
-        _merge(stream, parts, planner.plan(stream.take(first)))
-    if parts.keeps == "compact" and not getattr(parts.cases, "has_dictionary", False):
-        processes = 1  # the first batch planned no case: this process reads on, alone
+    first_here = parts.keeps == "compact"  # a compact plan's dictionary is its first case
+    if first_here:
+        first = next(stream.read_batches(size, lambda f, b: True if (f, b) == (0, 0) else None), None)
+        if first is not None:
+            _merge(stream, parts, planner.plan(stream.take(first)))
+        if not getattr(parts.cases, "has_dictionary", False):
+            processes = 1  # the first batch planned no case: this process reads on, alone
     global _FORKED
-    _FORKED = (stream, planner, size, processes)
+    _FORKED = (stream, planner, size, processes, first_here)
     try:
         if processes == 1:
             loaded = _load_part(0)
@@ -110,9 +112,10 @@ def _merge(stream: CaseStream, parts: PlanParts, plan: BatchPlan) -> None:
 
 def _load_part(part: int) -> list[LoadedBatch]:
     assert _FORKED is not None
-    stream, planner, size, processes = _FORKED
+    stream, planner, size, processes, first_done = _FORKED
     loaded = []
-    for batch in stream.read_batches(size, lambda f, b: (f, b) != (0, 0) and (f + b) % processes == part):
+    for batch in stream.read_batches(size, lambda f, b: (f + b) % processes == part
+                                     and not (first_done and (f, b) == (0, 0))):
         cases, batch.cases = batch.cases, []
         loaded.append(LoadedBatch(batch, [c.id for c in cases], [c.line for c in cases],
                                   [skip_note(c) for c in cases if c.skip_reason], planner.plan(cases)))

@@ -65,17 +65,21 @@ class StreamBatch:
     file_notes: list[str] = field(default_factory=list)
 
 
+BatchFilter = Callable[[int, int], bool | None]
+"""Which batches to read: (file number, batch number) → True, False, or None (no later batch of that file)."""
+
+
 def skip_note(case: Case) -> str:
     return f"{case.source}: case {case.id} skipped: {case.skip_reason}"
 
 
-def _lines_of(keep: Callable[[int, int], bool], file: int, size: int) -> Callable[[int], bool]:
+def _lines_of(keep: BatchFilter, file: int, size: int) -> Callable[[int], bool | None]:
     """Whether a line of ``file`` (numbered from 1) is in a batch ``keep`` accepts."""
     return lambda line: keep(file, (line - 1) // size)
 
 
 def _grouped(cases: Iterator[Case], problems: list[Problem], size: int, file: int,
-             keep: Callable[[int, int], bool]) -> Iterator[StreamBatch]:
+             keep: BatchFilter) -> Iterator[StreamBatch]:
     """A JSONL file's cases and problems, read in line order, in their batches of ``size`` lines
     (a batch of bad lines only is a batch too: the problems keep their order across batches)."""
 
@@ -158,8 +162,9 @@ class CaseStream:
                                         f"duplicate id {case_id!r} (first at {at})"))
         return False
 
-    def read_batches(self, size: int, keep: Callable[[int, int], bool]) -> Iterator[StreamBatch]:
-        """The batches ``keep(file number, batch number)`` accepts, read apart from the others:
+    def read_batches(self, size: int, keep: BatchFilter) -> Iterator[StreamBatch]:
+        """The batches ``keep(file number, batch number)`` accepts (None: none after it in that
+        file, so reading the file stops there), read apart from the others:
         ``size`` lines of a JSONL file, or a whole HOCON file (its batch 0). Each holds its cases
         (duplicate ids not checked: ``take`` does that where every batch meets), its problems and
         its notes. A process loading part of a suite reads its batches with this
@@ -173,6 +178,8 @@ class CaseStream:
                     notes: list[str] | None = None if self._file_notes is None else []
                     loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes)
                     yield StreamBatch(number, 0, loaded, problems, notes or [])
+                continue
+            if keep(number, 0) is None:
                 continue
             found: list[Problem] = []
             cases = iter_jsonl(path, name, self._options, found, lines=_lines_of(keep, number, size))

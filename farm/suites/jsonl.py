@@ -54,13 +54,14 @@ def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tu
 
 
 def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: list[Problem], *,
-               lines: Callable[[int], bool] | None = None) -> Iterator[Case]:
+               lines: Callable[[int], bool | None] | None = None) -> Iterator[Case]:
     """Each good case of a JSONL suite as its line is read; a problem for every bad line is
     appended to ``problems`` (a file that cannot be read: one problem with no line).
 
     The file is read line by line (a million-case suite is never held as text), and each case
     is built once, with its location: nothing per case is kept. ``lines``: read only the lines
-    (numbered from 1) it accepts (a process loading part of a suite skips the others unparsed).
+    (numbered from 1) it accepts (a process loading part of a suite skips the others unparsed),
+    and stop at the first line it answers None.
     """
     options = options or LoadOptions()
     source = str(path)
@@ -68,7 +69,10 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
         with path.open("rb") as stream:
             base_dir = str(path.parent.resolve())
             for lineno, raw in enumerate(stream, start=1):
-                if lines is not None and not lines(lineno):
+                wanted = True if lines is None else lines(lineno)
+                if wanted is None:
+                    break
+                if not wanted:
                     continue
                 obj, problem = _decode_line(raw, lineno == 1)
                 if problem:
