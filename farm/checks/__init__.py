@@ -70,7 +70,7 @@ def judges_needed(cases: Iterable[Case]) -> dict[str | None, Case]:
             for assertion in turn.assertions:
                 if assertion.type in JUDGED_ASSERTIONS:
                     uses.setdefault(assertion.use, case)
-            if any(t.test in JUDGED_STOCK_TESTS for t in turn.stock_tests):
+            if turn.stock_tests and any(t.test in JUDGED_STOCK_TESTS for t in turn.stock_tests):
                 uses.setdefault(None, case)
     return uses
 

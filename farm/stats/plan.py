@@ -70,7 +70,7 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: 
     ``adaptive`` (``--adaptive``) stops its runs once its verdict is settled."""
     if cli_runs is not None and (isinstance(cli_runs, bool) or cli_runs < 1):
         raise SettingsError(f"--runs must be at least 1, got {cli_runs}")
-    rate = _exact_rate(min_pass_rate)
+    _exact_rate(min_pass_rate)  # a bad rate is a settings error even when no case uses it
     if case.skip:
         return _shared_plan(1, 0, None)
     ratio = case.success_ratio
@@ -82,12 +82,13 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: 
             )
         runs = cli_runs if cli_runs is not None else ratio.n
         return _shared_plan(runs, required_passes(ratio.k, ratio.n, runs), adaptive)
-    return _rate_plan(rate, cli_runs if cli_runs is not None else 1, adaptive)
+    return _rate_plan(min_pass_rate, cli_runs if cli_runs is not None else 1, adaptive)
 
 
 @functools.lru_cache(maxsize=1024)
-def _rate_plan(rate: Fraction, runs: int, adaptive: AdaptiveRule | None) -> CasePlan:
-    return _shared_plan(runs, math.ceil(rate * runs), adaptive)
+def _rate_plan(min_pass_rate: float, runs: int, adaptive: AdaptiveRule | None) -> CasePlan:
+    # Keyed by the float the user gave: hashing a Fraction costs more than the rest of the plan.
+    return _shared_plan(runs, math.ceil(_exact_rate(min_pass_rate) * runs), adaptive)
 
 
 @functools.lru_cache(maxsize=1024)
