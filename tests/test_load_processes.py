@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from farm import load_processes, sweep
-from farm.errors import InputError, SettingsError, SuiteError
+from farm.errors import FarmRuntimeError, InputError, SettingsError, SuiteError
 from farm.suites import open_input
 from farm.sweep import PreparedSweep, TestSettings, prepare_sweep
 
@@ -140,3 +140,12 @@ def test_the_command_lists_a_large_suite_the_same_with_processes(tmp_path: Path)
     assert outputs[1] == outputs[0]
     assert outputs[0][1] == "collected 75000 cases (75000 runs)"
     assert outputs[0][0].split() == [f"C{i:05d}" for i in range(75_000)]
+
+
+def test_a_reading_process_that_dies_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook file is imported when its case loads; this one ends the process importing it."""
+    (tmp_path / "fatal.py").write_text("import os\nos._exit(3)\n\ndef before(ctx):\n    pass\n", encoding="utf-8")
+    suite = write(tmp_path / "s.jsonl", *(case(i) for i in range(9)), case(9, before="fatal.py:before"))
+    monkeypatch.setenv("FARM_LOAD_PROCESSES", "2")
+    with pytest.raises(FarmRuntimeError, match="a process reading the suite ended with exit code 3"):
+        prepare_sweep(TestSettings(input=str(suite), name=AGENT, collect_only=True))
