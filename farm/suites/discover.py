@@ -166,7 +166,7 @@ class CaseStream:
         """The batches ``keep(file number, batch number)`` accepts (None: none after it in that
         file, so reading the file stops there), read apart from the others:
         ``size`` lines of a JSONL file, or a whole HOCON file (its batch 0). Each holds its cases
-        (duplicate ids not checked: ``take`` does that where every batch meets), its problems and
+        (duplicate ids not checked: ``take``/``take_ids`` do, where every batch meets), its problems and
         its notes. A process loading part of a suite reads its batches with this
         (``farm.load_processes``); the lines of other batches are skipped unparsed."""
         forget_parsed_assertions()
@@ -186,8 +186,8 @@ class CaseStream:
             yield from _grouped(cases, found, size, number, keep)
 
     def take(self, batch: StreamBatch) -> list[Case]:
-        """A batch read by ``read_batches`` (here or in another process): its problems and notes
-        join the stream's, and its cases are checked for ids seen before; the new ones returned."""
+        """A batch ``read_batches`` read in this process: its problems and notes join the
+        stream's, and its cases are checked for ids seen before; the new ones returned."""
         self.problems += batch.problems
         if self._file_notes is not None:
             self._file_notes += batch.file_notes
