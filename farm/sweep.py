@@ -196,7 +196,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
         run_pattern=settings.run_pattern, patterns=settings.patterns,
         codec_from=parts.cases if isinstance(parts.cases, CompactCases) else None,
     )
-    processes = load_processes(stream) if keeps != "cases" else 1
+    processes = load_processes(stream, by_default=keeps == "ids") if keeps != "cases" else 1
     if processes > 1:
         plan_in_processes(stream, planner, parts, PLAN_BATCH, processes)
     else:

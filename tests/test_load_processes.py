@@ -149,3 +149,13 @@ def test_a_reading_process_that_dies_is_an_error_not_a_hang(tmp_path: Path, monk
     monkeypatch.setenv("FARM_LOAD_PROCESSES", "2")
     with pytest.raises(FarmRuntimeError, match="a process reading the suite ended with exit code 3"):
         prepare_sweep(TestSettings(input=str(suite), name=AGENT, collect_only=True))
+
+
+def test_a_distributed_submit_reads_alone_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked readers add memory to the plan a submitter holds: a submit uses them only when asked."""
+    stream = open_input(str(write(tmp_path / "s.jsonl", case(1))))
+    monkeypatch.delenv("FARM_LOAD_PROCESSES", raising=False)
+    assert load_processes.load_processes(stream, by_default=False) == 1
+    assert load_processes.load_processes(stream) == len(os.sched_getaffinity(0))  # --collect-only: every core
+    monkeypatch.setenv("FARM_LOAD_PROCESSES", "2")
+    assert load_processes.load_processes(stream, by_default=False) == 2
