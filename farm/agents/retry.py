@@ -113,11 +113,11 @@ async def call_with_retries(
         AgentError: the attempts ran out (or ``fn`` raised one, its ``retries`` filled in).
         SettingsError: ``FARM_RETRY_ATTEMPTS`` is not an integer ≥ 1.
     """
-    total = attempts_from_env(attempts)
     try:
         return await fn()
     except TransientError as fault:
         first = fault
+    total = attempts_from_env(attempts)  # read after a fault only: an environment look-up per call is not free
     return await _retry_after_first(
         fn, first, conversation, total, _BackoffHonouringRetryAfter(base_delay, max_delay, max_retry_after)
     )

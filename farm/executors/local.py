@@ -20,6 +20,7 @@ import functools
 import time
 from collections.abc import Iterator
 
+from farm import collector
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.deadlines import TestBudgets
@@ -154,7 +155,8 @@ class LocalExecutor:
         queue = sweep.runs()
         workers = [asyncio.create_task(sweep.worker(queue)) for _ in range(max(plan.parallel, 1))]
         try:
-            await self._drive(workers, stop)
+            with collector.eased():  # runs allocate short-lived objects by the hundred (farm.collector)
+                await self._drive(workers, stop)
         finally:
             await sweep.aclose()
         sweep.flush_partial()

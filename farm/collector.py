@@ -1,0 +1,62 @@
+"""How the farm uses Python's cyclic garbage collector: paused while a suite loads, eased while runs run.
+
+Loading allocates millions of objects that all stay alive, so a collection during it only scans
+them again (``paused``). While runs run, every run allocates a few hundred short-lived objects and
+a hundred runs are in flight: with CPython's default threshold (a young collection every 700 net
+allocations) each young collection finds the runs in flight alive, promotes them, and the older
+generations rescan them, with every full collection rescanning the plan and the imported modules
+too. Measured on 3,000 HTTP runs at 50 in flight: 0.45–0.55 s of collections (a quarter of the
+sweep's CPU) by default, 0.06 s with a young generation of 10,000 objects and the plan frozen
+(``eased``). Cyclic garbage waits a little longer to be freed; reference counting, which frees
+nearly everything a run leaves, is unchanged.
+
+Both change process-wide settings and restore them on exit; ``eased`` counts its users, so
+sweeps that overlap (threads of a library caller) restore the settings once, when the last ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
+
+YOUNG_GENERATION = 10_000
+"""Net allocations between two young collections while runs run (CPython's default: 700)."""
+
+_lock = threading.Lock()
+_users = 0
+_saved_threshold: tuple[int, int, int] = gc.get_threshold()
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No cyclic collection inside (a suite loading: every object it makes stays alive)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def eased() -> Iterator[None]:
+    """While runs run: what is alive now (the plan, the imported modules) is left out of every
+    collection (``gc.freeze``), and the young generation holds ``YOUNG_GENERATION`` objects."""
+    global _users, _saved_threshold
+    with _lock:
+        if _users == 0:
+            _saved_threshold = gc.get_threshold()
+            gc.set_threshold(max(YOUNG_GENERATION, _saved_threshold[0]), *_saved_threshold[1:])
+        _users += 1
+        gc.freeze()
+    try:
+        yield
+    finally:
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                gc.set_threshold(*_saved_threshold)
+                gc.unfreeze()  # the frozen objects rejoin the oldest generation: garbage among them is freed later
