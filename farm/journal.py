@@ -41,7 +41,7 @@ from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport
 from farm.observers import SweepStart
 from farm.plan import PlannedCase, SweepPlan
-from farm.reports.jsonl import JsonlWriter, result_event
+from farm.reports.jsonl import JsonlWriter, result_line
 from farm.stats import CaseAccumulator
 
 JOURNAL_DIR = "journals"
@@ -147,7 +147,7 @@ class RunJournal:
                 offsets = self.details.offsets[result.case_id] = array("q")
             offsets.append(self._stream.tell())
         # pydantic's own JSON of the run, spliced in: a third of the cost of dumping it as a dict
-        self._writer.write(result_event(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
+        self._writer.write(result_line(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
 
     def on_case(self, stats: CaseStats) -> None:
         self._writer.stability(stats)

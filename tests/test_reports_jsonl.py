@@ -110,3 +110,14 @@ def test_reading_a_broken_file_names_the_line(tmp_path: Path, text: str, message
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match=message):
         list(read_jsonl_events(path))
+
+
+def test_the_journal_and_an_output_stream_write_each_run_s_own_line() -> None:
+    """The result line is made once per run for both streams: the next run (even an equal-looking
+    one, made anew) gets its own line, never the last one's."""
+    from farm.reports.jsonl import result_event, result_line
+
+    first, second = results()[0], results()[0].model_copy(update={"run": 7})
+    assert json.loads(result_line(first)) == result_event(first)
+    assert json.loads(result_line(second))["run"] == 7
+    assert json.loads(result_line(first))["run"] == 1

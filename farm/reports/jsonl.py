@@ -71,6 +71,22 @@ def result_event(r: RunResult) -> dict[str, Any]:
     return event
 
 
+_last_result: tuple[RunResult | None, str] = (None, "")
+"""The last run whose result line was made, and the line: the journal and a ``-o`` stream write
+the same line for each run, one after the other, so it is made once (a strong reference: the
+identity test cannot match another run)."""
+
+
+def result_line(r: RunResult) -> str:
+    """``result_event(r)`` as one JSON text (no newline)."""
+    global _last_result
+    last, line = _last_result
+    if last is not r:
+        line = _dumps(result_event(r))
+        _last_result = (r, line)
+    return line
+
+
 def _dynamic(r: RunResult) -> dict[str, Any]:
     """A dynamic run's conversation and checkpoints (Yao's ``turns`` and ``checkpoints``)."""
     if r.turns is None:
@@ -97,9 +113,10 @@ class JsonlWriter:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def write(self, event: dict[str, Any], *, raw: dict[str, str] | None = None) -> None:
-        """One line; ``raw`` values are JSON texts already (pydantic's), spliced in as they are."""
-        line = _dumps(event)
+    def write(self, event: dict[str, Any] | str, *, raw: dict[str, str] | None = None) -> None:
+        """One line (an event, or its JSON text); ``raw`` values are JSON texts already (pydantic's),
+        spliced in as they are."""
+        line = event if isinstance(event, str) else _dumps(event)
         if raw:
             line = line[:-1] + "".join(f", {json.dumps(key)}: {text}" for key, text in raw.items()) + "}"
         self.stream.write(line + "\n")
@@ -120,7 +137,7 @@ class JsonlWriter:
                     "total_cases": total_cases, "total_runs": total_runs, "sweep_id": sweep_id})
 
     def result(self, r: RunResult) -> None:
-        self.write(result_event(r))
+        self.write(result_line(r))
 
     def stability(self, s: CaseStats) -> None:
         if s.label != "skipped":  # a skipped case has no statistics (SPEC 10): summary.skipped_ids lists it
