@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import json
 import sys
 import tempfile
@@ -50,17 +51,23 @@ async def gather_limited(call: Callable[[int], Awaitable[None]], calls: int, con
     await asyncio.gather(*(one(i) for i in range(calls)))
 
 
-async def with_aiohttp(url: str, calls: int, concurrency: int) -> tuple[float, float]:
+async def with_aiohttp(url: str, calls: int, concurrency: int, *, cold: bool = False) -> tuple[float, float]:
     import aiohttp
 
-    async with aiohttp.ClientSession() as session:
+    async def calls_on(session: aiohttp.ClientSession, n: int) -> None:
         async def call(i: int) -> None:
             async with session.post(url, json=body(i)) as response:
                 if response.status != 200 or "pong" not in (await response.json())["text"]:
                     raise RuntimeError(f"bad answer: HTTP {response.status}")
 
-        await gather_limited(call, concurrency, concurrency)
-        return await timed(lambda: gather_limited(call, calls, concurrency))
+        await gather_limited(call, n, concurrency)
+
+    async with aiohttp.ClientSession() as session:
+        await calls_on(session, concurrency)  # warm-up: imports, code paths, and (unless cold) connections
+        if not cold:
+            return await timed(lambda: calls_on(session, calls))
+    async with aiohttp.ClientSession() as fresh:  # cold: the timed calls open their own connections
+        return await timed(lambda: calls_on(fresh, calls))
 
 
 async def with_httpx(url: str, calls: int, concurrency: int) -> tuple[float, float]:
@@ -104,7 +111,7 @@ def with_farm(url: str, calls: int, concurrency: int) -> tuple[float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--client", choices=("aiohttp", "httpx", "farm"), required=True)
+    p.add_argument("--client", choices=("aiohttp", "aiohttp-cold", "httpx", "farm"), required=True)
     p.add_argument("--url", required=True)
     p.add_argument("--calls", type=int, default=1000)
     p.add_argument("--concurrency", type=int, default=100)
@@ -112,7 +119,8 @@ def main() -> None:
     if args.client == "farm":
         elapsed, cpu = with_farm(args.url, args.calls, args.concurrency)
     else:
-        run = with_aiohttp if args.client == "aiohttp" else with_httpx
+        run = {"aiohttp": with_aiohttp, "aiohttp-cold": functools.partial(with_aiohttp, cold=True),
+               "httpx": with_httpx}[args.client]
         elapsed, cpu = asyncio.run(run(args.url, args.calls, args.concurrency))
     print(json.dumps({"client": args.client, "calls": args.calls, "elapsed_s": elapsed, "cpu_s": cpu}))
 

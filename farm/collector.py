@@ -12,6 +12,8 @@ nearly everything a run leaves, is unchanged.
 
 Both change process-wide settings and restore them on exit; ``eased`` counts its users, so
 sweeps that overlap (threads of a library caller) restore the settings once, when the last ends.
+A Celery worker does what ``eased`` does once it is ready, for good (``ease_for_good``): it runs
+runs until it stops.
 """
 
 from __future__ import annotations
@@ -60,3 +62,11 @@ def eased() -> Iterator[None]:
             if _users == 0:
                 gc.set_threshold(*_saved_threshold)
                 gc.unfreeze()  # the frozen objects rejoin the oldest generation: garbage among them is freed later
+
+
+def ease_for_good() -> None:
+    """``eased`` for the rest of the process (a worker, once ready: its modules and app loaded)."""
+    with _lock:
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(YOUNG_GENERATION, threshold[0]), *threshold[1:])
+        gc.freeze()

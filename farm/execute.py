@@ -19,7 +19,6 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import evaluate_turn, waiting_checks
@@ -74,6 +73,22 @@ class RunEnvironment:
             "accept": self.accept,
             "connector": self.connector,
         }
+
+
+_second: list[tuple[int, str]] = [(-1, "")]
+"""The last whole second formatted by ``_utc_now_ms`` and its text (runs start many times a second)."""
+
+
+def _utc_now_ms() -> str:
+    """Now in UTC to the millisecond, ``2026-11-22T10:15:00.123Z``, as ``datetime.isoformat``
+    writes it, for an eighth of its cost."""
+    now = time.time()
+    second = int(now)
+    cached, text = _second[0]
+    if cached != second:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second[0] = (second, text)
+    return f"{text}.{int((now - second) * 1000):03d}Z"
 
 
 def _new_chat_id() -> str:
@@ -338,7 +353,7 @@ async def execute_run(
     it only scripted simulators (``fixed_responses``) can play. ``not_after`` (epoch seconds)
     ends the run earlier than its own timeout: what is left of the test's budget (``farm.deadlines``).
     """
-    started_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    started_at = _utc_now_ms()
     result = RunResult(case_id=case.id, run=run, status=RunStatus.PASSED, started_at=started_at,
                        sweep_id=env.sweep_id)
     if case.skip:

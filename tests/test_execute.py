@@ -277,3 +277,15 @@ def test_sync_agents_work_in_a_forked_child(tmp_path: Any) -> None:
     done = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "parent passed" in done.stdout and "child passed" in done.stdout, done.stdout
+
+
+def test_a_run_records_when_it_started_in_utc_to_the_millisecond() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    before = datetime.now(UTC)
+    results = [asyncio.run(execute_run(case(turn("hi")), n, RecordingAgent(), RunEnvironment())) for n in (1, 2)]
+    after = datetime.now(UTC)
+    for result in results:
+        assert result.started_at is not None and len(result.started_at) == len("2026-11-22T10:15:00.123Z")
+        started = datetime.strptime(result.started_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert before - timedelta(milliseconds=1) <= started <= after

@@ -34,6 +34,7 @@ from celery import Task, signals
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
+from farm import collector
 from farm.delivery.config import Delivery, reconcile_interval
 from farm.delivery.publish import top_up
 from farm.delivery.reconcile import Reconciler
@@ -144,6 +145,13 @@ def quiet_per_run_lines(sender: Any = None, loglevel: int | None = None, **_: An
         return
     for name in PER_RUN_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@signals.worker_ready.connect
+def ease_collector(sender: Any = None, **_: Any) -> None:
+    """Runs allocate short-lived objects by the hundred: the worker's collector is eased for good
+    (``farm.collector``), its loaded modules and app left out of every collection."""
+    collector.ease_for_good()
 
 
 @signals.worker_ready.connect
