@@ -335,3 +335,24 @@ def test_worker_sends_task_events_only_when_asked(redis_client, farm_worker):
     by_env = farm_worker(queue="env", env={"FARM_TASK_EVENTS": "1"})
     assert "task events: OFF" in quiet.text()
     assert "task events: ON" in loud.text() and "task events: ON" in by_env.text()
+
+
+def test_a_ready_worker_runs_runs_with_its_collector_eased(tmp_path, redis_client, farm_worker, farm_cli):
+    """``farm.collector.ease_for_good`` in a real worker: an agent running there sees the young
+    generation at ``YOUNG_GENERATION`` and the worker's loaded objects frozen."""
+    from farm.collector import YOUNG_GENERATION
+
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "agent.py").write_text(
+        "import gc\n"
+        "def respond(messages):\n"
+        f"    with open({str(seen)!r}, 'a') as f:\n"
+        "        f.write(f'{gc.get_threshold()[0]} {gc.get_freeze_count() > 0}' + chr(10))\n"
+        "    return 'pong'\n")
+    suite = write_suite(tmp_path / "suite.jsonl", [{"id": "a", "input": "x", "assert": {"type": "contains",
+                                                                                         "value": "pong"}}])
+    farm_worker(queue="gc")
+    done = farm_cli.run("test", "-i", str(suite), "-n", f"py:{tmp_path / 'agent.py'}:respond", "--runs", "2",
+                        "--no-progress", "--broker", farm_cli.broker, "--queue", "gc", "-o", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text().splitlines() == [f"{YOUNG_GENERATION} True"] * 2
