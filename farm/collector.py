@@ -51,7 +51,7 @@ def eased() -> Iterator[None]:
     with _lock:
         if _users == 0:
             _saved_threshold = gc.get_threshold()
-            gc.set_threshold(max(YOUNG_GENERATION, _saved_threshold[0]), *_saved_threshold[1:])
+            _raise_young(_saved_threshold)
         _users += 1
         gc.freeze()
     try:
@@ -67,6 +67,10 @@ def eased() -> Iterator[None]:
 def ease_for_good() -> None:
     """``eased`` for the rest of the process (a worker, once ready: its modules and app loaded)."""
     with _lock:
-        threshold = gc.get_threshold()
-        gc.set_threshold(max(YOUNG_GENERATION, threshold[0]), *threshold[1:])
+        _raise_young(gc.get_threshold())
         gc.freeze()
+
+
+def _raise_young(threshold: tuple[int, int, int]) -> None:
+    """``threshold`` with its young generation at least ``YOUNG_GENERATION`` (the older ones kept)."""
+    gc.set_threshold(max(YOUNG_GENERATION, threshold[0]), *threshold[1:])

@@ -75,19 +75,20 @@ class RunEnvironment:
         }
 
 
-_second: list[tuple[int, str]] = [(-1, "")]
+_second: tuple[int, str] = (-1, "")
 """The last whole second formatted by ``_utc_now_ms`` and its text (runs start many times a second)."""
 
 
 def _utc_now_ms() -> str:
     """Now in UTC to the millisecond, ``2026-11-22T10:15:00.123Z``, as ``datetime.isoformat``
     writes it, for an eighth of its cost."""
+    global _second
     now = time.time()
     second = int(now)
-    cached, text = _second[0]
+    cached, text = _second
     if cached != second:
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _second[0] = (second, text)
+        _second = (second, text)
     return f"{text}.{int((now - second) * 1000):03d}Z"
 
 
