@@ -213,6 +213,18 @@ def test_no_worker_fails_with_exit_3_instead_of_hanging(tmp_path, redis_client, 
     assert "no worker consumed queue 'nobody' for 3s" in done.stderr
 
 
+def test_a_stall_with_no_worker_says_no_worker_consumes_the_queue(tmp_path, redis_client, farm_cli):
+    """The stall limit can come first (CI stop 20, with every worker gone): then it must not claim
+    that workers are up."""
+    suite = write_suite(tmp_path / "n.jsonl", PARITY_CASES[:1])
+    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--queue", "nobody-stalls",
+                        "--broker", farm_cli.broker, env={"FARM_NO_WORKER_TIMEOUT": "600", "FARM_STALL_TIMEOUT": "3"},
+                        timeout=90)
+    assert done.returncode == 3
+    assert "made no progress for 3s and no worker consumes its queue" in done.stderr
+    assert "start workers on queue 'nobody-stalls'" in done.stderr
+
+
 def test_store_counts_a_redelivered_run_once(redis_client, redis_server):
     """The set-if-absent write and the stream append are one atomic step."""
     from farm.models import RunResult, RunStatus

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +21,8 @@ import pytest
 
 from farm.executors.celery import consumers, create_celery_app
 from farm.supervise import cgroup_quota, default_processes
-from tests.conftest import WorkerProcess
+from tests.conftest import WorkerProcess, farm_env
+from tests.servers import ROOT, free_port
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are found through /proc")
 
@@ -108,6 +110,30 @@ def test_a_stop_signal_stops_every_child_warm_and_the_supervisor_exits_0(
     assert f"{stop.name}: stopping 2 worker processes" in text
     assert text.count("worker: Warm shutdown") == 2, text[-3000:]  # each child got it once: no cold shutdown
     assert "restarting" not in text
+
+
+GIVES_UP_AT_ONCE = ("--", "broker_connection_retry_on_startup=false")
+"""Celery's own shutdown with exit code 1 (``WorkerShutdown(1)``) when its broker is down at start."""
+
+
+def test_a_worker_celery_stopped_on_an_error_exits_with_its_code(tmp_path: Path) -> None:
+    """CI stop 20: a worker Celery stopped on an error (there "Unrecoverable error", when Redis came
+    back mid-teardown) exited 0 because ``app.worker_main`` drops Celery's exit code; 0 reads as
+    "told to stop", so its supervisor did not start it again and the fleet was gone."""
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    done = subprocess.run([sys.executable, "-m", "farm", "worker", "--processes", "1", "--no-supervise", "-c", "1",
+                           "--broker", dead, *GIVES_UP_AT_ONCE], cwd=ROOT, env=farm_env(dead), capture_output=True,
+                          text=True, timeout=DEADLINE_S, check=False)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "broker_connection_retry_on_startup=False" in done.stderr
+
+
+def test_a_child_celery_stopped_on_an_error_is_restarted(farm_worker: Callable[..., WorkerProcess]) -> None:
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    worker = farm_worker("--broker", dead, *GIVES_UP_AT_ONCE, broker=dead, supervised=True, queue="gives-up",
+                         concurrency=1, wait=False)
+    wait_for(lambda: worker.text().count("exited with 1; restarting it") >= 2, "the child started again, twice")
+    assert worker.process.poll() is None
 
 
 def test_a_killed_supervisor_takes_its_children_with_it(farm_worker: Callable[..., WorkerProcess]) -> None:

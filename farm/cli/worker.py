@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -44,8 +45,21 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     settings = celery_settings(broker)
     app = importlib.import_module("workers.app").app
     app.conf.update(settings)
-    app.worker_main(argv)
-    return 0
+    return celery_main(app, argv)
+
+
+def celery_main(app: Any, argv: list[str]) -> int:
+    """Celery's command line on ``argv`` for ``app``; its exit code. ``app.worker_main`` drops that
+    code, so a worker Celery stopped on an error ("Unrecoverable error", exit code 1) exited 0, which
+    a supervisor reads as "told to stop": it was not started again (CI stop 20)."""
+    from celery.bin.celery import celery
+
+    celery.params[0].default = app  # as app.start does
+    try:
+        code = celery.main(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    return code if isinstance(code, int) else 0
 
 
 def supervise_workers(broker: str, processes: int, child_args: list[str], hostname: str) -> int:
@@ -105,4 +119,4 @@ def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool:
 
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "start_worker", "supervise_workers", "worker"]
+__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "celery_main", "start_worker", "supervise_workers", "worker"]

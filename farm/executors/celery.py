@@ -320,8 +320,11 @@ class CeleryExecutor:
         # a safety net, not the mechanism: the reconcilers republish after one idle lease
         limit = self.settings.stall_timeout_s or (2 * self._delivery(sweep).lease_s + STALL_GRACE_S)
         if now - watch.last_progress >= limit:
-            raise WorkerLostError(f"sweep {sid} made no progress for {limit:g}s although workers are up: detached, "
-                                  f"not cancelled; the workers keep delivering it; `farm results {sid}` re-attaches, "
+            fleet, then = (("although workers are up", "the workers keep delivering it")
+                           if watch.no_worker_since is None else
+                           ("and no worker consumes its queue", f"start workers on queue {sweep.queue!r}"))
+            raise WorkerLostError(f"sweep {sid} made no progress for {limit:g}s {fleet}: detached, "
+                                  f"not cancelled; {then}; `farm results {sid}` re-attaches, "
                                   f"`farm cancel {sid}` drops it")
 
 
