@@ -7,7 +7,8 @@ Workload (both tools): 100 test cases x 10 repeats = 1,000 evaluations of a loca
 that answers at once (benchmarks/agents/http_agent.py, its own process), one ``contains``
 check each, 50 in flight, no cache. promptfoo: HTTP provider, ``--no-cache -j 50 --repeat 10``,
 telemetry, update checks and sharing off, its database in a temporary directory. The farm:
-``farm test -n http://… --runs 10 --parallel 50 -o out.jsonl``. Each is measured from process
+``farm test -n http://… --runs 10 --parallel 50 -o out.jsonl``, with and without ``--no-history``
+(paired with promptfoo with and without ``--no-write``). Each is measured from process
 start to exit (wall), CPU of the process tree, peak RSS of the process tree (sampled).
 """
 
@@ -23,6 +24,10 @@ import harness
 PROMPTFOO_DIR = harness.BENCH / "promptfoo"
 PROMPTFOO_BIN = PROMPTFOO_DIR / "node_modules" / ".bin" / "promptfoo"
 CASES, REPEATS, CONCURRENCY = 100, 10, 50
+PAIRS = {"promptfoo eval": "farm test", "promptfoo eval --no-write": "farm test --no-history"}
+"""Each promptfoo run against its farm counterpart: promptfoo stores every eval in its database
+by default as the farm records each sweep in its history; ``--no-write`` and ``--no-history``
+store nothing (the farm still writes ``-o`` and its run journal)."""
 
 
 def promptfoo_config(tmp: Path, url: str) -> Path:
@@ -73,6 +78,7 @@ def run_all(tmp: Path, url: str, repeat: int) -> dict[str, list[harness.Measured
     env = promptfoo_env(tmp)
     tools: dict[str, tuple[list[str], dict[str, str]]] = {
         "farm test": (farm_cmd(suite, url, tmp / "out.jsonl"), harness.bench_env()),
+        "farm test --no-history": ([*farm_cmd(suite, url, tmp / "out.jsonl"), "--no-history"], harness.bench_env()),
         "promptfoo eval": (promptfoo_cmd(config, write=True), env),
         "promptfoo eval --no-write": (promptfoo_cmd(config, write=False), env),
     }
@@ -80,7 +86,7 @@ def run_all(tmp: Path, url: str, repeat: int) -> dict[str, list[harness.Measured
     for _ in range(repeat):  # interleaved: noise on the machine hits every tool alike
         for name, (cmd, cmd_env) in tools.items():
             m = harness.measure(cmd, env=cmd_env, cwd=tmp)
-            if name == "farm test":
+            if name.startswith("farm test"):
                 m.extra["statuses"] = harness.jsonl_counts(tmp / "out.jsonl")
             if m.returncode not in (0, 100):  # promptfoo exits 100 when a test fails
                 raise RuntimeError(f"{name} exited {m.returncode}:\n{m.stderr_tail}")
@@ -94,11 +100,11 @@ def summarize(results: dict[str, list[harness.Measured]]) -> dict[str, Any]:
         out[name] = {"wall_s": [m.wall_s for m in runs], "cpu_s": [m.cpu_s for m in runs],
                      "peak_rss_mb": [m.peak_rss_mb for m in runs], "returncodes": [m.returncode for m in runs],
                      "statuses": runs[-1].extra.get("statuses")}
-    farm = out["farm test"]
-    for name in [n for n in out if n != "farm test"]:
-        other = out[name]
-        out[name]["farm_speedup"] = harness.median(other["wall_s"]) / harness.median(farm["wall_s"])
-        out[name]["farm_memory_ratio"] = harness.median(farm["peak_rss_mb"]) / harness.median(other["peak_rss_mb"])
+    for name, farm_name in PAIRS.items():  # each tool's default against the other's, and without storage
+        farm, other = out[farm_name], out[name]
+        other["farm_speedup"] = harness.median(other["wall_s"]) / harness.median(farm["wall_s"])
+        other["farm_memory_ratio"] = harness.median(farm["peak_rss_mb"]) / harness.median(other["peak_rss_mb"])
+        other["against"] = farm_name
     return out
 
 
@@ -117,10 +123,12 @@ def main() -> None:
     print(f"\n1,000 evaluations ({CASES} cases x {REPEATS}), 0 ms HTTP agent, concurrency {CONCURRENCY}, no cache "
           f"(median of {args.repeat}; min-max)\n")
     rows = [[name, harness.spread(f["wall_s"]), harness.spread(f["cpu_s"]), harness.spread(f["peak_rss_mb"]),
+             f.get("against", ""),
              f"{f['farm_speedup']:.2f}x" if "farm_speedup" in f else "",
              f"{f['farm_memory_ratio']:.2f}" if "farm_memory_ratio" in f else ""]
             for name, f in figures.items()]
-    print(harness.table(["tool", "wall s", "CPU s", "peak RSS MB", "farm faster by", "farm RSS / its"], rows))
+    print(harness.table(["tool", "wall s", "CPU s", "peak RSS MB", "against", "farm faster by", "farm RSS / its"],
+                        rows))
     print(f"\nfarm statuses: {figures['farm test']['statuses']}")
     harness.emit("promptfoo", figures, args.json_path)
 
