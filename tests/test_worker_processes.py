@@ -136,6 +136,20 @@ def test_a_child_celery_stopped_on_an_error_is_restarted(farm_worker: Callable[.
     assert worker.process.poll() is None
 
 
+def test_a_child_told_to_shut_down_is_not_restarted(farm_worker: Callable[..., WorkerProcess],
+                                                    redis_server: str) -> None:
+    """``celery control shutdown`` (Celery's exit code 0): the child stays stopped, and the supervisor
+    of no child left exits 0. The counterpart of the restart above, now that exit codes get through."""
+    worker = farm_worker(supervised=True, queue="told-to-stop", concurrency=1)
+    app = create_celery_app(redis_server)
+    try:
+        app.control.shutdown(destination=[f"{worker.name}@{os.uname().nodename}"])
+    finally:
+        app.close()
+    assert worker.process.wait(timeout=DEADLINE_S) == 0, worker.text()[-3000:]
+    assert "restarting" not in worker.text()
+
+
 def test_a_killed_supervisor_takes_its_children_with_it(farm_worker: Callable[..., WorkerProcess]) -> None:
     worker = farm_worker("--processes", "2", supervised=True, queue="supervised-orphans", concurrency=2)
     pids = wait_for(lambda: (lambda c: c if len(c) == 2 else None)(children(worker.process.pid)), "two children")
