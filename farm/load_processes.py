@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from queue import Empty
 
 from farm.batch_plan import BatchPlan, BatchPlanner, PlanParts
-from farm.errors import FarmRuntimeError, SettingsError
+from farm.errors import FarmRuntimeError
+from farm.settings import whole_number_env
 from farm.suites import CaseStream
 from farm.suites.discover import StreamBatch, skip_note
 
@@ -47,17 +48,10 @@ ENV_VAR = "FARM_LOAD_PROCESSES"
 def load_processes(stream: CaseStream, *, by_default: bool = True) -> int:
     """How many processes should read ``stream`` (1: this one alone); ``by_default``: whether
     to use every core when ``FARM_LOAD_PROCESSES`` is not set."""
-    raw = os.environ.get(ENV_VAR, "").strip()
-    if raw:
-        try:
-            wanted = int(raw)
-        except ValueError:
-            wanted = 0
-        if wanted < 1:
-            raise SettingsError(f"{ENV_VAR}={raw!r}: expected a whole number of processes, at least 1")
-    elif not by_default:
+    wanted = whole_number_env(ENV_VAR, counting="processes")
+    if wanted is None and not by_default:
         wanted = 1
-    else:
+    elif wanted is None:
         wanted = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if wanted < 2 or stream.kind == "message" or not sys.platform.startswith("linux"):
         return 1

@@ -70,6 +70,22 @@ def _positive(env: Mapping[str, str], name: str, default: float, *, whole: bool)
     return value
 
 
+def whole_number_env(name: str, *, counting: str, env: Mapping[str, str] | None = None) -> int | None:
+    """``name`` in the environment as a whole number ≥ 1; None when unset or blank. Anything
+    else is bad input (SettingsError, exit 2): ``NAME='x': expected a whole number of COUNTING``."""
+    env = os.environ if env is None else env
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SettingsError(f"{name}={raw!r}: expected a whole number of {counting}, at least 1")
+    return value
+
+
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
     """The farm's data directory: ``FARM_DATA_DIR``, else ``~/.local/share/agent-farm`` (SPEC 10)."""
     env = os.environ if env is None else env

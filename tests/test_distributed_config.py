@@ -10,7 +10,7 @@ import pytest
 
 from farm import redis_keys as keys
 from farm.errors import SettingsError
-from farm.settings import DEFAULT_RESULT_TTL_S, FarmSettings, safe_url
+from farm.settings import DEFAULT_RESULT_TTL_S, FarmSettings, safe_url, whole_number_env
 from tests.servers import ROOT
 from workers.config import celery_settings, parse_cron, transport_options, visibility_timeout
 
@@ -123,3 +123,13 @@ def test_in_process_farm_never_loads_celery_or_redis():
             "assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_whole_number_env_reads_a_count_of_at_least_one() -> None:
+    """The one reader of FARM_LOAD_PROCESSES and FARM_RETRY_ATTEMPTS."""
+    assert whole_number_env("N", counting="things", env={}) is None
+    assert whole_number_env("N", counting="things", env={"N": " "}) is None
+    assert whole_number_env("N", counting="things", env={"N": " 3 "}) == 3
+    for bad in ("0", "-2", "1.5", "many"):
+        with pytest.raises(SettingsError, match=f"N={bad!r}: expected a whole number of things, at least 1"):
+            whole_number_env("N", counting="things", env={"N": bad})

@@ -10,7 +10,6 @@ the last fault. Any other exception passes through at once.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
@@ -20,7 +19,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.wait import wait_exponential, wait_random
 
 from farm.agents.base import Conversation
-from farm.errors import AgentError, FaultKind, SettingsError
+from farm.errors import AgentError, FaultKind
+from farm.settings import whole_number_env
 
 T = TypeVar("T")
 
@@ -65,16 +65,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
 def attempts_from_env(default: int) -> int:
     """``FARM_RETRY_ATTEMPTS`` when set (an integer ≥ 1), else ``default``."""
-    raw = os.environ.get(ATTEMPTS_ENV)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        attempts = int(raw)
-    except ValueError:
-        attempts = 0
-    if attempts < 1:
-        raise SettingsError(f"{ATTEMPTS_ENV}: expected an integer ≥ 1, got {raw!r}")
-    return attempts
+    attempts = whole_number_env(ATTEMPTS_ENV, counting="attempts")
+    return default if attempts is None else attempts
 
 
 class _BackoffHonouringRetryAfter:
