@@ -7,8 +7,6 @@ and raised as one ``farm.errors.SuiteError``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from farm.suites.discover import (
     SUITE_SUFFIXES,
     CaseStream,
@@ -23,19 +21,8 @@ from farm.suites.discover import (
     open_message,
 )
 from farm.suites.dynamic import LoadOptions
+from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import load_jsonl
-
-if TYPE_CHECKING:
-    from farm.suites.hocon import load_hocon
-
-
-def __getattr__(name: str) -> Any:
-    """``load_hocon`` on first use (pyhocon is slow to import; see ``discover._load_hocon``)."""
-    if name == "load_hocon":
-        from farm.suites.hocon import load_hocon
-
-        return load_hocon
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "SUITE_SUFFIXES",

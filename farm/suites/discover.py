@@ -16,6 +16,7 @@ from farm.checks.spec import forget_parsed_assertions
 from farm.errors import InputError, Problem, SuiteError
 from farm.models import Case, Message, Turn
 from farm.suites.dynamic import LoadOptions
+from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import iter_jsonl
 
 __all__ = [
@@ -36,15 +37,6 @@ __all__ = [
 
 SUITE_SUFFIXES = (".jsonl", ".hocon", ".conf")
 HOCON_SUFFIXES = (".hocon", ".conf")
-
-
-def _load_hocon(path: Path, case_id: str, suite: str, notes: list[str] | None = None
-                ) -> tuple[list[Case], list[Problem]]:
-    """``farm.suites.hocon.load_hocon``, imported at the first HOCON file: pyhocon and pyparsing
-    cost about 0.1 s at every command's start, and most suites are JSONL."""
-    from farm.suites.hocon import load_hocon
-
-    return load_hocon(path, case_id, suite, notes)
 
 
 @dataclass
@@ -145,7 +137,7 @@ class CaseStream:
         for number, path in enumerate(self.files):
             name = suite_name(path, self.root, self._single)
             if path.suffix.lower() in HOCON_SUFFIXES:
-                loaded, found = _load_hocon(path, case_id=name, suite=name, notes=self._file_notes)
+                loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes)
                 self.problems += found
                 cases: Iterable[Case] = loaded
             else:
@@ -184,7 +176,7 @@ class CaseStream:
             if path.suffix.lower() in HOCON_SUFFIXES:
                 if keep(number, 0):
                     notes: list[str] | None = None if self._file_notes is None else []
-                    loaded, problems = _load_hocon(path, case_id=name, suite=name, notes=notes)
+                    loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes)
                     yield StreamBatch(number, 0, loaded, problems, notes or [])
                 continue
             if keep(number, 0) is None:

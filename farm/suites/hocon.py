@@ -19,17 +19,18 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from pyhocon import ConfigFactory, ConfigTree
-from pyparsing import ParseBaseException
 
 from farm.checks.extract import json_type_name
 from farm.checks.spec import Issue, parse_response, suggest
 from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
+
+if TYPE_CHECKING:
+    from pyparsing import ParseBaseException
 
 __all__ = ["CONNECTIONS", "HOCON_KEYS", "INTERACTION_KEYS", "load_hocon", "parse_hocon_case", "read_hocon"]
 
@@ -78,6 +79,10 @@ def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
         return {}, Problem(where, None, "", f"cannot read: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
         return {}, Problem(where, None, "", f"not UTF-8 text (byte {exc.start + 1})")
+    # imported here, where it is used: pyhocon and pyparsing cost ~0.1 s, and most suites are JSONL
+    from pyhocon import ConfigFactory, ConfigTree
+    from pyparsing import ParseBaseException
+
     try:
         tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
     except ParseBaseException as exc:
