@@ -136,6 +136,20 @@ def test_collect_only_lists_ids_and_count_and_calls_no_agent(project: Project) -
     assert calls(project, "agent") == [] and not list(project.root.rglob("output-*.jsonl"))
 
 
+def test_a_listing_longer_than_one_write_keeps_every_line_in_order(project: Project) -> None:
+    # The listing is written LINES_PER_WRITE lines at a time: the chunks' edges lose or repeat nothing.
+    from farm.cli.extras import LINES_PER_WRITE
+
+    count = LINES_PER_WRITE * 2 + 3
+    suite = project.suite([{"id": f"c{i:05d}", "input": "x"} for i in range(count)])
+    listed = farm_process(project, "test", "-i", str(suite), "-n", AGENT, "--collect-only")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [f"c{i:05d}" for i in range(count)]
+    dry = farm_process(project, "test", "-i", str(suite), "-n", AGENT, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert [json.loads(line)["id"] for line in dry.stdout.splitlines()] == [f"c{i:05d}" for i in range(count)]
+
+
 def test_collect_only_exits_2_on_bad_input_as_a_sweep_would(project: Project) -> None:
     suite = project.suite([{"id": "a", "input": "x"}, {"id": "b", "input": "y", "asert": []}])
     result = farm(project, "test", "-i", str(suite), "-n", AGENT, "--collect-only")

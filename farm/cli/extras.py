@@ -9,8 +9,9 @@ a dry run records nothing and starts nothing) and runs the sweep through ``Sweep
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,19 @@ class SweepAround:
         return report
 
 
+LINES_PER_WRITE = 10_000
+"""Lines joined into one write when listing cases: a write per line cost 1 s for a million ids
+(the text layer's work per call), a write per 10,000 lines 0.04 s."""
+
+
+def write_lines(lines: Iterable[str]) -> None:
+    """Each of ``lines`` on stdout, ``LINES_PER_WRITE`` at a time (memory stays bounded)."""
+    rest = iter(lines)
+    while chunk := list(itertools.islice(rest, LINES_PER_WRITE)):
+        sys.stdout.write("\n".join(chunk) + "\n")
+    sys.stdout.flush()
+
+
 def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround | None:
     """Print the load notes; for ``--collect-only`` and ``--dry-run`` list the cases and return
     None (nothing runs); else resolve the hooks and run ``--before``.
@@ -90,9 +104,7 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
     for note in prepared.loaded.notes:
         say(err, f"farm: note: {note}")
     if settings.collect_only or settings.dry_run:
-        lines = dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or []
-        sys.stdout.writelines(f"{line}\n" for line in lines)
-        sys.stdout.flush()
+        write_lines(dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or [])
         plan = prepared.plan
         say(err, f"collected {plan.total_cases} cases ({plan.total_runs} runs)")
         return None
