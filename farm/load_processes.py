@@ -30,7 +30,7 @@ import multiprocessing.process
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from queue import Empty
 
@@ -85,13 +85,15 @@ POLL_S = 1.0
 
 
 def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, size: int,
-                      processes: int) -> None:
+                      processes: int, read: Callable[[int], None]) -> None:
     """Read and plan every batch of ``stream`` into ``parts`` in ``processes`` forked processes,
-    taking each batch in suite order as soon as every batch before it is in."""
+    taking each batch in suite order as soon as every batch before it is in; ``read`` is told
+    each batch's number of cases as it is taken."""
     first_here = parts.keeps == "compact"  # a compact plan's dictionary is its first case
     if first_here:
         first = next(stream.read_batches(size, lambda f, b: True if (f, b) == (0, 0) else None), None)
         if first is not None:
+            read(len(first.cases))
             _merge(stream, parts, planner.plan(stream.take(first)))
         if not getattr(parts.cases, "has_dictionary", False):
             processes = 1  # the first batch planned no case: this process reads on, alone
@@ -100,6 +102,7 @@ def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanPart
     try:
         for one in _loaded(0) if processes == 1 else _in_order(processes):
             stream.take_ids(one.batch, one.ids, one.lines, one.skip_notes)
+            read(len(one.ids))
             _merge(stream, parts, one.plan)
     finally:
         _FORKED = None

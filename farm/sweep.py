@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,12 +147,22 @@ def _open(settings: TestSettings) -> CaseStream:
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 
-def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None) -> PreparedSweep:
+ReadCounter = Callable[[int], None]
+"""Told, as a suite loads, how many more cases were read (each batch's): a progress display."""
+
+
+def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: ReadCounter | None = None
+                  ) -> PreparedSweep:
     """Load, validate, resolve, check the outputs and plan; raises InputError (exit 2) before
-    anything runs."""
+    anything runs. ``read`` is told the cases read as each batch is planned (a million cases
+    take tens of seconds: the command shows it)."""
     _check_numbers(settings)
     with collector.paused():  # half the load time at 100k cases was collections (farm.collector)
-        return _prepare(settings, sweep_id)
+        return _prepare(settings, sweep_id, read or _not_told)
+
+
+def _not_told(cases: int) -> None:
+    return None
 
 
 PLAN_BATCH = 10_000
@@ -160,7 +170,7 @@ PLAN_BATCH = 10_000
 (lines of a file, where several processes read it)."""
 
 
-def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
+def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) -> PreparedSweep:
     """Read the suite once, in batches: select, resolve and plan each batch as it is read, so a
     distributed submitter holds each planned case only in its stored form (``CompactCases``), and
     a large suite is read by a process per core (``farm.load_processes``). Problems are raised in
@@ -184,10 +194,11 @@ def _prepare(settings: TestSettings, sweep_id: str | None) -> PreparedSweep:
     )
     processes = load_processes(stream, by_default=keeps == "ids") if keeps != "cases" else 1
     if processes > 1:
-        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes)
+        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
     else:
         reading = iter(stream)
         while batch := list(itertools.islice(reading, PLAN_BATCH)):
+            read(len(batch))
             cases, counts = planner.select(batch)
             parts.selection.add(counts)
             if not stream.broken:  # a suite with problems is read on only to list them all

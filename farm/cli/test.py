@@ -17,6 +17,7 @@ from rich.console import Console
 from farm.cli.extras import start_extras, yao_flags
 from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
+from farm.cli.load_progress import LoadProgress
 from farm.cli.options import RATE, StrictCommand
 from farm.cli.run import run_command
 from farm.cli.signals import StopSignals
@@ -157,7 +158,12 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
     from farm.history.session import start_history
 
     farm_settings = FarmSettings.from_env()
-    prepared = prepare_sweep(settings)
+    err = Console(stderr=True)
+    if progress and err.is_terminal:
+        with LoadProgress(err) as read:
+            prepared = prepare_sweep(settings, read=read)
+    else:
+        prepared = prepare_sweep(settings)
     around = start_extras(prepared, settings)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
@@ -167,7 +173,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
         click.echo(executor.submit(prepared.plan))
         return ExitCode.OK
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
-    err, stop = Console(stderr=True), SweepStop()
+    stop = SweepStop()
     with contextlib.ExitStack() as streams:
         journal = RunJournal(streams.enter_context(open_journal(farm_settings.data_dir, prepared.plan.sweep_id)),
                              prepared.plan)
@@ -242,7 +248,9 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @click.option("-k", "patterns", multiple=True, metavar="PATTERN",
               help="Run only cases whose id contains PATTERN, or matches it as a glob when it has * ? [; "
                    "repeatable (any match).")
-@click.option("--no-progress", is_flag=True, help="No progress bar (off anyway when stderr is not a terminal).")
+@click.option("--no-progress", is_flag=True,
+              help="No progress bar, and no line counting the cases of a suite that takes over a second to load "
+                   "(both off anyway when stderr is not a terminal).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
 @fleet_flags
