@@ -53,7 +53,7 @@ def test_the_load_line_counts_the_cases_and_is_gone_when_the_load_ends() -> None
         read(10_000)
         read(2_500)
     drawn = out.getvalue()
-    assert "reading the suite: 12,500 cases" in drawn
+    assert "reading the suite: 12,500 cases, 0 s" in drawn
     assert drawn.rstrip().endswith("\x1b[2K")  # transient: the last thing drawn erases the line
 
 
@@ -101,8 +101,8 @@ def test_farm_test_shows_a_long_load_on_its_terminal(tmp_path: Path) -> None:
     finally:
         os.close(main)
     assert proc.returncode == 0, terminal
-    assert "reading the suite: 60,000 cases" in terminal
-    assert "reading the suite: 0 cases" not in terminal  # drawn once there is something to count
+    assert "reading the suite: 60,000 cases, " in terminal
+    assert "reading the suite: 0 cases" not in terminal and "reading the suite:  cases" not in terminal
     assert "collected 60000 cases (60000 runs)" in terminal
     assert listing.read_text().split() == [f"C{i:06d}" for i in range(60_000)]
 

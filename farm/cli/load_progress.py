@@ -13,7 +13,7 @@ import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
 
 SHOW_AFTER_S = 1.0
 """A load shorter than this shows nothing."""
@@ -36,15 +36,18 @@ class LoadProgress:
 
     def __call__(self, cases: int) -> None:
         self._cases += cases
+        if self._progress is None and time.monotonic() - self._started < self._show_after_s:
+            return
+        # The seconds since the load began (a bar's elapsed column would count from when it is drawn).
+        counted, seconds = f"{self._cases:,}", f"{time.monotonic() - self._started:.0f}"
         if self._progress is None:
-            if time.monotonic() - self._started < self._show_after_s:
-                return
-            self._progress = Progress(SpinnerColumn(), TextColumn("reading the suite: {task.fields[cases]} cases"),
-                                      TimeElapsedColumn(), console=self._console, transient=True)
-            self._task = self._progress.add_task("load", total=None, cases=f"{self._cases:,}")
-            self._progress.start()
+            self._progress = Progress(SpinnerColumn(), TextColumn("reading the suite: {task.fields[cases]} cases, "
+                                                                  "{task.fields[seconds]} s"),
+                                      console=self._console, transient=True)
+            self._task = self._progress.add_task("load", total=None, cases=counted, seconds=seconds)
+            self._progress.start()  # drawn at once, with what was read so far
         assert self._task is not None
-        self._progress.update(self._task, cases=f"{self._cases:,}")
+        self._progress.update(self._task, cases=counted, seconds=seconds)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  _tb: TracebackType | None) -> None:
