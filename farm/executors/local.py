@@ -11,6 +11,13 @@ whose call it refused (budget, quota) is not counted and stops the sweep. An ada
 its runs from ``farm.executors.adaptive`` and finishes a case once it is decided. When the sweep's
 run journal can give the run details back (``farm.journal.journal_for``), a finished case drops
 them and the report reads them from there as it is written: memory stays flat in runs.
+
+The workers start one at a time, each making its first run up to its first wait (an HTTP agent:
+its request sent) before the next starts. Started all at once, a hundred runs each prepared
+their request before the first one left, their answers came back together, and every wave of
+the sweep queued on the CPU: 1,000 runs of a 100 ms HTTP agent at 100 in flight took 1.31–1.41 s
+that way, 1.12–1.23 s started one at a time (runs of 103 ms instead of 112–114, median), which
+also spares an agent's server a hundred connections opened in the same instant.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
 
 from farm import collector
 from farm.agents.judge import create_judge_resolver
@@ -153,10 +161,9 @@ class LocalExecutor:
         observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()
         queue = sweep.runs()
-        workers = [asyncio.create_task(sweep.worker(queue)) for _ in range(max(plan.parallel, 1))]
         try:
             with collector.eased():  # runs allocate short-lived objects by the hundred (farm.collector)
-                await self._drive(workers, stop)
+                await self._drive(lambda: sweep.worker(queue), max(plan.parallel, 1), stop)
         finally:
             await sweep.aclose()
         sweep.flush_partial()
@@ -168,11 +175,18 @@ class LocalExecutor:
         observer.on_finish(report)
         return report
 
-    async def _drive(self, workers: list[asyncio.Task[None]], stop: SweepStop) -> None:
-        """Until every worker is done or a stop is asked for. An interrupted sweep gives its runs
-        in flight ``grace_s``, then abandons them; other stops (fail-fast, budget) let them finish."""
-        pending: set[asyncio.Task[None]] = set(workers)
+    async def _drive(self, worker: Callable[[], Coroutine[Any, Any, None]], count: int, stop: SweepStop) -> None:
+        """Start ``count`` workers, then drive them until every one is done or a stop is asked for.
+        An interrupted sweep gives its runs in flight ``grace_s``, then abandons them; other stops
+        (fail-fast, budget) let them finish."""
+        workers: list[asyncio.Task[None]] = []
         try:
+            for _ in range(count):  # one at a time: see the module docstring
+                if stop.event.is_set():
+                    break
+                workers.append(asyncio.create_task(worker()))
+                await asyncio.sleep(0)  # it makes its first run up to its first wait (its request sent)
+            pending: set[asyncio.Task[None]] = set(workers)
             while pending and not stop.event.is_set():
                 done, pending = await asyncio.wait(pending, timeout=STOP_POLL_S, return_when=asyncio.FIRST_EXCEPTION)
                 if any(not t.cancelled() and t.exception() for t in done):
