@@ -75,3 +75,12 @@ def test_every_worker_is_still_in_flight_at_once(tmp_path: Path) -> None:
     report = run_sweep(TestSettings(input=str(suite(tmp_path, 12, "met")), name=f"py:{tmp_path}/meeting.py:respond",
                                     parallel=12, cwd=str(tmp_path)))
     assert report.summary.by_status["passed"] == 12
+
+
+def test_a_parallel_far_above_the_runs_starts_no_worker_per_slot(tmp_path: Path) -> None:
+    # Workers stop being started once one finds no run left: --parallel 10**9 on three runs ends
+    # at once (a worker per slot would take hours, and the global test timeout fails it).
+    (tmp_path / "marking.py").write_text(MARKING_AGENT, encoding="utf-8")
+    report = run_sweep(TestSettings(input=str(suite(tmp_path, 3, "ok")), name=f"py:{tmp_path}/marking.py:respond",
+                                    parallel=10**9, cwd=str(tmp_path)))
+    assert report.summary.by_status["passed"] == 3

@@ -186,6 +186,8 @@ class LocalExecutor:
                     break
                 workers.append(asyncio.create_task(worker()))
                 await asyncio.sleep(0)  # it makes its first run up to its first wait (its request sent)
+                if workers[-1].done():  # it found no run: the runs ran out, the next ones would find none
+                    break
             pending: set[asyncio.Task[None]] = set(workers)
             while pending and not stop.event.is_set():
                 done, pending = await asyncio.wait(pending, timeout=STOP_POLL_S, return_when=asyncio.FIRST_EXCEPTION)
