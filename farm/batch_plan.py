@@ -11,6 +11,7 @@ submitter) and the few cases that errors and judges name. Pure: no Celery, Redis
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -136,6 +137,10 @@ class PlanParts:
         self.ids += batch.ids
 
 
+ReadCounter = Callable[[int], None]
+"""Told, as a suite loads, how many more cases were read (each batch's): a progress display."""
+
+
 class BatchPlanner:
     """Plans batches of one sweep; the same object (a copy of it, in a forked process) plans
     every batch, so each agent is resolved once per process."""
@@ -199,4 +204,4 @@ class BatchPlanner:
         return ref
 
 
-__all__ = ["BatchPlan", "BatchPlanner", "PlanKeeps", "PlanParts", "SelectionCounts", "select_cases"]
+__all__ = ["BatchPlan", "BatchPlanner", "PlanKeeps", "PlanParts", "ReadCounter", "SelectionCounts", "select_cases"]

@@ -30,11 +30,11 @@ import multiprocessing.process
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from queue import Empty
 
-from farm.batch_plan import BatchPlan, BatchPlanner, PlanParts
+from farm.batch_plan import BatchPlan, BatchPlanner, PlanParts, ReadCounter
 from farm.errors import FarmRuntimeError
 from farm.settings import whole_number_env
 from farm.suites import CaseStream
@@ -85,7 +85,7 @@ POLL_S = 1.0
 
 
 def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, size: int,
-                      processes: int, read: Callable[[int], None]) -> None:
+                      processes: int, read: ReadCounter) -> None:
     """Read and plan every batch of ``stream`` into ``parts`` in ``processes`` forked processes,
     taking each batch in suite order as soon as every batch before it is in; ``read`` is told
     each batch's number of cases as it is taken."""

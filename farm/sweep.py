@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import create_agent, parse_reference
 from farm.agents.retry import attempts_from_env
-from farm.batch_plan import BatchPlanner, PlanKeeps, PlanParts
+from farm.batch_plan import BatchPlanner, PlanKeeps, PlanParts, ReadCounter
 from farm.compact_cases import CompactCases
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.execute import RunEnvironment
@@ -145,10 +145,6 @@ def _open(settings: TestSettings) -> CaseStream:
         return open_message(settings.message, cwd=Path(settings.cwd))
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
-
-
-ReadCounter = Callable[[int], None]
-"""Told, as a suite loads, how many more cases were read (each batch's): a progress display."""
 
 
 def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: ReadCounter | None = None

@@ -64,23 +64,35 @@ def test_a_short_load_draws_nothing() -> None:
     assert out.getvalue() == ""
 
 
-def read_all(fd: int, proc: subprocess.Popen[bytes], limit_s: float) -> bytes:
-    """What the process writes to the terminal ``fd`` until it exits."""
+def collect_on_a_terminal(suite: Path, listing: Path, *flags: str) -> tuple[int, str]:
+    """``farm test --collect-only`` of ``suite`` with stderr on a pty (a real terminal) and stdout
+    into ``listing``: its exit code and everything it drew on the terminal."""
+    main, side = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "100", "FARM_LOAD_PROCESSES": "1"}
+    with listing.open("wb") as stdout:
+        proc = subprocess.Popen([sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", AGENT,
+                                 "--collect-only", *flags], stdout=stdout, stderr=side, stdin=subprocess.DEVNULL,
+                                cwd=ROOT, env=env)
+    os.close(side)
     seen = b""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the process closed its end
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(main, 65536)
+                except OSError:  # the process closed its end
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
                 break
-            if not chunk:
-                break
-            seen += chunk
-        elif proc.poll() is not None:
-            break
-    return seen
+        proc.wait(timeout=120)
+    finally:
+        os.close(main)
+    return proc.returncode, seen.decode("utf-8", "replace")
 
 
 def test_farm_test_shows_a_long_load_on_its_terminal(tmp_path: Path) -> None:
@@ -88,19 +100,8 @@ def test_farm_test_shows_a_long_load_on_its_terminal(tmp_path: Path) -> None:
     # (a pty); stdout, a file, gets the ids alone.
     suite = write_suite(tmp_path / "big.jsonl", 60_000)
     listing = tmp_path / "ids.txt"
-    main, side = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": "100", "FARM_LOAD_PROCESSES": "1"}
-    with listing.open("wb") as stdout:
-        proc = subprocess.Popen([sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", AGENT,
-                                 "--collect-only"], stdout=stdout, stderr=side, stdin=subprocess.DEVNULL,
-                                cwd=ROOT, env=env)
-    os.close(side)
-    try:
-        terminal = read_all(main, proc, 120).decode("utf-8", "replace")
-        proc.wait(timeout=120)
-    finally:
-        os.close(main)
-    assert proc.returncode == 0, terminal
+    code, terminal = collect_on_a_terminal(suite, listing)
+    assert code == 0, terminal
     assert "reading the suite: 60,000 cases, " in terminal
     assert "reading the suite: 0 cases" not in terminal and "reading the suite:  cases" not in terminal
     assert "collected 60000 cases (60000 runs)" in terminal
@@ -109,16 +110,6 @@ def test_farm_test_shows_a_long_load_on_its_terminal(tmp_path: Path) -> None:
 
 def test_no_progress_draws_no_load_line(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "big.jsonl", 60_000)
-    main, side = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "FARM_LOAD_PROCESSES": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", AGENT, "--collect-only",
-                             "--no-progress"],
-                            stdout=subprocess.DEVNULL, stderr=side, stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
-    os.close(side)
-    try:
-        terminal = read_all(main, proc, 120).decode("utf-8", "replace")
-        proc.wait(timeout=120)
-    finally:
-        os.close(main)
-    assert proc.returncode == 0, terminal
+    code, terminal = collect_on_a_terminal(suite, tmp_path / "ids.txt", "--no-progress")
+    assert code == 0, terminal
     assert "collected 60000 cases" in terminal and "reading the suite" not in terminal

@@ -31,7 +31,6 @@ class LoadProgress:
         self._task: TaskID | None = None
 
     def __enter__(self) -> LoadProgress:
-        self._started = time.monotonic()
         return self
 
     def __call__(self, cases: int) -> None:

@@ -159,11 +159,8 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 
     farm_settings = FarmSettings.from_env()
     err = Console(stderr=True)
-    if progress and err.is_terminal:
-        with LoadProgress(err) as read:
-            prepared = prepare_sweep(settings, read=read)
-    else:
-        prepared = prepare_sweep(settings)
+    with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
+        prepared = prepare_sweep(settings, read=read)
     around = start_extras(prepared, settings)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
