@@ -7,8 +7,11 @@ when the history is opened, Celery with a broker, aiohttp when an HTTP agent is 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 from click.testing import CliRunner
@@ -40,3 +43,37 @@ def test_an_unknown_command_is_a_usage_error() -> None:
     done = CliRunner().invoke(main, ["tset"])
     assert done.exit_code == 2
     assert "No such command 'tset'" in done.output
+
+
+LOADED_AGENT = '''
+import sys
+
+
+def respond(messages):
+    return "sqlalchemy loaded" if "sqlalchemy" in sys.modules else "sqlalchemy not loaded"
+'''
+
+
+def test_the_default_history_loads_sqlalchemy_only_after_the_runs(tmp_path: Path) -> None:
+    """The default history URL is the farm's own SQLite file: nothing to check before the runs,
+    so SQLAlchemy (0.3-0.4 s) is imported to record the sweep, not before its first run."""
+    (tmp_path / "agent.py").write_text(LOADED_AGENT, encoding="utf-8")
+    (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "FARM_HISTORY_URL"}
+    done = subprocess.run([sys.executable, "-m", "farm", "test", "-i", "suite.jsonl", "-n", "py:agent.py:respond",
+                           "-o", "out.jsonl", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    outputs = [json.loads(line).get("output") for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert "sqlalchemy not loaded" in outputs
+    assert (Path(env["FARM_DATA_DIR"]) / "history.sqlite").is_file()  # and the sweep was recorded
+
+
+def test_a_history_url_given_is_still_checked_before_anything_runs(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(LOADED_AGENT, encoding="utf-8")
+    (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    env = {**os.environ, "FARM_HISTORY_URL": "mysql://db/farm"}
+    done = subprocess.run([sys.executable, "-m", "farm", "test", "-i", "suite.jsonl", "-n", "py:agent.py:respond",
+                           "-o", "out.jsonl", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "unsupported database 'mysql'" in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()

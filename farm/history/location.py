@@ -15,10 +15,13 @@ from farm.settings import data_dir
 HISTORY_FILE = "history.sqlite"
 
 
-def history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """The history URL: the ``--history`` flag, else ``FARM_HISTORY_URL``, else the default SQLite file."""
+def given_history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The history URL the user chose: the ``--history`` flag, else ``FARM_HISTORY_URL``; else None."""
     env = os.environ if env is None else env
-    url = flag or env.get("FARM_HISTORY_URL")
-    if url:
-        return url
-    return f"sqlite:///{data_dir(env) / HISTORY_FILE}"
+    return flag or env.get("FARM_HISTORY_URL") or None
+
+
+def history_url(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The history URL: the one the user chose, else the default SQLite file."""
+    env = os.environ if env is None else env
+    return given_history_url(flag, env) or f"sqlite:///{data_dir(env) / HISTORY_FILE}"

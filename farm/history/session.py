@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import parse_tags, sweep_facts
-from farm.history.location import history_url
+from farm.history.location import given_history_url, history_url
 from farm.models import SweepReport
 from farm.plan import PlannedCase, SweepPlan
 from farm.stats import DEFAULT_PASS_K, exit_code_for
@@ -107,6 +107,7 @@ class HistorySession:
         self.options = options
         self.tell = tell  # one line for the user: farm test prints it to stderr after "farm: "
         self.url = history_url(options.url)
+        self.given = given_history_url(options.url) is not None
         self.base: Resolved | None = None
         self.comparison: Comparison | None = None
 
@@ -120,10 +121,12 @@ class HistorySession:
         opts = self.options
         tags = parse_tags(opts.tags)
         check_thresholds(opts.alpha, opts.min_drop)
-        if opts.enabled or opts.baseline or opts.order == "failing-first":
+        if self.given and (opts.enabled or opts.baseline or opts.order == "failing-first"):
             from farm.history.engine import parse_url
 
-            parse_url(self.url)  # a bad --history URL is bad input: exit 2 before anything runs
+            # a bad --history URL is bad input: exit 2 before anything runs. The default (the
+            # farm's own SQLite file) is not checked: SQLAlchemy would load before the first run
+            parse_url(self.url)
         if opts.baseline and settings.detach:
             raise SettingsError("--baseline waits for the sweep to compare it: not with --detach")
         if opts.gate is not None and not opts.baseline:
