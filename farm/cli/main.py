@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from farm import collector
+
 COMMANDS = {
     "test": "farm.cli.test:test",
     "report": "farm.cli.report:report",
@@ -38,6 +40,10 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        collector.freeze_at_exit()  # the process ends with the command: skip its last collections
+        return super().main(*args, **kwargs)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.lazy or cmd_name in self.commands:
