@@ -28,6 +28,8 @@ from farm.settings import (
 )
 
 DEFAULT_NIGHTLY_CRON = "0 2 * * *"
+REDIS_TRANSPORT = "farm.redis_transport:Transport"
+"""kombu's Redis transport with one client per channel (``farm.redis_transport``), for ``redis://``."""
 
 
 def visibility_timeout(env: Mapping[str, str] | None = None) -> int:
@@ -106,6 +108,7 @@ def celery_settings(settings: FarmSettings | str | None = None, env: Mapping[str
     events = settings.task_events
     return {
         "broker_url": settings.broker_url,
+        **({"broker_transport": REDIS_TRANSPORT} if settings.broker_url.startswith("redis://") else {}),
         "result_backend": result_backend(settings),
         "task_serializer": "json",
         "result_serializer": "json",
@@ -138,6 +141,7 @@ __all__ = [
     "DEFAULT_NIGHTLY_CRON",
     "DEFAULT_QUEUE",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "REDIS_TRANSPORT",
     "beat_schedule",
     "celery_settings",
     "parse_cron",
