@@ -345,3 +345,36 @@ def test_runs_lost_from_a_full_window_are_published_again(tmp_path, redis_client
     farm_worker(queue="lossywin", env=env)
     _assert_exactly_once(_report(store, sweep_id, timeout=180), 4, 5)
     assert len([f for f in store.attempts(sweep_id) if not f.endswith("@")]) == 6
+
+
+def test_a_publishing_turn_starts_with_a_small_batch(tmp_path, redis_client, farm_cli):
+    """The first FIRST_BATCH runs go out before the rest of the first full batch is built, so the
+    workers start sooner; then batches of FARM_PUBLISH_BATCH (the cursor advances after each)."""
+    import threading
+
+    import redis
+
+    from farm.delivery.publish import FIRST_BATCH
+
+    advanced: list[int] = []
+    ready = threading.Event()
+
+    def watch() -> None:
+        with redis.Redis.from_url(farm_cli.broker, decode_responses=True).monitor() as monitor:
+            ready.set()
+            for command in monitor.listen():
+                words = command["command"].split()
+                if len(words) > 4 and words[0] == "EVALSHA" and words[3].endswith(":published"):
+                    advanced.append(int(words[4]))
+                    if advanced[-1] >= 130:
+                        return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    ready.wait(5)
+    suite = write_suite(tmp_path / "f.jsonl", [{"id": f"f{i}", "input": "x"} for i in range(13)])
+    _submit(farm_cli, suite, 10, "first-batch", {"FARM_PUBLISH_BATCH": "60"})
+    watcher.join(10)
+    # a script's first call is sent twice (EVALSHA, then again after SCRIPT LOAD): the same value
+    assert list(dict.fromkeys(advanced)) == [FIRST_BATCH, FIRST_BATCH + 60, 130]
+    assert int(redis_client.llen("first-batch")) == 130
