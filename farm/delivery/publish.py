@@ -193,5 +193,5 @@ def ordered_slots(store: SweepStore, sweep: SweepPlan) -> list[CaseSlot]:
     return slots
 
 
-__all__ = ["FIRST_BATCH", "HARD_LIMIT_GRACE_S", "SOFT_LIMIT_GRACE_S", "Outcome", "new_token", "ordered_slots", "publish_from_cursor",
-           "run_slots", "send_runs", "top_up"]
+__all__ = ["FIRST_BATCH", "HARD_LIMIT_GRACE_S", "SOFT_LIMIT_GRACE_S", "Outcome", "new_token", "ordered_slots",
+           "publish_from_cursor", "run_slots", "send_runs", "top_up"]
