@@ -3,7 +3,7 @@
 kombu (5.7) builds a new ``redis.Redis`` client, whose constructor copies redis-py's response
 callbacks (about 200) into a case-insensitive dict, each time a worker reserves a message
 (``QoS.append``) and each time it acknowledges one (``QoS.ack``): 7.6 % of a farm worker's time
-holding the GIL at 300 runs/s (py-spy ``--gil``, 2026-11-24). A redis-py client may be shared
+holding the GIL at 300 runs/s (py-spy ``--gil``, 2026-11-23). A redis-py client may be shared
 between threads (it takes a connection from its pool for each command; a pipeline is made per
 use), so each channel keeps one for its synchronous commands, made again when its pool changes
 (kombu drops the pool when it reconnects). Everything else is kombu's.
