@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import random
 import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from farm import redis_keys as keys
 from farm.delivery.reconcile import reconcile_sweep
@@ -350,10 +352,6 @@ def test_runs_lost_from_a_full_window_are_published_again(tmp_path, redis_client
 def test_a_publishing_turn_starts_with_a_small_batch(tmp_path, redis_client, farm_cli):
     """The first FIRST_BATCH runs go out before the rest of the first full batch is built, so the
     workers start sooner; then batches of FARM_PUBLISH_BATCH (the cursor advances after each)."""
-    import threading
-
-    import redis
-
     from farm.delivery.publish import FIRST_BATCH
 
     advanced: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from kombu import Connection, Exchange, Queue
 
 from farm.celery_config import REDIS_TRANSPORT, celery_settings
@@ -18,6 +19,7 @@ def test_redis_brokers_get_the_farms_transport_and_others_kombus() -> None:
     assert "broker_transport" not in celery_settings(env=rabbitmq)
 
 
+@pytest.mark.redis
 def test_messages_reserved_and_acknowledged_from_many_threads_reuse_one_client(redis_server: str,
                                                                                redis_client: Any) -> None:
     queue = Queue("farm-transport", Exchange("farm-transport"), routing_key="farm-transport")
