@@ -7,7 +7,8 @@
                             runs (a BRPOP cut off by a Redis restart): they go again then, sooner.
     FARM_RECONCILE_INTERVAL seconds between a worker's reconcile passes (default: lease / 4, 1..30)
     FARM_PUBLISHER_LEASE    seconds a publisher's lease lasts unless renewed (default 30)
-    FARM_PUBLISH_BATCH      runs per published batch, after which the cursor advances (default 500)
+    FARM_PUBLISH_BATCH      runs per published batch, after which the cursor advances (default 500;
+                            a publishing turn's first batch is at most 50: workers start sooner)
     FARM_PUBLISH_WINDOW     runs of a sweep queued or running at once; topped up as runs settle
                             (default 10,000)
 
