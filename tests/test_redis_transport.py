@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from typing import Any
 
@@ -52,3 +54,83 @@ def test_messages_reserved_and_acknowledged_from_many_threads_reuse_one_client(r
         channel._pool = None  # what kombu does when it reconnects: the next client uses the new pool
         renewed = channel._create_client()
         assert renewed is not shared and renewed.connection_pool is channel.pool
+
+
+def _publish(connection: Any, queue: Queue, count: int) -> None:
+    with connection.Producer(connection.default_channel) as producer:
+        for n in range(count):
+            producer.publish({"n": n}, exchange=queue.exchange, routing_key=queue.routing_key, declare=[queue])
+
+
+@pytest.mark.redis
+def test_one_read_reserves_as_many_messages_as_the_prefetch_limit_allows(redis_server: str,
+                                                                         redis_client: Any) -> None:
+    queue = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
+    with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+        _publish(connection, queue, 25)
+        channel = connection.default_channel
+        channel.basic_qos(prefetch_count=10)
+        received: list[Any] = []
+        in_hash_when_seen: list[int] = []
+
+        def on_message(body: Any, message: Any) -> None:
+            in_hash_when_seen.append(redis_client.hlen("unacked"))
+            received.append(message)
+
+        with connection.Consumer(queue, callbacks=[on_message], channel=channel, accept=["json"]):
+            connection.drain_events(timeout=5)  # one BRPOP answered: a whole batch delivered
+            assert [m.payload["n"] for m in received] == list(range(10))  # in order, the limit kept
+            assert redis_client.llen("farm-batch") == 15
+            assert in_hash_when_seen == [10] * 10  # each recorded unacked before the consumer saw it
+            for message in received[3:]:
+                message.ack()
+            assert redis_client.hlen("unacked") == 3 and redis_client.zcard("unacked_index") == 3
+            connection.drain_events(timeout=5)  # three still in flight: room for seven
+            assert [m.payload["n"] for m in received[10:]] == list(range(10, 17))
+            assert redis_client.llen("farm-batch") == 8 and redis_client.hlen("unacked") == 10
+            for message in received[:3] + received[10:]:
+                message.ack()
+            assert redis_client.hlen("unacked") == 0 and redis_client.zcard("unacked_index") == 0
+
+
+@pytest.mark.redis
+def test_a_batch_the_consumer_failed_on_goes_back_to_the_queue_at_once(redis_server: str,
+                                                                       redis_client: Any) -> None:
+    queue = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
+    with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+        _publish(connection, queue, 6)
+        channel = connection.default_channel
+        channel.basic_qos(prefetch_count=10)
+        received: list[Any] = []
+
+        def on_message(body: Any, message: Any) -> None:
+            received.append(message)
+            if len(received) == 2:
+                raise RuntimeError("the consumer failed")
+
+        with connection.Consumer(queue, callbacks=[on_message], channel=channel, accept=["json"]), \
+                pytest.raises(RuntimeError, match="the consumer failed"):
+            connection.drain_events(timeout=5)
+        assert [m.payload["n"] for m in received] == [0, 1]
+        assert sorted(redis_client.hkeys("unacked")) == sorted(m.delivery_tag for m in received)
+        # the four it never saw are queued again, the next first, not left for the visibility timeout
+        assert [json.loads(item)["body"] for item in redis_client.lrange("farm-batch", 0, -1)][::-1] == \
+            [base64.b64encode(json.dumps({"n": n}).encode()).decode() for n in range(2, 6)]
+
+
+@pytest.mark.redis
+def test_a_queue_consumed_without_acknowledgements_is_read_one_message_at_a_time(redis_server: str,
+                                                                                 redis_client: Any) -> None:
+    # Celery's reply queues: nothing of theirs may wait in the unacked hash for a restore
+    queue = Queue("farm-replies", Exchange("farm-replies"), routing_key="farm-replies")
+    with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+        _publish(connection, queue, 5)
+        received: list[Any] = []
+        with connection.Consumer(queue, callbacks=[lambda body, message: received.append(body)],
+                                 channel=connection.default_channel, accept=["json"], no_ack=True):
+            connection.drain_events(timeout=5)
+            assert received == [{"n": 0}]
+            assert redis_client.llen("farm-replies") == 4 and redis_client.hlen("unacked") == 0
+            while len(received) < 5:
+                connection.drain_events(timeout=5)
+        assert received == [{"n": n} for n in range(5)] and redis_client.hlen("unacked") == 0
