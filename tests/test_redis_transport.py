@@ -56,20 +56,28 @@ def test_messages_reserved_and_acknowledged_from_many_threads_reuse_one_client(r
         assert renewed is not shared and renewed.connection_pool is channel.pool
 
 
+BATCH_QUEUE = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
+
+
 def _publish(connection: Any, queue: Queue, count: int) -> None:
     with connection.Producer(connection.default_channel) as producer:
         for n in range(count):
             producer.publish({"n": n}, exchange=queue.exchange, routing_key=queue.routing_key, declare=[queue])
 
 
+def _prefetching_channel(connection: Any, published: int) -> Any:
+    """The connection's channel with a prefetch limit of 10, after ``published`` messages on BATCH_QUEUE."""
+    _publish(connection, BATCH_QUEUE, published)
+    channel = connection.default_channel
+    channel.basic_qos(prefetch_count=10)
+    return channel
+
+
 @pytest.mark.redis
 def test_one_read_reserves_as_many_messages_as_the_prefetch_limit_allows(redis_server: str,
                                                                          redis_client: Any) -> None:
-    queue = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
     with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
-        _publish(connection, queue, 25)
-        channel = connection.default_channel
-        channel.basic_qos(prefetch_count=10)
+        channel = _prefetching_channel(connection, 25)
         received: list[Any] = []
         in_hash_when_seen: list[int] = []
 
@@ -77,7 +85,7 @@ def test_one_read_reserves_as_many_messages_as_the_prefetch_limit_allows(redis_s
             in_hash_when_seen.append(redis_client.hlen("unacked"))
             received.append(message)
 
-        with connection.Consumer(queue, callbacks=[on_message], channel=channel, accept=["json"]):
+        with connection.Consumer(BATCH_QUEUE, callbacks=[on_message], channel=channel, accept=["json"]):
             connection.drain_events(timeout=5)  # one BRPOP answered: a whole batch delivered
             assert [m.payload["n"] for m in received] == list(range(10))  # in order, the limit kept
             assert redis_client.llen("farm-batch") == 15
@@ -96,11 +104,8 @@ def test_one_read_reserves_as_many_messages_as_the_prefetch_limit_allows(redis_s
 @pytest.mark.redis
 def test_a_batch_the_consumer_failed_on_goes_back_to_the_queue_at_once(redis_server: str,
                                                                        redis_client: Any) -> None:
-    queue = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
     with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
-        _publish(connection, queue, 6)
-        channel = connection.default_channel
-        channel.basic_qos(prefetch_count=10)
+        channel = _prefetching_channel(connection, 6)
         received: list[Any] = []
 
         def on_message(body: Any, message: Any) -> None:
@@ -108,7 +113,7 @@ def test_a_batch_the_consumer_failed_on_goes_back_to_the_queue_at_once(redis_ser
             if len(received) == 2:
                 raise RuntimeError("the consumer failed")
 
-        with connection.Consumer(queue, callbacks=[on_message], channel=channel, accept=["json"]), \
+        with connection.Consumer(BATCH_QUEUE, callbacks=[on_message], channel=channel, accept=["json"]), \
                 pytest.raises(RuntimeError, match="the consumer failed"):
             connection.drain_events(timeout=5)
         assert [m.payload["n"] for m in received] == [0, 1]
