@@ -94,6 +94,23 @@ def test_a_server_of_another_scheme_is_refused() -> None:
         neuro_san_server("ftp://ns.example")
 
 
+@pytest.mark.parametrize(
+    ("ref", "problem"),
+    [
+        ("http://[::1/agent", "Invalid IPv6 URL"),
+        ("https://example.com:99999/agent", "out of range"),
+        ("http://example.com:port/agent", "could not be cast to integer"),
+        ("neuro-san://[::1/echo", "Invalid IPv6 URL"),
+        ("neuro-san://example.com:99999/echo", "out of range"),
+    ],
+)
+def test_a_url_that_does_not_parse_is_refused_naming_it(options: AgentOptions, ref: str, problem: str) -> None:
+    # bad input (exit 2) with the reference and urllib's reason, not a traceback (exit 3)
+    with pytest.raises(AgentResolutionError, match=problem) as caught:
+        parse_reference(ref, options)
+    assert repr(ref) in caught.value.message
+
+
 # ------------------------------------------------------------------------------------ registry
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from farm.agents.base import Agent
 from farm.agents.hooks import NO_HOOKS, AgentHooks
@@ -23,7 +22,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.registry import AdapterSpec, create_adapter
 from farm.agents.urls import SCHEME as NEURO_SAN_SCHEME
-from farm.agents.urls import neuro_san_server, parse_neuro_san_url
+from farm.agents.urls import neuro_san_server, parse_neuro_san_url, split_url
 from farm.errors import AgentResolutionError
 from farm.models import Case
 from farm.yaofile import read_yao_object
@@ -37,7 +36,7 @@ def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = N
             raise AgentResolutionError(f"agent {ref!r}: expected py:module:function or py:path/file.py:function")
         return AgentRef("python", ref[3:], base)
     if ref.startswith(("http://", "https://")):
-        if not urlsplit(ref).hostname:
+        if not split_url(ref, f"agent {ref!r}").hostname:
             raise AgentResolutionError(f"agent {ref!r}: the URL has no host")
         return AgentRef("http", ref, base)
     if ref.startswith(NEURO_SAN_SCHEME):

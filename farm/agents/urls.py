@@ -7,7 +7,7 @@ keeps HTTP's own default port, as any URL does.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from farm.errors import AgentResolutionError
 
@@ -29,6 +29,7 @@ def parse_neuro_san_url(ref: str) -> tuple[str, str]:
     agent = agent.strip("/")
     if not netloc or not agent:
         raise AgentResolutionError(f"agent {ref!r}: expected {REFERENCE_SHAPE}")
+    split_url(f"http://{netloc}", f"agent {ref!r}")  # a host or port that does not parse, named as given
     return neuro_san_server(SCHEME + netloc), agent
 
 
@@ -44,10 +45,21 @@ def neuro_san_server(server: str) -> str:
         netloc, slash, path = server.removeprefix(SCHEME).partition("/")
         port = "" if _has_port(netloc) else f":{DEFAULT_PORT}"
         server = f"http://{netloc}{port}{slash}{path}"
-    parts = urlsplit(server)
+    parts = split_url(server, f"neuro-san server {server!r}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise AgentResolutionError(f"neuro-san server {server!r}: expected http://host:port or https://host:port")
     return server
+
+
+def split_url(url: str, what: str) -> SplitResult:
+    """``urlsplit``, its port read: a URL that does not parse (an unclosed IPv6 bracket, a port
+    out of range or not a number) is bad input naming ``what``, not a traceback."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- urllib checks the port only when it is read
+    except ValueError as exc:
+        raise AgentResolutionError(f"{what}: {exc}") from None
+    return parts
 
 
 def _has_port(netloc: str) -> bool:
