@@ -12,6 +12,7 @@ as it is read: a distributed submitter keeps only each case's stored form
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import create_agent, parse_reference
 from farm.agents.retry import attempts_from_env
+from farm.agents.transport import client_deferred
 from farm.batch_plan import BatchPlanner, PlanKeeps, PlanParts, ReadCounter
 from farm.compact_cases import CompactCases
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
@@ -205,7 +207,8 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
                            cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
+    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred():
+        built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
     fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
@@ -215,6 +218,12 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
     return PreparedSweep(plan, stream, outputs, parts.ids if keeps == "ids" else None)
+
+
+def _calls_agents_here(settings: TestSettings) -> bool:
+    """An in-process sweep calls its agents in this process; a distributed or listing one only
+    checks them, so their HTTP client is not loaded here (``client_deferred``)."""
+    return not (settings.broker or settings.collect_only or settings.dry_run)
 
 
 def _compact(settings: TestSettings) -> bool:

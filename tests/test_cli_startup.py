@@ -12,8 +12,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from farm.cli.main import COMMANDS, main
@@ -88,3 +90,35 @@ def test_a_command_leaves_its_objects_out_of_the_last_collections() -> None:
     assert done.returncode == 0, done.stderr
     version, *at_exit = done.stdout.splitlines()
     assert version.startswith("farm, version") and at_exit == ["frozen True"]
+
+
+def _imports_aiohttp(tmp_path: Path, *flags: str, agent: str = "http://127.0.0.1:9/agent"
+                     ) -> tuple[subprocess.CompletedProcess[str], bool]:
+    """``farm test`` of an HTTP agent with ``flags`` under ``-X importtime``: its run, and whether it loaded aiohttp."""
+    (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "farm", "test", "-i", "suite.jsonl",
+                           "-n", agent, "--no-progress", "--no-history", *flags],
+                          cwd=tmp_path, capture_output=True, text=True)
+    loaded = any(line.rsplit("|", 1)[-1].strip() == "aiohttp" for line in done.stderr.splitlines()
+                 if line.startswith("import time:"))
+    return done, loaded
+
+
+def test_an_http_agent_only_listed_never_loads_the_http_client(tmp_path: Path) -> None:
+    for flag in ("--collect-only", "--dry-run"):
+        done, loaded = _imports_aiohttp(tmp_path, flag)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert not loaded, flag
+    done, loaded = _imports_aiohttp(tmp_path, "-o", "out.jsonl")  # in-process: its runs call the agent
+    assert loaded and (tmp_path / "out.jsonl").is_file()
+
+
+@pytest.mark.redis
+def test_a_distributed_submitter_checks_an_http_agent_without_loading_the_http_client(
+        tmp_path: Path, redis_server: str, redis_client: Any) -> None:
+    done, loaded = _imports_aiohttp(tmp_path, "--broker", redis_server, "--detach")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not loaded
+    assert redis_client.keys("farm:sweep:*")  # the sweep was stored for the workers
+    done, _ = _imports_aiohttp(tmp_path, "--broker", redis_server, "--detach", agent="http://[::1/bad")
+    assert done.returncode == 2  # and the agent is still checked: a bad URL is exit 2

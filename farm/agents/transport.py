@@ -35,8 +35,10 @@ whatever the outcome; the backoff sleeps between attempts hold no lease::
 The default is ``NO_LIMITER``; ``AgentHooks.limiter`` (``farm.agents.hooks``), given to the
 agent pool and the judge resolver, injects another for every adapter they build.
 aiohttp is imported when the first ``Transport`` is built (an adapter that speaks HTTP), so that
-sweeps without HTTP agents never load it, and a sweep's clock does not count the import (~0.2 s
-with the TLS context) in its first call.
+sweeps without HTTP agents never load it, and a sweep's clock does not count the import (~0.14 s
+with the TLS context) in its first call. Adapters built only to be checked (a distributed
+submitter's, a listing's: ``client_deferred``) load it at their first session instead, which
+never comes.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ import functools
 import ssl
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -304,7 +307,8 @@ class Transport:
     """
 
     def __init__(self, limiter: CallLimiter | None = None) -> None:
-        _load_client()
+        if not _client_deferred.get():
+            _load_client()
         self.limiter: CallLimiter = limiter or NO_LIMITER
         self._lock = threading.Lock()
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
@@ -338,6 +342,19 @@ class Transport:
             _drop(orphan)
         if mine is not None:
             await mine.close()
+
+
+_client_deferred: ContextVar[bool] = ContextVar("farm_http_client_deferred", default=False)
+
+
+@contextlib.contextmanager
+def client_deferred() -> Iterator[None]:
+    """Transports built inside load aiohttp at their first session, not when built."""
+    token = _client_deferred.set(True)
+    try:
+        yield
+    finally:
+        _client_deferred.reset(token)
 
 
 def _load_client() -> None:
