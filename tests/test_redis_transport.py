@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
+import redis
 from kombu import Connection, Exchange, Queue
 
 from farm.celery_config import REDIS_TRANSPORT, celery_settings
@@ -139,3 +141,35 @@ def test_a_queue_consumed_without_acknowledgements_is_read_one_message_at_a_time
             while len(received) < 5:
                 connection.drain_events(timeout=5)
         assert received == [{"n": n} for n in range(5)] and redis_client.hlen("unacked") == 0
+
+
+@pytest.mark.redis
+def test_a_read_takes_only_its_share_of_the_list_when_others_wait_for_it(redis_server: str,
+                                                                          redis_client: Any) -> None:
+    # another consumer blocked on BRPOP (an idle process of the worker): the list is split with it
+    waiting = redis.Redis.from_url(redis_server)
+    other = threading.Thread(target=waiting.brpop, args=(["farm-other"],), kwargs={"timeout": 30})
+    other.start()
+    try:
+        for _ in range(200):
+            if redis_client.info("clients")["blocked_clients"] == 1:
+                break
+            time.sleep(0.01)
+        assert redis_client.info("clients")["blocked_clients"] == 1
+        with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+            _publish(connection, BATCH_QUEUE, 20)
+            channel = connection.default_channel
+            channel.basic_qos(prefetch_count=100)
+            received: list[Any] = []
+            with connection.Consumer(BATCH_QUEUE, callbacks=[lambda body, message: received.append(message)],
+                                     channel=channel, accept=["json"]):
+                connection.drain_events(timeout=5)
+                # BRPOP's message, then half of the 19 left (rounded up) for the one waiting
+                assert [m.payload["n"] for m in received] == list(range(11))
+                assert redis_client.llen("farm-batch") == 9 and redis_client.hlen("unacked") == 11
+                for message in received:
+                    message.ack()
+    finally:
+        redis_client.lpush("farm-other", "done")
+        other.join()
+        waiting.close()
