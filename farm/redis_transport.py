@@ -17,13 +17,15 @@ run threads after each: a worker started about 300 runs a second however many th
 call records that message unacked and moves more of the same list into the same ``unacked`` hash
 and index (kombu's own keys and format, so its visibility-timeout restore and ``restore_unacked``
 see them); then each is delivered to the consumer in order. It takes no more than the prefetch
-limit leaves room for, and no more than a fair share of the list: its length divided among this
-consumer and the clients blocked waiting (Redis' ``blocked_clients``: the worker's idle processes,
-other workers). Without the share, a short queue went whole to one process: 50 runs of 50 ms of
-CPU took 2.74 s on one core instead of 1.67 s on two (2026-11-24). A message is in the
-``unacked`` hash before the consumer sees it, as with kombu; unlike kombu's two round trips, no
-message is ever out of both the list and the hash. Queues consumed without acknowledgements
-(Celery's reply queues) and key-prefixed channels keep kombu's one-message read.
+limit leaves room for, and no more than a quarter of what is left in the list (``SHARE``), so a
+short queue is spread over the worker's processes and other workers: taking all the room gave a
+queue of 50 CPU-bound runs whole to one process (2.74 s on one core instead of 1.67 s on two,
+2026-11-24); a quarter, 1.78 s, split 116 / 134. (Dividing by the clients blocked waiting needs
+``INFO``, which the compose file's ACL user may not run.) A long queue still fills the room in
+one read. A message is in the ``unacked`` hash before the consumer sees it, as with kombu; unlike
+kombu's two round trips, no message is ever out of both the list and the hash. Queues consumed
+without acknowledgements (Celery's reply queues) and key-prefixed channels keep kombu's
+one-message read.
 
 ``farm.celery_config.REDIS_TRANSPORT`` selects it for ``redis://`` brokers; ``rediss://`` (kombu reads its TLS
 defaults from the URL's scheme) and ``unix://`` keep kombu's own.
@@ -42,14 +44,15 @@ from kombu.utils.json import loads
 
 BATCH_MAX = 100
 """At most this many messages per read, whatever the prefetch limit (one read's work stays short)."""
+SHARE = 4
+"""A read takes at most 1/SHARE of what is left in the list after its first message."""
 
 RESERVE_LUA = """
 -- KEYS: the list BRPOP answered from, kombu's unacked hash, its index.
--- ARGV: the message BRPOP gave, how many more it may take, the time to index them at.
--- A fair share only: the list divided among this consumer and those blocked waiting for it (an
--- idle process of the same worker, another worker), so a short queue is spread, not taken whole.
-local blocked = tonumber(string.match(redis.call('INFO', 'clients'), 'blocked_clients:(%d+)')) or 0
-local share = math.ceil(redis.call('LLEN', KEYS[1]) / (blocked + 1))
+-- ARGV: the message BRPOP gave, how many more it may take, the time to index them at, SHARE.
+-- At most a share of what is left, so that a short queue is spread over the worker's processes
+-- and other workers instead of going whole to one (SHARE: the module docstring).
+local share = math.ceil(redis.call('LLEN', KEYS[1]) / tonumber(ARGV[4]))
 local function record(item)
   local properties = cjson.decode(item)['properties']
   local delivery = properties['delivery_info']
@@ -145,7 +148,7 @@ class Channel(kombu_redis.Channel):
         more = max(min(BATCH_MAX if room is None else room, BATCH_MAX) - 1, 0)
         client = self._create_client()
         taken: list[bytes] = self._reserve(keys=[key, self.qos.unacked_key, self.qos.unacked_index_key],
-                                           args=[item, more, time()], client=client)
+                                           args=[item, more, time(), SHARE], client=client)
         return taken
 
     def _give_back(self, payloads: list[dict[str, Any]]) -> None:
@@ -164,4 +167,4 @@ class Transport(kombu_redis.Transport):
     Channel = Channel
 
 
-__all__ = ["BATCH_MAX", "Channel", "QoS", "Transport"]
+__all__ = ["BATCH_MAX", "SHARE", "Channel", "QoS", "Transport"]
