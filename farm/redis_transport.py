@@ -114,6 +114,8 @@ class Channel(kombu_redis.Channel):
 
     def _brpop_read(self, **options: Any) -> bool:
         """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room."""
+        if self.global_keyprefix:  # the shared client would prefix BRPOP's key again: kombu's read
+            return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
         try:
             try:
                 dest__item = self.client.parse_response(self.client.connection, "BRPOP", **options)
@@ -126,7 +128,7 @@ class Channel(kombu_redis.Channel):
             key, item = bytes_to_str(dest__item[0]), dest__item[1]  # type: ignore[no-untyped-call]
             dest = key.rsplit(self.sep, 1)[0]
             self._queue_cycle.rotate(dest)
-            if dest in self._no_ack_queues or self.global_keyprefix:
+            if dest in self._no_ack_queues:
                 self.connection._deliver(_payload(item), dest)  # kombu's read: nothing to record
                 return True
             payloads = [_payload(raw) for raw in [item, *self._reserve_more(key, item)]]
@@ -146,7 +148,7 @@ class Channel(kombu_redis.Channel):
         """Record ``item`` unacked and move up to the room left more of ``key`` beside it, at once."""
         room = self.qos.can_consume_max_estimate()  # counts ``item``'s slot; None: no prefetch limit
         more = max(min(BATCH_MAX if room is None else room, BATCH_MAX) - 1, 0)
-        client = self._create_client()
+        client = self._create_client()  # first: it registers ``_reserve`` on a new client
         taken: list[bytes] = self._reserve(keys=[key, self.qos.unacked_key, self.qos.unacked_index_key],
                                            args=[item, more, time(), SHARE], client=client)
         return taken

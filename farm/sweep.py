@@ -104,6 +104,11 @@ class TestSettings:
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
+    @property
+    def lists_only(self) -> bool:
+        """``--collect-only`` or ``--dry-run``: the cases are listed, no agent is called."""
+        return self.collect_only or self.dry_run
+
 
 @dataclass
 class PreparedSweep:
@@ -223,13 +228,13 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
 def _calls_agents_here(settings: TestSettings) -> bool:
     """An in-process sweep calls its agents in this process; a distributed or listing one only
     checks them, so their HTTP client is not loaded here (``client_deferred``)."""
-    return not (settings.broker or settings.collect_only or settings.dry_run)
+    return not (settings.broker or settings.lists_only)
 
 
 def _compact(settings: TestSettings) -> bool:
     """A distributed submitter keeps its cases in their stored form; an in-process sweep runs
     them, and listing them (``--collect-only``, ``--dry-run``) needs no store."""
-    return bool(settings.broker) and not (settings.collect_only or settings.dry_run)
+    return bool(settings.broker) and not settings.lists_only
 
 
 def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:

@@ -103,7 +103,7 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
     err = Console(stderr=True)
     for note in prepared.loaded.notes:
         say(err, f"farm: note: {note}")
-    if settings.collect_only or settings.dry_run:
+    if settings.lists_only:
         write_lines(dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or [])
         plan = prepared.plan
         say(err, f"collected {plan.total_cases} cases ({plan.total_runs} runs)")
