@@ -1,7 +1,8 @@
 """``farm worker``: a Celery worker of the farm's app with the farm's defaults.
 
-The app lives in ``workers.app``; it is imported by name (as ``celery -A workers.app`` does), so
-the ``farm`` package never imports ``workers`` statically. Settings are checked first: a bad
+The app lives in ``workers.app``; this command hands Celery's own command line ``-A workers.app``,
+so Celery imports it, as ``celery -A workers.app worker`` does, and the ``farm`` package never
+imports ``workers``. Settings are checked first: a bad
 FARM_* value exits 2 with one line, like every other command.
 
 By default it starts one worker process per core under a supervisor (``farm.supervise``) that
@@ -12,10 +13,8 @@ fleet): each child is ``farm worker --no-supervise`` with the same options, name
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from typing import Any
 
 import click
 
@@ -23,6 +22,9 @@ from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.cli.run import run_command
 from farm.settings import DEFAULT_QUEUE
 from farm.supervise import Supervisor, default_processes
+
+WORKER_APP = "workers.app"
+"""The farm's Celery app, by name: Celery imports it (``-A``), never ``farm``."""
 
 DEFAULT_CONCURRENCY = 64
 """Runs in flight per worker process: runs wait on the network, not on the CPU."""
@@ -42,19 +44,16 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     os.environ["FARM_QUEUE"] = queue
     if events:
         os.environ["FARM_TASK_EVENTS"] = "1"
-    settings = celery_settings(broker)
-    app = importlib.import_module("workers.app").app
-    app.conf.update(settings)
-    return celery_main(app, argv)
+    celery_settings(broker)  # a bad FARM_* value exits 2 here; workers.app reads the same environment
+    return celery_main(["-A", WORKER_APP, *argv])
 
 
-def celery_main(app: Any, argv: list[str]) -> int:
-    """Celery's command line on ``argv`` for ``app``; its exit code. ``app.worker_main`` drops that
-    code, so a worker Celery stopped on an error ("Unrecoverable error", exit code 1) exited 0, which
-    a supervisor reads as "told to stop": it was not started again (CI stop 20)."""
+def celery_main(argv: list[str]) -> int:
+    """Celery's command line on ``argv``; its exit code. ``app.worker_main`` drops that code, so a
+    worker Celery stopped on an error ("Unrecoverable error", exit code 1) exited 0, which a
+    supervisor reads as "told to stop": it was not started again (CI stop 20)."""
     from celery.bin.celery import celery
 
-    celery.params[0].default = app  # as app.start does
     try:
         code = celery.main(args=argv, standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -119,4 +118,6 @@ def worker(ctx: click.Context, broker: str, queues: str, concurrency: int, pool:
 
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "broker_option", "celery_main", "start_worker", "supervise_workers", "worker"]
+__all__ = [
+    "DEFAULT_CONCURRENCY", "WORKER_APP", "broker_option", "celery_main", "start_worker", "supervise_workers", "worker",
+]
