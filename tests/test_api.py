@@ -21,7 +21,12 @@ AGENTS = Path(__file__).resolve().parent / "agents" / "basic.py"
 
 def test_exported_names_are_sorted_and_importable() -> None:
     assert farm.__all__ == sorted(farm.__all__)
-    assert all(getattr(farm, name) is not None for name in farm.__all__)
+    star: dict[str, object] = {}
+    exec("from farm import *", star)  # an __all__ name the package does not define raises here
+    assert sorted(set(star) - {"__builtins__"}) == farm.__all__
+    for name in farm.__all__:  # each is the farm's own object under its own name, not an alias
+        exported = star[name]
+        assert (getattr(exported, "__module__", "").split(".")[0], getattr(exported, "__name__", "")) == ("farm", name)
     assert Reply(text="x").output == "x"
 
 
