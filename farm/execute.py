@@ -110,9 +110,9 @@ class _RunState:
         self.timeout_s = 0.0
         """The run's own timeout."""
         self.budget_left_s: float | None = None
+        """Set when a neuro-san test's budget (``farm.deadlines``) ends the run sooner: what was left."""
         self.usage = RunUsage()
         """Tokens of every answered turn (``farm.fleet.usage``)."""
-        """Set when a neuro-san test's budget (``farm.deadlines``) ends the run sooner: what was left."""
 
     def limit(self, case: Case) -> str:
         """How a whole-run timeout is told: ``300s``, or what was left of the test's budget."""

@@ -17,7 +17,8 @@ JsonValue = Any
 
 
 class FarmModel(BaseModel):
-    """Base of all farm models: strict about unknown fields, immutable by convention."""
+    """Base of all farm models: strict about unknown fields. Not frozen: a ``RunResult`` is completed
+    after ``execute`` returns (attempts on workers, the lifecycle's finish)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
 

@@ -15,7 +15,8 @@ gets ``FARM_RECONNECT_TIMEOUT`` seconds to come back; a queue nobody consumes de
 run lease (``WorkerLostError``): detached, not cancelled, since delivery is the farm's
 (``farm.delivery``: the plan and a publish cursor are stored before the first message, the
 workers reconcile). Only Ctrl-C/SIGTERM or a failure of the submitter cancels the sweep.
-Celery is imported only here and in ``workers/``, never by the in-process farm.
+Celery is imported only behind a broker (here, ``farm.celery_config``, ``farm worker`` and
+``workers/``), never by an in-process sweep (``tests/test_purity.py``).
 """
 
 from __future__ import annotations
