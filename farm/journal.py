@@ -123,6 +123,9 @@ def journal_for(sweep_id: str) -> JournalDetails | None:
 class RunJournal:
     """A sweep observer writing the journal; each line is flushed as it is written."""
 
+    durable = True
+    """Its failure stops the sweep with what ran (``farm.observers.Observers``)."""
+
     def __init__(self, stream: TextIO, plan: SweepPlan) -> None:
         self._writer = JsonlWriter(stream)
         self._stream = stream

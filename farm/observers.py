@@ -9,14 +9,18 @@ output goes to stderr so that stdout stays clean for direct-message output and p
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,31 +46,46 @@ class SweepObserver(Protocol):
     def on_finish(self, report: SweepReport) -> None: ...
 
 
+def is_durable(observer: SweepObserver) -> bool:
+    """Whether ``observer`` writes what must not be lost (``durable = True``: the run journal, the
+    JSONL stream): its failure stops the sweep with what ran (SPEC 10)."""
+    return bool(getattr(observer, "durable", False))
+
+
 class Observers:
-    """Fans events out to several observers, in order."""
+    """Fans events out to several observers, in order. A display observer (a bar, a printer) that
+    raises is logged once and dropped, and the sweep goes on; a durable one's error propagates."""
 
     def __init__(self, *observers: SweepObserver) -> None:
-        self._observers = observers
+        self._observers = list(observers)
+
+    def _each(self, call: Callable[[SweepObserver], Any]) -> None:
+        for o in list(self._observers):
+            try:
+                call(o)
+            except Exception:
+                if is_durable(o):
+                    raise
+                log.exception("observer %s failed; the sweep goes on without it", type(o).__name__)
+                self._observers.remove(o)
 
     def on_start(self, start: SweepStart) -> None:
-        for o in self._observers:
-            o.on_start(start)
+        self._each(lambda o: o.on_start(start))
 
     def on_result(self, result: RunResult) -> None:
-        for o in self._observers:
-            o.on_result(result)
+        self._each(lambda o: o.on_result(result))
 
     def on_case(self, stats: CaseStats) -> None:
-        for o in self._observers:
-            o.on_case(stats)
+        self._each(lambda o: o.on_case(stats))
 
     def on_finish(self, report: SweepReport) -> None:
-        for o in self._observers:
-            o.on_finish(report)
+        self._each(lambda o: o.on_finish(report))
 
 
 class JsonlObserver:
     """Writes the JSONL event stream to a text stream as the sweep goes (flushed per line)."""
+
+    durable = True
 
     def __init__(self, stream: TextIO) -> None:
         from farm.reports.jsonl import JsonlWriter
@@ -157,4 +176,5 @@ __all__ = [
     "StdoutPrinter",
     "SweepObserver",
     "SweepStart",
+    "is_durable",
 ]

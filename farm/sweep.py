@@ -278,10 +278,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     loop; a distributed one follows its workers from a thread (its Redis reads block)."""
     prepared = prepare_sweep(settings)
     executor = create_executor(settings)
-    observer = observer or Observers()
-    if isinstance(executor, LocalExecutor):
-        return await executor.arun(prepared.plan, observer, stop)
-    return await asyncio.to_thread(executor.run, prepared.plan, observer, stop)
+    return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 
 def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:

@@ -1,12 +1,14 @@
 """The executor seam: a plan in, a report out, events to an observer on the way.
 
 httpx's transport idea: the local executor runs the plan in this process, the Celery executor
-ships it to workers; ``farm.sweep`` picks one and never branches on which it holds. Both finish
+ships it to workers; ``farm.sweep`` picks one and never branches on which it holds (each
+subclasses ``Executor``, so ``arun`` has a default). Both finish
 the sweep through ``farm.lifecycle``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from farm.lifecycle import SweepStop
@@ -23,6 +25,11 @@ class Executor(Protocol):
     """
 
     def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport: ...
+
+    async def arun(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
+        """``run`` for a caller inside an event loop. By default in a thread (a distributed sweep's
+        Redis reads block); the local executor overrides it to run on the caller's loop."""
+        return await asyncio.to_thread(self.run, plan, observer, stop)
 
 
 __all__ = ["Executor"]

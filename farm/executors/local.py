@@ -33,6 +33,7 @@ from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.deadlines import TestBudgets
 from farm.executors.adaptive import AdaptiveQueue
+from farm.executors.base import Executor
 from farm.fleet.runtime import local_runtime
 from farm.journal import journal_for
 from farm.lifecycle import StopReason, SweepStop, finish_sweep, run_guarded, start_event
@@ -130,7 +131,7 @@ STOP_POLL_S = 0.05
 which no await wakes up for."""
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """Runs a plan in this process.
 
     A stop request (Ctrl-C, SIGTERM, fail-fast, …) stops scheduling at once; runs in flight get
