@@ -5,7 +5,7 @@ both sides agree on serialisation, queues and the broker's redelivery window. ``
 re-exports this module; Celery itself is imported only where a schedule is built.
 
 Task events and the STARTED state are off by default: they cost the worker about a quarter of
-its CPU per run (benchmarks/README.md, §1), and the farm's own event stream already reports
+its CPU per run (the `--events` row of benchmarks/README.md), and the farm's own event stream already reports
 every run. Flower turns events on in running workers by broadcast while it watches.
 
 Nightly schedule (beat): FARM_NIGHTLY_SUITE (unset: none), FARM_NIGHTLY_CRON (five cron fields,

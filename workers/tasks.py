@@ -9,7 +9,7 @@ faults into retries.
 
 Why not a Celery chord: per run it cost a result-backend write and ``on_chord_part_return`` in
 the worker (about a fifth of its CPU), and in the submitter a ``GroupResult`` that subscribed to
-one pub/sub channel per run and never let go (88 → 378 MB at 10k → 100k runs; benchmarks/README.md).
+one pub/sub channel per run and never let go (88 → 378 MB at 10k → 100k runs).
 ``farm.run`` now stores nothing in the result backend (``ignore_result``).
 
 The barrier: storing a run (or dropping it, when the sweep is stopped) sets its bit in the
