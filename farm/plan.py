@@ -70,8 +70,6 @@ class SweepPlan(FarmModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Goes into the report's metadata (input, min pass rate, reporter, …)."""
     queue: str = DEFAULT_QUEUE
-    formats: list[str] = Field(default_factory=list)
-    """Report formats workers render when the sweep finishes (distributed)."""
     started_at: str = ""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""

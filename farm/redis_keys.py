@@ -17,7 +17,6 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:settled:{case}  bitmap: bit n set once run n is stored or dropped (the barrier)
     farm:sweep:{id}:events          stream: start, result, case, finish, stopped events
     farm:sweep:{id}:report          string: the SweepReport JSON (SET NX)
-    farm:sweep:{id}:rendered        hash: format → rendered report text
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
     farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
@@ -110,10 +109,6 @@ def report_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:report"
 
 
-def rendered_key(sweep_id: str) -> str:
-    return f"{sweep_key(sweep_id)}:rendered"
-
-
 def report_latch_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:report-latch"
 
@@ -176,7 +171,7 @@ def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), stats_key(sweep_id),
             cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
-            report_key(sweep_id), rendered_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
+            report_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
             running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),
             index_key(sweep_id)]

@@ -195,14 +195,10 @@ class SweepStore(PlanStore):
     def release_report(self, sweep_id: str) -> None:
         self.client.delete(keys.report_latch_key(sweep_id))
 
-    def store_report(self, sweep_id: str, report: SweepReport, rendered: dict[str, str] | None = None) -> bool:
+    def store_report(self, sweep_id: str, report: SweepReport) -> bool:
         """Store the report once, stream ``finish`` and take the sweep off the in-flight set."""
-        args: list[Any] = [report.model_dump_json(), self.ttl, sweep_id]
-        for fmt, text in (rendered or {}).items():
-            args += [fmt, text]
-        names = [keys.report_key(sweep_id), keys.stream_key(sweep_id), keys.SWEEPS_IN_FLIGHT,
-                 keys.rendered_key(sweep_id)]
-        return bool(self._store_report(keys=names, args=args))
+        names = [keys.report_key(sweep_id), keys.stream_key(sweep_id), keys.SWEEPS_IN_FLIGHT]
+        return bool(self._store_report(keys=names, args=[report.model_dump_json(), self.ttl, sweep_id]))
 
     def get_report(self, sweep_id: str) -> SweepReport | None:
         """The stored report (stored without run details: they are read case by case as it is
@@ -213,10 +209,6 @@ class SweepStore(PlanStore):
     def has_report(self, sweep_id: str) -> bool:
         """Whether the sweep's report is stored (one EXISTS: the report is not read)."""
         return bool(self.client.exists(keys.report_key(sweep_id)))
-
-    def get_rendered(self, sweep_id: str, fmt: str) -> str | None:
-        text = self.client.hget(keys.rendered_key(sweep_id), fmt)
-        return None if text is None else str(text)
 
     # ------------------------------------------------- delivery (``farm.delivery``)
 

@@ -100,16 +100,14 @@ counted), TTL. Returns the number of cases done (the sweep's done-counter)."""
 
 STORE_REPORT_LUA = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
-  for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) end
-  if #ARGV >= 4 then redis.call('EXPIRE', KEYS[4], ARGV[2]) end
   redis.call('XADD', KEYS[2], '*', 'type', 'finish')
   redis.call('ZREM', KEYS[3], ARGV[3])
   return 1
 end
 return 0
 """
-"""KEYS: report, stream, sweeps in flight, rendered hash; ARGV: report JSON, TTL, sweep id,
-then format/text pairs. 1 when this call stored the report."""
+"""KEYS: report, stream, sweeps in flight; ARGV: report JSON, TTL, sweep id. 1 when this call
+stored the report."""
 
 RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end

@@ -91,7 +91,7 @@ def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):
                        plan=CasePlan(runs=3, required=2), agent=AgentRef("python", "m:f", str(tmp_path)))
     assert PlannedCase.model_validate_json(case.model_dump_json()) == case
     plan = build_plan("s", [case], env=RunEnvironment(timeout_s=5, sweep_id="s"),
-                      options=AgentOptions.from_env(tmp_path), metadata={"min_pass_rate": 0.5}, formats=["json"])
+                      options=AgentOptions.from_env(tmp_path), metadata={"min_pass_rate": 0.5})
     assert (plan.total_runs, plan.runs_per_case, plan.max_case_timeout_s, plan.agent_label) == (3, 3, 5.0, "py:m:f")
     header = SweepPlan.model_validate_json(plan.model_dump_json())
     assert header.cases == [] and header == plan.model_copy(update={"cases": []})

@@ -64,11 +64,7 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
             stream.close()
     if path is not None:
         if fmt != "jsonl":
-            text = executor.store().get_rendered(sweep_id, fmt)
-            if text is None:
-                write_report(report, path, fmt)  # case by case, run details read from the store
-            else:
-                path.write_text(text, encoding="utf-8")
+            write_report(report, path, fmt)  # rendered here, run details read from the store case by case
         print_summary(err, report)
         say(err, f"report: {path}")
     return int(exit_code_for(report))

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from farm.fleet.redis_runtime import budget_metadata, is_decided
 from farm.lifecycle import SweepStatus, finish_sweep
-from farm.models import SweepReport
 from farm.plan import CaseSlot, PlannedCase, SweepPlan
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
@@ -56,21 +55,10 @@ def aggregate(store: SweepStore, sweep: SweepPlan, planned: PlannedCase, *, fina
     return Aggregated(True, done, sweep.total_cases, sweep.queue)
 
 
-def render(report: SweepReport, formats: Sequence[str]) -> dict[str, str]:
-    from farm.reports import render_report
-
-    rendered = {}
-    for fmt in formats:
-        try:
-            rendered[fmt] = render_report(report, fmt)
-        except Exception:  # one bad renderer must not lose the report itself
-            log.critical("cannot render the %s report", fmt, exc_info=True)
-    return rendered
-
-
 def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = None,
            reason: str | None = None) -> bool:
-    """Build, render and store the sweep's report once; False if it was stored already."""
+    """Build and store the sweep's report once; False if it was stored already. Reports are
+    rendered where they are asked for (``farm results -o``), from the stored report."""
     sid = sweep.sweep_id
     if store.has_report(sid):
         return False
@@ -81,7 +69,7 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
     )
     built.metadata.update(budget_metadata(store, sweep))  # what a budgeted sweep spent (SPEC 13)
     # stored without run details (all_stats leaves them out); rendering reads them case by case
-    return store.store_report(sid, built, render(store.with_run_details(built), sweep.formats))
+    return store.store_report(sid, built)
 
 
 def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,
@@ -113,4 +101,4 @@ def drop_unpublished(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSl
             report(store, sweep)
 
 
-__all__ = ["Aggregated", "aggregate", "close", "drop_unpublished", "render", "report"]
+__all__ = ["Aggregated", "aggregate", "close", "drop_unpublished", "report"]

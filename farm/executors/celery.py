@@ -25,7 +25,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from farm.errors import (
     InputError,
     WorkerLostError,
 )
+from farm.executors.base import Executor
 from farm.lifecycle import StopReason, SweepStop
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.observers import SweepObserver, SweepStart
@@ -85,16 +86,15 @@ class _Watch:
     closed: bool = False
 
 
-class CeleryExecutor:
+class CeleryExecutor(Executor):
     """Runs sweeps on Celery workers through a Redis or RabbitMQ broker, the sweep data in Redis."""
 
-    def __init__(self, settings: FarmSettings, *, detach: bool = False, formats: Sequence[str] = (),
+    def __init__(self, settings: FarmSettings, *, detach: bool = False,
                  warn: Callable[[str], None] | None = None) -> None:
         self.store_url = settings.store_url  # a RabbitMQ broker without FARM_STORE_URL: SettingsError (exit 2)
         self.settings = settings
         self.broker_url = settings.broker_url
         self.detach = detach
-        self.formats = list(formats)
         self._warn = warn or (lambda message: log.warning("%s", message))
         self._app: Any = None
         self._store: SweepStore | None = None
@@ -123,8 +123,7 @@ class CeleryExecutor:
         return Delivery.from_env(self.settings.visibility_timeout_s, plan.max_case_timeout_s)
 
     def _save(self, plan: SweepPlan) -> SweepPlan:
-        plan = plan.model_copy(update={"formats": self.formats, "queue": self.settings.queue,
-                                       "started_at": utc_now()})
+        plan = plan.model_copy(update={"queue": self.settings.queue, "started_at": utc_now()})
         vt = self.settings.visibility_timeout_s
         if plan.max_case_timeout_s + 60 > vt:
             self._warn(f"a case timeout of {plan.max_case_timeout_s:g}s is close to FARM_VISIBILITY_TIMEOUT={vt}: "
