@@ -44,8 +44,7 @@ key, not per sweep; a limit key's name appears as is when it is a plain name, el
 
 from __future__ import annotations
 
-import hashlib
-import re
+from farm.fleet.specs import fleet_name
 
 PREFIX = "farm:"
 
@@ -175,17 +174,6 @@ def sweep_keys(sweep_id: str) -> list[str]:
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
             running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),
             index_key(sweep_id)]
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")
-
-
-def fleet_name(limit_key: str) -> str:
-    """A rate-limit key as it appears in Redis: itself when a plain name (``openai.gpt-4o``),
-    else ``sha256:`` and a digest, so no URL, credential or odd byte reaches a key."""
-    if _PLAIN_NAME.fullmatch(limit_key):
-        return limit_key
-    return "sha256:" + hashlib.sha256(limit_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def fleet_limit_key(limit_key: str) -> str:

@@ -16,6 +16,7 @@ entry. Pure: no I/O beyond the caller handing in what a file said.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -149,3 +150,14 @@ class LimitTable:
             return flag.over(declared)
         found = flag or declared or self.flag.get(WILDCARD)
         return found if found is not None else RateLimit()
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.*-]{1,100}")
+
+
+def fleet_name(limit_key: str) -> str:
+    """A rate-limit key as it is written down (Redis keys, record/replay files): itself when a plain
+    name (``openai.gpt-4o``), else ``sha256:`` and a digest, so no URL, credential or odd byte shows."""
+    if _PLAIN_NAME.fullmatch(limit_key):
+        return limit_key
+    return "sha256:" + hashlib.sha256(limit_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
