@@ -27,8 +27,8 @@ kombu's two round trips, no message is ever out of both the list and the hash. Q
 without acknowledgements (Celery's reply queues) and key-prefixed channels keep kombu's
 one-message read.
 
-``farm.celery_config.REDIS_TRANSPORT`` selects it for ``redis://`` brokers; ``rediss://`` (kombu reads its TLS
-defaults from the URL's scheme) and ``unix://`` keep kombu's own.
+``farm.celery_config.REDIS_TRANSPORT`` selects it for ``redis://`` brokers; ``rediss://``
+(kombu reads its TLS defaults from the URL's scheme) and ``unix://`` keep kombu's own.
 """
 
 from __future__ import annotations

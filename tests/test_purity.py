@@ -7,8 +7,8 @@ import subprocess
 import sys
 import textwrap
 
-CORE = ["farm.models", "farm.models_base", "farm.suites", "farm.checks", "farm.stats", "farm.reports", "farm.execute",
-        "farm.dynamic", "farm.failures", "farm.deadlines",
+CORE = ["farm.models", "farm.models_base", "farm.suites", "farm.checks", "farm.stats", "farm.reports",
+        "farm.execute", "farm.dynamic", "farm.failures", "farm.deadlines",
         "farm.stats.compare", "farm.reports.comparison", "farm.reports.history_html", "farm.lifecycle",
         "farm.plan", "farm.observers", "farm.settings", "farm.executors.local", "farm.cli",
         "farm.stats.adaptive", "farm.fleet", "farm.fleet.specs", "farm.fleet.ratestate", "farm.fleet.limiter",

@@ -1,6 +1,7 @@
 """Commands on distributed sweeps: ``farm results``, ``cancel``, ``status`` and ``flower``.
 
-The work is in ``farm.executors.celery`` and ``farm.store``; these print and return exit codes.
+The work is in ``farm.executors.celery`` and ``farm.store``; these print and return exit
+codes.
 """
 
 from __future__ import annotations
