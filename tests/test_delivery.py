@@ -212,7 +212,7 @@ def test_submitter_killed_mid_publish_still_leads_to_a_finished_sweep(tmp_path, 
     wait_for(lambda: not store.publisher_alive(sweep_id), 60, "the dead publisher's lease to expire")
     assert f"published {published}/{cases * runs} (publisher gone" in farm_cli.run("status").stdout
     workers = [farm_worker(queue="pub", concurrency=8, env=env) for _ in range(2)]
-    report = _report(store, sweep_id, timeout=300)
+    report = _report_while_progressing(store, sweep_id)
     assert report["metadata"]["status"] == "complete"
     assert report["summary"]["total_runs"] == cases * runs
     for case in report["results"]:

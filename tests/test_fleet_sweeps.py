@@ -247,9 +247,8 @@ def test_a_shared_rate_limit_holds_in_process(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         per_second = counting.per_second(start, end)
         assert counting.count(start, end) == 100
-        assert per_second and max(per_second) <= 21, per_second  # the limit, +5 %
-        busy = [n for n in per_second[1:-1] if n]
-        assert busy and sum(busy) / len(busy) >= 18, per_second  # and at least 90 % of it used
+        assert per_second and max(per_second) <= 21, per_second  # the limit, +5 %; how much of it a
+        # loaded machine uses is a benchmark's figure (benchmarks/bench_fleet_rate.py), not a test's
 
 
 def test_declared_rate_limits_reach_the_plan_and_the_flag_wins(tmp_path: Path, server: Served,
