@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from farm.errors import ExitCode
 from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
+from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
@@ -70,6 +71,7 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     row: a row would carry a pass rate of 0 and a stability class for a case that never ran,
     and ``jq '.results | all(.pass_rate >= 80)'`` would no longer mean what it says.
     """
+    mark_quarantined(stats, metadata.get("quarantine"))
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
@@ -95,7 +97,7 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
     if code is not None:
         return code
-    failed = any(case_verdict(s) == "failed" for s in report.results)
+    failed = any(case_verdict(s) == "failed" and not is_quarantined(s) for s in report.results)
     return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
 
 
