@@ -154,6 +154,8 @@ def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings
         say(err, f"journal: {journal}")
     for line in quarantine_lines(report.results):
         say(err, line)
+    if isinstance(bias := report.metadata.get("retry_bias"), dict):
+        say(err, str(bias["line"]))
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None) -> int:

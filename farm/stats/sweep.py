@@ -12,6 +12,7 @@ from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
+from farm.stats.retry_bias import flag_retry_bias, retry_bias_summary
 
 Verdict = Literal["passed", "failed", "skipped"]
 
@@ -72,6 +73,9 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     and ``jq '.results | all(.pass_rate >= 80)'`` would no longer mean what it says.
     """
     mark_quarantined(stats, metadata.get("quarantine"))
+    flag_retry_bias(stats)
+    if (bias := retry_bias_summary(stats)) is not None:
+        metadata = {**metadata, "retry_bias": bias}
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
