@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,9 @@ def respond(messages, context):
     with draws.open("a") as f:
         f.write(".")
     k = draws.stat().st_size
+    if os.environ.get("FARM_TEST_SLOW"):
+        import time
+        time.sleep(float(os.environ["FARM_TEST_SLOW"]))
     return "yes" if random.Random(f"{{os.environ['FARM_TEST_SEED']}}:{{P}}:{{k}}").random() < P else "no"
 '''
 
@@ -90,6 +95,34 @@ def test_names_the_commit_where_the_pass_probability_dropped(tmp_path: Path) -> 
     finally:
         store.close()
     assert len(tagged) >= len(doc["probes"]) and {s.git_commit for s in tagged} <= set(shas)
+
+
+def test_ctrl_c_removes_the_worktrees_and_tells_what_was_learned(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo")
+    draws = tmp_path / "draws"
+    draws.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_TEST_SEED": "1", "FARM_TEST_DRAWS": str(draws),
+           "FARM_DATA_DIR": str(tmp_path / "data"), "FARM_TEST_SLOW": "0.05"}
+    out = tmp_path / "b.json"
+    proc = subprocess.Popen([sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "-o",
+                             str(out), "--", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1",
+                             "--no-history"], cwd=tmp_path / "repo", env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # GOOD has run: BAD's probe is running now
+        seen.append(line)
+        if line.startswith("  GOOD "):
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(seen) + stderr
+    assert "interrupted: what was learned so far" in stdout, stderr
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and doc["first_bad"] is None
+    assert doc["probes"][0]["commit"] == shas[0] and doc["probes"][0]["runs"] == 60
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+    assert not list(Path(tempfile.gettempdir()).glob(f"farm-bisect-*/{shas[0][:12]}"))
 
 
 def test_nothing_regressed_is_exit_1(tmp_path: Path) -> None:

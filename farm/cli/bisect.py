@@ -62,12 +62,67 @@ def _pooled(report: Any, cases: list[str]) -> tuple[int, int]:
     return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)
 
 
+class _Run:
+    """One bisection: its probes so far, so an interrupt can tell what was learned."""
+
+    def __init__(self, options: BisectOptions, root: Path, commits: list[str], good: str, bad: str) -> None:
+        self.options, self.root, self.commits = options, root, commits
+        self.good, self.bad = good, bad
+        self.bisect_id = uuid.uuid4().hex[:8]
+        self.cases: list[str] = []
+        self.endpoints: list[Any] = []
+        self.search: Any = None
+
+    def run(self, runner: Any) -> bool:
+        """GOOD and BAD, then the bisection; False when no case regressed."""
+        from farm.bisect.search import Bisection, ProbeResult
+        from farm.bisect.sequential import Sprt, smoothed
+
+        ends: tuple[tuple[str, Verdict], ...] = ((self.good, "good"), (self.bad, "bad"))
+        reports = []
+        for sha, verdict in ends:
+            report = runner.report(sha, self.options.runs)
+            reports.append(report)
+            passed, runs = _pooled(report, [c.id for c in report.results])
+            self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
+            click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
+        self.cases = _regressed(*reports)
+        if not self.cases:
+            return False
+        for end, report in zip(self.endpoints, reports, strict=True):  # the rates of the regressed cases only
+            end.passed, end.runs = _pooled(report, self.cases)
+        (gp, gn), (bp, bn) = ((e.passed, e.runs) for e in self.endpoints)
+        click.echo(f"  regressed: {', '.join(self.cases)} ({gp}/{gn} at GOOD, {bp}/{bn} at BAD)", err=True)
+        self.search = Bisection(self.commits, Sprt(smoothed(gp, gn), smoothed(bp, bn), self.options.alpha,
+                                                   self.options.beta))
+        self.search.run(lambda sha, n: runner.passes(sha, n, self.cases), batch=self.options.batch,
+                        max_runs=self.options.max_runs, told=self._told)
+        return True
+
+    def _told(self, probe: Any) -> None:
+        from farm.bisect.git import subject
+
+        click.echo(f"  probe {probe.commit[:12]} {subject(self.root, probe.commit)[:50]}: "
+                   f"{probe.passed}/{probe.runs} passed: {probe.verdict}", err=True)
+
+    def document(self) -> dict[str, Any]:
+        from farm.bisect.git import subject
+
+        doc: dict[str, Any] = {"bisect_id": self.bisect_id, "good": self.good, "bad": self.bad, "cases": self.cases,
+                               "first_bad": None, "suspects": [], "max_runs": self.options.max_runs,
+                               "batch": self.options.batch}
+        if self.search is None:
+            doc.update(probes=[p.to_json() for p in self.endpoints], runs=sum(p.runs for p in self.endpoints))
+        else:
+            doc.update(self.search.describe(self.endpoints))
+        doc["subject"] = subject(self.root, doc["first_bad"]) if doc["first_bad"] else None
+        return doc
+
+
 def run_bisect(options: BisectOptions) -> int:
     from farm.bisect import git
     from farm.bisect.output import output_format, summary_lines, write_outputs
     from farm.bisect.probe import ProbeRunner
-    from farm.bisect.search import Bisection, ProbeResult
-    from farm.bisect.sequential import Sprt, smoothed
 
     for flag, value in (("--runs", options.runs), ("--max-runs", options.max_runs), ("--batch", options.batch)):
         if value < 1:
@@ -77,61 +132,27 @@ def run_bisect(options: BisectOptions) -> int:
     cwd = Path.cwd()
     root = git.repo_root(cwd)
     good, bad = git.resolve(root, options.good, "--good"), git.resolve(root, options.bad, "--bad")
-    commits = git.commits_between(root, good, bad)
-    bisect_id = uuid.uuid4().hex[:8]
-    doc: dict[str, Any] = {"bisect_id": bisect_id, "good": good, "bad": bad, "cases": [], "first_bad": None,
-                           "suspects": [], "probes": [], "runs": 0}
-    click.echo(f"bisect {bisect_id}: {len(commits)} commits after GOOD {good[:12]} up to BAD {bad[:12]} "
-               f"(history tag bisect={bisect_id})", err=True)
-    search: Bisection | None = None
-    endpoints: list[ProbeResult] = []
-    with git.Worktrees(root) as trees:
-        runner = ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()), options.test_args, bisect_id)
-        try:
-            reports = []
-            ends: tuple[tuple[str, Verdict], ...] = ((good, "good"), (bad, "bad"))
-            for sha, verdict in ends:
-                report = runner.report(sha, options.runs)
-                reports.append(report)
-                passed, runs = _pooled(report, [c.id for c in report.results])
-                endpoints.append(ProbeResult(sha, runs, passed, verdict))
-                click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
-            cases = _regressed(*reports)
-            doc["cases"] = cases
-            if not cases:
-                doc.update(probes=[p.to_json() for p in endpoints], runs=sum(p.runs for p in endpoints))
-                write_outputs(outputs, doc)
-                click.echo("no case regressed between GOOD and BAD")
-                return int(ExitCode.CASES_FAILED)
-            (gp, gn), (bp, bn) = _pooled(reports[0], cases), _pooled(reports[1], cases)
-            for sha, (p, n) in ((good, (gp, gn)), (bad, (bp, bn))):
-                hit = next(e for e in endpoints if e.commit == sha)
-                hit.passed, hit.runs = p, n
-            sprt = Sprt(smoothed(gp, gn), smoothed(bp, bn), options.alpha, options.beta)
-            click.echo(f"  regressed: {', '.join(cases)} ({gp}/{gn} at GOOD, {bp}/{bn} at BAD)", err=True)
-            search = Bisection(commits, sprt)
-            search.run(lambda sha, n: runner.passes(sha, n, cases), batch=options.batch, max_runs=options.max_runs,
-                       told=lambda p: click.echo(f"  probe {p.commit[:12]} {git.subject(root, p.commit)[:50]}: "
-                                                 f"{p.passed}/{p.runs} passed: {p.verdict}", err=True))
-        except KeyboardInterrupt:
-            doc.update(_learned(search, endpoints), interrupted=True)
-            write_outputs(outputs, doc)
-            for line in summary_lines(doc):
-                click.echo(line)
-            return int(ExitCode.INTERRUPTED)
-    doc.update(_learned(search, endpoints), max_runs=options.max_runs, batch=options.batch)
-    doc["subject"] = git.subject(root, doc["first_bad"]) if doc.get("first_bad") else None
+    bisection = _Run(options, root, git.commits_between(root, good, bad), good, bad)
+    click.echo(f"bisect {bisection.bisect_id}: {len(bisection.commits)} commits after GOOD {good[:12]} up to BAD "
+               f"{bad[:12]} (history tag bisect={bisection.bisect_id})", err=True)
+    try:
+        with git.Worktrees(root) as trees:
+            regressed = bisection.run(ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()),
+                                                  options.test_args, bisection.bisect_id))
+    except KeyboardInterrupt:  # the worktrees are gone (the with block): say what was learned
+        doc = {**bisection.document(), "interrupted": True, "first_bad": None}
+        write_outputs(outputs, doc)
+        for line in summary_lines(doc):
+            click.echo(line)
+        return int(ExitCode.INTERRUPTED)
+    doc = bisection.document()
     write_outputs(outputs, doc)
+    if not regressed:
+        click.echo("no case regressed between GOOD and BAD")
+        return int(ExitCode.CASES_FAILED)
     for line in summary_lines(doc):
         click.echo(line)
     return int(ExitCode.OK)
-
-
-def _learned(search: Any, endpoints: list[Any]) -> dict[str, Any]:
-    if search is None:
-        return {"probes": [p.to_json() for p in endpoints], "runs": sum(p.runs for p in endpoints)}
-    described: dict[str, Any] = search.describe(endpoints)
-    return described
 
 
 @click.command(name="bisect", context_settings={"ignore_unknown_options": True})
