@@ -206,3 +206,42 @@ def test_a_detached_sweep_carries_the_entries_to_the_worker(tmp_path: Path, farm
     report = parse_json_report((tmp_path / "r.json").read_text())
     flaky = next(c for c in report.results if c.id == "flaky")
     assert flaky.quarantine is not None and flaky.quarantine["status"] == "active" and not flaky.case_passed
+
+
+@pytest.mark.browser
+def test_the_html_report_shows_the_badge_in_chromium(tmp_path: Path) -> None:
+    from tests.browser_fixtures import Opened, headless_chromium
+
+    suite = project(tmp_path / "p", quality={"flaky": 0.6, "solid": 1.0})
+    assert sweep(suite, tmp_path).exit_code == 0
+    with headless_chromium() as browser:
+        opened = Opened(browser, tmp_path / "r.html")
+        try:
+            badge = opened.page.locator("#rows tr.case-row .b-quarantined")
+            assert badge.count() == 1 and badge.first.text_content() == "quarantined"
+            row = opened.page.locator("#rows tr.case-row", has=opened.page.locator(".b-quarantined"))
+            assert "flaky" in (row.text_content() or "")
+            assert "ana: upstream model drift, until 2099-12-31" in (row.text_content() or "")
+            assert opened.problems == [] and opened.blocked == []
+        finally:
+            opened.context.close()
+
+
+def test_a_quarantined_regression_does_not_make_the_nightly_regress(tmp_path: Path) -> None:
+    from farm.history.nightly import NightlySettings, run_nightly
+    from farm.history.store import HistoryStore
+    from farm.quarantine.marks import mark_quarantined
+    from tests.test_history_nightly import nightly_report
+
+    store = HistoryStore.open(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    try:
+        run_nightly(store, nightly_report("n1", 1, 20), NightlySettings())
+        store.set_baseline("nightly", "n1")  # n3 is compared with n1 too
+        held = nightly_report("n2", 2, 4)
+        mark_quarantined(held.results, {"a": {"case": "a", "owner": "ana", "reason": "", "until": FUTURE}})
+        assert not run_nightly(store, held, NightlySettings()).regressed
+        expired = nightly_report("n3", 3, 4)
+        mark_quarantined(expired.results, {"a": {"case": "a", "owner": "ana", "reason": "", "until": PAST}})
+        assert run_nightly(store, expired, NightlySettings()).regressed
+    finally:
+        store.close()
