@@ -90,7 +90,8 @@ def test_retried_runs_that_pass_less_are_flagged_and_fair_ones_are_not(biased_ag
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(json.dumps({"id": c, "input": c, "expected": "yes"}) + "\n" for c in RIGHT_IN_TEN))
     result = CliRunner().invoke(main, ["test", "--no-progress", "-i", str(suite), "-n", biased_agent, "--runs", "40",
-                                       "--no-history", "-o", str(tmp_path / "r.json"), "--min-pass-rate", "0"],
+                                       "--no-history", "-o", str(tmp_path / "r.json"), "-o", str(tmp_path / "r.md"),
+                                       "--min-pass-rate", "0"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     report = parse_json_report((tmp_path / "r.json").read_text())
@@ -104,6 +105,8 @@ def test_retried_runs_that_pass_less_are_flagged_and_fair_ones_are_not(biased_ag
     assert ("retry bias: 40 runs of 2 cases needed a transient retry; 1 pass at a different rate when retried: "
             "biased (30.0% retried vs 90.0% clean") in result.output
     assert report.metadata["retry_bias"]["flagged"] == ["biased"]
+    markdown = (tmp_path / "r.md").read_text()
+    assert "| Retry Bias | retry bias: 40 runs of 2 cases needed a transient retry; 1 pass" in markdown
 
 
 def test_no_retried_run_means_no_retry_bias_figures(tmp_path: Path) -> None:

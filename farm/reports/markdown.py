@@ -81,6 +81,8 @@ def _summary(report: SweepReport) -> list[str]:
         if meta.get(key) is not None:
             rows.append((label, md_inline(meta[key])))
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta)]
+    if isinstance(bias := meta.get("retry_bias"), dict):
+        rows.append(("Retry Bias", md_inline(bias.get("line"))))
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
 
 
