@@ -93,3 +93,19 @@ def test_an_estimate_over_the_budget_exits_4_and_under_it_0(tmp_path: Path, serv
     under = farm(tmp_path, "-i", str(suite), "--runs", "1", "--no-history", "--estimate", "--budget", "100")
     assert under.returncode == 0, under.stdout + under.stderr
     assert "within the budget of $100" in under.stdout
+
+
+def test_the_wall_time_follows_lanes_and_never_beats_the_rate_limit() -> None:
+    from farm.estimate.forecast import PlannedCalls, forecast
+    from farm.estimate.spend import PerRun
+    from farm.fleet.specs import RateLimit
+
+    calls = PlannedCalls(runs=100, agent_calls=100, judge_calls=0, by_key={"llm": 100})
+    basis = PerRun(runs=10, tokens=50.0, cost_usd=0.01, judge_tokens=None, judge_cost_usd=None, run_ms=1000.0)
+    free = forecast(calls, basis, parallel=10, workers=2, limits=[])
+    assert (free.wall_s, free.lanes, free.tokens, free.limited_by) == (5.0, 20, 5000, None)
+    assert free.cost_usd == pytest.approx(1.0)
+    limited = forecast(calls, basis, parallel=10, workers=2, limits=[("llm", RateLimit(requests_per_s=1.0))])
+    assert limited.wall_s == 100.0 and limited.limited_by == "llm 60/m (calls)"
+    capped = forecast(calls, basis, parallel=10, workers=2, limits=[("llm", RateLimit(concurrency=4))])
+    assert capped.lanes == 4 and capped.wall_s == 25.0
