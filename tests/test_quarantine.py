@@ -66,6 +66,14 @@ def test_a_quarantined_flaky_case_runs_is_marked_everywhere_and_does_not_gate(tm
     assert '"quarantine":{' in html.replace(" ", "") and "quarantineBadge" in html
 
 
+def test_a_quarantined_case_does_not_count_against_the_overall_gate(tmp_path: Path) -> None:
+    suite = project(tmp_path / "p", quality={"flaky": 0.2, "solid": 1.0})
+    result = sweep(suite, tmp_path, "--min-overall-pass-rate", "90%")
+    assert result.exit_code == 0, result.output
+    (tmp_path / "p" / "farm-quarantine.toml").unlink()
+    assert sweep(suite, tmp_path, "--min-overall-pass-rate", "90%", "--min-pass-rate", "0").exit_code == 1
+
+
 def test_a_quarantine_past_its_date_gates_again_and_says_it_expired(tmp_path: Path) -> None:
     suite = project(tmp_path / "p", quality={"flaky": 0.6}, until=PAST)
     result = sweep(suite, tmp_path)
