@@ -45,9 +45,12 @@ def _check_test_args(args: tuple[str, ...]) -> None:
     if not args:
         raise SettingsError("give the farm test arguments after --: farm bisect --good A --bad B -- -i suite.jsonl")
     try:
-        test.make_context("farm test", list(args), resilient_parsing=False)
+        ctx = test.make_context("farm test", list(args), resilient_parsing=False)
     except click.ClickException as exc:
         raise SettingsError(f"farm test arguments: {exc.format_message()}") from None
+    if ctx.params.get("runs") is not None:  # each probe sets its own
+        raise SettingsError("farm test arguments: --runs is farm bisect's (--runs for GOOD and BAD, --max-runs and "
+                            "--batch for the probes)")
 
 
 def _regressed(good_report: Any, bad_report: Any) -> list[str]:
