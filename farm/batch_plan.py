@@ -42,6 +42,10 @@ def _matches(case_id: str, pattern: str) -> bool:
     return pattern in case_id
 
 
+matches_pattern = _matches
+"""Whether a case id matches a `-k` pattern (a substring, or a glob when it has * ? [)."""
+
+
 def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
     """``-k``: the cases whose id matches any pattern (substring, or glob when it has ``*?[``)."""
     if not patterns:

@@ -157,6 +157,12 @@ class CaseStats(FarmModel):
     run) counts as failed."""
     runs_saved: int = 0
     """Adaptive: planned runs not made because the verdict was settled."""
+    quarantine: dict[str, JsonValue] | None = None
+    """The ``farm-quarantine.toml`` entry naming the case (case, owner, reason, until, file, line)
+    and its ``status``: ``active`` (the case does not gate) or ``expired`` (SPEC 18)."""
+    retry_bias: dict[str, JsonValue] | None = None
+    """Runs that needed a transient retry against runs that did not: ``retried_runs``,
+    ``retried_pass_rate``, ``clean_pass_rate``, ``q`` (Fisher, BH across cases), ``flagged``."""
     content_hash: str | None = None
     """Digest of the case as written (turns, checks, input, settings; not its file or line):
     comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""

@@ -27,6 +27,8 @@ COMMANDS = {
     "compare": "farm.cli.history:compare",
     "history": "farm.cli.history:history_command",
     "baseline": "farm.cli.history:baseline",
+    "quarantine": "farm.cli.quarantine:quarantine",
+    "bisect": "farm.cli.bisect:bisect",
 }
 """Command name → ``module:attribute`` of its click command."""
 

@@ -29,6 +29,7 @@ from farm.lifecycle import StopReason, SweepStop
 from farm.models import SweepReport
 from farm.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
 from farm.outputs import OutputTarget, write_document, write_report
+from farm.quarantine.marks import quarantine_lines
 from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 from farm.stats import exit_code_for
 from farm.sweep import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
@@ -151,16 +152,27 @@ def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings
             say(err, f"report: {target.path}")
     if settings.verbose or report.metadata.get("stopped"):
         say(err, f"journal: {journal}")
+    for line in quarantine_lines(report.results):
+        say(err, line)
+    if isinstance(bias := report.metadata.get("retry_bias"), dict):
+        say(err, str(bias["line"]))
 
 
-def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> int:
+def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
+             estimate_workers: int | None = None) -> int:
     """``farm test``: returns the exit code."""
     from farm.history.session import start_history
+    from farm.quarantine.plan import attach_quarantine
 
     farm_settings = FarmSettings.from_env()
     err = Console(stderr=True)
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
         prepared = prepare_sweep(settings, read=read)
+    attach_quarantine(prepared, quarantine)  # a bad entry is exit 2 before anything runs
+    if estimate_workers is not None and not settings.lists_only:  # --estimate: nothing else runs
+        from farm.cli.estimate import run_estimate
+
+        return run_estimate(prepared, settings, history, estimate_workers)
     around = start_extras(prepared, settings)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
@@ -248,6 +260,15 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @click.option("--no-progress", is_flag=True,
               help="No progress bar, and no line counting the cases of a suite that takes over a second to load "
                    "(both off anyway when stderr is not a terminal).")
+@click.option("--quarantine", "quarantine", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Quarantine entries for every case (default: each project's farm-quarantine.toml): a "
+                   "quarantined case runs and is reported but does not set the exit code until its date.")
+@click.option("--estimate", is_flag=True,
+              help="Print the sweep's expected calls, tokens, cost and wall time (from the history of the same "
+                   "suite, else one probe call per agent and judge) and run nothing else; with --budget, "
+                   "exit 4 when over it.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="With --estimate: the workers of a distributed sweep (each running --parallel runs at once).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
 @fleet_flags
@@ -260,8 +281,12 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
+    quarantine = flags.pop("quarantine", None)
+    workers = flags.pop("workers", 1)
+    estimate_workers = workers if flags.pop("estimate", False) else None
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
-    run_command(lambda: run_test(settings, progress=not no_progress, history=history), verbose=settings.verbose)
+    run_command(lambda: run_test(settings, progress=not no_progress, history=history,
+                                 quarantine=quarantine, estimate_workers=estimate_workers), verbose=settings.verbose)
 
 
 __all__ = ["run_test", "test", "write_outputs"]

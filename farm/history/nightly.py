@@ -31,6 +31,7 @@ from farm.errors import FarmRuntimeError
 from farm.history.facts import NIGHTLY_TAG
 from farm.history.store import HistoryStore, SweepInfo
 from farm.models import SweepReport
+from farm.quarantine.marks import quarantined_ids
 from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, compare
 
 log = logging.getLogger("farm.history")
@@ -70,10 +71,13 @@ class NightlyOutcome:
     comparisons: dict[str, tuple[SweepInfo, Comparison]] = field(default_factory=dict)
     text: str = ""
     notified: bool = False
+    held: set[str] = field(default_factory=set)
+    """Quarantined cases (``farm-quarantine.toml``): their regressions do not make the nightly regress."""
 
     @property
     def regressed(self) -> bool:
-        return any(c.regressed for _, c in self.comparisons.values())
+        return any(row.verdict == "regressed" and row.id not in self.held
+                   for _, c in self.comparisons.values() for row in c.cases)
 
 
 def is_nightly(report: SweepReport) -> bool:
@@ -168,7 +172,8 @@ def run_nightly(store: HistoryStore, report: SweepReport, settings: NightlySetti
         raise FarmRuntimeError(f"nightly {report.metadata['sweep_id']}: recorded but not found")
     comparisons, fresh = _compare_all(store, head, settings)
     location = report_location(head.sweep_id, settings)
-    outcome = NightlyOutcome(head, dict(sorted(comparisons.items(), key=lambda kv: kv[0] != LAST_NIGHTLY)))
+    outcome = NightlyOutcome(head, dict(sorted(comparisons.items(), key=lambda kv: kv[0] != LAST_NIGHTLY)),
+                             held=quarantined_ids(report.results))
     outcome.text = summary_line(outcome, location)
     _write_report(report, outcome, settings)
     if settings.notify_url and (fresh or (not comparisons and recorded.created)):

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Table, select
 
+from farm.estimate.spend import spend_of
 from farm.history.tables import case_results, sweep_tags, sweeps
 from farm.models import CaseStats, SweepReport
 from farm.stats.compare import is_adaptive
@@ -89,6 +90,7 @@ def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
         "failed_cases": s.failed_cases, "flaky_cases": s.flaky_cases, "broken_cases": s.broken_cases,
         "skipped_cases": s.skipped_cases, "overall_pass_rate": s.overall_pass_rate, "duration_ms": s.duration_ms,
         "suites": meta.get("suites") or {}, "settings": meta.get("settings") or {},
+        "spend": spend_of(report),
     }
 
 

@@ -27,6 +27,7 @@ from farm.history.facts import parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
 from farm.models import SweepReport
 from farm.plan import PlannedCase, SweepPlan
+from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, check_thresholds, compare, snapshot_of
 
@@ -75,7 +76,8 @@ def gate_on_baseline(comparison: Comparison, report: SweepReport, gate: Gate) ->
     code = exit_code_for(report)
     if code not in (ExitCode.OK, ExitCode.CASES_FAILED):
         return code
-    if comparison.regressed:
+    held = quarantined_ids(report.results)  # a quarantined case's regression does not gate either
+    if any(c.verdict == "regressed" and c.id not in held for c in comparison.cases):
         return ExitCode.CASES_FAILED
     return code if gate == "verdicts" else ExitCode.OK
 

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
+from farm.quarantine.marks import badge, is_quarantined, quarantine_message
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import adaptive_text, budget_text, cost_text
 from farm.stats import case_verdict
@@ -94,9 +95,12 @@ def _testcase(stats: CaseStats) -> ET.Element:
         "label": stats.label, "runs": stats.runs, "required_passes": stats.required_passes,
         "cost_usd": cost_text(stats.cost_usd), "cost_per_passing_run": cost_text(stats.cost_per_passing_run),
         **({"adaptive": adaptive_text(stats), "runs_planned": stats.runs_planned} if stats.adaptive else {}),
+        **({"quarantine": badge(stats)} if stats.quarantine else {}),
     })
-    verdict = case_verdict(stats)
-    if verdict == "skipped":
+    verdict = _junit_verdict(stats)
+    if verdict == "quarantined":  # runs and is reported, but CI stays green as the exit code does
+        ET.SubElement(case, "skipped", message=xml_safe(quarantine_message(stats)))
+    elif verdict == "skipped":
         ET.SubElement(case, "skipped", message="skipped")
     elif verdict == "failed":
         _problem(case, stats)
@@ -106,15 +110,19 @@ def _testcase(stats: CaseStats) -> ET.Element:
     return case
 
 
+def _junit_verdict(stats: CaseStats) -> str:
+    return "quarantined" if is_quarantined(stats) else case_verdict(stats)
+
+
 def _suite_counts(cases: list[CaseStats]) -> dict[str, str]:
-    verdicts = [case_verdict(s) for s in cases]
+    verdicts = [_junit_verdict(s) for s in cases]
     agent_only = [_agent_only(s) for s in cases]
     failed = [v == "failed" for v in verdicts]
     return {
         "tests": str(len(cases)),
         "failures": str(sum(f and not a for f, a in zip(failed, agent_only, strict=True))),
         "errors": str(sum(f and a for f, a in zip(failed, agent_only, strict=True))),
-        "skipped": str(verdicts.count("skipped")),
+        "skipped": str(verdicts.count("skipped") + verdicts.count("quarantined")),
         "time": _seconds(sum(_case_ms(s) for s in cases)),
     }
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from farm.durations import format_ms
 from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
+from farm.quarantine.marks import badge
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, sweep_rows
@@ -80,6 +81,8 @@ def _summary(report: SweepReport) -> list[str]:
         if meta.get(key) is not None:
             rows.append((label, md_inline(meta[key])))
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta)]
+    if isinstance(bias := meta.get("retry_bias"), dict):
+        rows.append(("Retry Bias", md_inline(bias.get("line"))))
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
 
 
@@ -161,6 +164,8 @@ def _case(stats: CaseStats) -> list[str]:
     elif stats.runs > 1 or stats.required_passes != stats.runs:
         lines += [f"Runs: {stats.passed}/{stats.runs - stats.skipped} passed ({stats.pass_rate}%), "
                   f"{stats.required_passes} required; {stats.label}, consistency {stats.consistency:.3f}", ""]
+    if (quarantine := badge(stats)) is not None:
+        lines += [f"**{md_inline(quarantine)}**", ""]
     adaptive = adaptive_text(stats)
     if adaptive is not None:
         lines += [f"Adaptive: {md_inline(adaptive)} of {stats.runs_planned} planned ({BIASED})", ""]

@@ -31,6 +31,7 @@ from farm.stats.outputs import (
 from farm.stats.passk import DEFAULT_PASS_K, pass_k_figures
 from farm.stats.plan import CasePlan
 from farm.stats.reasons import ReasonCounter
+from farm.stats.retry_bias import RetryTally
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
@@ -163,6 +164,7 @@ class CaseAccumulator:
         self._counted = 0
         self._status = dict.fromkeys(RunStatus, 0)
         self._retries = 0
+        self._retry_split = RetryTally()
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
@@ -196,6 +198,7 @@ class CaseAccumulator:
         self._counted += 1
         self._status[status] += 1
         self._retries += result.retries
+        self._retry_split.add(result)
         if status is not RunStatus.SKIPPED:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
@@ -278,4 +281,5 @@ class CaseAccumulator:
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
+            retry_bias=self._retry_split.figures(),
         )

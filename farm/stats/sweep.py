@@ -8,9 +8,11 @@ from typing import Any, Literal
 
 from farm.errors import ExitCode
 from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
+from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
+from farm.stats.retry_bias import flag_retry_bias, retry_bias_summary
 
 Verdict = Literal["passed", "failed", "skipped"]
 
@@ -70,6 +72,10 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     row: a row would carry a pass rate of 0 and a stability class for a case that never ran,
     and ``jq '.results | all(.pass_rate >= 80)'`` would no longer mean what it says.
     """
+    mark_quarantined(stats, metadata.get("quarantine"))
+    flag_retry_bias(stats)
+    if (bias := retry_bias_summary(stats)) is not None:
+        metadata = {**metadata, "retry_bias": bias}
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
@@ -95,7 +101,7 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
     if code is not None:
         return code
-    failed = any(case_verdict(s) == "failed" for s in report.results)
+    failed = any(case_verdict(s) == "failed" and not is_quarantined(s) for s in report.results)
     return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
 
 
@@ -106,5 +112,7 @@ def below_overall_gate(report: SweepReport) -> bool:
     if not isinstance(gate, int | float) or isinstance(gate, bool):
         return False
     by_status = report.summary.by_status
-    scored = sum(n for status, n in by_status.items() if status != "skipped")
-    return scored > 0 and Fraction(by_status.get("passed", 0), scored) < Fraction(str(gate))
+    held = [c for c in report.results if is_quarantined(c)]  # a quarantined case gates nothing, this included
+    scored = sum(n for status, n in by_status.items() if status != "skipped") - sum(c.runs - c.skipped for c in held)
+    passed = by_status.get("passed", 0) - sum(c.passed for c in held)
+    return scored > 0 and Fraction(passed, scored) < Fraction(str(gate))

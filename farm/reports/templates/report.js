@@ -50,6 +50,15 @@
     return node;
   }
   function badge(text, kind) { return el("span", "badge b-" + kind, text); }
+  function quarantineBadge(c) {  // farm-quarantine.toml: runs and is reported, does not gate until it expires
+    const q = c.quarantine;
+    if (!q) return null;
+    const word = q.status === "expired" ? "quarantine expired" : "quarantined";
+    const b = badge(word, q.status === "expired" ? "fail" : "quarantined");
+    b.classList.add("quarantine");
+    b.title = q.owner + (q.reason ? ": " + q.reason : "") + ", until " + q.until;
+    return add(el("span", "quarantine-note"), b, el("span", "sub", q.owner + (q.reason ? ": " + q.reason : "") + ", until " + q.until));
+  }
   function verdictOf(c) { return c.label === "skipped" ? "skipped" : c.case_passed ? "pass" : "fail"; }
 
   // ---------------------------------------------------------------- filter and sort
@@ -112,7 +121,7 @@
     tr.setAttribute("aria-expanded", String(open.has(i)));
     const v = verdictOf(c);
     add(tr, add(el("td"), badge(v, v)));
-    add(tr, add(el("td"), el("span", "caret", "▶"), el("span", "case-id", c.id)));
+    add(tr, add(el("td"), el("span", "caret", "▶"), el("span", "case-id", c.id), quarantineBadge(c)));
     add(tr, el("td", "suite", c.suite || "—"));
     const cls = (c.stability_class || "").replace("_", " ");
     add(tr, add(el("td"), badge(c.label, c.label), cls !== c.label && el("span", "sub", cls)));

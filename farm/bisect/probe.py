@@ -1,0 +1,70 @@
+"""Run ``farm test`` at one commit: in its worktree, with the worktree as working directory and
+first on ``sys.path`` (``PYTHONPATH``), so its suites and ``py:`` agents are that commit's.
+
+The user's ``farm test`` arguments are passed as given, then the probe's own: ``--runs``, ``-k``
+for the cases under bisection (each as an exact glob), the JSON report it reads, ``--tag
+bisect=<id>`` for the history. A ``farm test`` that ends with anything but 0 or 1 (bad input at
+that commit, a crash) is a probe that could not run (exit 3).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.bisect.git import Worktrees
+from farm.errors import FarmRuntimeError
+from farm.models import SweepReport
+
+_GLOB = "*?["
+
+
+def exact_pattern(case_id: str) -> str:
+    """A ``-k`` glob matching ``case_id`` only (``-k`` alone matches substrings): glob characters
+    bracketed, and one other character made a one-letter class so the pattern is a glob."""
+    escaped = [f"[{ch}]" if ch in _GLOB else ch for ch in case_id]
+    if not any(ch in _GLOB for ch in case_id):
+        i = next((i for i, ch in enumerate(case_id) if ch not in "!]"), None)
+        if i is not None:
+            escaped[i] = f"[{case_id[i]}]"
+    return "".join(escaped)
+
+
+class ProbeError(FarmRuntimeError):
+    """A probe's ``farm test`` could not run (exit 3)."""
+
+
+@dataclass
+class ProbeRunner:
+    trees: Worktrees
+    subdir: Path
+    """The working directory relative to the repository's root (farm bisect's, in each worktree)."""
+    args: Sequence[str]
+    bisect_id: str
+
+    def report(self, sha: str, runs: int, cases: Sequence[str] = ()) -> SweepReport:
+        tree = self.trees.get(sha)
+        out = self.trees.base / f"{sha[:12]}-{len(os.listdir(self.trees.base))}.json"
+        extra = ["--no-progress", "--runs", str(runs), "-o", str(out), "--tag", f"bisect={self.bisect_id}"]
+        for case_id in cases:
+            extra += ["-k", exact_pattern(case_id)]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH")) if p)
+        done = subprocess.run([sys.executable, "-m", "farm", "test", *self.args, *extra], cwd=tree / self.subdir,
+                              env=env, capture_output=True, text=True, check=False)
+        if done.returncode not in (0, 1) or not out.is_file():
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ProbeError(f"probe at {sha[:12]}: farm test exited {done.returncode}: {last}")
+        from farm.reports import parse_json_report
+
+        return parse_json_report(out.read_text(encoding="utf-8"))
+
+    def passes(self, sha: str, runs: int, cases: Sequence[str]) -> tuple[int, int]:
+        """(passed, scored runs) of ``cases`` run ``runs`` times each at ``sha``."""
+        report = self.report(sha, runs, cases)
+        chosen = [c for c in report.results if c.id in set(cases)]
+        return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)

@@ -1,0 +1,190 @@
+"""``farm bisect --good REF --bad REF [-o FILE] -- <farm test args>`` (SPEC 18).
+
+GOOD and BAD are run first with every case and compared with ``farm compare``'s statistics; the
+regressed cases are bisected over the commits between them, each probe run adaptively in its own
+worktree (``farm.bisect``). Exit 0 a first bad commit named; 1 no case regressed between GOOD
+and BAD; 2 bad input before anything ran; 3 a probe could not run; 130 interrupted (the worktrees
+are removed and what was learned is printed and written).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from farm.bisect.search import DEFAULT_BATCH, DEFAULT_MAX_RUNS
+from farm.bisect.sequential import DEFAULT_ALPHA, DEFAULT_BETA, Verdict
+from farm.cli.run import run_command
+from farm.errors import ExitCode, SettingsError
+
+DEFAULT_ENDPOINT_RUNS = 30
+"""Runs of every case at GOOD and at BAD."""
+
+
+@dataclass(frozen=True)
+class BisectOptions:
+    good: str
+    bad: str
+    outputs: tuple[str, ...]
+    test_args: tuple[str, ...]
+    runs: int
+    max_runs: int
+    batch: int
+    alpha: float
+    beta: float
+
+
+def _check_test_args(args: tuple[str, ...]) -> None:
+    """The ``farm test`` arguments parse (bad ones are exit 2 before anything runs)."""
+    from farm.cli.test import test
+
+    if not args:
+        raise SettingsError("give the farm test arguments after --: farm bisect --good A --bad B -- -i suite.jsonl")
+    try:
+        ctx = test.make_context("farm test", list(args), resilient_parsing=False)
+    except click.ClickException as exc:
+        raise SettingsError(f"farm test arguments: {exc.format_message()}") from None
+    if ctx.params.get("runs") is not None:  # each probe sets its own
+        raise SettingsError("farm test arguments: --runs is farm bisect's (--runs for GOOD and BAD, --max-runs and "
+                            "--batch for the probes)")
+
+
+def _regressed(good_report: Any, bad_report: Any) -> list[str]:
+    from farm.stats.compare import compare, snapshot_of
+
+    comparison = compare(snapshot_of(good_report), snapshot_of(bad_report))
+    return [c.id for c in comparison.cases if c.verdict == "regressed"]
+
+
+def _pooled(report: Any, cases: list[str]) -> tuple[int, int]:
+    chosen = [c for c in report.results if c.id in set(cases)]
+    return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)
+
+
+class _Run:
+    """One bisection: its probes so far, so an interrupt can tell what was learned."""
+
+    def __init__(self, options: BisectOptions, root: Path, commits: list[str], good: str, bad: str) -> None:
+        self.options, self.root, self.commits = options, root, commits
+        self.good, self.bad = good, bad
+        self.bisect_id = uuid.uuid4().hex[:8]
+        self.cases: list[str] = []
+        self.endpoints: list[Any] = []
+        self.search: Any = None
+
+    def run(self, runner: Any) -> bool:
+        """GOOD and BAD, then the bisection; False when no case regressed."""
+        from farm.bisect.search import Bisection, ProbeResult
+        from farm.bisect.sequential import Sprt, smoothed
+
+        ends: tuple[tuple[str, Verdict], ...] = ((self.good, "good"), (self.bad, "bad"))
+        reports = []
+        for sha, verdict in ends:
+            report = runner.report(sha, self.options.runs)
+            reports.append(report)
+            passed, runs = _pooled(report, [c.id for c in report.results])
+            self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
+            click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
+        self.cases = _regressed(*reports)
+        if not self.cases:
+            return False
+        for end, report in zip(self.endpoints, reports, strict=True):  # the rates of the regressed cases only
+            end.passed, end.runs = _pooled(report, self.cases)
+        (gp, gn), (bp, bn) = ((e.passed, e.runs) for e in self.endpoints)
+        click.echo(f"  regressed: {', '.join(self.cases)} ({gp}/{gn} at GOOD, {bp}/{bn} at BAD)", err=True)
+        self.search = Bisection(self.commits, Sprt(smoothed(gp, gn), smoothed(bp, bn), self.options.alpha,
+                                                   self.options.beta))
+        self.search.run(lambda sha, n: runner.passes(sha, n, self.cases), batch=self.options.batch,
+                        max_runs=self.options.max_runs, told=self._told)
+        return True
+
+    def _told(self, probe: Any) -> None:
+        from farm.bisect.git import subject
+
+        click.echo(f"  probe {probe.commit[:12]} {subject(self.root, probe.commit)[:50]}: "
+                   f"{probe.passed}/{probe.runs} passed: {probe.verdict}", err=True)
+
+    def document(self) -> dict[str, Any]:
+        from farm.bisect.git import subject
+
+        doc: dict[str, Any] = {"bisect_id": self.bisect_id, "good": self.good, "bad": self.bad, "cases": self.cases,
+                               "first_bad": None, "suspects": [], "max_runs": self.options.max_runs,
+                               "batch": self.options.batch}
+        if self.search is None:
+            doc.update(probes=[p.to_json() for p in self.endpoints], runs=sum(p.runs for p in self.endpoints))
+        else:
+            doc.update(self.search.describe(self.endpoints))
+        doc["subject"] = subject(self.root, doc["first_bad"]) if doc["first_bad"] else None
+        return doc
+
+
+def run_bisect(options: BisectOptions) -> int:
+    from farm.bisect import git
+    from farm.bisect.output import output_format, summary_lines, write_outputs
+    from farm.bisect.probe import ProbeRunner
+
+    for flag, value in (("--runs", options.runs), ("--max-runs", options.max_runs), ("--batch", options.batch)):
+        if value < 1:
+            raise SettingsError(f"{flag} {value}: must be at least 1")
+    outputs = [(path, output_format(path)) for path in options.outputs]
+    _check_test_args(options.test_args)
+    cwd = Path.cwd()
+    root = git.repo_root(cwd)
+    good, bad = git.resolve(root, options.good, "--good"), git.resolve(root, options.bad, "--bad")
+    bisection = _Run(options, root, git.commits_between(root, good, bad), good, bad)
+    click.echo(f"bisect {bisection.bisect_id}: {len(bisection.commits)} commits after GOOD {good[:12]} up to BAD "
+               f"{bad[:12]} (history tag bisect={bisection.bisect_id})", err=True)
+    try:
+        with git.Worktrees(root) as trees:
+            regressed = bisection.run(ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()),
+                                                  options.test_args, bisection.bisect_id))
+    except KeyboardInterrupt:  # the worktrees are gone (the with block): say what was learned
+        doc = {**bisection.document(), "interrupted": True, "first_bad": None}
+        write_outputs(outputs, doc)
+        for line in summary_lines(doc):
+            click.echo(line)
+        return int(ExitCode.INTERRUPTED)
+    doc = bisection.document()
+    write_outputs(outputs, doc)
+    if not regressed:
+        click.echo("no case regressed between GOOD and BAD")
+        return int(ExitCode.CASES_FAILED)
+    for line in summary_lines(doc):
+        click.echo(line)
+    return int(ExitCode.OK)
+
+
+@click.command(name="bisect", context_settings={"ignore_unknown_options": True})
+@click.option("--good", required=True, metavar="REF", help="A commit where the cases pass (a ref git understands).")
+@click.option("--bad", required=True, metavar="REF", help="A later commit where some pass less often.")
+@click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
+              help="Write the result: .json (first_bad, probes, runs) or .md. Repeatable.")
+@click.option("--runs", type=int, default=DEFAULT_ENDPOINT_RUNS, show_default=True,
+              help="Runs of every case at GOOD and at BAD.")
+@click.option("--max-runs", type=int, default=DEFAULT_MAX_RUNS, show_default=True,
+              help="Cap on the runs of each regressed case at one probe (then: inconclusive).")
+@click.option("--batch", type=int, default=DEFAULT_BATCH, show_default=True,
+              help="Runs of each regressed case added at a time until the sequential test decides.")
+@click.option("--alpha", type=click.FloatRange(0.0001, 0.5), default=DEFAULT_ALPHA, show_default=True,
+              help="Chance of calling a good commit bad (the sequential test's bound).")
+@click.option("--beta", type=click.FloatRange(0.0001, 0.5), default=DEFAULT_BETA, show_default=True,
+              help="Chance of calling a bad commit good.")
+@click.argument("test_args", nargs=-1, type=click.UNPROCESSED, metavar="-- FARM_TEST_ARGS")
+def bisect(good: str, bad: str, outputs: tuple[str, ...], runs: int, max_runs: int, batch: int, alpha: float,
+           beta: float, test_args: tuple[str, ...]) -> None:
+    """Find the first commit between GOOD and BAD where cases pass less often, with statistics.
+
+    Each probe checks the commit out in a temporary git worktree and runs `farm test FARM_TEST_ARGS`
+    there (the worktree is the working directory and first on sys.path). Exit 0 first bad commit
+    named; 1 no case regressed between GOOD and BAD; 2 bad input; 3 a probe could not run; 130
+    interrupted.
+    """
+    options = BisectOptions(good, bad, outputs, test_args, runs, max_runs, batch, alpha, beta)
+    run_command(lambda: run_bisect(options))
+
+
+__all__ = ["bisect", "run_bisect"]

@@ -1,0 +1,87 @@
+"""``farm test --estimate``: print what the prepared sweep will cost, run nothing else, write no report.
+
+Exit 0, or 4 (``ExitCode.BUDGET``) when ``--budget`` / ``--max-tokens`` is given and the estimate
+is over it, so CI can run ``farm test --estimate --budget 5 && farm test --budget 5``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from farm.durations import format_ms
+from farm.errors import ExitCode
+from farm.estimate.basis import Basis, by_probes, from_history
+from farm.estimate.forecast import Forecast, forecast, plan_calls
+from farm.fleet.plan import agent_ref_key
+from farm.reports.fleet import cost_text
+
+
+def _history_basis(prepared: Any, history: Any) -> Basis | None:
+    """The history's basis, or None (no history, none of the same suite, or it cannot be read)."""
+    if history is not None and not history.enabled and history.url is None:
+        return None
+    from farm.errors import FarmError
+    from farm.history.facts import suite_hashes
+    from farm.history.location import history_url
+    from farm.history.store import HistoryStore
+
+    try:
+        store = HistoryStore.open(history_url(history.url if history is not None else None))
+    except FarmError:
+        return None
+    try:
+        return from_history(store, suite_hashes(prepared.loaded.files, prepared.loaded.root), prepared.plan.agent_label)
+    finally:
+        store.close()
+
+
+def _run_locally(plan: Any) -> Any:
+    from farm.executors.local import LocalExecutor
+    from farm.observers import Observers
+
+    return LocalExecutor().run(plan, Observers())
+
+
+def _limits(plan: Any) -> list[tuple[str, Any]]:
+    table = plan.fleet.limit_table()
+    keys = sorted({plan.fleet.agent_keys.get(agent_ref_key(c.agent), agent_ref_key(c.agent)) for c in plan.cases})
+    return [(key, table.for_key(key)) for key in keys if not table.for_key(key).empty]
+
+
+def lines(result: Forecast, basis: Basis, cases: int) -> list[str]:
+    tokens = "unknown" if result.tokens is None else f"{result.tokens:,}"
+    limited = f", limited by {result.limited_by}" if result.limited_by else ""
+    return [
+        f"estimate: {cases} cases, {result.runs:,} runs ({basis.source})",
+        f"  calls: {result.agent_calls:,} agent, {result.judge_calls:,} judge (at most: the judge cache"
+        " may answer some)",
+        f"  tokens: {tokens}",
+        f"  cost: {cost_text(result.cost_usd)}",
+        f"  wall: {format_ms(result.wall_s * 1000)} with {result.lanes} runs at once{limited}",
+    ]
+
+
+def run_estimate(prepared: Any, settings: Any, history: Any, workers: int) -> int:
+    """Estimate, print, and say whether it fits the budget (see the module docstring)."""
+    plan = prepared.plan
+    basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
+    calls = plan_calls(plan.cases, lambda c: plan.fleet.agent_keys.get(agent_ref_key(c.agent), agent_ref_key(c.agent)))
+    result = forecast(calls, basis.per_run, parallel=settings.parallel, workers=workers, limits=_limits(plan))
+    for line in lines(result, basis, plan.total_cases):
+        click.echo(line)
+    budget = settings.fleet.budget()
+    if budget is None:
+        return int(ExitCode.OK)
+    over = []
+    if budget.max_usd is not None and (result.cost_usd is None or result.cost_usd > budget.max_usd):
+        over.append(f"cost {cost_text(result.cost_usd)} over the budget of ${budget.max_usd:g}"
+                    if result.cost_usd is not None else "cost unknown: cannot say it fits the budget")
+    if budget.max_tokens is not None and (result.tokens is None or result.tokens > budget.max_tokens):
+        over.append(f"tokens {result.tokens} over --max-tokens {budget.max_tokens}")
+    for problem in over:
+        click.echo(f"  over budget: {problem}")
+    if not over:
+        click.echo(f"  within the budget of {budget.describe()}")
+    return int(ExitCode.BUDGET if over else ExitCode.OK)

@@ -1,0 +1,145 @@
+"""``farm-quarantine.toml``: read, check and match its ``[[quarantine]]`` entries.
+
+Each entry: ``case`` (matched as ``-k`` matches: a substring, or a glob when it has ``*?[``),
+``owner``, ``reason`` and ``until`` (a UTC date, inclusive). A bad entry is bad input (exit 2)
+naming the file and line: ``tomllib`` gives no positions for values, so the line is found in the
+text (the entry's ``[[quarantine]]`` header, or the line of the offending key).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from farm.batch_plan import matches_pattern as matches_like_k
+from farm.errors import InputError
+
+FILE_NAME = "farm-quarantine.toml"
+PROJECT_MARKER = "package.yao"
+KEYS = ("case", "owner", "reason", "until")
+REQUIRED = ("case", "owner", "until")
+_HEADER = re.compile(r"^\s*\[\[\s*quarantine\s*\]\]")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ``[[quarantine]]`` entry, with where it was written."""
+
+    case: str
+    owner: str
+    reason: str
+    until: str
+    """ISO date (``2026-12-31``): the last day the quarantine holds (UTC)."""
+    file: str
+    line: int
+
+    def matches(self, case_id: str) -> bool:
+        return matches_like_k(case_id, self.case)
+
+    def expired(self, today: dt.date) -> bool:
+        return dt.date.fromisoformat(self.until) < today
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _lines(text: str) -> tuple[list[str], list[int]]:
+    lines = text.splitlines()
+    return lines, [i + 1 for i, line in enumerate(lines) if _HEADER.match(line)]
+
+
+def _key_line(lines: list[str], start: int, end: int, key: str) -> int:
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for number in range(start, min(end, len(lines) + 1)):
+        if pattern.match(lines[number - 1]):
+            return number
+    return start
+
+
+def _until(value: Any) -> str | None:
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def _entry(raw: Any, path: Path, lines: list[str], start: int, end: int) -> Entry:
+    where = f"{path}:{start}"
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: a [[quarantine]] entry must be a table")
+    unknown = [k for k in raw if k not in KEYS]
+    if unknown:
+        line = _key_line(lines, start, end, unknown[0])
+        raise InputError(f"{path}:{line}: unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
+    for key in REQUIRED:
+        if key not in raw or (isinstance(raw[key], str) and not raw[key].strip()):
+            raise InputError(f"{where}: entry has no {key!r}")
+    for key in ("case", "owner", "reason"):
+        if key in raw and not isinstance(raw[key], str):
+            raise InputError(f"{path}:{_key_line(lines, start, end, key)}: {key!r} must be a string")
+    until = _until(raw["until"])
+    if until is None:
+        line = _key_line(lines, start, end, "until")
+        raise InputError(f"{path}:{line}: until {raw['until']!r} is not a date (YYYY-MM-DD)")
+    return Entry(case=raw["case"], owner=raw["owner"], reason=str(raw.get("reason", "")), until=until,
+                 file=str(path), line=start)
+
+
+def parse_entries(text: str, path: Path) -> list[Entry]:
+    """The entries of a quarantine file's text; InputError (exit 2) naming the line of a bad one."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    unknown = [k for k in document if k != "quarantine"]
+    if unknown:
+        raise InputError(f"{path}: unknown table or key {unknown[0]!r} (only [[quarantine]] entries)")
+    raw = document.get("quarantine", [])
+    if not isinstance(raw, list):
+        raise InputError(f"{path}: 'quarantine' must be [[quarantine]] entries")
+    lines, headers = _lines(text)
+    entries = []
+    for i, item in enumerate(raw):
+        start = headers[i] if i < len(headers) else 1
+        end = headers[i + 1] if i + 1 < len(headers) else len(lines) + 1
+        entries.append(_entry(item, path, lines, start, end))
+    return entries
+
+
+def read_entries(path: Path) -> list[Entry]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--quarantine {path}: cannot read: {exc.strerror or exc}") from None
+    return parse_entries(text, path)
+
+
+def project_file(source: Path) -> Path:
+    """Where a suite's quarantine file is: beside the nearest ``package.yao`` above the suite,
+    else in the suite's own directory."""
+    start = source if source.is_dir() else source.parent
+    for directory in (start, *start.parents):
+        if (directory / PROJECT_MARKER).is_file():
+            return directory / FILE_NAME
+    return start / FILE_NAME
+
+
+def first_match(entries: Sequence[Entry], case_id: str) -> Entry | None:
+    return next((e for e in entries if e.matches(case_id)), None)
+
+
+def unmatched(entries: Iterable[Entry], case_ids: Iterable[str]) -> list[Entry]:
+    """Entries that name no case of ``case_ids``."""
+    ids = list(case_ids)
+    return [e for e in entries if not any(e.matches(c) for c in ids)]

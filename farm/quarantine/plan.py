@@ -1,0 +1,49 @@
+"""Attach the quarantine entries of a prepared sweep to its plan's metadata.
+
+The plan carries them (``metadata["quarantine"]``: case id → its entry), so a detached or
+nightly sweep whose report a worker builds marks its cases exactly as ``farm test`` does.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from farm.quarantine.entries import Entry, first_match, project_file, read_entries
+
+METADATA_KEY = "quarantine"
+
+
+@cache
+def _project_entries(path: Path) -> list[Entry]:
+    return read_entries(path) if path.is_file() else []
+
+
+def _entries_for(source: str, given: list[Entry] | None) -> list[Entry]:
+    if given is not None:
+        return given
+    return _project_entries(project_file(Path(source))) if source else []
+
+
+def quarantine_plan(prepared: Any, quarantine_file: str | None) -> dict[str, dict[str, Any]]:
+    """Case id → entry for the prepared sweep's quarantined cases (each case with its own
+    project's file, or every case with ``--quarantine FILE``); InputError on a bad file."""
+    _project_entries.cache_clear()  # a file edited between two sweeps of one process is read again
+    given = read_entries(Path(quarantine_file)) if quarantine_file else None
+    found: dict[str, dict[str, Any]] = {}
+    sources = [str(f) for f in prepared.loaded.files] or [str(prepared.loaded.root)]
+    if given is None and not any(project_file(Path(s)).is_file() for s in sources):
+        return found  # no file: the cases are not decoded for nothing
+    for planned in prepared.plan.cases:
+        entry = first_match(_entries_for(planned.case.source, given), planned.id)
+        if entry is not None:
+            found[planned.id] = entry.describe()
+    return found
+
+
+def attach_quarantine(prepared: Any, quarantine_file: str | None) -> None:
+    """Put the entries in ``prepared.plan.metadata`` (nothing when no case is quarantined)."""
+    found = quarantine_plan(prepared, quarantine_file)
+    if found:
+        prepared.plan.metadata[METADATA_KEY] = found

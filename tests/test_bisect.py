@@ -1,0 +1,185 @@
+"""``farm bisect`` (SPEC 18) on a generated git repository of 8 commits where a ``py:`` agent's pass
+probability drops from 0.95 to 0.55 at commit 5: the real CLI in a subprocess, real worktrees,
+real ``farm test`` probes recorded in a history; and the search on simulated probes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from farm.bisect.probe import exact_pattern
+from farm.bisect.sequential import Sprt
+from farm.history.store import HistoryStore
+from tests.servers import ROOT
+from tests.simulated_bisect import trials
+
+AGENT = '''import os, random
+from pathlib import Path
+
+P = {p}
+
+
+def respond(messages, context):
+    # the k-th call at this pass probability draws the k-th number of a seeded stream (runs are serial)
+    draws = Path(os.environ["FARM_TEST_DRAWS"]) / f"{{P}}"
+    with draws.open("a") as f:
+        f.write(".")
+    k = draws.stat().st_size
+    if os.environ.get("FARM_TEST_SLOW"):
+        import time
+        time.sleep(float(os.environ["FARM_TEST_SLOW"]))
+    return "yes" if random.Random(f"{{os.environ['FARM_TEST_SEED']}}:{{P}}:{{k}}").random() < P else "no"
+'''
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def make_repo(root: Path, drop_at: int = 5, commits: int = 8, after: float = 0.55) -> list[str]:
+    """Commits 1..``commits``; the agent passes with 0.95 before ``drop_at``, ``after`` from it on."""
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "suite.jsonl").write_text(json.dumps({"id": "answer", "input": "q", "expected": "yes"}) + "\n" +
+                                      json.dumps({"id": "answer-twice", "input": "q2", "expected": "yes"}) + "\n")
+    shas = []
+    for i in range(1, commits + 1):
+        (root / "agent.py").write_text(AGENT.format(p=0.95 if i < drop_at else after))
+        (root / "notes.txt").write_text(f"change {i}\n")
+        git(root, "add", ".")
+        git(root, "commit", "-qm", f"commit {i}")
+        shas.append(git(root, "rev-parse", "HEAD"))
+    return shas
+
+
+def bisect(repo: Path, tmp: Path, *args: str, seed: int = 1) -> subprocess.CompletedProcess[str]:
+    draws = tmp / f"draws-{seed}"
+    draws.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_TEST_SEED": str(seed), "FARM_TEST_DRAWS": str(draws),
+           "FARM_DATA_DIR": str(tmp / "data")}
+    return subprocess.run([sys.executable, "-m", "farm", "bisect", *args], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=900, check=False)
+
+
+def test_names_the_commit_where_the_pass_probability_dropped(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo")
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    for seed in (1, 2, 3):
+        out, md = tmp_path / f"b{seed}.json", tmp_path / f"b{seed}.md"
+        done = bisect(tmp_path / "repo", tmp_path, "--good", shas[0], "--bad", "main", "-o", str(out), "-o", str(md),
+                      "--", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1", "--history", url,
+                      seed=seed)
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(out.read_text())
+        assert doc["first_bad"] == shas[4], (seed, doc)
+        assert (doc["good"], doc["bad"]) == (shas[0], shas[-1])
+        assert set(doc["cases"]) <= {"answer", "answer-twice"} and doc["cases"]
+        probed = [p["commit"] for p in doc["probes"]]
+        assert probed[:2] == [shas[0], shas[-1]] and set(probed) <= set(shas)
+        assert all(p["verdict"] in ("good", "bad", "inconclusive") and p["runs"] > 0 for p in doc["probes"])
+        assert doc["runs"] == sum(p["runs"] for p in doc["probes"])
+        assert f"first bad commit: {shas[4]} commit 5" in done.stdout
+        assert f"`{shas[4][:12]}`" in md.read_text()
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0  # every worktree removed
+    store = HistoryStore.open(url)
+    try:
+        tagged = store.sweeps(last=500, tag=("bisect", doc["bisect_id"]))
+    finally:
+        store.close()
+    assert len(tagged) >= len(doc["probes"]) and {s.git_commit for s in tagged} <= set(shas)
+
+
+def test_ctrl_c_removes_the_worktrees_and_tells_what_was_learned(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo")
+    draws = tmp_path / "draws"
+    draws.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_TEST_SEED": "1", "FARM_TEST_DRAWS": str(draws),
+           "FARM_DATA_DIR": str(tmp_path / "data"), "FARM_TEST_SLOW": "0.05"}
+    out = tmp_path / "b.json"
+    proc = subprocess.Popen([sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "-o",
+                             str(out), "--", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1",
+                             "--no-history"], cwd=tmp_path / "repo", env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # GOOD has run: BAD's probe is running now
+        seen.append(line)
+        if line.startswith("  GOOD "):
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(seen) + stderr
+    assert "interrupted: what was learned so far" in stdout, stderr
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and doc["first_bad"] is None
+    assert doc["probes"][0]["commit"] == shas[0] and doc["probes"][0]["runs"] == 60
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+    assert not list(Path(tempfile.gettempdir()).glob(f"farm-bisect-*/{shas[0][:12]}"))
+
+
+def test_nothing_regressed_is_exit_1(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=3, after=0.95)
+    done = bisect(tmp_path / "repo", tmp_path, "--good", shas[0], "--bad", shas[-1], "-o", str(tmp_path / "b.json"),
+                  "--", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1", "--no-history")
+    assert done.returncode == 1, done.stderr
+    assert "no case regressed between GOOD and BAD" in done.stdout
+    assert json.loads((tmp_path / "b.json").read_text())["first_bad"] is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--good", "nope", "--bad", "main", "--", "-i", "suite.jsonl"), "--good nope: not a commit of"),
+    (("--good", "main", "--bad", "main", "--", "-i", "suite.jsonl"), "--good and --bad are the same commit"),
+    (("--good", "main~1", "--bad", "main", "--", "--no-such-flag"), "farm test arguments: No such option"),
+    (("--good", "main~1", "--bad", "main", "-o", "x.txt", "--", "-i", "s"), "-o x.txt: farm bisect writes .json or"),
+    (("--good", "main", "--bad", "main~1", "--", "-i", "suite.jsonl"), "is not an ancestor of --bad"),
+    (("--good", "main~1", "--bad", "main", "--", "-i", "suite.jsonl", "--runs", "5"), "--runs is farm bisect's"),
+])
+def test_bad_input_is_exit_2_before_anything_runs(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    make_repo(tmp_path / "repo", commits=2)
+    done = bisect(tmp_path / "repo", tmp_path, *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert not (tmp_path / "data").exists() or not list((tmp_path / "data").rglob("*.jsonl"))
+
+
+def test_outside_a_repository_is_exit_2(tmp_path: Path) -> None:
+    done = bisect(tmp_path, tmp_path, "--good", "a", "--bad", "b", "--", "-i", "s.jsonl")
+    assert done.returncode == 2 and "not a git repository" in done.stderr
+
+
+def test_a_probe_that_cannot_run_is_exit_3(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=2)
+    done = bisect(tmp_path / "repo", tmp_path, "--good", shas[0], "--bad", shas[1], "--", "-i", "missing.jsonl",
+                  "-n", "py:agent.py:respond", "--no-history")
+    assert done.returncode == 3, done.stderr
+    assert "probe at" in done.stderr and "farm test exited 2" in done.stderr
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+
+
+def test_exact_patterns_match_one_id_only() -> None:
+    import fnmatch
+
+    for case_id in ("case", "a*b", "[x]", "!x", "q?"):
+        pattern = exact_pattern(case_id)
+        assert fnmatch.fnmatchcase(case_id, pattern) and not fnmatch.fnmatchcase(case_id + "x", pattern)
+        assert not fnmatch.fnmatchcase("x" + case_id, pattern)
+
+
+def test_the_sequential_test_decides_by_its_bounds() -> None:
+    sprt = Sprt(0.95, 0.55)
+    assert sprt.decide(10, 10) == "good" and sprt.decide(5, 10) == "bad" and sprt.decide(9, 10) == "inconclusive"
+
+
+def test_on_simulated_probes_it_names_the_commit_in_nearly_every_trial() -> None:
+    """20 trials (seed 30): the full figures are in benchmarks/README.md (bench_bisect.py)."""
+    found = trials(20, seed=30)
+    assert sum(t.named == "c5" for t in found) >= 19
+    assert all(t.runs < 50 * t.commits_probed for t in found)

@@ -1,0 +1,111 @@
+"""``farm test --estimate`` (SPEC 18): the real CLI in a subprocess against the bundled
+OpenAI-compatible server (priced, in its own process; calls counted at the server). The estimate
+is within 20 % of what the sweep then costs and calls, from a probe or from the history."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fleet_project import (
+    calls,
+    farm_env,
+    llm_server,
+    report_of,
+    write_connector,
+    write_prices,
+    write_prompt_agent,
+)
+from tests.servers import ROOT, Served
+
+CASES = [{"id": f"kw{i}", "input": f"Estimates price sweeps before they run, number {i}" + " really" * i}
+         for i in range(4)]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Served]:
+    with llm_server() as served:
+        yield served
+
+
+def farm(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = farm_env(root, FARM_PRICES=str(root / "prices.json"), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "farm", "test", "--no-progress", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def project(root: Path, server: Served) -> Path:
+    write_connector(root, server.url, max_tokens=40)
+    write_prices(root)
+    return write_prompt_agent(root, CASES)
+
+
+def figure(output: str, name: str) -> float:
+    line = next(line for line in output.splitlines() if line.strip().startswith(f"{name}:"))
+    return float(line.split(":", 1)[1].split()[0].replace("$", "").replace(",", ""))
+
+
+def test_a_probe_estimate_is_within_20_percent_of_the_sweep_and_runs_nothing_else(tmp_path: Path,
+                                                                                   server: Served) -> None:
+    suite = project(tmp_path, server)
+    before = calls(server)
+    estimate = farm(tmp_path, "-i", str(suite), "--runs", "15", "--no-history", "--estimate")
+    assert estimate.returncode == 0, estimate.stderr
+    assert calls(server) - before == 1  # one probe call: one agent, no judge
+    assert "probe: one call to each agent" in estimate.stdout and "case kw0" in estimate.stdout
+    assert not list(suite.parent.glob("output-*"))  # no report written
+    expected_calls, expected_cost = figure(estimate.stdout, "calls"), figure(estimate.stdout, "cost")
+    before = calls(server)
+    out = tmp_path / "r.json"
+    sweep = farm(tmp_path, "-i", str(suite), "--runs", "15", "--no-history", "-o", str(out))
+    assert sweep.returncode in (0, 1), sweep.stderr
+    actual_calls, actual_cost = calls(server) - before, report_of(out)["summary"]["cost_usd"]
+    assert actual_calls == 60
+    assert abs(expected_calls - actual_calls) <= 0.2 * actual_calls
+    assert abs(expected_cost - actual_cost) <= 0.2 * actual_cost, (expected_cost, actual_cost)
+
+
+def test_an_estimate_from_the_history_makes_no_call(tmp_path: Path, server: Served) -> None:
+    suite = project(tmp_path, server)
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    out = tmp_path / "r.json"
+    recorded = farm(tmp_path, "-i", str(suite), "--runs", "5", "--history", url, "-o", str(out))
+    assert recorded.returncode in (0, 1), recorded.stderr
+    per_run = report_of(out)["summary"]["cost_usd"] / 20
+    before = calls(server)
+    estimate = farm(tmp_path, "-i", str(suite), "--runs", "25", "--history", url, "--estimate")
+    assert estimate.returncode == 0, estimate.stderr
+    assert calls(server) == before
+    assert "history: sweep " in estimate.stdout and "no call made" in estimate.stdout
+    assert figure(estimate.stdout, "calls") == 100
+    assert abs(figure(estimate.stdout, "cost") - per_run * 100) <= 0.2 * per_run * 100
+
+
+def test_an_estimate_over_the_budget_exits_4_and_under_it_0(tmp_path: Path, server: Served) -> None:
+    suite = project(tmp_path, server)
+    over = farm(tmp_path, "-i", str(suite), "--runs", "50", "--no-history", "--estimate", "--budget", "0.5")
+    assert over.returncode == 4, over.stdout + over.stderr
+    assert "over budget: cost $" in over.stdout and "over the budget of $0.5" in over.stdout
+    under = farm(tmp_path, "-i", str(suite), "--runs", "1", "--no-history", "--estimate", "--budget", "100")
+    assert under.returncode == 0, under.stdout + under.stderr
+    assert "within the budget of $100" in under.stdout
+
+
+def test_the_wall_time_follows_lanes_and_never_beats_the_rate_limit() -> None:
+    from farm.estimate.forecast import PlannedCalls, forecast
+    from farm.estimate.spend import PerRun
+    from farm.fleet.specs import RateLimit
+
+    calls = PlannedCalls(runs=100, agent_calls=100, judge_calls=0, by_key={"llm": 100})
+    basis = PerRun(runs=10, tokens=50.0, cost_usd=0.01, judge_tokens=None, judge_cost_usd=None, run_ms=1000.0)
+    free = forecast(calls, basis, parallel=10, workers=2, limits=[])
+    assert (free.wall_s, free.lanes, free.tokens, free.limited_by) == (5.0, 20, 5000, None)
+    assert free.cost_usd == pytest.approx(1.0)
+    limited = forecast(calls, basis, parallel=10, workers=2, limits=[("llm", RateLimit(requests_per_s=1.0))])
+    assert limited.wall_s == 100.0 and limited.limited_by == "llm 60/m (calls)"
+    capped = forecast(calls, basis, parallel=10, workers=2, limits=[("llm", RateLimit(concurrency=4))])
+    assert capped.lanes == 4 and capped.wall_s == 25.0
