@@ -19,6 +19,7 @@ from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
 from farm.cli.load_progress import LoadProgress
 from farm.cli.options import RATE, StrictCommand
+from farm.cli.otel_flags import OtelFlags, otel_flags
 from farm.cli.run import run_command
 from farm.cli.signals import StopSignals
 from farm.console import FailureDigest, print_summary, say
@@ -153,17 +154,19 @@ def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings
         say(err, f"journal: {journal}")
 
 
-def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> int:
+def run_test(settings: TestSettings, *, progress: bool, history: Any = None, otel: OtelFlags | None = None) -> int:
     """``farm test``: returns the exit code."""
     from farm.history.session import start_history
 
     farm_settings = FarmSettings.from_env()
     err = Console(stderr=True)
+    otel = otel or OtelFlags()
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
         prepared = prepare_sweep(settings, read=read)
     around = start_extras(prepared, settings)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
+    exporters = otel.observers(prepared.plan, settings.broker, lambda line: say(err, f"farm: {line}"))
     session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
     executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
     if settings.detach:
@@ -176,6 +179,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
                              prepared.plan)
         journal_name = str(journal.path)
         observers = _observers(prepared, settings, err, streams, journal, progress)
+        observers += exporters
         if settings.broker:
             _announce(prepared, settings, err)
         with StopSignals(stop, **_notices(prepared, settings, farm_settings.stop_grace_s, journal_name)) as signals:
@@ -253,6 +257,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @fleet_flags
 @history_flags
 @yao_flags
+@otel_flags
 def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
          **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
@@ -260,8 +265,10 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
+    otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
-    run_command(lambda: run_test(settings, progress=not no_progress, history=history), verbose=settings.verbose)
+    run_command(lambda: run_test(settings, progress=not no_progress, history=history, otel=otel),
+                verbose=settings.verbose)
 
 
 __all__ = ["run_test", "test", "write_outputs"]
