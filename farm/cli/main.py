@@ -27,6 +27,7 @@ COMMANDS = {
     "compare": "farm.cli.history:compare",
     "history": "farm.cli.history:history_command",
     "baseline": "farm.cli.history:baseline",
+    "view": "farm.cli.view:view",
 }
 """Command name → ``module:attribute`` of its click command."""
 

@@ -89,6 +89,7 @@ def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
         "failed_cases": s.failed_cases, "flaky_cases": s.flaky_cases, "broken_cases": s.broken_cases,
         "skipped_cases": s.skipped_cases, "overall_pass_rate": s.overall_pass_rate, "duration_ms": s.duration_ms,
         "suites": meta.get("suites") or {}, "settings": meta.get("settings") or {},
+        "journal": _text(meta.get("journal")),
     }
 
 

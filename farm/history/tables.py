@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0002"
+SCHEMA_REVISION = "r0003"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -66,6 +66,7 @@ sweeps = Table(
     Column("duration_ms", Float, nullable=False),
     Column("suites", JSON, nullable=False),
     Column("settings", JSON, nullable=False),
+    Column("journal", Text),  # the run journal's path on the recording machine (farm view); r0003
 )
 
 sweep_tags = Table(
