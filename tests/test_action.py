@@ -145,3 +145,23 @@ def test_a_regression_against_a_json_baseline_fails_and_is_compared_in_the_summa
     assert "2 regressed" in comparison and "| 🔴 regressed | heads-up | 20/20 100% | 0/20 0% |" in comparison
     assert "heads-up" in report
     assert runner.outputs["sweep"]["exit-code"] == "1"
+
+
+def test_a_regression_against_a_history_baseline_name_fails(project: Path) -> None:
+    history = f"sqlite:///{project / 'team.sqlite'}"
+    code, _ = run_action(project, suite="suite.jsonl", agent="py:agent.py:respond", runs="20",
+                         **{"history-url": history})
+    assert code == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")} | {"PYTHONPATH": str(ROOT)}
+    blessed = subprocess.run([sys.executable, "-m", "farm", "baseline", "set", "main", "last", "--history", history],
+                             cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert blessed.returncode == 0, blessed.stderr
+
+    broken = project / "broken"
+    broken.mkdir()
+    (broken / "agent.py").write_text(AGENT.replace('os.environ.get("AGENT_BROKEN")', "True"))
+    (broken / "suite.jsonl").write_text(SUITE)
+    code, _ = run_action(broken, suite="suite.jsonl", agent="py:agent.py:respond", runs="20", baseline="main",
+                         **{"history-url": history})
+    assert code == 1
+    assert "2 regressed" in (broken / "summary.md").read_text().split("# Agent Test Report")[0]

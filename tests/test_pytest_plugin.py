@@ -133,3 +133,16 @@ def test_the_entry_point_names_the_plugin_module() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
     assert declared == {"farm": "farm.pytest_plugin"}
     assert hasattr(importlib.import_module(declared["farm"]), "pytest_addoption")
+
+
+def test_a_suite_directory_gives_each_file_its_items(project: Path) -> None:
+    suites = project / "suites"
+    suites.mkdir()
+    (suites / "a.jsonl").write_text(SUITE)
+    (suites / "b.jsonl").write_text(SUITE.splitlines()[0].replace('"steady"', '"other"', 1) + "\n")
+    done = run_pytest(project, "--farm-suite", "suites", "--farm-agent", "py:agent.py:respond", "--farm-runs", "4",
+                      "suites", "-v")
+    out = done.stdout
+    assert "suites/a.jsonl::steady PASSED" in out and "suites/a.jsonl::coin FAILED" in out, out + done.stderr
+    assert "suites/b.jsonl::other PASSED" in out
+    assert "2 passed, 1 failed" in out or "1 failed, 2 passed" in out
