@@ -83,7 +83,17 @@ def pytest_configure(config: pytest.Config) -> None:
         broker=config.getoption("farm_broker") or os.environ.get("FARM_BROKER_URL") or None,
         cwd=str(config.invocation_params.dir),
     )
-    config.args = [*config.args, *(str(s) for s in suites)]  # collected beside the ordinary tests
+    config.args = [*config.args, *_uncovered(config, suites)]  # collected beside the ordinary tests
+
+
+def _uncovered(config: pytest.Config, suites: list[Path]) -> list[str]:
+    """The suites none of the command line's own arguments reaches: added to what pytest collects.
+    A suite the arguments name (``s.jsonl::case``), hold (``.``) or lie in is left to them, so
+    pytest's merging of overlapping arguments never widens ``s.jsonl::case`` to the whole suite."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return [str(s) for s in suites]  # testpaths or the directory: merged with the suites as usual
+    given = [(config.invocation_params.dir / a.split("::", 1)[0]).resolve() for a in config.args]
+    return [str(s) for s in suites if not any(a == s or a in s.parents or s in a.parents for a in given)]
 
 
 def _is_suite(config: pytest.Config, path: Path) -> bool:

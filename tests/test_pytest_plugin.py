@@ -146,3 +146,10 @@ def test_a_suite_directory_gives_each_file_its_items(project: Path) -> None:
     assert "suites/a.jsonl::steady PASSED" in out and "suites/a.jsonl::coin FAILED" in out, out + done.stderr
     assert "suites/b.jsonl::other PASSED" in out
     assert "2 passed, 1 failed" in out or "1 failed, 2 passed" in out
+
+
+def test_a_node_id_on_the_command_line_runs_only_that_case(project: Path) -> None:
+    done = run_pytest(project, *FARM_ARGS, "s.jsonl::steady", "-v")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "s.jsonl::steady PASSED" in done.stdout and "coin" not in done.stdout
+    assert "1 passed" in done.stdout
