@@ -70,7 +70,8 @@ def pytest_configure(config: pytest.Config) -> None:
     suites = [p.resolve() for p in given or _pyproject_suites(config.rootpath)]
     for suite in suites:
         if not suite.exists():
-            raise pytest.UsageError(f"--farm-suite {suite}: no such file or directory")
+            where = "--farm-suite" if given else f"{config.rootpath / 'pyproject.toml'}: [tool.farm] suites:"
+            raise pytest.UsageError(f"{where} {suite}: no such file or directory")
     config.stash[SUITES_KEY] = suites
     config.addinivalue_line("markers", "farm: a case of an agent-farm suite (the pytest plugin)")
     if not suites:
@@ -83,7 +84,9 @@ def pytest_configure(config: pytest.Config) -> None:
         broker=config.getoption("farm_broker") or os.environ.get("FARM_BROKER_URL") or None,
         cwd=str(config.invocation_params.dir),
     )
-    config.args = [*config.args, *_uncovered(config, suites)]  # collected beside the ordinary tests
+    if given or config.args_source != pytest.Config.ArgsSource.ARGS:
+        # collected beside the ordinary tests; [tool.farm] suites, as testpaths, only when no path is given
+        config.args = [*config.args, *_uncovered(config, suites)]
 
 
 def _uncovered(config: pytest.Config, suites: list[Path]) -> list[str]:

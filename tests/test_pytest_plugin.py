@@ -153,3 +153,12 @@ def test_a_node_id_on_the_command_line_runs_only_that_case(project: Path) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     assert "s.jsonl::steady PASSED" in done.stdout and "coin" not in done.stdout
     assert "1 passed" in done.stdout
+
+
+def test_pyproject_suites_join_only_a_run_that_names_no_path(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.farm]\nsuites = ["s.jsonl"]\n')
+    agent = ("--farm-agent", "py:agent.py:respond", "--farm-runs", "2", "-v")
+    plain = run_pytest(project, *agent, "test_plain.py")
+    assert "test_plain.py::test_ordinary PASSED" in plain.stdout and "s.jsonl" not in plain.stdout, plain.stdout
+    named = run_pytest(project, *agent, "s.jsonl::steady")
+    assert "s.jsonl::steady PASSED" in named.stdout and "1 passed" in named.stdout, named.stdout
