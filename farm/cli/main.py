@@ -29,6 +29,7 @@ COMMANDS = {
     "baseline": "farm.cli.history:baseline",
     "quarantine": "farm.cli.quarantine:quarantine",
     "bisect": "farm.cli.bisect:bisect",
+    "view": "farm.cli.view:view",
 }
 """Command name → ``module:attribute`` of its click command."""
 

@@ -19,6 +19,7 @@ from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
 from farm.cli.load_progress import LoadProgress
 from farm.cli.options import RATE, StrictCommand
+from farm.cli.otel_flags import OtelFlags, otel_flags
 from farm.cli.run import run_command
 from farm.cli.signals import StopSignals
 from farm.console import FailureDigest, print_summary, say
@@ -159,13 +160,14 @@ def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None) -> int:
+             estimate_workers: int | None = None, otel: OtelFlags | None = None) -> int:
     """``farm test``: returns the exit code."""
     from farm.history.session import start_history
     from farm.quarantine.plan import attach_quarantine
 
     farm_settings = FarmSettings.from_env()
     err = Console(stderr=True)
+    otel = otel or OtelFlags()
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
         prepared = prepare_sweep(settings, read=read)
     attach_quarantine(prepared, quarantine)  # a bad entry is exit 2 before anything runs
@@ -176,6 +178,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     around = start_extras(prepared, settings)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
+    exporters = otel.observers(prepared.plan, settings.broker, lambda line: say(err, f"farm: {line}"))
     session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
     executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
     if settings.detach:
@@ -188,6 +191,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
                              prepared.plan)
         journal_name = str(journal.path)
         observers = _observers(prepared, settings, err, streams, journal, progress)
+        observers += exporters
         if settings.broker:
             _announce(prepared, settings, err)
         with StopSignals(stop, **_notices(prepared, settings, farm_settings.stop_grace_s, journal_name)) as signals:
@@ -274,6 +278,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
 @fleet_flags
 @history_flags
 @yao_flags
+@otel_flags
 def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
          **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
@@ -284,9 +289,10 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     quarantine = flags.pop("quarantine", None)
     workers = flags.pop("workers", 1)
     estimate_workers = workers if flags.pop("estimate", False) else None
+    otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
-    run_command(lambda: run_test(settings, progress=not no_progress, history=history,
-                                 quarantine=quarantine, estimate_workers=estimate_workers), verbose=settings.verbose)
+    run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
+                                 estimate_workers=estimate_workers, otel=otel), verbose=settings.verbose)
 
 
 __all__ = ["run_test", "test", "write_outputs"]

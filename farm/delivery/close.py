@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from farm.fleet.redis_runtime import budget_metadata, is_decided
 from farm.lifecycle import SweepStatus, finish_sweep
+from farm.models import SweepReport
 from farm.plan import CaseSlot, PlannedCase, SweepPlan
 from farm.stats import CaseAccumulator, pass_ks
 from farm.store import SweepStore
@@ -69,7 +70,19 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
     )
     built.metadata.update(budget_metadata(store, sweep))  # what a budgeted sweep spent (SPEC 13)
     # stored without run details (all_stats leaves them out); rendering reads them case by case
-    return store.store_report(sid, built)
+    stored = store.store_report(sid, built)
+    if stored:
+        _export(built)
+    return stored
+
+
+def _export(built: SweepReport) -> None:
+    """The worker that closes a sweep exports it to OpenTelemetry (SPEC 19), once: when this
+    worker's OTLP endpoint variable is set, or the submitter gave ``--otel``."""
+    from farm.otel import export_report, requested
+
+    if requested(bool(built.metadata.get("otel"))):
+        export_report(built)
 
 
 def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,

@@ -91,6 +91,7 @@ def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
         "skipped_cases": s.skipped_cases, "overall_pass_rate": s.overall_pass_rate, "duration_ms": s.duration_ms,
         "suites": meta.get("suites") or {}, "settings": meta.get("settings") or {},
         "spend": spend_of(report),
+        "journal": _text(meta.get("journal")),
     }
 
 

@@ -146,6 +146,11 @@ class HistorySession:
         recorder = "off" if not opts.enabled or message_mode else "worker" if settings.detach else "submitter"
         plan.metadata.update(sweep_facts(settings=settings, files=files, root=root, tags=tags,
                                          pass_k=opts.pass_k, recorder=recorder))
+        if recorder == "submitter":  # farm test journals every run here; farm view renders the report from it
+            from farm.journal import journal_path
+            from farm.settings import data_dir
+
+            plan.metadata["journal"] = str(journal_path(data_dir(), plan.sweep_id))
 
     def _last_trouble(self) -> dict[str, int]:
         store = self._open()

@@ -49,6 +49,8 @@ class SweepInfo:
     overall_pass_rate: float
     duration_ms: float
     tags: dict[str, str] = field(default_factory=dict)
+    journal: str | None = None
+    """The run journal's path where the sweep ran (``farm view`` renders the full report from it)."""
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

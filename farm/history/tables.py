@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0003"
+SCHEMA_REVISION = "r0004"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -67,6 +67,7 @@ sweeps = Table(
     Column("suites", JSON, nullable=False),
     Column("settings", JSON, nullable=False),
     Column("spend", JSON),  # farm.estimate.spend: what a run cost, for farm test --estimate
+    Column("journal", Text),  # the run journal's path on the recording machine (farm view); r0003
 )
 
 sweep_tags = Table(

@@ -1,0 +1,150 @@
+"""``farm view``: a read-only web app over the history and the sweeps in flight (aiohttp's server).
+
+Only GET routes: the sweeps list (``/``, filtered by tag, agent, status, dates), a sweep
+(``/sweeps/ID``: the full HTML report from its run journal while the file is kept, else the
+history's figures), two sweeps compared (``/compare?base=…&head=…``), a case's trend
+(``/case?id=…``), the distributed sweeps in flight (``/live``, ``/api/live``). On an address that
+is not loopback every request needs HTTP basic auth (``FARM_VIEW_USER``/``FARM_VIEW_PASSWORD``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import ipaddress
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from typing import Any
+
+from aiohttp import web
+
+from farm.errors import FarmError, SettingsError
+from farm.view.data import SweepFilter, ViewData
+from farm.view.pages import render
+
+__all__ = ["LIVE_REFRESH_S", "Credentials", "build_app", "credentials_for"]
+
+LIVE_REFRESH_S = 2
+"""Seconds between refreshes of the in-flight page."""
+STATUSES = ("complete", "stopped", "failed", "abandoned")
+DATA_KEY = web.AppKey("data", ViewData)
+LAYOUT_KEY = web.AppKey("layout", dict)
+Credentials = tuple[str, str]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def credentials_for(address: str, env: dict[str, str] | None = None) -> Credentials | None:
+    """None on a loopback address; else the basic-auth pair, which must be set (SettingsError)."""
+    if is_loopback(address):
+        return None
+    env = dict(os.environ) if env is None else env
+    user, password = env.get("FARM_VIEW_USER", ""), env.get("FARM_VIEW_PASSWORD", "")
+    if not user or not password:
+        raise SettingsError(f"--address {address}: not a loopback address, so farm view requires basic auth: "
+                            "set FARM_VIEW_USER and FARM_VIEW_PASSWORD")
+    return user, password
+
+
+def _auth_middleware(expected: Credentials) -> Any:
+    wanted = f"{expected[0]}:{expected[1]}".encode()
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        try:
+            given = base64.b64decode(token, validate=True) if scheme.lower() == "basic" else b""
+        except (binascii.Error, ValueError):
+            given = b""
+        if not hmac.compare_digest(given, wanted):
+            raise web.HTTPUnauthorized(headers={"WWW-Authenticate": 'Basic realm="farm view"'})
+        return await handler(request)
+
+    return check
+
+
+def _html(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type="text/html", headers={"X-Frame-Options": "DENY"})
+
+
+def _page(request: web.Request, page: str, title: str, status: int = 200, **data: Any) -> web.Response:
+    return _html(render(page, title=title, layout=request.app[LAYOUT_KEY], **data), status)
+
+
+async def _read(request: web.Request, read: Callable[[ViewData], Any]) -> Any:
+    """A blocking read of the history or Redis, off the event loop."""
+    return await asyncio.to_thread(read, request.app[DATA_KEY])
+
+
+async def index(request: web.Request) -> web.Response:
+    query = request.query
+    chosen = SweepFilter(**{k: query.get(k, "").strip() for k in ("tag", "agent", "status", "since", "until")})
+    try:
+        sweeps = await _read(request, lambda data: data.sweeps(chosen))
+    except FarmError as exc:
+        return _page(request, "index", "Sweeps", 400, error=exc.message, sweeps=[], f=chosen, statuses=STATUSES)
+    return _page(request, "index", "Sweeps", sweeps=sweeps, f=chosen, statuses=STATUSES,
+                 filtered=any(asdict(chosen).values()))
+
+
+async def sweep(request: web.Request) -> web.Response:
+    sweep_id = request.match_info["sweep_id"]
+    found = await _read(request, lambda data: data.sweep(sweep_id))
+    if found is None:
+        return _page(request, "error", "Not found", 404, error=f"no recorded sweep {sweep_id!r}")
+    if found.report_html is not None:
+        return _html(found.report_html)
+    return _page(request, "sweep", f"Sweep {found.info.sweep_id}", s=found.info, cases=found.cases)
+
+
+async def compare(request: web.Request) -> web.Response:
+    base, head = request.query.get("base", ""), request.query.get("head", "")
+    if not base or not head:
+        return _page(request, "error", "Compare", 400, error="choose two sweeps on the list (base and head)")
+    try:
+        return _html(await _read(request, lambda data: data.compare_html(base, head)))
+    except FarmError as exc:
+        return _page(request, "error", "Compare", 404, error=exc.message)
+
+
+async def case(request: web.Request) -> web.Response:
+    case_id = request.query.get("id", "")
+    page = await _read(request, lambda data: data.trend_html(case_id)) if case_id else None
+    if page is None:
+        return _page(request, "error", "Not found", 404, error=f"no recorded sweep ran case {case_id!r}")
+    return _html(page)
+
+
+async def live(request: web.Request) -> web.Response:
+    data = request.app[DATA_KEY]
+    try:
+        sweeps = await _read(request, lambda d: d.in_flight())
+    except (FarmError, OSError) as exc:
+        message = exc.message if isinstance(exc, FarmError) else str(exc)
+        return _page(request, "live", "In flight", 503, error=f"cannot read the sweeps in flight: {message}",
+                     sweeps=[], broker=data.broker, refresh=LIVE_REFRESH_S)
+    return _page(request, "live", "In flight", sweeps=sweeps, broker=data.broker, refresh=LIVE_REFRESH_S)
+
+
+async def live_json(request: web.Request) -> web.Response:
+    return web.json_response(await _read(request, lambda d: d.in_flight()))
+
+
+def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: str | None) -> web.Application:
+    app = web.Application(middlewares=[_auth_middleware(credentials)] if credentials else [])
+    app[DATA_KEY] = data
+    app[LAYOUT_KEY] = {"live": bool(data.broker), "flower": flower_url.rstrip("/") if flower_url else None}
+    app.add_routes([web.get("/", index), web.get("/sweeps/{sweep_id}", sweep), web.get("/compare", compare),
+                    web.get("/case", case), web.get("/live", live), web.get("/api/live", live_json)])
+    return app

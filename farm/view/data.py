@@ -1,0 +1,152 @@
+"""What ``farm view`` shows, read through the history store and the distributed store's own
+functions (never a table or a Redis key of its own): each call opens what it needs and closes it.
+
+Every function is blocking (SQLAlchemy, redis-py): the web handlers call them in a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from farm.errors import FarmError, InputError
+from farm.history.store import HistoryStore, SweepInfo
+
+__all__ = ["SweepFilter", "ViewData"]
+
+T = TypeVar("T")
+LIST_LIMIT = 500
+"""Sweeps read for the list before the agent, status and date filters (newest first)."""
+
+
+@dataclass(frozen=True)
+class SweepFilter:
+    """The sweeps list's filters, from the query string (each optional)."""
+
+    tag: str = ""
+    agent: str = ""
+    status: str = ""
+    since: str = ""
+    until: str = ""
+
+    def tag_pair(self) -> tuple[str, str] | None:
+        if not self.tag:
+            return None
+        key, sep, value = self.tag.partition("=")
+        if not sep or not key:
+            raise InputError(f"tag {self.tag!r}: write KEY=VALUE")
+        return key, value
+
+    def _day(self, text: str, name: str) -> date | None:
+        try:
+            return date.fromisoformat(text) if text else None
+        except ValueError:
+            raise InputError(f"{name} {text!r}: write a date as YYYY-MM-DD") from None
+
+    def keeps(self, info: SweepInfo) -> bool:
+        since, until = self._day(self.since, "since"), self._day(self.until, "until")
+        day = info.started_at.date()
+        return ((not self.agent or self.agent.lower() in (info.agent or "").lower())
+                and (not self.status or info.status == self.status)
+                and (since is None or day >= since) and (until is None or day <= until))
+
+
+@dataclass(frozen=True)
+class SweepPage:
+    """A sweep's page: its full report when the journal is on disk, else the figures history holds."""
+
+    info: SweepInfo
+    report_html: str | None
+    cases: list[dict[str, Any]]
+
+
+class ViewData:
+    """The history at ``history_url`` and, when a broker is given, the sweeps in flight on it."""
+
+    def __init__(self, history_url: str, broker: str | None = None) -> None:
+        self.history_url = history_url
+        self.broker = broker
+
+    def _with_store(self, read: Callable[[HistoryStore], T]) -> T:
+        store = HistoryStore.open(self.history_url)
+        try:
+            return read(store)
+        finally:
+            store.close()
+
+    def sweeps(self, chosen: SweepFilter) -> list[SweepInfo]:
+        tag = chosen.tag_pair()
+        found = self._with_store(lambda store: store.sweeps(last=LIST_LIMIT, tag=tag))
+        return [info for info in found if chosen.keeps(info)]
+
+    def sweep(self, sweep_id: str) -> SweepPage | None:
+        def read(store: HistoryStore) -> SweepPage | None:
+            from farm.history.trends import case_points
+
+            info = store.sweep(sweep_id)
+            if info is None:
+                return None
+            report = _report_html(info.journal)
+            if report is not None:
+                return SweepPage(info, report, [])
+            points = case_points(store.engine, [info])
+            cases = [{"id": case_id, **vars(p[0])} for case_id, p in points.items() if p and p[0] is not None]
+            return SweepPage(info, None, cases)
+
+        return self._with_store(read)
+
+    def compare_html(self, base: str, head: str) -> str:
+        """The comparison page of two recorded sweeps (ids, prefixes, ``last``, baselines)."""
+        from farm.history.refs import RefResolver
+        from farm.reports.history_html import render_comparison_html
+        from farm.stats.compare import compare
+
+        resolver = RefResolver(lambda: HistoryStore.open(self.history_url))
+        try:
+            base_side, head_side = resolver.resolve(base, "base"), resolver.resolve(head, "head")
+        finally:
+            resolver.close()
+        return render_comparison_html(compare(base_side.snapshot, head_side.snapshot))
+
+    def trend_html(self, case_id: str, last: int = 90) -> str | None:
+        """The trend page of one case over the last sweeps; None when no recorded sweep ran it."""
+        from farm.history.trends import case_points, trend_document
+        from farm.reports.history_html import render_trend_html
+
+        def read(store: HistoryStore) -> tuple[list[SweepInfo], dict[str, Any]]:
+            window = list(reversed(store.sweeps(last=last)))
+            return window, case_points(store.engine, window, case_id) if window else {}
+
+        window, trends = self._with_store(read)
+        return render_trend_html(trend_document(window, trends)) if trends else None
+
+    def in_flight(self) -> list[dict[str, Any]]:
+        """The distributed sweeps in flight on the broker's store, with their progress ([] without a broker)."""
+        if not self.broker:
+            return []
+        from farm.settings import FarmSettings
+        from farm.store import SweepStore
+
+        store = SweepStore.from_url(FarmSettings.from_env().replace(broker_url=self.broker).store_url)
+        try:
+            sweeps = store.in_flight()
+        finally:
+            store.client.close()
+        return [{**vars(s), "submitted": datetime.fromtimestamp(s.submitted_epoch).isoformat(timespec="seconds")}
+                for s in sweeps]
+
+
+def _report_html(journal: str | None) -> str | None:
+    """The full HTML report rebuilt from the sweep's run journal, if the file is still there."""
+    if not journal or not Path(journal).is_file():
+        return None
+    from farm.replay import report_from_journal
+    from farm.reports import render_report
+
+    try:
+        return render_report(report_from_journal(journal), "html")
+    except FarmError:
+        return None  # pruned while read, or not a journal any more: the history's figures instead
