@@ -19,7 +19,7 @@ from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSumma
 from farm.observers import SweepStart
 from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line
-from farm.stats import below_overall_gate
+from farm.stats import below_overall_gate, unreachable
 from farm.stats.reasons import classed_reasons
 
 MAX_REASON_CHARS = 60
@@ -118,6 +118,9 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
     say(console, summary_line(report))
+    if unreachable(report):
+        say(console, "the agent could not be reached: every run failed to connect or had its credentials "
+                     "refused (exit 3)", style="red")
     fleet = fleet_line(report, always=False)
     if fleet:
         say(console, fleet)

@@ -1,0 +1,112 @@
+"""Issue 27, second half: what a newcomer's sweep reports, through the real ``farm`` command.
+
+A run past its case's ``timeout`` is class ``timeout`` (``infra:timeout`` is a transport's read
+timeout); a skipped case is not a run; ``summary.classes`` counts cases by stability class beside
+Yao's ``unstable_cases`` (not stable); an agent nobody could reach is exit 3, not 1.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.servers import ROOT, free_port
+
+AGENT = """
+import asyncio
+
+async def respond(messages):
+    text = messages[-1]["content"]
+    if text == "slow":
+        await asyncio.sleep(60)
+    return text
+"""
+
+
+def farm(*args: str, cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """``python -m farm …`` in-process (no broker), importing this checkout."""
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("FARM_")}
+    env.update({"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(cwd / ".farm-data")})
+    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def write_suite(path: Path, cases: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return path
+
+
+def test_a_slow_agent_is_class_timeout_and_a_skipped_case_is_no_run(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    suite = write_suite(tmp_path / "suite.jsonl", [
+        {"id": "slow", "input": "slow", "timeout": "1s"},
+        {"id": "fine", "input": "ok"},
+        {"id": "later", "input": "ok", "skip": True},
+        {"id": "wrong", "input": "ok", "assert": {"type": "contains", "value": "nope"}},
+    ])
+    done = farm("test", "-i", str(suite), "-n", "py:agent.py:respond", "--runs", "2", "--no-progress",
+                "-o", "r.json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    slow = next(r for r in report["results"] if r["id"] == "slow")
+    assert list(slow["failure_classes"]) == ["timeout"]
+    summary = report["summary"]
+    assert set(summary["failure_classes"]) == {"timeout", "assertion:contains"}
+    assert summary["total_runs"] == 6 and summary["by_status"]["skipped"] == 1
+    assert summary["unstable_cases"] == 2  # Yao's meaning: not stable (both broken here)
+    assert summary["classes"] == {"stable": 1, "mostly_stable": 0, "unstable": 0, "highly_unstable": 0, "broken": 2}
+    assert "6 runs" in done.stderr and "2 timeouts" in done.stderr
+
+
+def test_an_agent_nobody_could_reach_is_exit_3_after_the_whole_sweep(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/chat"  # nothing listens there
+    suite = write_suite(tmp_path / "suite.jsonl", [{"id": f"c{i}", "input": "hi"} for i in range(3)])
+    done = farm("test", "-i", str(suite), "-n", url, "--runs", "2", "--no-progress", "-o", "r.json", cwd=tmp_path,
+                )
+    assert done.returncode == 3, done.stderr
+    assert "the agent could not be reached" in done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["summary"]["total_runs"] == 6  # the sweep still ran to the end
+    assert set(report["summary"]["failure_classes"]) == {"infra:connect"}
+
+
+def test_one_reachable_run_keeps_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    suite = write_suite(tmp_path / "suite.jsonl", [{"id": "wrong", "input": "ok",
+                                                    "assert": {"type": "contains", "value": "nope"}}])
+    done = farm("test", "-i", str(suite), "-n", "py:agent.py:respond", "--no-progress", "-o", "r.json",
+                cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "could not be reached" not in done.stderr
+
+
+def test_credentials_refused_on_every_run_is_exit_3(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    class Refuses(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = b'{"error": "bad token"}'
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuses)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        suite = write_suite(tmp_path / "suite.jsonl", [{"id": "c", "input": "hi"}])
+        done = farm("test", "-i", str(suite), "-n", f"http://127.0.0.1:{server.server_address[1]}/chat",
+                    "--runs", "2", "--no-progress", "-o", "r.json", cwd=tmp_path)
+    finally:
+        server.shutdown()
+    assert done.returncode == 3, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert list(report["summary"]["failure_classes"]) == ["harness:config"]  # the class stays (SPEC 14.2)
