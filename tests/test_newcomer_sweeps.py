@@ -88,7 +88,7 @@ def test_credentials_refused_on_every_run_is_exit_3(tmp_path: Path) -> None:
     import threading
 
     class Refuses(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             body = b'{"error": "bad token"}'
             self.send_response(401)

@@ -276,7 +276,8 @@ class CaseAccumulator:
             runs_planned=self.plan.runs, required_passes=self.plan.required,
             **self._verdict_figures(passed, label), **self._costs.figures(passed),  # type: ignore[arg-type]
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
-            std_deviation_ms=d["std"], retries=self._retries, unreached=self._unreached, distinct_outputs=len(self._outputs),
+            std_deviation_ms=d["std"], retries=self._retries, unreached=self._unreached,
+            distinct_outputs=len(self._outputs),
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
