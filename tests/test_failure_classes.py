@@ -76,7 +76,8 @@ QUOTA_BODY = '{"error": {"message": "You exceeded your current quota", "type": "
 @pytest.mark.parametrize(("status", "body", "transient", "kind"), [
     (500, "oops", False, FaultKind.SERVER), (503, "busy", True, FaultKind.SERVER),
     (429, "slow down", True, FaultKind.RATE_LIMIT), (429, QUOTA_BODY, True, FaultKind.QUOTA),
-    (401, "bad key", False, FaultKind.AUTH), (403, "forbidden", False, FaultKind.AUTH), (404, "no such route", False, FaultKind.CONFIG),
+    (401, "bad key", False, FaultKind.AUTH), (403, "forbidden", False, FaultKind.AUTH),
+    (404, "no such route", False, FaultKind.CONFIG),
 ])
 def test_the_transports_fault_mapping_gives_every_status_its_kind(status: int, body: str, transient: bool,
                                                                     kind: FaultKind) -> None:

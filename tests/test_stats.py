@@ -405,7 +405,8 @@ def test_summary_counts_cases_and_runs() -> None:
     assert summary == SweepSummary(
         total_cases=4, total_runs=6, runs_per_case=2, overall_pass_rate=50.0,
         stable_cases=1, unstable_cases=2,
-        classes={"stable": 1, "mostly_stable": 0, "unstable": 1, "highly_unstable": 0, "broken": 1}, passed_cases=2, failed_cases=1, skipped_cases=1,
+        classes={"stable": 1, "mostly_stable": 0, "unstable": 1, "highly_unstable": 0, "broken": 1},
+        passed_cases=2, failed_cases=1, skipped_cases=1,
         flaky_cases=1, broken_cases=1, duration_ms=1234.6,
         by_status={"passed": 3, "failed": 1, "error": 1, "timeout": 1, "skipped": 1}, skipped_ids=["D"],
         failure_classes={  # classed by the accumulator: these runs were made without execute_run

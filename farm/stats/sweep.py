@@ -97,7 +97,8 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     of one still running) is 3; a sweep stopped by Ctrl-C, ``farm cancel``, a quota or a budget
     has its own code (a cancelled sweep is 3: it did not finish, so it must not read as green);
     else 3 when no run reached the agent (``unreachable``), 1 when a case failed or the
-    run-weighted ``--min-overall-pass-rate`` was missed, 0 otherwise. SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
+    run-weighted ``--min-overall-pass-rate`` was missed, 0 otherwise.
+    SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
     """
     if report.metadata.get("status") in ("failed", "abandoned", "running"):
         return ExitCode.RUNTIME_ERROR
