@@ -110,3 +110,28 @@ def test_credentials_refused_on_every_run_is_exit_3(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert list(report["summary"]["failure_classes"]) == ["harness:config"]  # the class stays (SPEC 14.2)
+
+
+def _report_file(path: Path, cases: dict[str, int], **metadata: Any) -> Path:
+    """A JSON report of ``cases`` (id: passed runs of 20)."""
+    from tests.browser_fixtures import case_stats, run, sweep_report
+
+    stats = [case_stats(cid, [run(i + 1, "passed" if i < passed else "failed") for i in range(20)])
+             for cid, passed in cases.items()]
+    path.write_text(sweep_report(stats, **metadata).model_dump_json())
+    return path
+
+
+def test_compare_with_an_interrupted_base_calls_its_missing_cases_not_run(tmp_path: Path) -> None:
+    base = _report_file(tmp_path / "base.json", {"a": 20}, sweep_id="b1", status="stopped", stopped="interrupted",
+                        not_run=["b", "c"])
+    head = _report_file(tmp_path / "head.json", {"a": 20, "b": 20, "c": 0}, sweep_id="h1", status="complete")
+    done = farm("compare", str(base), str(head), "-o", "c.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    verdicts = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "c.json").read_text())["cases"]}
+    assert verdicts == {"a": "unchanged", "b": "not_run", "c": "not_run"}
+    assert "BASE b1 did not finish: 2 cases missing from it are not_run" in done.stderr
+    complete = _report_file(tmp_path / "complete.json", {"a": 20}, sweep_id="b2", status="complete")
+    done = farm("compare", str(complete), str(head), "-o", "c.json", cwd=tmp_path)
+    verdicts = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "c.json").read_text())["cases"]}
+    assert verdicts["b"] == "new" and "did not finish" not in done.stderr

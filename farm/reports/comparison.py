@@ -1,7 +1,7 @@
 """A comparison of two sweeps (``farm.stats.compare``) as a terminal table, Markdown or JSON.
 
 The table and the Markdown list what needs a look first: regressions, then improvements,
-inconclusive, new and removed cases; unchanged cases are counted (``show_all`` lists them too).
+inconclusive, new, removed and not run cases; unchanged cases are counted (``show_all`` lists them too).
 HTML lives in ``farm.reports.history_html``; ``farm.reports.comparison_formats`` picks one by
 ``-o`` extension. Pure: no I/O.
 """
@@ -14,7 +14,8 @@ from farm.reports.markdown import md_inline
 from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
 
 ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
-ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖"}
+ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖",
+         "not_run": "⏸"}
 
 
 def rows_to_show(comparison: Comparison, show_all: bool = False) -> list[CaseComparison]:
