@@ -29,6 +29,7 @@ from farm.lifecycle import StopReason, SweepStop
 from farm.models import SweepReport
 from farm.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
 from farm.outputs import OutputTarget, write_document, write_report
+from farm.reaper import contained
 from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 from farm.stats import exit_code_for
 from farm.sweep import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
@@ -172,6 +173,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
     with contextlib.ExitStack() as streams:
+        streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.reaper)
         journal = RunJournal(streams.enter_context(open_journal(farm_settings.data_dir, prepared.plan.sweep_id)),
                              prepared.plan)
         journal_name = str(journal.path)

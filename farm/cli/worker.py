@@ -21,6 +21,7 @@ import click
 
 from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.cli.run import run_command
+from farm.reaper import contained
 from farm.settings import DEFAULT_QUEUE
 from farm.supervise import Supervisor, default_processes
 
@@ -45,7 +46,8 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     settings = celery_settings(broker)
     app = importlib.import_module("workers.app").app
     app.conf.update(settings)
-    return celery_main(app, argv)
+    with contained():  # this process runs the agents: what they leave behind ends with it (farm.reaper)
+        return celery_main(app, argv)
 
 
 def celery_main(app: Any, argv: list[str]) -> int:
