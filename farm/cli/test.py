@@ -47,7 +47,8 @@ Examples:
 Exit codes (the first that applies wins):
   2    bad input or configuration: nothing was run
   130  interrupted by Ctrl-C (143: by SIGTERM); the reports hold what ran
-  3    runtime error: broker or workers lost, crash, sweep failed or abandoned
+  3    runtime error: broker or workers lost, crash, sweep failed or abandoned;
+       or the agent could not be reached (every run: connection failed or 401/403)
   5    stopped: the provider's quota is exhausted
   4    stopped by a budget
   1    some case failed, or the overall pass rate is below --min-overall-pass-rate
