@@ -66,7 +66,7 @@ _HEADER = ["", "case", "runs", "pass rate", "95% CI", "class", "most common fail
 _RIGHT = {2, 3, 4}
 
 
-_SHRINKABLE = ((6, 24), (7, 16), (1, 16))
+_SHRINKABLE = ((6, 16), (7, 12), (1, 12))
 """Columns cut to fit a width, in this order, each to no less than its minimum: the most common
 failure, the failure classes, the case id."""
 
