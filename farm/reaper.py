@@ -156,14 +156,22 @@ def _end_marked_anywhere(mark: str) -> int:
     return len(found)
 
 
-def end_descendants() -> int:
-    """SIGKILL everything still running under this process (at its end, or after an isolated call)."""
+def end_descendants(keep: frozenset[int] = frozenset()) -> int:
+    """SIGKILL everything still running under this process but ``keep`` (at its end, or after an
+    isolated call)."""
     try:
-        left = psutil.Process().children(recursive=True)
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
     except psutil.Error:
         return 0
     _kill(left)
     return len(left)
+
+
+def _descendants() -> frozenset[int]:
+    try:
+        return frozenset(p.pid for p in psutil.Process().children(recursive=True))
+    except psutil.Error:
+        return frozenset()
 
 
 def end_strays(keep: set[int]) -> int:
@@ -183,12 +191,14 @@ def end_strays(keep: set[int]) -> int:
 
 @contextlib.contextmanager
 def contained() -> Iterator[None]:
-    """Inside: this process is a subreaper; at the end, whatever still runs under it is ended."""
+    """Inside: this process is a subreaper; at the end, whatever started under it meanwhile and
+    still runs is ended (what ran before is left alone: ``farm test`` called in a test process)."""
     adopt_orphans()
+    before = _descendants()
     try:
         yield
     finally:
-        end_descendants()
+        end_descendants(keep=before)
 
 
 _SUBREAPER = False
