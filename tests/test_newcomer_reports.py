@@ -175,3 +175,38 @@ def test_the_readme_examples_reports_are_ignored_by_git() -> None:
     done = subprocess.run(["git", "check-ignore", "flaky.html", "junit.xml"], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0 and done.stdout.split() == ["flaky.html", "junit.xml"], done
+
+
+def test_the_progress_bar_and_the_stream_count_no_run_for_a_skipped_case(tmp_path: Path) -> None:
+    """On a terminal (a pty here) the bar counts runs made: 3 cases x 2 runs, one skipped, is 4 runs."""
+    import pty
+    import select
+
+    project(tmp_path, [{"id": "a", "input": "hello"}, {"id": "b", "input": "hi"},
+                       {"id": "later", "input": "x", "skip": True}])
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_") and k != "COLUMNS"}
+    env.update({"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(tmp_path / ".farm-data"), "COLUMNS": "150",
+                "TERM": "xterm"})
+    process = subprocess.Popen([sys.executable, "-m", "farm", "test", "-i", "suite.jsonl", "-n", "py:agent.py:respond",
+                                "--runs", "2", "--no-history", "-o", "r.jsonl"], cwd=tmp_path, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 300)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the pty closed: farm exited
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert process.wait(timeout=300) == 0
+    text = seen.decode(errors="replace")
+    assert "4/4" in text and "/5" not in text, text[-2000:]
+    start = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert start["type"] == "start" and start["total_runs"] == 4
