@@ -210,3 +210,57 @@ def test_the_progress_bar_and_the_stream_count_no_run_for_a_skipped_case(tmp_pat
     assert "4/4" in text and "/5" not in text, text[-2000:]
     start = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
     assert start["type"] == "start" and start["total_runs"] == 4
+
+
+def _point(sweep: str, rate: float, label: str) -> Any:
+    from farm.history.trends import CasePoint
+
+    return CasePoint(sweep_id=sweep, pass_rate=rate, ci_low=max(0.0, rate - 15), ci_high=min(100.0, rate + 15),
+                     label=label, runs=50, passed=int(rate / 2), skipped=0)
+
+
+@pytest.mark.browser
+def test_the_trend_page_mentions_big_drops_and_has_axes(chromium: Any, tmp_path: Path) -> None:
+    from farm.history.store import SweepInfo
+    from farm.history.trends import trend_document
+    from farm.reports.history_html import render_trend_html
+
+    import datetime as dt
+
+    window = [SweepInfo(pk=i, sweep_id=f"s{i}", started_at=dt.datetime(2026, 11, i, tzinfo=dt.UTC), finished_at=None,
+                        status="complete", stopped=None, agent="a", connector=None, git_commit=None, git_branch=None,
+                        total_cases=2, total_runs=100, passed_cases=1, failed_cases=1, flaky_cases=1, broken_cases=0,
+                        overall_pass_rate=70.0, duration_ms=1.0) for i in (1, 2)]
+    trends = {"falls": [_point("s1", 80, "flaky"), _point("s2", 42, "flaky")],
+              "steady": [_point("s1", 100, "stable"), _point("s2", 100, "stable")]}
+    path = tmp_path / "trends.html"
+    path.write_text(render_trend_html(trend_document(window, trends)))
+    page = open_html(chromium, path)
+    expect(page.locator("h1 .pill")).to_have_text("1 case newly flaky, broken or fallen")
+    falls = page.locator('li.trend[data-case="falls"]')
+    expect(falls.locator(".flag")).to_have_text("fell 80% → 42%")
+    expect(falls.locator(".changes")).to_have_text("no label change")
+    assert falls.locator("line.axis").count() == 2
+    assert falls.locator("text.tick").all_text_contents() == ["100%", "50%", "0%", "oldest", "newest sweep"]
+    expect(page.locator('#chips [data-filter="changed"]')).to_contain_text("Changed label")
+    page.context.close()
+
+
+@pytest.mark.browser
+def test_needs_a_look_leaves_out_inconclusive_cases_that_barely_moved(chromium: Any, tmp_path: Path) -> None:
+    from farm.reports.history_html import render_comparison_html
+    from farm.stats.compare import CaseSnapshot, SweepSnapshot, compare
+
+    def side(sweep: str, **passed: int) -> SweepSnapshot:
+        return SweepSnapshot(sweep_id=sweep, cases=[CaseSnapshot(id=k, runs=10, passed=v) for k, v in passed.items()])
+
+    comparison = compare(side("b", wobbles=9, sinks=10), side("h", wobbles=10, sinks=7))
+    verdicts = {c.id: c.verdict for c in comparison.cases}
+    assert verdicts["wobbles"] == verdicts["sinks"] == "inconclusive"
+    path = tmp_path / "cmp.html"
+    path.write_text(render_comparison_html(comparison))
+    page = open_html(chromium, path)
+    rows = page.locator("#rows tr")
+    expect(rows).to_have_count(1)  # "sinks" fell 30 points; "wobbles" rose 10 in ten runs: nothing to look at
+    expect(rows.first.locator(".case-id")).to_have_text("sinks")
+    page.context.close()

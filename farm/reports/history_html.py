@@ -56,8 +56,8 @@ def render_trend_html(document: dict[str, Any]) -> str:
         title="Trends · agent-farm",
         meta_items=[(label, str(value)) for label, value in (("Sweeps", len(sweeps)), ("From", first),
                                                               ("To", last)) if value is not None],
-        verdict={"text": f"{flagged} newly flaky or broken" if flagged else "Nothing newly flaky",
-                 "tone": "bad" if flagged else "good"},
+        verdict={"text": f"{flagged} {'case' if flagged == 1 else 'cases'} newly flaky, broken or fallen" if flagged
+                 else "No case newly flaky, broken or fallen", "tone": "bad" if flagged else "good"},
         js=Markup(asset("history.js") + asset("trend.js")),
     )
 
