@@ -221,11 +221,11 @@ def _point(sweep: str, rate: float, label: str) -> Any:
 
 @pytest.mark.browser
 def test_the_trend_page_mentions_big_drops_and_has_axes(chromium: Any, tmp_path: Path) -> None:
+    import datetime as dt
+
     from farm.history.store import SweepInfo
     from farm.history.trends import trend_document
     from farm.reports.history_html import render_trend_html
-
-    import datetime as dt
 
     window = [SweepInfo(pk=i, sweep_id=f"s{i}", started_at=dt.datetime(2026, 11, i, tzinfo=dt.UTC), finished_at=None,
                         status="complete", stopped=None, agent="a", connector=None, git_commit=None, git_branch=None,
