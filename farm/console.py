@@ -22,6 +22,7 @@ from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line, stopped_early
 from farm.stats import below_overall_gate, unreachable
 from farm.stats.reasons import classed_reasons
+from farm.wording import plural
 
 MAX_REASON_CHARS = 60
 """The table's failure-reason column is cut to this many characters."""
@@ -88,10 +89,6 @@ def case_rows(report: SweepReport, *, max_rows: int = 30, width: int | None = No
     return lines
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word if n == 1 else word + 's'}"
-
-
 def _fit(table: list[list[str]], widths: list[int], width: int) -> tuple[list[list[str]], list[int]]:
     """Cut the shrinkable columns until a line (cells joined by two spaces) fits in ``width``."""
     excess = sum(widths) + 2 * (len(widths) - 1) - width
@@ -112,13 +109,13 @@ def summary_line(report: SweepReport) -> str:
     s: SweepSummary = report.summary
     by = s.by_status
     runs = [f"{by.get('passed', 0)} passed", f"{by.get('failed', 0)} failed",
-            _plural(by.get("error", 0), "error"), _plural(by.get("timeout", 0), "timeout")]
-    cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {_plural(s.total_cases, 'case')}"
+            plural(by.get("error", 0), "error"), plural(by.get("timeout", 0), "timeout")]
+    cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {plural(s.total_cases, 'case')}"
     if s.skipped_cases:
         cases += f" ({s.skipped_cases} skipped)"
     status = report.metadata.get("status")
     partial = f"PARTIAL (sweep {status}): " if status in _PARTIAL else ""
-    return (f"{partial}{cases}; {_plural(s.total_runs, 'run')}: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass "
+    return (f"{partial}{cases}; {plural(s.total_runs, 'run')}: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass "
             f"rate); {s.flaky_cases} flaky, {s.broken_cases} broken; {s.duration_ms / 1000:.1f}s")
 
 
@@ -132,7 +129,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     for text, failing in case_rows(report, max_rows=max_rows, width=width) if report.results else []:
         say(console, text, style="red" if failing else None)
     if len(report.results) > max_rows:
-        say(console, f"… {len(report.results) - max_rows} more cases in the report")
+        say(console, f"… {plural(len(report.results) - max_rows, 'more case')} in the report")
     for line in failure_lines(report):
         say(console, line)
     if any(stopped_early(c) for c in report.results):
@@ -143,7 +140,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     if meta.get("stopped"):
         not_run = [str(i) for i in meta.get("not_run") or []]
         listed = f": {_ids(not_run)}" if not_run else ""
-        say(console, f"stopped early ({meta['stopped']}): {_plural(len(not_run), 'case')} not run{listed}")
+        say(console, f"stopped early ({meta['stopped']}): {plural(len(not_run), 'case')} not run{listed}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
@@ -205,14 +202,14 @@ class FailureDigest:
         """Each distinct failure, most frequent first."""
         ranked = sorted(self._failures.items(), key=lambda item: -item[1].count)
         for reason, failure in ranked:
-            runs = _plural(failure.count, "run")
+            runs = plural(failure.count, "run")
             klass = f"  [{failure.failure_class}]" if failure.failure_class else ""
             say(self._console, f"{runs} failed: {reason}{klass}", style="bold")
             say(self._console, f"  cases: {_ids(list(failure.cases))}")
             for line in _example(failure.example):
                 say(self._console, f"  {line}")
         if self._unlisted:
-            say(self._console, f"… and {_plural(self._unlisted, 'failed run')} of other kinds "
+            say(self._console, f"… and {plural(self._unlisted, 'failed run')} of other kinds "
                                f"(only the first {self._max} kinds are listed)")
 
 

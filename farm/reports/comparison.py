@@ -12,6 +12,7 @@ import json
 
 from farm.reports.markdown import md_inline
 from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
+from farm.wording import plural
 
 ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
 ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖",
@@ -76,7 +77,7 @@ def render_text(comparison: Comparison, show_all: bool = False) -> str:
               for row in table] if rows else []
     hidden = len(comparison.cases) - len(rows)
     if hidden:
-        lines.append(f"({hidden} unchanged cases not listed; --all lists them)")
+        lines.append(f"({plural(hidden, 'unchanged case')} not listed; --all lists them)")
     lines += ["", headline(comparison)]
     return "\n".join(lines) + "\n"
 
@@ -96,7 +97,7 @@ def render_markdown(comparison: Comparison, show_all: bool = False) -> str:
                   f"{_delta(r)} | {_q(r)} | {md_inline('; '.join(_notes(r)))} |" for r in rows]
     hidden = len(comparison.cases) - len(rows)
     if hidden:
-        lines += ["", f"{hidden} unchanged cases not listed."]
+        lines += ["", f"{plural(hidden, 'unchanged case')} not listed."]
     return "\n".join(lines) + "\n"
 
 

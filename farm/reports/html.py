@@ -21,6 +21,7 @@ from farm.models import CaseStats, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.wording import plural
 
 __all__ = ["render_html", "write_html"]
 
@@ -175,7 +176,7 @@ def _meta_items(meta: dict[str, Any]) -> list[tuple[str, str]]:
 def _cards(s: SweepSummary) -> list[dict[str, str]]:
     """The summary cards: value, caption and a tone for the accent colour."""
     errors = s.by_status.get("error", 0) + s.by_status.get("timeout", 0)
-    bad_runs = ", ".join(_plural(s.by_status.get(k, 0), k) for k in ("error", "timeout") if s.by_status.get(k))
+    bad_runs = ", ".join(plural(s.by_status.get(k, 0), k) for k in ("error", "timeout") if s.by_status.get(k))
     rate_tone = "good" if s.overall_pass_rate >= 100 else "warn" if s.overall_pass_rate >= 80 else "bad"
     runs_each = f"{s.runs_per_case} per case" if s.runs_per_case else "no runs"
     return [
@@ -204,10 +205,6 @@ def _fleet_cards(s: SweepSummary, meta: dict[str, Any]) -> list[dict[str, str]]:
     if isinstance(meta.get("budget"), dict):
         cards.append(_card("Budget", budget_text(meta["budget"]), "spent of the limit", "neutral"))
     return cards
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word if n == 1 else word + 's'}"
 
 
 def _card(label: str, value: str, caption: str, tone: str) -> dict[str, str]:

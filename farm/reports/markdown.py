@@ -19,6 +19,7 @@ from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
 from farm.stats import case_verdict
+from farm.wording import plural
 
 MAX_DETAILS_SHOWN = 10
 """Failing runs described per case; the rest are counted."""
@@ -188,7 +189,7 @@ def _apart(report: SweepReport) -> list[str]:
         groups.append(("Not run", not_run, f"the sweep stopped ({md_inline(report.metadata.get('stopped'))})"))
     for title, ids, why in groups:
         if ids:
-            count = f"{len(ids)} case{'' if len(ids) == 1 else 's'}"
+            count = plural(len(ids), "case")
             lines += ["", f"## {title}", "", f"{count}, {why}:", "", *(f"- {md_inline(i)}" for i in ids)]
     return lines[1:]
 
