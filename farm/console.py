@@ -178,8 +178,8 @@ class FailureDigest:
         self._unlisted = 0
 
     def on_start(self, start: SweepStart) -> None:
-        say(self._console, f"sweep {start.sweep_id}: {start.total_cases} cases, {start.total_runs} runs "
-                           f"against {start.agent_id}")
+        say(self._console, f"sweep {start.sweep_id}: {plural(start.total_cases, 'case')}, "
+                           f"{plural(start.total_runs, 'run')} against {start.agent_id}")
 
     def on_result(self, result: RunResult) -> None:
         for reason, failure_class in classed_reasons(result).items():
