@@ -79,7 +79,20 @@ class CommandAgent:
         mark = new_mark()
         out, err = _Capture(), _Capture()
         try:
-            process = await asyncio.create_subprocess_exec(
+            process = await self._start(out, err, mark)
+            stdout, stderr = await self._communicate(process, stdin, request.timeout_s, (out, err), mark)
+        finally:
+            out.close()
+            err.close()
+        if process.returncode != 0:
+            tail = stderr.decode(errors="replace")[-STDERR_TAIL:]
+            raise AgentError(redact(f"agent {self.id}: exited with {process.returncode}: {excerpt(tail, STDERR_TAIL)}"),
+                             kind=FaultKind.CRASHED)
+        return redact_reply(self._reply(stdout.decode(errors="replace"), payload, stderr))
+
+    async def _start(self, out: _Capture, err: _Capture, mark: str) -> Any:
+        try:
+            return await asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=out.write_fd,
@@ -91,19 +104,9 @@ class CommandAgent:
         except OSError as exc:
             raise AgentError(redact(f"agent {self.id}: cannot start {self.argv[0]}: {exc}"),
                              kind=FaultKind.CONNECT) from None
-        finally:
+        finally:  # the program holds its own copies of the write ends now
             out.close_write_end()
             err.close_write_end()
-        try:
-            stdout, stderr = await self._communicate(process, stdin, request.timeout_s, (out, err), mark)
-        finally:
-            out.close()
-            err.close()
-        if process.returncode != 0:
-            tail = stderr.decode(errors="replace")[-STDERR_TAIL:]
-            raise AgentError(redact(f"agent {self.id}: exited with {process.returncode}: {excerpt(tail, STDERR_TAIL)}"),
-                             kind=FaultKind.CRASHED)
-        return redact_reply(self._reply(stdout.decode(errors="replace"), payload, stderr))
 
     async def _communicate(self, process: Any, stdin: bytes, timeout_s: float | None,
                            pipes: tuple[_Capture, _Capture], mark: str) -> tuple[bytes, bytes]:
