@@ -146,3 +146,73 @@ def test_a_killed_worker_process_leaves_its_agents_leftovers_to_the_supervisor(
         assert gone_soon([grandchild])
     finally:
         kill_all(helpers(tmp_path) if (tmp_path / "pids").exists() else [])
+
+
+CHECKS_THE_LAST = """
+import os, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def respond(messages):
+    path = os.path.join(HERE, "pids")
+    before = [int(p) for p in open(path).read().split()] if os.path.exists(path) else []
+    subprocess.run([sys.executable, "-c",
+                    "import subprocess, sys; "
+                    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+                    "start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+                    "stderr=subprocess.DEVNULL); open(sys.argv[1], 'a').write(f'{p.pid}\\\\n')", path], check=True)
+    return "left running: " + str(sum(alive(p) for p in before))
+"""
+
+
+def test_an_isolated_call_ends_what_it_left_before_the_next_call(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(CHECKS_THE_LAST)
+    (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "c", "input": "hi"}) + "\n")
+    try:
+        done = farm("test", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--isolate", "--runs", "3",
+                    "--parallel", "1", "--no-progress", "-o", "r.json", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        [case] = json.loads((tmp_path / "r.json").read_text())["results"]
+        assert sorted(d["output"] for d in case["run_details"]) == ["left running: 0"] * 3
+        assert gone_soon(helpers(tmp_path))
+    finally:
+        if (tmp_path / "pids").exists():
+            kill_all(helpers(tmp_path))
+
+
+CMD_CHECKS_THE_LAST = """#!/bin/sh
+cat >/dev/null
+left=0
+if [ -f pids ]; then
+  for pid in $(cat pids); do
+    if [ -d /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat; then left=$((left + 1)); fi
+  done
+fi
+setsid sh -c 'echo $$ >> "$1"; exec sleep 600' helper "$PWD/pids" </dev/null >/dev/null 2>&1 &
+echo "left running: $left"
+"""
+
+
+def test_a_cmd_turn_ends_its_setsid_helper_before_the_next_turn(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.sh"
+    agent.write_text(CMD_CHECKS_THE_LAST)
+    agent.chmod(0o755)
+    (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "c", "input": "hi"}) + "\n")
+    try:
+        done = farm("test", "-i", "suite.jsonl", "-n", "cmd:agent.sh", "--runs", "3", "--parallel", "1",
+                    "--no-progress", "-o", "r.json", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        [case] = json.loads((tmp_path / "r.json").read_text())["results"]
+        assert sorted(d["output"] for d in case["run_details"]) == ["left running: 0"] * 3
+    finally:
+        if (tmp_path / "pids").exists():
+            kill_all(helpers(tmp_path))
