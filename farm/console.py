@@ -20,7 +20,7 @@ from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSumma
 from farm.observers import SweepStart
 from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line, stopped_early
-from farm.stats import below_overall_gate, unreachable
+from farm.stats import below_overall_gate, is_partial, unreachable
 from farm.stats.reasons import classed_reasons
 from farm.wording import plural
 
@@ -113,14 +113,10 @@ def summary_line(report: SweepReport) -> str:
     cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {plural(s.total_cases, 'case')}"
     if s.skipped_cases:
         cases += f" ({s.skipped_cases} skipped)"
-    status = report.metadata.get("status")
-    partial = f"PARTIAL (sweep {status}): " if status in _PARTIAL else ""
+    partial = f"PARTIAL (sweep {report.metadata.get('status')}): " if is_partial(report) else ""
     return (f"{partial}{cases}; {plural(s.total_runs, 'run')}: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass "
             f"rate); {s.flaky_cases} flaky, {s.broken_cases} broken; {s.duration_ms / 1000:.1f}s")
 
-
-_PARTIAL = ("running", "abandoned", "failed")
-"""Statuses of a sweep whose report holds only some of its runs (a partial journal's, for one)."""
 
 
 def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) -> None:

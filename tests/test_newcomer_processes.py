@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from tests.servers import ROOT
+from tests.farm_process import farm
 
 SETSID_AGENT = """#!/bin/sh
 cat >/dev/null
@@ -44,11 +42,6 @@ def respond(messages):
 """
 
 
-def farm(*args: str, cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")}
-    env.update({"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(cwd / ".farm-data")})
-    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 def alive(pid: int) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.browser_fixtures import headless_chromium
+from tests.farm_process import farm
 from tests.servers import ROOT
 
 try:
@@ -33,11 +34,6 @@ def respond(messages):
 """
 
 
-def farm(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("FARM_") and k != "COLUMNS"}
-    full.update({"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(cwd / ".farm-data"), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=cwd, env=full, capture_output=True, text=True,
-                          timeout=300, check=False)
 
 
 def project(tmp_path: Path, cases: list[dict[str, Any]]) -> Path:

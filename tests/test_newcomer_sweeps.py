@@ -8,12 +8,11 @@ Yao's ``unstable_cases`` (not stable); an agent nobody could reach is exit 3, no
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.servers import ROOT, free_port
+from tests.farm_process import farm
+from tests.servers import free_port
 
 AGENT = """
 import asyncio
@@ -26,12 +25,6 @@ async def respond(messages):
 """
 
 
-def farm(*args: str, cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    """``python -m farm …`` in-process (no broker), importing this checkout."""
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("FARM_")}
-    env.update({"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(cwd / ".farm-data")})
-    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 def write_suite(path: Path, cases: list[dict[str, Any]]) -> Path:

@@ -21,6 +21,7 @@ from farm.models import CaseStats, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.stats.sweep import PARTIAL_STATUSES
 from farm.wording import plural
 
 __all__ = ["render_html", "write_html"]
@@ -132,7 +133,7 @@ def _rows(mapping: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
-    if meta.get("status") in _PARTIAL:  # a partial journal's report, say: some runs are not in it
+    if meta.get("status") in PARTIAL_STATUSES:  # a partial journal's report, say: some runs are not in it
         return {"text": f"Partial: sweep {_text(meta['status'])}", "tone": "warn"}
     if meta.get("stopped"):
         return {"text": f"Stopped: {_text(meta['stopped'])}", "tone": "warn"}
@@ -141,9 +142,6 @@ def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
     if summary.failed_cases:
         return {"text": f"{summary.failed_cases} failed", "tone": "bad"}
     return {"text": "All passed", "tone": "good"}
-
-
-_PARTIAL = ("running", "abandoned", "failed")
 
 
 def _apart(report: SweepReport) -> list[tuple[str, list[str], str]]:

@@ -100,7 +100,7 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     run-weighted ``--min-overall-pass-rate`` was missed, 0 otherwise.
     SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
     """
-    if report.metadata.get("status") in ("failed", "abandoned", "running"):
+    if is_partial(report):
         return ExitCode.RUNTIME_ERROR
     code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
     if code is not None:
@@ -109,6 +109,15 @@ def exit_code_for(report: SweepReport) -> ExitCode:
         return ExitCode.RUNTIME_ERROR
     failed = any(case_verdict(s) == "failed" for s in report.results)
     return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
+
+
+PARTIAL_STATUSES = frozenset({"failed", "abandoned", "running"})
+"""``metadata.status`` of a sweep that did not finish: its report holds only some of its runs."""
+
+
+def is_partial(report: SweepReport) -> bool:
+    """The report is of an unfinished sweep (a partial journal's, a snapshot of one in flight)."""
+    return report.metadata.get("status") in PARTIAL_STATUSES
 
 
 def unreachable(report: SweepReport) -> bool:
