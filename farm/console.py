@@ -11,6 +11,7 @@ messages are printed as they are.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -18,9 +19,10 @@ from rich.console import Console
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.observers import SweepStart
 from farm.reports.failures import class_counts, failure_lines
-from farm.reports.fleet import BIASED_NOTE, fleet_line
-from farm.stats import below_overall_gate
+from farm.reports.fleet import BIASED_NOTE, fleet_line, stopped_early
+from farm.stats import below_overall_gate, is_partial, unreachable
 from farm.stats.reasons import classed_reasons
+from farm.wording import plural
 
 MAX_REASON_CHARS = 60
 """The table's failure-reason column is cut to this many characters."""
@@ -55,7 +57,7 @@ def _top_reason(stats: CaseStats) -> str:
 def _cells(stats: CaseStats) -> list[str]:
     low, high = stats.pass_rate_ci
     runs = f"{stats.runs}" if stats.runs_planned in (None, stats.runs) else f"{stats.runs}/{stats.runs_planned}"
-    rate = f"{stats.pass_rate:.1f}%" + ("*" if stats.adaptive else "")  # * : biased by stopping (footnote)
+    rate = f"{stats.pass_rate:.1f}%" + ("*" if stopped_early(stats) else "")  # * : biased by stopping (footnote)
     return ["pass" if stats.case_passed else "FAIL", _cut(stats.id, MAX_ID_CHARS), runs, rate,
             f"{low:.1f}–{high:.1f}%", stats.stability_class.value, _top_reason(stats),
             class_counts(stats.failure_classes)]
@@ -65,13 +67,21 @@ _HEADER = ["", "case", "runs", "pass rate", "95% CI", "class", "most common fail
 _RIGHT = {2, 3, 4}
 
 
-def case_rows(report: SweepReport, *, max_rows: int = 30) -> list[tuple[str, bool]]:
+_SHRINKABLE = ((6, 16), (7, 12), (1, 12))
+"""Columns cut to fit a width, in this order, each to no less than its minimum: the most common
+failure, the failure classes, the case id."""
+
+
+def case_rows(report: SweepReport, *, max_rows: int = 30, width: int | None = None) -> list[tuple[str, bool]]:
     """The table as aligned lines (header first), failing and least passing cases first; each
-    with whether it is a failing case. Plain text, one line per case, however narrow the
-    terminal: CI logs keep it whole."""
+    with whether it is a failing case. Plain text, one line per case: CI logs (no ``width``) keep
+    it whole; on a terminal of ``width`` columns the long columns are cut (``…``) to fit, so no
+    line wraps mid-word."""
     cases = sorted(report.results, key=lambda c: (c.case_passed, c.pass_rate, c.id))[:max_rows]
     table = [_HEADER, *(_cells(c) for c in cases)]
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEADER))]
+    if width is not None:
+        table, widths = _fit(table, widths, width)
     lines = []
     for row in table:
         cells = [cell.rjust(widths[i]) if i in _RIGHT else cell.ljust(widths[i]) for i, cell in enumerate(row)]
@@ -79,8 +89,18 @@ def case_rows(report: SweepReport, *, max_rows: int = 30) -> list[tuple[str, boo
     return lines
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word if n == 1 else word + 's'}"
+def _fit(table: list[list[str]], widths: list[int], width: int) -> tuple[list[list[str]], list[int]]:
+    """Cut the shrinkable columns until a line (cells joined by two spaces) fits in ``width``."""
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    for column, least in _SHRINKABLE:
+        if excess <= 0:
+            break
+        cut = min(excess, max(widths[column] - least, 0))
+        widths[column] -= cut
+        excess -= cut
+    table = [[_cut(cell, widths[i]) if len(cell) > widths[i] else cell for i, cell in enumerate(row)]
+             for row in table]
+    return table, widths
 
 
 def summary_line(report: SweepReport) -> str:
@@ -89,23 +109,26 @@ def summary_line(report: SweepReport) -> str:
     s: SweepSummary = report.summary
     by = s.by_status
     runs = [f"{by.get('passed', 0)} passed", f"{by.get('failed', 0)} failed",
-            _plural(by.get("error", 0), "error"), _plural(by.get("timeout", 0), "timeout")]
-    cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {s.total_cases} cases"
+            plural(by.get("error", 0), "error"), plural(by.get("timeout", 0), "timeout")]
+    cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {plural(s.total_cases, 'case')}"
     if s.skipped_cases:
         cases += f" ({s.skipped_cases} skipped)"
-    return (f"{cases}; {s.total_runs} runs: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass rate); "
-            f"{s.flaky_cases} flaky, {s.broken_cases} broken; {s.duration_ms / 1000:.1f}s")
+    partial = f"PARTIAL (sweep {report.metadata.get('status')}): " if is_partial(report) else ""
+    return (f"{partial}{cases}; {plural(s.total_runs, 'run')}: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass "
+            f"rate); {s.flaky_cases} flaky, {s.broken_cases} broken; {s.duration_ms / 1000:.1f}s")
+
 
 
 def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) -> None:
     """The case table, the cases listed apart (skipped, not run), the gates missed, the totals."""
-    for text, failing in case_rows(report, max_rows=max_rows) if report.results else []:
+    width = console.width if console.is_terminal or "COLUMNS" in os.environ else None
+    for text, failing in case_rows(report, max_rows=max_rows, width=width) if report.results else []:
         say(console, text, style="red" if failing else None)
     if len(report.results) > max_rows:
-        say(console, f"… {len(report.results) - max_rows} more cases in the report")
+        say(console, f"… {plural(len(report.results) - max_rows, 'more case')} in the report")
     for line in failure_lines(report):
         say(console, line)
-    if any(c.adaptive for c in report.results):
+    if any(stopped_early(c) for c in report.results):
         say(console, f"* {BIASED_NOTE}")
     if report.summary.skipped_ids:
         say(console, f"skipped (skip: true): {_ids(report.summary.skipped_ids)}")
@@ -113,11 +136,14 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     if meta.get("stopped"):
         not_run = [str(i) for i in meta.get("not_run") or []]
         listed = f": {_ids(not_run)}" if not_run else ""
-        say(console, f"stopped early ({meta['stopped']}): {len(not_run)} cases not run{listed}")
+        say(console, f"stopped early ({meta['stopped']}): {plural(len(not_run), 'case')} not run{listed}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
     say(console, summary_line(report))
+    if unreachable(report):
+        say(console, "the agent could not be reached: every run failed to connect or had its credentials "
+                     "refused (exit 3)", style="red")
     fleet = fleet_line(report, always=False)
     if fleet:
         say(console, fleet)
@@ -148,8 +174,8 @@ class FailureDigest:
         self._unlisted = 0
 
     def on_start(self, start: SweepStart) -> None:
-        say(self._console, f"sweep {start.sweep_id}: {start.total_cases} cases, {start.total_runs} runs "
-                           f"against {start.agent_id}")
+        say(self._console, f"sweep {start.sweep_id}: {plural(start.total_cases, 'case')}, "
+                           f"{plural(start.total_runs, 'run')} against {start.agent_id}")
 
     def on_result(self, result: RunResult) -> None:
         for reason, failure_class in classed_reasons(result).items():
@@ -172,14 +198,14 @@ class FailureDigest:
         """Each distinct failure, most frequent first."""
         ranked = sorted(self._failures.items(), key=lambda item: -item[1].count)
         for reason, failure in ranked:
-            runs = _plural(failure.count, "run")
+            runs = plural(failure.count, "run")
             klass = f"  [{failure.failure_class}]" if failure.failure_class else ""
             say(self._console, f"{runs} failed: {reason}{klass}", style="bold")
             say(self._console, f"  cases: {_ids(list(failure.cases))}")
             for line in _example(failure.example):
                 say(self._console, f"  {line}")
         if self._unlisted:
-            say(self._console, f"… and {_plural(self._unlisted, 'failed run')} of other kinds "
+            say(self._console, f"… and {plural(self._unlisted, 'failed run')} of other kinds "
                                f"(only the first {self._max} kinds are listed)")
 
 

@@ -162,6 +162,9 @@ class DynamicLoop:
         self.yao_compat = yao_compat
         self.points = {cp.id: CheckpointResult(required=cp.required) for cp in spec.checkpoints}
         self.turns: list[TurnRecord] = []
+        self.last_failure: dict[str, tuple[int, str]] = {}
+        """Each checkpoint's latest failed attempt (turn, message): the run's failure quotes it, while
+        ``CheckpointResult.message`` keeps Yao's first."""
         result.turns = self.turns
         result.checkpoints = self.points
 
@@ -185,9 +188,9 @@ class DynamicLoop:
             started = time.monotonic()
             if turn > 1 or not self.initial:
                 said = await self._simulate(simulator, history(), turn, deadline, limit)
-                if said.goal_achieved:
-                    return self._conclude(turn, "the simulator signaled goal achieved but not all required "
-                                                "checkpoints were reached")
+                if said.goal_achieved:  # before the agent's turn: the failure is the last turn played
+                    return self._conclude(max(turn - 1, 1), "the simulator signaled goal achieved but not all "
+                                                            "required checkpoints were reached")
                 messages = [Message(role="user", content=said.message)]
             else:
                 messages = self.initial
@@ -248,9 +251,17 @@ class DynamicLoop:
                 found.reached_at_turn = turn
                 found.message = ""
                 reached.append(cp.id)
-            elif not found.message:  # Yao keeps the first failure, for debugging
-                found.message = "; ".join(failures)
+            else:
+                self.last_failure[cp.id] = (turn, "; ".join(failures))
+                if not found.message:  # Yao keeps the first failure, for debugging
+                    found.message = "; ".join(failures)
         return reached
+
+    def _last_attempt(self, checkpoint: str) -> str:
+        if checkpoint not in self.last_failure:
+            return "last attempt: never checked"
+        turn, message = self.last_failure[checkpoint]
+        return f"last attempt (turn {turn}): {message}"
 
     def _after_met(self, after: list[str]) -> bool:
         # An unknown id counts as met (Yao's code); the default refuses such a case at load time.
@@ -266,7 +277,7 @@ class DynamicLoop:
         for cp in self.spec.checkpoints:
             found = self.points[cp.id]
             missed = found.required and not found.reached
-            message = f"{why}; last attempt: {found.message or 'never checked'}" if missed else ""
+            message = f"{why}; {self._last_attempt(cp.id)}" if missed else ""
             expected = [a.model_dump(include={"type", "value", "path"}, exclude_none=True) for a in cp.assertions]
             self.result.checks.append(CheckOutcome(name=f"{CHECKPOINT_PREFIX}{cp.id}", passed=not missed,
                                                    message=message, turn=turn, expected=expected or None, actual=last))

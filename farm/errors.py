@@ -170,6 +170,9 @@ class FaultKind(enum.StrEnum):
     QUOTA = "quota"
     #: no answer within the read timeout
     TIMEOUT = "timeout"
+    #: HTTP 401, 403 or 407: the agent refused the farm's credentials (class ``harness:config``; with
+    #: ``connect`` it makes a run that never reached the agent, SPEC 20)
+    AUTH = "auth"
     #: an answer the farm cannot read (not JSON, no reply in it)
     PARSE = "parse"
     #: a request the test got wrong: a 4xx, a bad URL or header, an unknown agent, no recording

@@ -1,12 +1,15 @@
 """Failure classes (SPEC 14.2): why a run did not pass, decided from data, before any LLM.
 
-``classify_run`` looks at a finished run: a timeout is ``infra:timeout``; an error is classed by
+``classify_run`` looks at a finished run: a run past its own timeout is ``timeout``; an error is classed by
 its type, an adapter error by the kind its fault mapping gave it (``farm.errors.FaultKind``,
 set by ``farm.agents.faults`` for the transport); a failed run by its first failed check, in the
 order the checks ran:
 
     infra:connect | infra:5xx | infra:429 | infra:quota | infra:timeout
-        the path to the agent failed (after the retries of SPEC 6)
+        the path to the agent failed (after the retries of SPEC 6); ``infra:timeout`` is a
+        transport's read timeout
+    timeout
+        the run (or a turn) passed its case's ``timeout``: the agent was too slow (SPEC 20)
     harness:parse | harness:config
         the farm could not read an answer, or the test itself is wrong (a bad reference, a
         hook or script that raised, a 4xx the request earned)
@@ -28,14 +31,14 @@ from __future__ import annotations
 from farm.errors import AGENT_BUILD_FAILED, FaultKind
 from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
 
-__all__ = ["CHECKPOINT_PREFIX", "classify_check", "classify_error", "classify_run", "failure_message"]
+__all__ = ["CHECKPOINT_PREFIX", "classify_check", "classify_error", "classify_run", "failure_message", "unreached"]
 
 CHECKPOINT_PREFIX = "checkpoint:"
 """Check outcomes of dynamic runs are named ``checkpoint:<id>``."""
 
 _JUDGE_CHECKS = frozenset({"agent", "gist", "not_gist"})
 _ERROR_TYPES = {
-    "Timeout": "infra:timeout",
+    "Timeout": "timeout",
     "HookError": "harness:config",
     "SimulatorReplyError": "harness:parse",
     "AgentResolutionError": "harness:config",
@@ -50,6 +53,7 @@ _KIND_CLASSES = {
     FaultKind.TIMEOUT: "infra:timeout",
     FaultKind.PARSE: "harness:parse",
     FaultKind.CONFIG: "harness:config",
+    FaultKind.AUTH: "harness:config",
     FaultKind.CRASHED: "crashed",
 }
 """An adapter error's class, by the kind its fault mapping gave it (``farm.agents.faults``)."""
@@ -66,13 +70,22 @@ def classify_run(result: RunResult, current_turn: int | None = None) -> tuple[st
     if status in (RunStatus.PASSED, RunStatus.SKIPPED):
         return None, None
     if status is RunStatus.TIMEOUT:
-        return "infra:timeout", turn
+        return "timeout", turn
     if status is RunStatus.ERROR:
         return classify_error(result.error), turn
     failed = result.failed_checks
     if not failed:
         return "assertion:unknown", turn
     return classify_check(failed[0]), failed[0].turn
+
+
+UNREACHED_KINDS = frozenset({FaultKind.CONNECT.value, FaultKind.AUTH.value})
+"""Error kinds of a run that never reached the agent: a sweep of only such runs is exit 3 (SPEC 20)."""
+
+
+def unreached(result: RunResult) -> bool:
+    """The run failed before the agent answered anything: no connection, or its credentials refused."""
+    return result.error is not None and result.error.kind in UNREACHED_KINDS
 
 
 def classify_error(error: ErrorInfo | None) -> str:

@@ -87,7 +87,9 @@ class SweepStop:
 
 def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
     """The ``start`` event every observer (and the JSONL stream) gets first."""
-    return SweepStart(plan.sweep_id, plan.agent_label, plan.total_cases, plan.total_runs, started_at)
+    # runs to be made: a skipped case's placeholder is none (the progress bar's total, the stream's start)
+    return SweepStart(plan.sweep_id, plan.agent_label, plan.total_cases, plan.total_runs - plan.skipped_runs,
+                      started_at)
 
 
 def report_metadata(plan: SweepPlan, started_at: str) -> dict[str, Any]:

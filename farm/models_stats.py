@@ -127,6 +127,8 @@ class CaseStats(FarmModel):
     max_duration_ms: float
     std_deviation_ms: float
     retries: int = 0
+    unreached: int = 0
+    """Runs that never reached the agent (``infra:connect``, or its credentials refused: HTTP 401/403/407)."""
     distinct_outputs: int = 0
     """Distinct normalised outputs among the scored runs (errors and timeouts count as one "no
     output"); exact up to ``farm.stats.DEFAULT_MAX_DISTINCT_OUTPUTS``, a lower bound beyond."""
@@ -180,10 +182,13 @@ class SweepSummary(FarmModel):
 
     total_cases: int
     total_runs: int
+    """Runs made: a skipped case's placeholder is counted in ``by_status.skipped`` only."""
     runs_per_case: int
     overall_pass_rate: float
     stable_cases: int
     unstable_cases: int
+    """Cases that are not stable (Yao's meaning): every flaky and broken case, whatever its
+    ``stability_class``; ``classes`` counts the cases of each class."""
     passed_cases: int
     failed_cases: int
     skipped_cases: int
@@ -206,6 +211,9 @@ class SweepSummary(FarmModel):
     """``--adaptive``: planned runs not made because their cases' verdicts were settled."""
     failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
     """Failed runs of the whole sweep by failure class, most frequent first."""
+    classes: dict[str, int] = Field(default_factory=dict)
+    """Cases by ``stability_class`` (``stable``, ``mostly_stable``, ``unstable``, ``highly_unstable``,
+    ``broken``), skipped cases left out (SPEC 20)."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

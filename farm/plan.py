@@ -60,6 +60,8 @@ class SweepPlan(FarmModel):
     total_cases: int
     total_runs: int
     runs_per_case: int
+    skipped_runs: int = 0
+    """Of ``total_runs``, the placeholders of skipped cases: no run is made for them."""
     max_case_timeout_s: float
     """The longest case timeout: bounds how long one run may take."""
     parallel: int = 8
@@ -123,6 +125,7 @@ class PlanTotals:
     labels: set[str] = field(default_factory=set)
     cases: int = 0
     runs: int = 0
+    skipped_runs: int = 0
     most_runs: int = 0
     longest_timeout_s: float = 0.0
 
@@ -133,6 +136,7 @@ class PlanTotals:
         self.labels.add(agent.label)
         self.cases += 1
         self.runs += plan.runs
+        self.skipped_runs += plan.runs if case.skip else 0
         self.most_runs = max(self.most_runs, plan.runs)
         self.longest_timeout_s = max(self.longest_timeout_s, env.case_timeout(case))
 
@@ -141,6 +145,7 @@ class PlanTotals:
         self.labels |= other.labels
         self.cases += other.cases
         self.runs += other.runs
+        self.skipped_runs += other.skipped_runs
         self.most_runs = max(self.most_runs, other.most_runs)
         self.longest_timeout_s = max(self.longest_timeout_s, other.longest_timeout_s)
 
@@ -158,6 +163,7 @@ def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironme
         sweep_id=sweep_id, env=env, options=options, cases=cases,
         agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
         total_cases=totals.cases, total_runs=totals.runs, runs_per_case=max(totals.most_runs, 1),
+        skipped_runs=totals.skipped_runs,
         max_case_timeout_s=totals.longest_timeout_s, **settings,
     )
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 
 from farm.orphans import die_with_parent, how_it_ended
+from farm.reaper import adopt_orphans, end_strays
 
 __all__ = ["FORWARDED", "Supervisor", "cgroup_quota", "default_processes"]
 
@@ -88,6 +89,7 @@ class Supervisor:
         """Start the children, supervise them; returns 0 once all have stopped after a stop signal
         or a shutdown request, else the exit code of the last child that failed to start."""
         previous = {sig: signal.signal(sig, self._on_signal) for sig in FORWARDED}
+        adopt_orphans()  # a worker process killed from outside leaves its agents' children to us, to end
         try:
             for index in range(1, self.processes + 1):
                 self._start(index)
@@ -117,6 +119,7 @@ class Supervisor:
                 if code is None:
                     continue
                 del self._children[index]
+                end_strays(keep={c.process.pid for c in self._children.values()})
                 if self._stopping or code == 0:
                     continue
                 pause = self._pause(child)

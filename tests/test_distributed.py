@@ -107,7 +107,7 @@ def test_hung_agent_is_cut_off_and_recorded_as_timeout(tmp_path, redis_client, f
     assert report["hangs"]["timeouts"] == 2 and report["fine"]["timeouts"] == 2
     assert all("timed out" in d["error"] or "cut off" in d["error"] for d in report["hangs"]["run_details"])
     results = [json.loads(line) for line in stream.read_text().splitlines() if '"result"' in line]
-    assert {r["failure_class"] for r in results} == {"infra:timeout"}  # classed where the run was cut off
+    assert {r["failure_class"] for r in results} == {"timeout"}  # classed where the run was cut off
 
 
 def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, farm_cli):

@@ -92,8 +92,10 @@ def test_goal_achieved_before_the_checkpoints_fails_on_the_first_unmet_one(proje
     assert farm(project, "test", "-i", str(suite), "-o", str(out)).exit_code == 1
     case = result_of(read_report(out), "early")
     [detail] = case["run_details"]
+    # the goal came with the simulator's second message, before the agent's second turn: turn 1 failed
+    assert len(detail["turns"]) == 1
     assert (detail["status"], detail["failure_class"], detail["failed_turn"]) == (
-        "failed", "assertion:checkpoint:order", 2)
+        "failed", "assertion:checkpoint:order", 1)
     assert detail["checkpoints"]["greet"] == {"reached": True, "reached_at_turn": 1, "required": True,
                                               "passed": True, "message": ""}
     assert "goal achieved" in detail["failed_checks"][0]["message"]
@@ -108,6 +110,19 @@ def test_max_turns_ends_the_run_as_failed(project: Project) -> None:
     [detail] = result_of(read_report(out), "lost")["run_details"]
     assert len(detail["turns"]) == 3 and detail["failure_class"] == "assertion:checkpoint:order"
     assert "max turns (3) exceeded" in detail["failed_checks"][0]["message"]
+
+
+def test_the_failure_quotes_the_last_attempt_and_names_a_turn_that_was_played(project: Project) -> None:
+    suite = project.suite([{"id": "sizes", "input": "hello", "max_turns": 4, "checkpoints": COFFEE,
+                            "simulator": {"fixed_responses": ["a latte", "small", "large"]}}])
+    out = project.root / "r.json"
+    assert farm(project, "test", "-i", str(suite), "-o", str(out)).exit_code == 1
+    [detail] = result_of(read_report(out), "sizes")["run_details"]
+    assert len(detail["turns"]) == 4 and detail["failed_turn"] == 4
+    [failed] = detail["failed_checks"]
+    assert "last attempt (turn 4)" in failed["message"] and "large" in failed["message"]
+    assert "small" not in failed["message"] and "a latte" not in failed["message"]  # earlier attempts
+    assert "a latte" in detail["checkpoints"]["size"]["message"]  # Yao's first failure, kept in the data
 
 
 def test_optional_checkpoint_does_not_hold_the_run_back(project: Project) -> None:

@@ -30,7 +30,7 @@ def agent_error(kind: str | None, message: str = "connector x: something failed"
 
 
 @pytest.mark.parametrize(("error", "expected"), [
-    (ErrorInfo(type="Timeout", message="run timed out after 1s"), "infra:timeout"),
+    (ErrorInfo(type="Timeout", message="run timed out after 1s"), "timeout"),
     (agent_error("connect"), "infra:connect"),
     (agent_error("5xx"), "infra:5xx"),
     (agent_error("429"), "infra:429"),
@@ -76,7 +76,8 @@ QUOTA_BODY = '{"error": {"message": "You exceeded your current quota", "type": "
 @pytest.mark.parametrize(("status", "body", "transient", "kind"), [
     (500, "oops", False, FaultKind.SERVER), (503, "busy", True, FaultKind.SERVER),
     (429, "slow down", True, FaultKind.RATE_LIMIT), (429, QUOTA_BODY, True, FaultKind.QUOTA),
-    (401, "bad key", False, FaultKind.CONFIG), (404, "no such route", False, FaultKind.CONFIG),
+    (401, "bad key", False, FaultKind.AUTH), (403, "forbidden", False, FaultKind.AUTH),
+    (404, "no such route", False, FaultKind.CONFIG),
 ])
 def test_the_transports_fault_mapping_gives_every_status_its_kind(status: int, body: str, transient: bool,
                                                                     kind: FaultKind) -> None:
@@ -185,7 +186,7 @@ def test_every_class_is_made_by_a_real_fault(tmp_path: Path, server: Any) -> Non
     got = {r["id"]: list(r["failure_classes"]) for r in report["results"]}
     assert got == {
         "infra-down": ["infra:connect"], "infra-e500": ["infra:5xx"], "infra-r429": ["infra:429"],
-        "infra-slow": ["infra:timeout"], "infra-broken": ["harness:parse"],
+        "infra-slow": ["timeout"], "infra-broken": ["harness:parse"],
         "infra-e401": ["harness:config"], "contains": ["assertion:contains"],
         "json-path": ["assertion:json_path:$.need_search"], "equivocal": ["judge:equivocal"],
         "judge-down": ["judge:error"], "hook": ["harness:config"],
@@ -201,7 +202,7 @@ def test_every_class_is_made_by_a_real_fault(tmp_path: Path, server: Any) -> Non
     assert unsure["verdict"] == "equivocal" and unsure["message"].startswith("the judge equivocated: ")
     hook = result_of(report, "hook")["failure_classes"]["harness:config"]["example"]
     assert hook["message"] == "before hook agents.py:Before failed: OSError: db down"
-    assert "failures by class:" in result.output and "infra:timeout" in result.output
+    assert "failures by class:" in result.output and "timeout" in result.output
     farm(project, "test", "-i", str(suite), "-o", str(stream), "-k", "contains", env=env)
     [line] = [json.loads(x) for x in stream.read_text().splitlines() if '"result"' in x]
     assert (line["failure_class"], line["failed_turn"]) == ("assertion:contains", 1)

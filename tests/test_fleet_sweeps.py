@@ -271,3 +271,21 @@ def test_declared_rate_limits_reach_the_plan_and_the_flag_wins(tmp_path: Path, s
     write_connector(tmp_path, server.url, rate_limit="lots")
     with pytest.raises(SettingsError, match=r"llm.conn.yao: rate_limit: 'lots' is not a limit"):
         prepare_sweep(TestSettings(input=str(suite), cwd=str(tmp_path)))
+
+
+def test_the_cost_and_the_budget_spent_print_one_amount_alike(tmp_path: Path, server: Served) -> None:
+    """Issue 27: "cost $0.0000216" beside "budget $0.0000220 spent" — the budget's spend was rounded to
+    six decimals before it was formatted; one amount is printed one way."""
+    write_connector(tmp_path, server.url, max_tokens=40)
+    suite = write_prompt_agent(tmp_path, [{"id": "kw", "input": "Budgets stop sweeps of paid calls"}])
+    prices = write_prices(tmp_path, price={"input": 0.37, "output": 0.73})  # USD per million tokens
+    out = tmp_path / "report.json"
+    proc = run_farm(tmp_path, "-i", str(suite), "--budget", "1", "-o", str(out),
+                    env=farm_env(tmp_path, FARM_PRICES=str(prices), PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    report = report_of(out)
+    cost = report["summary"]["cost_usd"]
+    assert 0 < cost < 0.001 and report["metadata"]["budget"]["spent_usd"] == pytest.approx(cost, rel=1e-9)
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("cost $"))
+    printed_cost = line.split()[1]
+    assert f"budget {printed_cost} of $1.00 spent" in line

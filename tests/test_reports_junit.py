@@ -91,8 +91,9 @@ def test_document_follows_the_junit_schema() -> None:
     _check_schema(root)
     assert {k: int(root.attrib[k]) for k in _counts(root)} == _counts(root) == {
         "tests": 6, "failures": 1, "errors": 2, "skipped": 1}
-    assert root.attrib["time"] == "2.500"
     suites = root.findall("testsuite")
+    # overall = its suites' total (issue 27: it was the wall clock, below a suite's time when runs overlap)
+    assert float(root.attrib["time"]) == pytest.approx(sum(float(s.attrib["time"]) for s in suites), abs=0.002)
     assert [s.attrib["name"] for s in suites] == ["kw", "net", "skipped"]  # skipped cases have no suite stats
     for suite in suites:
         assert {k: int(suite.attrib[k]) for k in _counts(suite)} == _counts(suite)
@@ -153,3 +154,11 @@ def test_agent_strings_are_escaped_and_illegal_characters_dropped() -> None:
     root = ET.fromstring(xml)  # well-formed despite "]]>" and control characters
     out = _case(root, 'T<script>alert("x")</script> &  co').find("system-out")
     assert out is not None and out.text == "fails & <b>bold</b>  ]]> end"
+
+
+def test_the_overall_time_is_never_below_a_suites() -> None:
+    report = sample_report()
+    report.summary.duration_ms = 1.0  # runs overlapped: the wall clock is shorter than the summed run time
+    root = ET.fromstring(render_junit(report))
+    suite_times = [float(s.attrib["time"]) for s in root.findall("testsuite")]
+    assert float(root.attrib["time"]) >= max(suite_times) > 0.001

@@ -60,7 +60,7 @@ def test_layout_follows_yao() -> None:
         assert row in text, row
     assert "## Environment" in text and "## Stability" in text and "## Results" in text
     assert "### ✅ T001 - Passed (234ms)" in text
-    assert "## Skipped\n\n1 cases, skipped by the suite:\n\n- T003\n" in text  # listed apart (SPEC 10)
+    assert "## Skipped\n\n1 case, skipped by the suite:\n\n- T003\n" in text  # listed apart (SPEC 10)
     assert "| T001 | 3 | 100.0% | 43.8–100.0% | 1.000 | stable | stable |" in text
 
 

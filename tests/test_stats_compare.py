@@ -57,7 +57,7 @@ def test_each_verdict_of_spec_12() -> None:
     assert verdicts(result) == {"drop": "regressed", "rise": "improved", "same": "unchanged",
                                 "few": "inconclusive", "fresh": "new", "gone": "removed"}
     assert result.summary == {"regressed": 1, "improved": 1, "unchanged": 1, "inconclusive": 1, "new": 1,
-                              "removed": 1}
+                              "removed": 1, "not_run": 0}
     assert result.regressed
     assert [c.id for c in result.cases] == ["drop", "rise", "same", "few", "fresh", "gone"]
 
@@ -137,7 +137,7 @@ def test_the_json_document_has_spec_12s_shape() -> None:
     doc = compare(snap("b", ("a", 30, 30), ("gone", 1, 1)), snap("h", ("a", 30, 12))).model_dump(mode="json")
     assert {"base", "head", "alpha", "cases", "summary"} <= set(doc)
     assert set(doc["base"]) == {"sweep_id", "started_at", "tags"} and doc["alpha"] == 0.1
-    assert set(doc["summary"]) == {"regressed", "improved", "unchanged", "inconclusive", "new", "removed"}
+    assert set(doc["summary"]) == {"regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run"}
     row = doc["cases"][0]
     assert {"id", "base", "head", "delta", "p_value", "q_value", "verdict", "content_changed"} <= set(row)
     assert row["base"] == {"runs": 30, "passed": 30} and row["delta"] == -60.0

@@ -28,6 +28,7 @@ from farm.lifecycle import RUN_GUARD_S
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.orphans import die_with_parent, how_it_ended
 from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.reaper import contained
 
 START_ALLOWANCE_S = 60.0
 """Time for the child to start (imports, Redis) on top of the run's own limit."""
@@ -91,7 +92,8 @@ def main(argv: list[str]) -> int:
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return 3
-    result = attempt_run(sweep, planned, int(run), CACHE.fleet(store, sweep))
+    with contained():  # the run's leftovers, setsid ones included, end with this process (farm.reaper)
+        result = attempt_run(sweep, planned, int(run), CACHE.fleet(store, sweep))
     Path(out).write_text("null" if result is None else result.model_dump_json(), encoding="utf-8")
     return 0
 

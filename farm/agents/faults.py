@@ -75,6 +75,10 @@ def status_fault(status: int, headers: Mapping[str, str], body: str, what: str) 
     return AgentError(message, kind=kind)
 
 
+AUTH_STATUSES = frozenset({401, 403, 407})
+"""HTTP statuses by which the agent (or a proxy) refused the farm's credentials."""
+
+
 def _status_kind(status: int, body: str) -> FaultKind:
     """The kind of fault an HTTP error status (>= 400) is: 5xx, 429 (quota when the body says
     so), else a request the test got wrong."""
@@ -84,4 +88,4 @@ def _status_kind(status: int, body: str) -> FaultKind:
         from farm.fleet.quota import quota_message
 
         return FaultKind.QUOTA if quota_message(status, body) is not None else FaultKind.RATE_LIMIT
-    return FaultKind.CONFIG
+    return FaultKind.AUTH if status in AUTH_STATUSES else FaultKind.CONFIG

@@ -11,6 +11,7 @@ process per call in flight, so a crash never takes another run's call with it. A
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import pickle
 import signal
@@ -19,9 +20,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from farm.agents.callables import load_callable, to_reply
 from farm.errors import AgentError, FaultKind
 from farm.models import Reply
+from farm.reaper import adopt_orphans, end_descendants
 
 MAX_IDLE = 64
 """Idle processes kept per agent; a call past that many in flight starts a new one."""
@@ -35,6 +39,7 @@ def _serve(conn: Connection, spec: str, base_dir: str) -> None:
     """The child: resolve the agent once, then answer calls until the parent goes."""
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the farm's to handle (it stops the sweep)
+    adopt_orphans()  # one call at a time: what a call leaves running is ended after it (farm.reaper)
     fn = load_callable(spec, Path(base_dir))
     while True:
         try:
@@ -45,6 +50,7 @@ def _serve(conn: Connection, spec: str, base_dir: str) -> None:
             outcome: tuple[bool, Any] = (True, to_reply(fn(*args)))
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from agent code too: data
             outcome = (False, exc)
+        end_descendants()
         try:
             conn.send(outcome)
         except (pickle.PicklingError, TypeError, AttributeError):
@@ -91,6 +97,10 @@ class _Process:
 
     def kill(self) -> None:
         if self.process.is_alive():
+            with contextlib.suppress(psutil.Error):  # what its call started goes with it
+                for child in psutil.Process(self.process.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        child.kill()
             self.process.kill()
         self.process.join(timeout=5)
         self.conn.close()

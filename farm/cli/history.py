@@ -90,7 +90,7 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
     from farm.history.refs import RefResolver
     from farm.reports.comparison import render_text
     from farm.reports.comparison_formats import render_comparison
-    from farm.stats.compare import check_thresholds, compare
+    from farm.stats.compare import check_thresholds, compare, partial_warnings
 
     files = _check_outputs(outputs)
     check_thresholds(alpha, min_drop)
@@ -100,6 +100,8 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
     finally:
         resolver.close()
     comparison = compare(base_side.snapshot, head_side.snapshot, alpha=alpha, min_drop=min_drop)
+    for warning in partial_warnings(comparison, base_side.snapshot, head_side.snapshot):
+        click.echo(f"farm: warning: {warning}", err=True)
     click.echo(render_text(comparison, show_all), nl=False)
     for path, fmt in files:
         path.write_text(render_comparison(comparison, fmt), encoding="utf-8")

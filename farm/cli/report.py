@@ -43,7 +43,10 @@ def load_report(source: str, broker: str) -> SweepReport:
     journal = find_journal(source, settings.data_dir)
     if journal is not None:
         from farm.replay import report_from_journal
+        from farm.stream_report import is_event_stream, report_from_stream
 
+        if is_event_stream(journal):  # a `-o report.jsonl` stream: render the cases it holds
+            return report_from_stream(journal)
         return report_from_journal(journal)
     from farm.replay import report_from_store
     from farm.store import SweepStore
@@ -82,8 +85,9 @@ def report(source: str, outputs: tuple[str, ...], broker: str) -> None:
     """Render reports from a run journal or a distributed sweep, complete or partial.
 
     JOURNAL is a journal file (or its sweep id): farm test writes one for every sweep under
-    $FARM_DATA_DIR/journals/ (default ~/.local/share/agent-farm/journals/). Any other value is
-    the id of a distributed sweep on the broker.
+    $FARM_DATA_DIR/journals/ (default ~/.local/share/agent-farm/journals/). A `-o report.jsonl`
+    stream renders too (its cases' figures, no run details). Any other value is the id of a
+    distributed sweep on the broker.
     """
     run_command(lambda: render_reports(source, outputs, broker))
 

@@ -31,6 +31,7 @@ from farm.models import SweepReport
 from farm.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
 from farm.outputs import OutputTarget, write_document, write_report
 from farm.quarantine.marks import quarantine_lines
+from farm.reaper import contained
 from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 from farm.stats import exit_code_for
 from farm.sweep import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
@@ -48,7 +49,8 @@ Examples:
 Exit codes (the first that applies wins):
   2    bad input or configuration: nothing was run
   130  interrupted by Ctrl-C (143: by SIGTERM); the reports hold what ran
-  3    runtime error: broker or workers lost, crash, sweep failed or abandoned
+  3    runtime error: broker or workers lost, crash, sweep failed or abandoned;
+       or the agent could not be reached (every run: connection failed or 401/403)
   5    stopped: the provider's quota is exhausted
   4    stopped by a budget
   1    some case failed, or the overall pass rate is below --min-overall-pass-rate
@@ -187,6 +189,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
     with contextlib.ExitStack() as streams:
+        streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.reaper)
         journal = RunJournal(streams.enter_context(open_journal(farm_settings.data_dir, prepared.plan.sweep_id)),
                              prepared.plan)
         journal_name = str(journal.path)

@@ -20,6 +20,7 @@ import click
 
 from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.cli.run import run_command
+from farm.reaper import contained
 from farm.settings import DEFAULT_QUEUE
 from farm.supervise import Supervisor, default_processes
 
@@ -45,7 +46,8 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     if events:
         os.environ["FARM_TASK_EVENTS"] = "1"
     celery_settings(broker)  # a bad FARM_* value exits 2 here; workers.app reads the same environment
-    return celery_main(["-A", WORKER_APP, *argv])
+    with contained():  # this process runs the agents: what they leave behind ends with it (farm.reaper)
+        return celery_main(["-A", WORKER_APP, *argv])
 
 
 def celery_main(argv: list[str]) -> int:

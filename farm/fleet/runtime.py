@@ -204,9 +204,15 @@ class FleetRuntime:
         return metadata
 
 
+def _significant(usd: float) -> float:
+    """Twelve significant digits (float noise off), not six decimals: a spend of $0.0000216 must
+    read as the sweep's cost does, not as $0.000022 (issue 27)."""
+    return float(f"{usd:.12g}")
+
+
 def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
     """The report's ``metadata.budget``: the limits and what the sweep spent."""
-    return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": round(spent_usd, 6),
+    return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": _significant(spent_usd),
                        "spent_tokens": spent_tokens}}
 
 

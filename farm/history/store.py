@@ -142,7 +142,7 @@ class HistoryStore:
                               case_passed=r.case_passed, content_hash=r.content_hash, adaptive=r.adaptive,
                               failure_reasons=[f["reason"] for f in r.failure_reasons or []]) for r in rows]
         return SweepSnapshot(sweep_id=info.sweep_id, started_at=iso(info.started_at), tags=dict(info.tags),
-                             cases=cases)
+                             cases=cases, partial=info.status != "complete")
 
     # ----------------------------------------------------------------------------------- baselines
 

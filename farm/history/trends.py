@@ -2,7 +2,10 @@
 
 A trend is a case's points over a window of sweeps, oldest first, with a gap (None) where the
 case did not run. ``class_changes`` lists where its label moved (stable → flaky, …); a case is
-*flagged* when its newest label is ``flaky`` or ``broken`` and its previous one was not.
+*flagged* when its newest label is ``flaky`` or ``broken`` and its previous one was not, or when
+its pass rate fell by ``BIG_DROP`` points or more since the sweep before (80 % → 42 % is news even
+though the case was flaky before and after). "Label" is the stable/flaky/broken judgement here;
+"class" stays the stability class of the reports (``mostly_stable``, …).
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from sqlalchemy import Engine, select
 
 from farm.history.store import SweepInfo
 from farm.history.tables import case_results, sweeps
+from farm.wording import plural
 
 SPARKS = "▁▂▃▄▅▆▇█"
 GAP = "·"
 TROUBLE = ("flaky", "broken")
+BIG_DROP = 20.0
+"""Points of pass rate lost between a case's two newest sweeps that flag it whatever its label."""
 
 
 @dataclass(frozen=True)
@@ -84,14 +90,14 @@ def class_changes(points: Sequence[CasePoint | None]) -> list[dict[str, str]]:
 
 
 def flag(points: Sequence[CasePoint | None]) -> str | None:
-    """``became flaky`` / ``became broken`` when the newest change turned the case that way."""
+    """``became flaky`` / ``became broken`` when the newest change turned the case that way, else
+    ``fell 80% → 42%`` when its newest pass rate is ``BIG_DROP`` points or more below the one before."""
+    seen = [p for p in points if p is not None and p.label != "skipped"]
     changes = class_changes(points)
-    if not changes:
-        return None
-    last = changes[-1]
-    newest = next((p for p in reversed(points) if p is not None and p.label != "skipped"), None)
-    if newest is not None and newest.sweep_id == last["sweep_id"] and last["to"] in TROUBLE:
-        return f"became {last['to']}"
+    if changes and seen and seen[-1].sweep_id == changes[-1]["sweep_id"] and changes[-1]["to"] in TROUBLE:
+        return f"became {changes[-1]['to']}"
+    if len(seen) >= 2 and seen[-2].pass_rate - seen[-1].pass_rate >= BIG_DROP:
+        return f"fell {seen[-2].pass_rate:g}% → {seen[-1].pass_rate:g}%"
     return None
 
 
@@ -137,5 +143,5 @@ def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePo
     lines += _columns(rows) if rows else []
     hidden = len(trends) - len(shown)
     if hidden:
-        lines.append(f"  ({hidden} cases passed every run of every sweep; --all lists them)")
+        lines.append(f"  ({plural(hidden, 'case')} passed every run of every sweep; --all lists them)")
     return "\n".join(lines) + "\n"

@@ -1,7 +1,7 @@
 """A comparison of two sweeps (``farm.stats.compare``) as a terminal table, Markdown or JSON.
 
 The table and the Markdown list what needs a look first: regressions, then improvements,
-inconclusive, new and removed cases; unchanged cases are counted (``show_all`` lists them too).
+inconclusive, new, removed and not run cases; unchanged cases are counted (``show_all`` lists them too).
 HTML lives in ``farm.reports.history_html``; ``farm.reports.comparison_formats`` picks one by
 ``-o`` extension. Pure: no I/O.
 """
@@ -12,9 +12,11 @@ import json
 
 from farm.reports.markdown import md_inline
 from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
+from farm.wording import plural
 
 ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
-ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖"}
+ICONS = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "new": "🆕", "removed": "➖",
+         "not_run": "⏸"}
 
 
 def rows_to_show(comparison: Comparison, show_all: bool = False) -> list[CaseComparison]:
@@ -75,7 +77,7 @@ def render_text(comparison: Comparison, show_all: bool = False) -> str:
               for row in table] if rows else []
     hidden = len(comparison.cases) - len(rows)
     if hidden:
-        lines.append(f"({hidden} unchanged cases not listed; --all lists them)")
+        lines.append(f"({plural(hidden, 'unchanged case')} not listed; --all lists them)")
     lines += ["", headline(comparison)]
     return "\n".join(lines) + "\n"
 
@@ -95,7 +97,7 @@ def render_markdown(comparison: Comparison, show_all: bool = False) -> str:
                   f"{_delta(r)} | {_q(r)} | {md_inline('; '.join(_notes(r)))} |" for r in rows]
     hidden = len(comparison.cases) - len(rows)
     if hidden:
-        lines += ["", f"{hidden} unchanged cases not listed."]
+        lines += ["", f"{plural(hidden, 'unchanged case')} not listed."]
     return "\n".join(lines) + "\n"
 
 

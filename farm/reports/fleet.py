@@ -41,6 +41,12 @@ def tokens_text(usage: dict[str, int] | None) -> str:
     return " / ".join(parts) + (f" ({', '.join(extra)})" if extra else "")
 
 
+def stopped_early(stats: CaseStats) -> bool:
+    """An adaptive rule stopped the case before its planned runs: only then is its pass rate
+    biased by stopping (an adaptive case that ran every planned run is not)."""
+    return stats.adaptive and stats.runs_saved > 0
+
+
 def adaptive_text(stats: CaseStats) -> str | None:
     """``decided fail after 10 runs, 7 saved`` for a case an adaptive rule stopped; else None."""
     if not stats.adaptive:
@@ -113,4 +119,4 @@ def fleet_line(report: SweepReport, *, always: bool) -> str | None:
 
 
 __all__ = ["BIASED", "BIASED_NOTE", "UNKNOWN", "adaptive_text", "budget_text", "cost_rows", "cost_text",
-           "fleet_line", "summary_cost", "sweep_rows", "tokens_text", "total_cost"]
+           "fleet_line", "stopped_early", "summary_cost", "sweep_rows", "tokens_text", "total_cost"]

@@ -16,6 +16,7 @@ from markupsafe import Markup
 from farm.reports.comparison import headline, rows_to_show, side
 from farm.reports.html_kit import asset, script_safe_json, template_environment
 from farm.stats.compare import Comparison
+from farm.wording import plural
 
 __all__ = ["compared_with_section", "render_comparison_html", "render_trend_html"]
 
@@ -56,8 +57,8 @@ def render_trend_html(document: dict[str, Any]) -> str:
         title="Trends · agent-farm",
         meta_items=[(label, str(value)) for label, value in (("Sweeps", len(sweeps)), ("From", first),
                                                               ("To", last)) if value is not None],
-        verdict={"text": f"{flagged} newly flaky or broken" if flagged else "Nothing newly flaky",
-                 "tone": "bad" if flagged else "good"},
+        verdict={"text": f"{plural(flagged, 'case')} newly flaky, broken or fallen" if flagged
+                 else "No case newly flaky, broken or fallen", "tone": "bad" if flagged else "good"},
         js=Markup(asset("history.js") + asset("trend.js")),
     )
 

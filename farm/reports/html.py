@@ -21,6 +21,8 @@ from farm.models import CaseStats, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.stats.sweep import PARTIAL_STATUSES
+from farm.wording import plural
 
 __all__ = ["render_html", "write_html"]
 
@@ -131,6 +133,8 @@ def _rows(mapping: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
+    if meta.get("status") in PARTIAL_STATUSES:  # a partial journal's report, say: some runs are not in it
+        return {"text": f"Partial: sweep {_text(meta['status'])}", "tone": "warn"}
     if meta.get("stopped"):
         return {"text": f"Stopped: {_text(meta['stopped'])}", "tone": "warn"}
     if summary.total_cases == 0:
@@ -144,6 +148,7 @@ def _apart(report: SweepReport) -> list[tuple[str, list[str], str]]:
     """Cases listed apart from the results: skipped by the suite, and not run (a stopped sweep)."""
     not_run = report.metadata.get("not_run")
     groups = [("Skipped cases", report.summary.skipped_ids, "skip: true in the suite; no pass rate")]
+    # the template counts each group's ids ("1 case", "2 cases")
     if isinstance(not_run, list):
         groups.append(("Cases not run", [_text(i) for i in not_run], "the sweep stopped before they ran"))
     return [(title, ids, note) for title, ids, note in groups if ids]
@@ -169,12 +174,13 @@ def _meta_items(meta: dict[str, Any]) -> list[tuple[str, str]]:
 def _cards(s: SweepSummary) -> list[dict[str, str]]:
     """The summary cards: value, caption and a tone for the accent colour."""
     errors = s.by_status.get("error", 0) + s.by_status.get("timeout", 0)
+    bad_runs = ", ".join(plural(s.by_status.get(k, 0), k) for k in ("error", "timeout") if s.by_status.get(k))
     rate_tone = "good" if s.overall_pass_rate >= 100 else "warn" if s.overall_pass_rate >= 80 else "bad"
     runs_each = f"{s.runs_per_case} per case" if s.runs_per_case else "no runs"
     return [
         _card("Pass rate", _percent(s.overall_pass_rate), f"of {s.total_runs:,} runs", rate_tone),
         _card("Cases", f"{s.total_cases:,}", runs_each, "neutral"),
-        _card("Runs", f"{s.total_runs:,}", f"{errors:,} errors or timeouts", "warn" if errors else "neutral"),
+        _card("Runs", f"{s.total_runs:,}", bad_runs or "no errors or timeouts", "warn" if errors else "neutral"),
         _card("Passed cases", f"{s.passed_cases:,}", f"{s.skipped_cases:,} skipped", "good"),
         _card("Failed cases", f"{s.failed_cases:,}", "below their requirement", _tone(s.failed_cases)),
         _card("Stable", f"{s.stable_cases:,}", "100% of runs passed", "good"),
@@ -188,9 +194,12 @@ def _fleet_cards(s: SweepSummary, meta: dict[str, Any]) -> list[dict[str, str]]:
     """Cost (``unknown`` when it is), runs saved by ``--adaptive``, and the budget."""
     per_run = s.cost_per_passing_run
     caption = f"{cost_text(per_run)} per passing run" if per_run is not None else "agent and judge calls"
-    cards = [_card("Cost", cost_text(total_cost(s)), caption, "neutral")]
+    known = s.usage or s.judge_usage is not None or s.cost_usd is not None or isinstance(meta.get("budget"), dict)
+    # no usage reported and no price: an "unknown" card says nothing (and sat alone on a row of its own)
+    cards = [_card("Cost", cost_text(total_cost(s)), caption, "neutral")] if known else []
     if meta.get("adaptive"):
-        cards.append(_card("Runs saved", f"{s.runs_saved:,}", "adaptive: pass rates biased", "neutral"))
+        biased = "adaptive: pass rates biased" if s.runs_saved else "adaptive: no case stopped early"
+        cards.append(_card("Runs saved", f"{s.runs_saved:,}", biased, "neutral"))
     if isinstance(meta.get("budget"), dict):
         cards.append(_card("Budget", budget_text(meta["budget"]), "spent of the limit", "neutral"))
     return cards

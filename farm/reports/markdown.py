@@ -18,8 +18,9 @@ from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, Swee
 from farm.quarantine.marks import badge
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
-from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, sweep_rows
+from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
 from farm.stats import case_verdict
+from farm.wording import plural
 
 MAX_DETAILS_SHOWN = 10
 """Failing runs described per case; the rest are counted."""
@@ -96,12 +97,12 @@ def _environment(report: SweepReport) -> list[str]:
 def _stability(report: SweepReport) -> list[str]:
     if report.summary.runs_per_case <= 1:
         return []
-    rows = [(md_inline(s.id), f"{s.runs}/{s.runs_planned}" if s.adaptive else str(s.runs),
-             f"{s.pass_rate}%" + ("\\*" if s.adaptive else ""),
+    rows = [(md_inline(s.id), f"{s.runs}/{s.runs_planned}" if s.runs_planned not in (None, s.runs) else str(s.runs),
+             f"{s.pass_rate}%" + ("\\*" if stopped_early(s) else ""),
              f"{s.pass_rate_ci[0]}–{s.pass_rate_ci[1]}%", f"{s.consistency:.3f}",
              s.stability_class.value.replace("_", " "), s.label) for s in report.results]
     header = ("Case", "Runs", "Pass Rate", "95% CI", "Consistency", "Class", "Label")
-    note = ["", f"\\* {md_inline(BIASED_NOTE)}"] if any(s.adaptive for s in report.results) else []
+    note = ["", f"\\* {md_inline(BIASED_NOTE)}"] if any(stopped_early(s) for s in report.results) else []
     return ["## Stability", "", *_table(header, rows, "lrrrr"), *note]
 
 
@@ -193,7 +194,8 @@ def _apart(report: SweepReport) -> list[str]:
         groups.append(("Not run", not_run, f"the sweep stopped ({md_inline(report.metadata.get('stopped'))})"))
     for title, ids, why in groups:
         if ids:
-            lines += ["", f"## {title}", "", f"{len(ids)} cases, {why}:", "", *(f"- {md_inline(i)}" for i in ids)]
+            count = plural(len(ids), "case")
+            lines += ["", f"## {title}", "", f"{count}, {why}:", "", *(f"- {md_inline(i)}" for i in ids)]
     return lines[1:]
 
 

@@ -19,7 +19,15 @@ from farm.stats.outputs import (
 from farm.stats.passk import DEFAULT_PASS_K, pass_at_k, pass_hat_k, pass_k_figures, pass_ks
 from farm.stats.plan import CasePlan, plan_case, required_passes
 from farm.stats.reasons import failure_reasons
-from farm.stats.sweep import below_overall_gate, build_report, case_verdict, exit_code_for, summarize
+from farm.stats.sweep import (
+    below_overall_gate,
+    build_report,
+    case_verdict,
+    exit_code_for,
+    is_partial,
+    summarize,
+    unreachable,
+)
 
 __all__ = [
     "DEFAULT_MAX_DISTINCT_OUTPUTS",
@@ -37,6 +45,7 @@ __all__ = [
     "case_verdict",
     "exit_code_for",
     "failure_reasons",
+    "is_partial",
     "label_for",
     "normalise_output",
     "output_digest",
@@ -50,5 +59,6 @@ __all__ = [
     "run_detail",
     "stability_class",
     "summarize",
+    "unreachable",
     "wilson_interval",
 ]

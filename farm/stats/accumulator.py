@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from farm.failures import classify_run
+from farm.failures import classify_run, unreached
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
@@ -165,6 +165,7 @@ class CaseAccumulator:
         self._status = dict.fromkeys(RunStatus, 0)
         self._retries = 0
         self._retry_split = RetryTally()
+        self._unreached = 0
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
@@ -199,6 +200,7 @@ class CaseAccumulator:
         self._status[status] += 1
         self._retries += result.retries
         self._retry_split.add(result)
+        self._unreached += unreached(result)
         if status is not RunStatus.SKIPPED:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
@@ -277,7 +279,8 @@ class CaseAccumulator:
             runs_planned=self.plan.runs, required_passes=self.plan.required,
             **self._verdict_figures(passed, label), **self._costs.figures(passed),  # type: ignore[arg-type]
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
-            std_deviation_ms=d["std"], retries=self._retries, distinct_outputs=len(self._outputs),
+            std_deviation_ms=d["std"], retries=self._retries, unreached=self._unreached,
+            distinct_outputs=len(self._outputs),
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),

@@ -3,7 +3,8 @@
 A sweep is compared as a ``SweepSnapshot`` (made from a ``SweepReport`` here, or from the history
 store's rows), so a JSON report file and a recorded sweep compare alike. Per case:
 
-- ``new`` / ``removed`` when one side lacks the case;
+- ``new`` / ``removed`` when one side lacks the case; ``not_run`` when the side that lacks it did
+  not finish (interrupted, stopped, failed: ``SweepSnapshot.partial``), so its absence says nothing;
 - a case of an adaptive sweep (either side) is compared on its verdict only (passed → failed is
   ``regressed``), flagged ``adaptive``: stopping early biases its pass rate;
 - ``regressed`` when the one-sided exact test of "HEAD passes less often" has a BH q-value
@@ -36,8 +37,8 @@ DEFAULT_ALPHA = 0.10
 DEFAULT_MIN_DROP = 10.0
 """Points of pass rate a change must reach to be called a regression or an improvement."""
 
-Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "removed"]
-VERDICTS: tuple[Verdict, ...] = ("regressed", "improved", "unchanged", "inconclusive", "new", "removed")
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run"]
+VERDICTS: tuple[Verdict, ...] = ("regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run")
 
 
 class CaseSnapshot(FarmModel):
@@ -66,6 +67,8 @@ class SweepSnapshot(SweepRef):
     """A sweep as a comparison sees it."""
 
     cases: list[CaseSnapshot]
+    partial: bool = False
+    """The sweep did not finish (``metadata.status`` not ``complete``): a case it lacks was not run."""
 
     def ref(self) -> SweepRef:
         return SweepRef(sweep_id=self.sweep_id, started_at=self.started_at, tags=dict(self.tags))
@@ -132,7 +135,8 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
     ]
     tags = meta.get("tags") if isinstance(meta.get("tags"), dict) else {}
     return SweepSnapshot(sweep_id=meta.get("sweep_id"), started_at=meta.get("started_at"),
-                         tags={str(k): str(v) for k, v in (tags or {}).items()}, cases=cases)
+                         tags={str(k): str(v) for k, v in (tags or {}).items()}, cases=cases,
+                         partial=meta.get("status", "complete") != "complete")
 
 
 @dataclass
@@ -166,12 +170,21 @@ def compare(base: SweepSnapshot, head: SweepSnapshot, *, alpha: float = DEFAULT_
     rows = []
     for case in head.cases:
         old = base_cases.get(case.id)
-        rows.append(_row(case.id, old, case, tested.get(case.id), alpha, min_drop, z))
-    rows += [_row(c.id, c, None, None, alpha, min_drop, z) for c in base.cases if c.id not in head_ids]
+        rows.append(_row(case.id, old, case, tested.get(case.id), alpha, min_drop, z, base.partial))
+    rows += [_row(c.id, c, None, None, alpha, min_drop, z, head.partial) for c in base.cases if c.id not in head_ids]
     summary: dict[str, int] = dict.fromkeys(VERDICTS, 0)
     for row in rows:
         summary[row.verdict] += 1
     return Comparison(base=base.ref(), head=head.ref(), alpha=alpha, min_drop=min_drop, cases=rows, summary=summary)
+
+
+def partial_warnings(comparison: Comparison, base: SweepSnapshot, head: SweepSnapshot) -> list[str]:
+    """One line per side that did not finish and lacks cases of the other (verdict ``not_run``)."""
+    not_run = comparison.summary.get("not_run", 0)
+    sides = [(name, side) for name, side in (("BASE", base), ("HEAD", head)) if side.partial]
+    return [f"{name} {side.sweep_id or '(report)'} did not finish: {not_run} case{'' if not_run == 1 else 's'} "
+            f"missing from it {'is' if not_run == 1 else 'are'} not_run, not new or removed"
+            for name, side in sides if not_run]
 
 
 def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot]) -> dict[str, _Tested]:
@@ -191,10 +204,11 @@ def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot
 
 
 def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tested: _Tested | None,
-         alpha: float, min_drop: float, z: float) -> CaseComparison:
+         alpha: float, min_drop: float, z: float, lacking_side_partial: bool = False) -> CaseComparison:
     if base is None or head is None:
+        one_sided: Verdict = "not_run" if lacking_side_partial else "new" if base is None else "removed"
         return CaseComparison(id=case_id, base=_counts(base), head=_counts(head), delta=None, p_value=None,
-                              q_value=None, verdict="new" if base is None else "removed")
+                              q_value=None, verdict=one_sided)
     delta = _delta(base, head)
     adaptive = base.adaptive or head.adaptive
     p = q = None

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from farm.errors import ExitCode
-from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
+from farm.models import CaseStats, RunStatus, StabilityClass, SweepReport, SweepSummary
 from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
@@ -35,6 +35,14 @@ def _by_status(stats: Sequence[CaseStats]) -> dict[str, int]:
     return counts
 
 
+def _classes(scored: Sequence[CaseStats]) -> dict[str, int]:
+    """Cases by stability class, every class named (0 when none): ``summary.classes`` (SPEC 20)."""
+    counts = dict.fromkeys((c.value for c in StabilityClass), 0)
+    for s in scored:
+        counts[StabilityClass(s.stability_class).value] += 1
+    return counts
+
+
 def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: int) -> SweepSummary:
     """Sweep figures; stable/unstable and passed/failed count only cases that were not skipped."""
     by_status = _by_status(stats)
@@ -46,11 +54,12 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         costs.add_case(case)
     return SweepSummary(
         total_cases=len(stats),
-        total_runs=sum(s.runs for s in stats),
+        total_runs=scored_runs,  # a skipped case's placeholder result is not a run (SPEC 7)
         runs_per_case=runs_per_case,
         overall_pass_rate=percent(by_status["passed"], scored_runs),
         stable_cases=sum(1 for s in scored if s.stable),
-        unstable_cases=sum(1 for s in scored if not s.stable),
+        unstable_cases=sum(1 for s in scored if not s.stable),  # Yao's meaning: not stable (flaky or broken)
+        classes=_classes(scored),
         passed_cases=sum(1 for s in scored if s.case_passed),
         failed_cases=sum(1 for s in scored if not s.case_passed),
         skipped_cases=labels.count("skipped"),
@@ -93,16 +102,35 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     """SPEC 10's table, first match wins: an unfinished sweep (failed, abandoned, or a snapshot
     of one still running) is 3; a sweep stopped by Ctrl-C, ``farm cancel``, a quota or a budget
     has its own code (a cancelled sweep is 3: it did not finish, so it must not read as green);
-    else 1 when a case failed or the run-weighted ``--min-overall-pass-rate`` was missed, 0
-    otherwise. SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
+    else 3 when no run reached the agent (``unreachable``), 1 when a case failed or the
+    run-weighted ``--min-overall-pass-rate`` was missed, 0 otherwise.
+    SIGTERM's 143 is the CLI's to choose: the report only says ``interrupted``.
     """
-    if report.metadata.get("status") in ("failed", "abandoned", "running"):
+    if is_partial(report):
         return ExitCode.RUNTIME_ERROR
     code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
     if code is not None:
         return code
+    if unreachable(report):
+        return ExitCode.RUNTIME_ERROR
     failed = any(case_verdict(s) == "failed" and not is_quarantined(s) for s in report.results)
     return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
+
+
+PARTIAL_STATUSES = frozenset({"failed", "abandoned", "running"})
+"""``metadata.status`` of a sweep that did not finish: its report holds only some of its runs."""
+
+
+def is_partial(report: SweepReport) -> bool:
+    """The report is of an unfinished sweep (a partial journal's, a snapshot of one in flight)."""
+    return report.metadata.get("status") in PARTIAL_STATUSES
+
+
+def unreachable(report: SweepReport) -> bool:
+    """Every run of the sweep failed to reach the agent (``infra:connect``, an authentication 4xx):
+    exit 3, "the agent could not be reached", not a broken suite's 1 (SPEC 20)."""
+    ran = sum(s.runs - s.skipped for s in report.results)
+    return ran > 0 and sum(s.unreached for s in report.results) == ran
 
 
 def below_overall_gate(report: SweepReport) -> bool:

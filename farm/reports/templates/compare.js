@@ -6,7 +6,7 @@
   const cases = data.cases || [];
   const $ = (id) => document.getElementById(id);
   const el = farmUi.el;
-  const ORDER = ["regressed", "improved", "inconclusive", "new", "removed", "unchanged"];
+  const ORDER = ["regressed", "improved", "inconclusive", "new", "removed", "not_run", "unchanged"];
   const state = { query: "", filter: "attention" };
 
   function notes(c) {
@@ -22,9 +22,14 @@
     const rate = side.runs ? Math.round((100 * side.passed) / side.runs) + "%" : "no runs";
     return side.passed + "/" + side.runs + " " + rate;
   }
+  // An inconclusive case needs a look only when its pass rate fell by at least min_drop: most
+  // inconclusive cases are small samples that moved a little, and listing them all hides the rest.
+  const needsLook = (c) =>
+    (c.verdict !== "unchanged" && c.verdict !== "inconclusive") || notes(c).length > 0 ||
+    (c.verdict === "inconclusive" && c.delta !== null && c.delta <= -data.min_drop);
   const num = (v, f) => (v === null || v === undefined ? "" : f(v));
   const FILTERS = [
-    ["attention", "Needs a look", (c) => c.verdict !== "unchanged" || notes(c).length > 0],
+    ["attention", "Needs a look", needsLook],
     ["all", "All", () => true],
     ...ORDER.map((v) => [v, v, (c) => c.verdict === v]),
   ];

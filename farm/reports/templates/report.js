@@ -127,9 +127,11 @@
     add(tr, add(el("td"), badge(c.label, c.label), cls !== c.label && el("span", "sub", cls)));
     tr.appendChild(rateCell(c));
     const runs = add(el("td", "num"), el("span", null, nf.format(c.passed) + " / " + nf.format(c.runs - (c.skipped || 0))));
-    const bad = (c.errors || 0) + (c.timeouts || 0);
-    if (bad) add(runs, el("span", "sub errs", bad + (bad === 1 ? " error" : " errors")));
-    if (c.adaptive) add(runs, el("span", "sub", "of " + nf.format(c.runs_planned) + " planned"));
+    const plural = (n, word) => nf.format(n) + " " + word + (n === 1 ? "" : "s");
+    const bad = [[c.errors || 0, "error"], [c.timeouts || 0, "timeout"]].filter(([n]) => n).map(([n, w]) => plural(n, w));
+    if (bad.length) add(runs, el("span", "sub errs", bad.join(", ")));
+    // planned runs not all in (a partial report, a stopped or adaptive sweep): say how many were planned
+    if (c.runs_planned && c.runs_planned > c.runs) add(runs, el("span", "sub", "of " + nf.format(c.runs_planned) + " planned"));
     tr.appendChild(runs);
     tr.appendChild(el("td", "num", pct(Math.round(c.consistency * 1000) / 10)));
     const dur = add(el("td", "num"), el("span", null, ms(c.avg_duration_ms)));
@@ -147,7 +149,7 @@
     const ci = c.pass_rate_ci || [0, 0];
     const text = add(el("div"), el("span", null, pct(Math.round(c.pass_rate * 10) / 10)),
       el("span", "sub", "95% CI " + Math.round(ci[0]) + "–" + Math.round(ci[1])),
-      c.adaptive && el("span", "sub biased", "biased: adaptive"));
+      c.adaptive && c.runs_saved > 0 && el("span", "sub biased", "biased: adaptive"));
     return add(td, add(el("div", "rate"), meter, text));
   }
 

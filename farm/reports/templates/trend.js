@@ -1,4 +1,4 @@
-/* agent-farm trend page: per-case pass-rate lines with intervals, class changes, the sweeps table.
+/* agent-farm trend page: per-case pass-rate lines with intervals, label changes, the sweeps table.
    Built from #farm-data; every value reaches the page through textContent, never as markup. */
 (() => {
   "use strict";
@@ -8,7 +8,7 @@
   const $ = (id) => document.getElementById(id);
   const el = farmUi.el;
   const SVG = "http://www.w3.org/2000/svg";
-  const W = 340, H = 64, PAD = 6, PAGE = 100;
+  const W = 340, H = 64, PAD = 6, LEFT = 30, BOTTOM = 12, PAGE = 100;
   const state = { query: "", filter: "all", limit: PAGE };
 
   function svg(tag, attrs) {
@@ -19,17 +19,25 @@
   const latest = (c) => [...c.points].reverse().find((p) => p && p.label !== "skipped");
   const FILTERS = [
     ["all", "All", () => true],
-    ["flagged", "Newly flaky or broken", (c) => !!c.flag],
-    ["changed", "Changed class", (c) => (c.changes || []).length > 0],
+    ["flagged", "Newly flaky, broken or fallen", (c) => !!c.flag],
+    ["changed", "Changed label", (c) => (c.changes || []).length > 0],
     ["trouble", "Flaky or broken now", (c) => { const p = latest(c); return !!p && p.label !== "stable"; }],
   ];
 
   function chart(c) {
     const n = Math.max(1, sweeps.length - 1);
-    const x = (i) => PAD + ((W - 2 * PAD) * (sweeps.length === 1 ? 0.5 : i / n));
-    const y = (rate) => PAD + (H - 2 * PAD) * (1 - rate / 100);
+    const x = (i) => LEFT + ((W - LEFT - PAD) * (sweeps.length === 1 ? 0.5 : i / n));
+    const y = (rate) => PAD + (H - PAD - BOTTOM) * (1 - rate / 100);
     const box = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img" });
     box.appendChild(svg("title", {})).textContent = c.id + ": pass rate over " + sweeps.length + " sweeps";
+    // axes: pass rate 0–100 % up the left, the sweeps oldest to newest along the bottom
+    box.appendChild(svg("line", { class: "axis", x1: LEFT, y1: y(100), x2: LEFT, y2: y(0) }));
+    box.appendChild(svg("line", { class: "axis", x1: LEFT, y1: y(0), x2: W - PAD, y2: y(0) }));
+    for (const [rate, text] of [[100, "100%"], [50, "50%"], [0, "0%"]]) {
+      box.appendChild(svg("text", { class: "tick", x: LEFT - 3, y: y(rate) + 3, "text-anchor": "end" })).textContent = text;
+    }
+    box.appendChild(svg("text", { class: "tick", x: LEFT, y: H - 2 })).textContent = "oldest";
+    box.appendChild(svg("text", { class: "tick", x: W - PAD, y: H - 2, "text-anchor": "end" })).textContent = "newest sweep";
     let segment = [];
     const flush = () => {
       if (!segment.length) return;
@@ -62,7 +70,7 @@
     li.appendChild(chart(c));
     const changes = el("div", "changes");
     for (const ch of c.changes || []) changes.appendChild(el("div", "change", ch.from + " → " + ch.to + " at " + ch.sweep_id));
-    if (!(c.changes || []).length) changes.textContent = "no class change";
+    if (!(c.changes || []).length) changes.textContent = "no label change";
     li.appendChild(changes);
     return li;
   }

@@ -1,0 +1,216 @@
+"""Processes an agent leaves behind: taken back by the farm and ended with their run.
+
+A process whose parent exits is re-parented to the nearest *child subreaper* among its
+ancestors (``prctl(PR_SET_CHILD_SUBREAPER)``, Linux), else to init, where nothing would ever end
+it. The processes that run agents (``farm test``, each ``farm worker`` process, ``--isolate``
+processes) become subreapers, so what an agent forks — ``setsid`` daemons included, which leave
+its process group — comes back to them:
+
+- a ``cmd:`` program's leftovers carry a mark in their environment (``MARK_VAR``, one per turn)
+  and are ended when the turn ends (``end_turn_leftovers``);
+- an ``--isolate`` process runs one call at a time: everything under it is ended after each call;
+- whatever is still under the process when it finishes (a Python agent's own subprocesses) is
+  ended then (``end_descendants``).
+
+What is not contained: a process that clears its environment and escapes the subreaper's reach
+by other means (a double fork under another subreaper, a systemd unit), and a Python agent's
+*threads* in a shared process, which no signal can end without ending the worker. Elsewhere than
+Linux ``become_subreaper`` is a no-op and a marked process is still found by its environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+MARK_VAR = "FARM_AGENT_MARK"
+"""Environment variable set in a ``cmd:`` program's environment: its leftovers are found by it."""
+REAP_S = 2.0
+"""At most this long collecting the exits of killed processes that come back to us while dying."""
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux); False where it cannot be (elsewhere, or refused)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    return False
+
+
+def new_mark() -> str:
+    """A fresh mark for one turn's program."""
+    return uuid.uuid4().hex
+
+
+def _mark_of(process: psutil.Process) -> str | None:
+    """The process's mark; ``""`` when it has none, None when its environment cannot be read (a
+    zombie, gone, or not ours)."""
+    try:
+        return str(process.environ().get(MARK_VAR, ""))
+    except (psutil.Error, OSError):
+        return None
+
+
+def _marked(process: psutil.Process, mark: str) -> bool:
+    return _mark_of(process) == mark
+
+
+def _kill(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.Error, OSError):
+            process.send_signal(signal.SIGKILL)
+    _reap({p.pid for p in processes})
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit of the killed processes that are (or become, their parent dying) our
+    children: no zombies left. Bounded: one whose parent outlives this is that parent's to reap."""
+    deadline = time.monotonic() + REAP_S
+    while pids and time.monotonic() < deadline:
+        for pid in list(pids):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    pids.discard(pid)
+            except ChildProcessError:  # not (yet) ours: gone, or its dying parent's still
+                if not psutil.pid_exists(pid):
+                    pids.discard(pid)
+        if pids:
+            time.sleep(0.01)
+
+
+def _direct_children() -> list[int]:
+    """This process's children, cheaply: ``/proc/self/task/*/children`` (Linux), else psutil's scan."""
+    pids: list[int] = []
+    try:
+        for task in os.scandir("/proc/self/task"):
+            with open(f"{task.path}/children", encoding="ascii") as listing:
+                pids += [int(p) for p in listing.read().split()]
+    except OSError:
+        with contextlib.suppress(psutil.Error):
+            return [c.pid for c in psutil.Process().children()]
+    return pids
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _leftovers(mark: str, group: int) -> list[psutil.Process]:
+    """Our children that belong to the turn: members of its program's group (zombies included:
+    they came back to us) or carrying its mark (``setsid`` ones), with what each started."""
+    found: dict[int, psutil.Process] = {}
+    for pid in _direct_children():
+        with contextlib.suppress(psutil.Error, OSError):
+            process = psutil.Process(pid)
+            own = _mark_of(process)
+            # a zombie of the group (its environment unreadable), or a live process with this turn's mark;
+            # never another turn's program, even one given this group's id again after a pid wrap
+            if own == mark or (own is None and os.getpgid(pid) == group):
+                found[pid] = process
+                found.update((c.pid, c) for c in process.children(recursive=True))
+    return list(found.values())
+
+
+def end_turn_leftovers(mark: str, group: int) -> int:
+    """After a ``cmd:`` program's exit (its group SIGKILLed, the program reaped): end and reap what
+    it left behind — its group's last members and every process carrying ``mark``. As a subreaper
+    they are all our children once their parents are gone; elsewhere, the marked ones are found
+    among all processes. Bounded by ``REAP_S``. Returns how many processes were ended."""
+    if not _SUBREAPER:
+        return _end_marked_anywhere(mark)
+    ended: set[int] = set()
+    deadline = time.monotonic() + REAP_S
+    while True:
+        left = [p for p in _leftovers(mark, group) if p.pid not in ended]
+        _kill(left)
+        ended.update(p.pid for p in left)
+        if (not left and not _group_alive(group)) or time.monotonic() > deadline:
+            return len(ended)
+        if not left:
+            time.sleep(0.01)  # a member of the group is still dying: its children come back to us then
+
+
+def _end_marked_anywhere(mark: str) -> int:
+    try:
+        found = [p for p in psutil.process_iter() if _marked(p, mark)]
+    except psutil.Error:
+        return 0
+    _kill(found)
+    return len(found)
+
+
+def end_descendants(keep: frozenset[int] = frozenset()) -> int:
+    """SIGKILL everything still running under this process but ``keep`` (at its end, or after an
+    isolated call)."""
+    try:
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
+    except psutil.Error:
+        return 0
+    _kill(left)
+    return len(left)
+
+
+def _descendants() -> frozenset[int]:
+    try:
+        return frozenset(p.pid for p in psutil.Process().children(recursive=True))
+    except psutil.Error:
+        return frozenset()
+
+
+def end_strays(keep: set[int]) -> int:
+    """SIGKILL this process's children other than ``keep`` (and what they started): a supervisor's
+    orphans, come back to it when the worker process that owned them died."""
+    strays: dict[int, psutil.Process] = {}
+    for pid in _direct_children():
+        if pid in keep:
+            continue
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
+            strays[pid] = process
+            strays.update((c.pid, c) for c in process.children(recursive=True))
+    _kill(list(strays.values()))
+    return len(strays)
+
+
+@contextlib.contextmanager
+def contained() -> Iterator[None]:
+    """Inside: this process is a subreaper; at the end, whatever started under it meanwhile and
+    still runs is ended (what ran before is left alone: ``farm test`` called in a test process)."""
+    adopt_orphans()
+    before = _descendants()
+    try:
+        yield
+    finally:
+        end_descendants(keep=before)
+
+
+_SUBREAPER = False
+
+
+def adopt_orphans() -> bool:
+    """``become_subreaper`` once for this process, remembered for ``end_turn_leftovers``."""
+    global _SUBREAPER
+    if not _SUBREAPER:
+        _SUBREAPER = become_subreaper()
+    return _SUBREAPER
+
+
+__all__ = ["MARK_VAR", "adopt_orphans", "become_subreaper", "contained", "end_descendants", "end_strays",
+           "end_turn_leftovers", "new_mark"]
