@@ -17,17 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from farm.errors import FarmError
+from farm.pytest_plugin import SUITES_KEY, SWEEPS_KEY
 
 if TYPE_CHECKING:  # the models load with the first suite, not with every pytest run
     from farm.models import CaseStats, SweepReport
 
-__all__ = ["SUITES_KEY", "SWEEPS_KEY", "FarmCaseFailed", "FarmCaseItem", "FarmSweeps", "SuiteFile", "case_summary"]
-
-
-SUITES_KEY = pytest.StashKey[list[Path]]()
-"""The session's ``--farm-suite`` paths (resolved)."""
-SWEEPS_KEY = pytest.StashKey["FarmSweeps"]()
-"""The session's ``FarmSweeps`` (absent when no suite is given)."""
+__all__ = ["FarmCaseFailed", "FarmCaseItem", "FarmSweeps", "SuiteFile", "case_summary"]
 
 
 class FarmCaseFailed(Exception):
