@@ -227,3 +227,17 @@ def test_no_file_is_read_but_a_recorded_sweeps_own_journal(project: Path, start_
     assert status == 200 and 'id="cases"' in page and "Agent test report" not in page
     status, page = _get(f"{url}/sweeps/{second}")  # its own journal, where it was recorded: the full report
     assert status == 200 and "Agent test report" in page
+
+
+def test_without_auth_only_a_loopback_host_is_answered(start_view: Callable[..., str]) -> None:
+    """A page on another site that rebinds its name to 127.0.0.1 sends its own Host: refused."""
+    url = start_view()
+    status, page = _get(url + "/")
+    assert status == 200 and "No recorded sweep" in page
+    for host in ("evil.example", "evil.example:8765", "10.0.0.1"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url + "/", headers={"Host": host}), timeout=60)
+        assert refused.value.code == 421
+    ok = urllib.request.Request(url + "/", headers={"Host": "localhost:1"})
+    with urllib.request.urlopen(ok, timeout=60) as reply:
+        assert reply.status == 200
