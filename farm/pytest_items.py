@@ -3,8 +3,8 @@
 The sweep runs when the first farm item runs (after collection, ``-k`` and ``--lf`` have chosen
 the items), over exactly the cases chosen: one sweep per ``--farm-suite`` path, each limited to
 its chosen ids, all run before any item reports (a sweep takes one input, and its case ids must be
-unique, which two independent suites need not be). Every item then reads its case's verdict from the reports; ``-x`` only stops the
-reporting of a sweep already made.
+unique, which two independent suites need not be). Every item then reads its case's verdict from
+the reports; ``-x`` only stops the reporting of a sweep already made.
 """
 
 from __future__ import annotations
