@@ -11,12 +11,39 @@ Inside a running event loop (Jupyter, pytest-asyncio, FastAPI) ``await arun_swee
 ``run_sweep`` there raises a clear error instead of leaking a coroutine.
 """
 
-from farm.agents.base import AgentContext
-from farm.lifecycle import SweepStop
-from farm.models import Case, CaseStats, Reply, RunResult, RunStatus, SweepReport
-from farm.outputs import write_report
-from farm.suites import load_input
-from farm.sweep import TestSettings, arun_sweep, run_sweep
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:
+    from farm.agents.base import AgentContext
+    from farm.lifecycle import SweepStop
+    from farm.models import Case, CaseStats, Reply, RunResult, RunStatus, SweepReport
+    from farm.outputs import write_report
+    from farm.suites import load_input
+    from farm.sweep import TestSettings, arun_sweep, run_sweep
+
+_HOMES = {
+    "AgentContext": "farm.agents.base", "SweepStop": "farm.lifecycle", "Case": "farm.models",
+    "CaseStats": "farm.models", "Reply": "farm.models", "RunResult": "farm.models", "RunStatus": "farm.models",
+    "SweepReport": "farm.models", "write_report": "farm.outputs", "load_input": "farm.suites",
+    "TestSettings": "farm.sweep", "arun_sweep": "farm.sweep", "run_sweep": "farm.sweep",
+}
+"""Public name → its module, imported on first use (PEP 562): ``import farm.x`` (the CLI, the
+pytest plugin every pytest run loads) must not pay for the whole API (~0.5 s)."""
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'farm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once: later reads are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "AgentContext",

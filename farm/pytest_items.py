@@ -2,8 +2,9 @@
 
 The sweep runs when the first farm item runs (after collection, ``-k`` and ``--lf`` have chosen
 the items), over exactly the cases chosen: one sweep per ``--farm-suite`` path, each limited to
-its chosen ids. Every item then reads its case's verdict from the reports; ``-x`` only stops the
-reporting of a sweep already made.
+its chosen ids, all run before any item reports (a sweep takes one input, and its case ids must be
+unique, which two independent suites need not be). Every item then reads its case's verdict from
+the reports; ``-x`` only stops the reporting of a sweep already made.
 """
 
 from __future__ import annotations
@@ -17,17 +18,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from farm.errors import FarmError
+from farm.pytest_plugin import SUITES_KEY, SWEEPS_KEY
 
 if TYPE_CHECKING:  # the models load with the first suite, not with every pytest run
     from farm.models import CaseStats, SweepReport
 
-__all__ = ["SUITES_KEY", "SWEEPS_KEY", "FarmCaseFailed", "FarmCaseItem", "FarmSweeps", "SuiteFile", "case_summary"]
-
-
-SUITES_KEY = pytest.StashKey[list[Path]]()
-"""The session's ``--farm-suite`` paths (resolved)."""
-SWEEPS_KEY = pytest.StashKey["FarmSweeps"]()
-"""The session's ``FarmSweeps`` (absent when no suite is given)."""
+__all__ = ["FarmCaseFailed", "FarmCaseItem", "FarmSweeps", "SuiteFile", "case_summary"]
 
 
 class FarmCaseFailed(Exception):

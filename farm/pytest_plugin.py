@@ -5,6 +5,10 @@ of the suite an item (``suite.jsonl::case-id``), so ``-k``, ``--junitxml`` and `
 cases. The sweep runs once, when the first farm item runs, over the items left after collection
 and deselection (``farm.pytest_items``). The suites are added to pytest's own collection
 arguments, so ordinary tests collect beside them and a suite given twice is collected once.
+
+Every pytest run in an environment with the farm installed loads this module, so it imports only
+the standard library and pytest: the farm itself (``farm.pytest_items``, the models, the suites)
+is imported when a suite is given, never by a run that uses no ``--farm-*`` flag or ``[tool.farm]``.
 """
 
 from __future__ import annotations
@@ -12,12 +16,20 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from farm.pytest_items import SUITES_KEY, SWEEPS_KEY, FarmSweeps, SuiteFile
+if TYPE_CHECKING:
+    from farm.pytest_items import FarmSweeps, SuiteFile
 
-__all__ = ["pytest_addoption", "pytest_collect_file", "pytest_collection_finish", "pytest_configure"]
+__all__ = ["SUITES_KEY", "SWEEPS_KEY", "pytest_addoption", "pytest_collect_file", "pytest_collection_finish",
+           "pytest_configure"]
+
+SUITES_KEY = pytest.StashKey[list[Path]]()
+"""The session's ``--farm-suite`` paths (resolved)."""
+SWEEPS_KEY: pytest.StashKey[FarmSweeps] = pytest.StashKey()
+"""The session's ``FarmSweeps`` (absent when no suite is given)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,6 +88,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "farm: a case of an agent-farm suite (the pytest plugin)")
     if not suites:
         return
+    from farm.pytest_items import FarmSweeps  # the farm loads here: a suite is given
+
     runs = config.getoption("farm_runs")
     if runs is not None and runs < 1:
         raise pytest.UsageError(f"--farm-runs {runs}: must be at least 1")
@@ -100,16 +114,21 @@ def _uncovered(config: pytest.Config, suites: list[Path]) -> list[str]:
 
 
 def _is_suite(config: pytest.Config, path: Path) -> bool:
+    suites = config.stash.get(SUITES_KEY, [])
+    if not suites:
+        return False
     from farm.suites import SUITE_SUFFIXES
 
     if not path.name.lower().endswith(SUITE_SUFFIXES):
         return False
     resolved = path.resolve()
-    return any(resolved == s or (s.is_dir() and s in resolved.parents) for s in config.stash.get(SUITES_KEY, []))
+    return any(resolved == s or (s.is_dir() and s in resolved.parents) for s in suites)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     if _is_suite(parent.config, file_path):
+        from farm.pytest_items import SuiteFile
+
         node: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
         return node
     return None

@@ -162,3 +162,17 @@ def test_pyproject_suites_join_only_a_run_that_names_no_path(project: Path) -> N
     assert "test_plain.py::test_ordinary PASSED" in plain.stdout and "s.jsonl" not in plain.stdout, plain.stdout
     named = run_pytest(project, *agent, "s.jsonl::steady")
     assert "s.jsonl::steady PASSED" in named.stdout and "1 passed" in named.stdout, named.stdout
+
+
+def test_a_run_without_farm_flags_imports_nothing_of_the_farm_but_the_plugin(tmp_path: Path) -> None:
+    """Every pytest run where the farm is installed loads the plugin: without a suite it must not
+    load the farm (the models, the suites, the sweep: about half a second)."""
+    probe = ("import sys, pytest\n"
+             "code = pytest.main(['--co', '-q', '-p', 'no:cacheprovider', '-p', 'no:farm', '-p', 'farm.pytest_plugin',"
+             " '-o', 'addopts=', '--rootdir', '.', '.'])\n"
+             "print(code, sorted(m for m in sys.modules if m == 'farm' or m.startswith('farm.')))\n")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "PYTEST_"))}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=clean | {"PYTHONPATH": str(ROOT)})
+    last = done.stdout.strip().splitlines()[-1]
+    assert last == "5 ['farm', 'farm.pytest_plugin']", done.stdout + done.stderr  # 5: no tests collected

@@ -191,3 +191,53 @@ def test_a_distributed_sweep_in_flight_shows_its_progress(browser: Any, project:
     expect(page.locator("#live")).to_contain_text("No sweep in flight.", timeout=120_000)
     assert errors == []
     context.close()
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_no_file_is_read_but_a_recorded_sweeps_own_journal(project: Path, start_view: Callable[..., str]) -> None:
+    """URL parameters name recorded sweeps only (never a path on the server), and a sweep's page
+    opens the journal path the history holds only when it is that sweep's own farm journal."""
+    import shutil
+    import sqlite3
+    from urllib.parse import quote
+
+    first, second = _record_two_sweeps(project)
+    journals = project / "data" / "journals"
+    elsewhere = project / "elsewhere" / "journals"
+    elsewhere.mkdir(parents=True)
+    shutil.copy(journals / f"{second}.jsonl", elsewhere / f"{first}.jsonl")  # a journal's name, another sweep's plan
+    (journals / f"{first}.jsonl").unlink()
+    report = project / "r.json"
+    _farm(project, "report", str(journals / f"{second}.jsonl"), "-o", str(report), env=_env(project / "data"))
+    assert report.is_file()  # a JSON report on the server's disk (exit 1: the hostile case fails)
+    with sqlite3.connect(project / "data" / "history.sqlite") as db:
+        db.execute("UPDATE farm_sweeps SET journal = ? WHERE sweep_id = ?", (str(elsewhere / f"{first}.jsonl"), first))
+    url = start_view()
+
+    status, page = _get(f"{url}/compare?base={quote(str(report))}&head={second}")
+    assert status == 404 and "no recorded sweep" in page
+    status, page = _get(f"{url}/sweeps/{first}")
+    assert status == 200 and 'id="cases"' in page and "Agent test report" not in page
+    status, page = _get(f"{url}/sweeps/{second}")  # its own journal, where it was recorded: the full report
+    assert status == 200 and "Agent test report" in page
+
+
+def test_without_auth_only_a_loopback_host_is_answered(start_view: Callable[..., str]) -> None:
+    """A page on another site that rebinds its name to 127.0.0.1 sends its own Host: refused."""
+    url = start_view()
+    status, page = _get(url + "/")
+    assert status == 200 and "No recorded sweep" in page
+    for host in ("evil.example", "evil.example:8765", "10.0.0.1"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url + "/", headers={"Host": host}), timeout=60)
+        assert refused.value.code == 421
+    ok = urllib.request.Request(url + "/", headers={"Host": "localhost:1"})
+    with urllib.request.urlopen(ok, timeout=60) as reply:
+        assert reply.status == 200

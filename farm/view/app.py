@@ -74,6 +74,19 @@ def _auth_middleware(expected: Credentials) -> Any:
     return check
 
 
+def _loopback_host_middleware() -> Any:
+    """Without auth (a loopback address), only requests sent to a loopback name: a web page from
+    elsewhere cannot read the history by DNS rebinding (its requests carry its own Host)."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not is_loopback(request.url.host or ""):
+            raise web.HTTPMisdirectedRequest(text="farm view: this server answers only to a loopback address")
+        return await handler(request)
+
+    return check
+
+
 def _html(text: str, status: int = 200) -> web.Response:
     return web.Response(text=text, status=status, content_type="text/html", headers={"X-Frame-Options": "DENY"})
 
@@ -138,11 +151,15 @@ async def live(request: web.Request) -> web.Response:
 
 
 async def live_json(request: web.Request) -> web.Response:
-    return web.json_response(await _read(request, lambda d: d.in_flight()))
+    try:
+        return web.json_response(await _read(request, lambda d: d.in_flight()))
+    except (FarmError, OSError) as exc:
+        message = exc.message if isinstance(exc, FarmError) else str(exc)
+        return web.json_response({"error": f"cannot read the sweeps in flight: {message}"}, status=503)
 
 
 def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: str | None) -> web.Application:
-    app = web.Application(middlewares=[_auth_middleware(credentials)] if credentials else [])
+    app = web.Application(middlewares=[_auth_middleware(credentials) if credentials else _loopback_host_middleware()])
     app[DATA_KEY] = data
     app[LAYOUT_KEY] = {"live": bool(data.broker), "flower": flower_url.rstrip("/") if flower_url else None}
     app.add_routes([web.get("/", index), web.get("/sweeps/{sweep_id}", sweep), web.get("/compare", compare),

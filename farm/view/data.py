@@ -89,7 +89,7 @@ class ViewData:
             info = store.sweep(sweep_id)
             if info is None:
                 return None
-            report = _report_html(info.journal)
+            report = _report_html(info)
             if report is not None:
                 return SweepPage(info, report, [])
             points = case_points(store.engine, [info])
@@ -99,17 +99,24 @@ class ViewData:
         return self._with_store(read)
 
     def compare_html(self, base: str, head: str) -> str:
-        """The comparison page of two recorded sweeps (ids, prefixes, ``last``, baselines)."""
+        """The comparison page of two recorded sweeps (ids, prefixes, ``last``, baselines). Never a
+        JSON report path, as ``farm compare`` takes: a URL parameter must not read a file here."""
         from farm.history.refs import RefResolver
         from farm.reports.history_html import render_comparison_html
-        from farm.stats.compare import compare
+        from farm.stats.compare import SweepSnapshot, compare
 
-        resolver = RefResolver(lambda: HistoryStore.open(self.history_url))
-        try:
-            base_side, head_side = resolver.resolve(base, "base"), resolver.resolve(head, "head")
-        finally:
-            resolver.close()
-        return render_comparison_html(compare(base_side.snapshot, head_side.snapshot))
+        def read(store: HistoryStore) -> list[SweepSnapshot]:
+            resolver = RefResolver(lambda: store)  # closed by _with_store, not by the resolver
+            sides = []
+            for ref, role in ((base, "base"), (head, "head")):
+                info = resolver.find(ref)
+                if info is None:
+                    raise InputError(f"{role} {ref!r}: no recorded sweep or baseline by that name")
+                sides.append(store.snapshot(info))
+            return sides
+
+        base_side, head_side = self._with_store(read)
+        return render_comparison_html(compare(base_side, head_side))
 
     def trend_html(self, case_id: str, last: int = 90) -> str | None:
         """The trend page of one case over the last sweeps; None when no recorded sweep ran it."""
@@ -139,14 +146,23 @@ class ViewData:
                 for s in sweeps]
 
 
-def _report_html(journal: str | None) -> str | None:
-    """The full HTML report rebuilt from the sweep's run journal, if the file is still there."""
-    if not journal or not Path(journal).is_file():
+def _report_html(info: SweepInfo) -> str | None:
+    """The full HTML report rebuilt from the sweep's run journal, if the file is still there.
+
+    Only the path the history recorded, and only when it is this sweep's own farm journal
+    (``…/journals/<sweep id>.jsonl``, a regular file whose plan names the sweep): a history row
+    written by anyone else cannot make the view read, or show, another file."""
+    from farm.journal import JOURNAL_DIR, JOURNAL_SUFFIX
+
+    path = Path(info.journal or "")
+    if (path.name != f"{info.sweep_id}{JOURNAL_SUFFIX}" or path.parent.name != JOURNAL_DIR or path.is_symlink()
+            or not path.is_file()):
         return None
     from farm.replay import report_from_journal
     from farm.reports import render_report
 
     try:
-        return render_report(report_from_journal(journal), "html")
+        report = report_from_journal(path)
     except FarmError:
         return None  # pruned while read, or not a journal any more: the history's figures instead
+    return render_report(report, "html") if report.metadata.get("sweep_id") == info.sweep_id else None

@@ -55,7 +55,7 @@ _INDEX = """<form class="filters" method="get" action="/">
 
 _SWEEP = """<p>{{ s.status }} · {{ s.started_at }} · agent {{ s.agent or "-" }} ·
 {{ s.passed_cases }}/{{ s.total_cases }} cases passed · {{ "%.1f" | format(s.overall_pass_rate) }}% of runs</p>
-<p class="muted">The run journal of this sweep is no longer on disk{% if s.journal %} ({{ s.journal }}){% endif %}:
+<p class="muted">The run journal of this sweep is not on disk here{% if s.journal %} ({{ s.journal }}){% endif %}:
 these are the figures the history holds.</p>
 <table id="cases"><thead><tr><th>case</th><th>runs</th><th>passed</th><th>pass rate</th><th>95% CI</th><th>label</th>
 </tr></thead><tbody>{% for c in cases %}<tr>
