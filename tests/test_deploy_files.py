@@ -28,7 +28,8 @@ FARM_SERVICES = ("worker", "flower", "beat")
 def _parse_farm(argv: list[str]) -> dict[str, Any]:
     """Parse a ``farm …`` command line with the real CLI; returns the command's parameters."""
     assert argv[0] == "farm", argv
-    command = main.commands[argv[1]]
+    command = main.get_command(click.Context(main), argv[1])  # the group loads its commands lazily
+    assert command is not None, argv
     with click.Context(command) as ctx:
         command.parse_args(ctx, list(argv[2:]))
         return dict(ctx.params)
