@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Table, select
 
+from farm.history.criteria import record_criteria
 from farm.history.tables import case_results, sweep_tags, sweeps
 from farm.models import CaseStats, SweepReport
 from farm.stats.compare import is_adaptive
@@ -129,4 +130,5 @@ def record_sweep(engine: Engine, report: SweepReport) -> Recorded:
         rows = [case_row(pk, stats, report.metadata) for stats in report.results]
         if rows:
             conn.execute(case_results.insert(), rows)
+        record_criteria(conn, pk, report)
     return Recorded(pk, created=True)
