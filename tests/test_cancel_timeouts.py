@@ -5,16 +5,21 @@ up. Two cases run side by side: ``hang`` (a 1 s timeout; the server never finish
 and ``slow`` (answered after ``SLOW_S`` seconds). The farm is still running ``slow`` when
 ``hang`` times out, so a connection left open would only close at the sweep's end, after
 ``slow`` was answered. Per adapter: the farm's HTTP JSON agent (hangs before its headers),
-neuro-san's streaming chat (hangs after the headers and a first line) and an OpenAI-compatible
-connector under a prompt agent (hangs before its headers).
+neuro-san's streaming chat (hangs after the headers and a first line), neuro-san over MCP (a
+``tools/call`` that hangs; ``hang`` times out as a turn, by its interaction's
+``timeout_in_seconds``) and an OpenAI-compatible connector under a prompt agent (hangs before
+its headers).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.formats_fixtures import farm_process, make_project
+from tests.formats_fixtures import make_project
 from tests.servers import HOST, serve_in_thread
 
 TIMEOUT_S = 1.0
@@ -33,6 +38,7 @@ SLOW_S = 6.0
 """``slow``'s answer comes this long after its request: the sweep is alive well past ``hang``'s timeout."""
 SLACK_S = 3.0
 """How long after the timeout the hang-up may come (a busy machine); far below ``SLOW_S``."""
+ROOT = Path(__file__).resolve().parent.parent
 HOLD_S = 60.0
 """How long the server waits for a hang-up before giving up on it."""
 
@@ -51,8 +57,20 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:  # an MCP client's optional event stream: not offered
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self) -> None:  # an MCP client ending its session
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+        if self.server.protocol == "mcp" and self._mcp_handshake(json.loads(body)):
+            return
         seen = Seen(hang="hang" in body, arrived=time.monotonic())
         with self.server.lock:
             self.server.seen.append(seen)
@@ -65,8 +83,33 @@ class _Handler(BaseHTTPRequestHandler):
             return
         time.sleep(SLOW_S)
         seen.answered = time.monotonic()
-        self._start("application/json")
-        self.wfile.write(json.dumps(self._answer()).encode() + b"\n")
+        self._json(self._answer(body))
+
+    def _json(self, value: Any, status: int = 200) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _mcp_handshake(self, message: dict[str, Any]) -> bool:
+        """Answer MCP's initialize, notifications and tools/list; False for a tools/call."""
+        method = message.get("method")
+        if "id" not in message:  # a notification
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        schema = {"type": "object", "properties": {"user_message": {"type": "object"},
+                                                   "chat_context": {"type": "object"}}}
+        results = {"initialize": {"protocolVersion": message.get("params", {}).get("protocolVersion"),
+                                  "capabilities": {"tools": {}}, "serverInfo": {"name": "recorder", "version": "1"}},
+                   "tools/list": {"tools": [{"name": "slowpoke", "inputSchema": schema}]}}
+        if method not in results:
+            return False
+        self._json({"jsonrpc": "2.0", "id": message["id"], "result": results[method]})
+        return True
 
     def _start(self, content_type: str) -> None:
         self.send_response(200)
@@ -74,7 +117,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
 
-    def _answer(self) -> dict[str, Any]:
+    def _answer(self, body: str) -> dict[str, Any]:
+        if self.server.protocol == "mcp":
+            return {"jsonrpc": "2.0", "id": json.loads(body)["id"],
+                    "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}}
         if self.server.protocol == "neuro-san":
             return {"response": {"type": "AGENT_FRAMEWORK", "text": "ok", "chat_context": {}}}
         if self.server.protocol == "openai":
@@ -118,16 +164,41 @@ CASES = [{"id": "hang", "input": "hang", "timeout": f"{TIMEOUT_S:g}s"},
          {"id": "slow", "input": "slow", "timeout": "60s"}]
 
 
-@pytest.mark.parametrize("adapter", ["http", "neuro-san", "openai"])
+def _farm(project: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m farm ARGS`` from the project's root, importing this checkout's farm."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_AGENTS_ROOT": str(project.root / "assistants"),
+           "FARM_CONNECTORS_ROOT": str(project.root / "connectors")}
+    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=project.root, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+MCP_CASE = ('{{"agent": "slowpoke", "connections": "mcp", "interactions": '
+            '[{{"text": "{text}", "timeout_in_seconds": {timeout}}}]}}')
+
+
+def _inputs(tmp_path: Path, adapter: str, served: Any) -> tuple[Any, list[str]]:
+    """The project, and what ``farm test`` is given (``-i`` and the agent or server)."""
+    project = make_project(tmp_path, served.url)  # its prompt agent's connector is this server
+    if adapter == "mcp":
+        cases = tmp_path / "mcp"
+        cases.mkdir()
+        (cases / "hang.hocon").write_text(MCP_CASE.format(text="hang", timeout=TIMEOUT_S))
+        (cases / "slow.hocon").write_text(MCP_CASE.format(text="slow", timeout=60))
+        return project, ["-i", str(cases), "--server", served.url]
+    name = {"http": ["-n", served.url], "neuro-san": ["-n", f"neuro-san://{HOST}:{served.port}/slowpoke"],
+            "openai": []}[adapter]
+    return project, ["-i", str(project.suite(CASES)), *name]
+
+
+@pytest.mark.parametrize("adapter", ["http", "neuro-san", "mcp", "openai"])
 def test_a_timed_out_request_is_hung_up_on(tmp_path: Path, adapter: str) -> None:
-    protocol = {"http": "json", "neuro-san": "neuro-san", "openai": "openai"}[adapter]
+    if adapter == "mcp":
+        pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install 'agent-farm[mcp]')")
+    protocol = {"http": "json", "neuro-san": "neuro-san", "mcp": "mcp", "openai": "openai"}[adapter]
     with recording_server(protocol) as served:
-        project = make_project(tmp_path, served.url)  # its prompt agent's connector is this server
-        suite = project.suite(CASES)
-        name = {"http": ["-n", served.url], "neuro-san": ["-n", f"neuro-san://{HOST}:{served.port}/slowpoke"],
-                "openai": []}[adapter]
-        done = farm_process(project, "test", "-i", str(suite), *name, "--parallel", "2", "--no-progress",
-                            "--no-history", "-o", str(tmp_path / "r.json"))
+        project, inputs = _inputs(tmp_path, adapter, served)
+        done = _farm(project, "test", *inputs, "--parallel", "2", "--no-progress", "--no-history",
+                     "-o", str(tmp_path / "r.json"))
         assert done.returncode == 1, done.stderr
         with served.server.lock:
             seen = list(served.server.seen)

@@ -116,6 +116,7 @@ def server_env(llm_url: str) -> dict[str, str]:
         AGENT_TOOL_PATH=str(FIXTURE / "coded_tools"),
         PYTHONPATH=str(FIXTURE),  # neuro-san resolves AGENT_TOOL_PATH against PYTHONPATH
         AGENT_HEALTH_PROBE_PORT="0",  # no second listener
+        AGENT_MCP_ENABLE="true",  # MCP at /mcp (on by default in 0.6.98; older docs say opt-in): explicit
         AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS="1",  # heartbeats notice a gone client
         AGENT_FORWARDED_REQUEST_METADATA="request_id user_id",
         OPENAI_API_BASE=f"{llm_url}/v1",

@@ -19,18 +19,25 @@ closes its HTTP stream, so the server stops working on it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from farm.agents.base import AgentRequest
 from farm.agents.neuro_san import CHAT_CONTEXT_STATE, request_body, request_headers
+from farm.agents.neuro_san_stream import STRING_ERROR, error_in_answer
+from farm.agents.secrets import excerpt
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply
 
 __all__ = ["MCP_PATH", "NeuroSanMcpAgent", "create_neuro_san_mcp_agent"]
 
 MCP_PATH = "/mcp"
+CONNECT_TIMEOUT_S = 30.0
+RETRYING = "Retrying: "
+"""How neuro-san's messages about a failed LLM call begin (before it gives up with an error)."""
 INSTALL_HINT = "connections: mcp needs the MCP Python SDK: pip install 'agent-farm[mcp]'"
 _STRUCTURE_BLOCK = re.compile(r"```json\n.*\n```\Z", re.DOTALL)
 """The structure the server appends to the text (for clients that read only the text)."""
@@ -39,10 +46,26 @@ _STRUCTURE_BLOCK = re.compile(r"```json\n.*\n```\Z", re.DOTALL)
 def _sdk() -> Any:
     try:
         import mcp
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client import streamable_http
     except ImportError:
         raise AgentResolutionError(INSTALL_HINT) from None
-    return mcp.ClientSession, streamablehttp_client
+    return mcp.ClientSession, streamable_http
+
+
+@contextlib.asynccontextmanager
+async def _streams(sdk: Any, url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport (``streamable_http_client``, taking an httpx client, where
+    the SDK has it; the older ``streamablehttp_client`` else). No read timeout: the run's deadline governs."""
+    if not hasattr(sdk, "streamable_http_client"):
+        async with sdk.streamablehttp_client(url, headers=headers, sse_read_timeout=None) as streams:
+            yield streams
+        return
+    import httpx
+
+    timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=None)
+    async with httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True) as client, \
+            sdk.streamable_http_client(url, http_client=client) as streams:
+        yield streams
 
 
 class NeuroSanMcpAgent:
@@ -56,7 +79,7 @@ class NeuroSanMcpAgent:
         self.where = f"neuro-san agent {agent!r} over MCP on {server}"
         self.carries_context: bool | None = None
         """Whether the tool's input schema takes a ``chat_context`` (None: not read yet)."""
-        self._session, self._client = _sdk()
+        self._session, self._sdk = _sdk()
 
     async def respond(self, request: AgentRequest) -> Reply:
         body = request_body(request, self.where)
@@ -77,13 +100,17 @@ class NeuroSanMcpAgent:
         text = _text_of(result)
         if structure is not None:
             text = _STRUCTURE_BLOCK.sub("", text)
+        error = error_in_answer(_final_part(text), structure)
+        if error is not None:  # as over HTTP: neuro-san answers an agent's failure as its text
+            raise AgentError(f"{self.where}: the agent answered with an error: {excerpt(error)}",
+                             kind=FaultKind.CRASHED)
         sent = {key: value for key, value in body.items() if key != "chat_context"}
         return Reply(text=text, structure=structure, raw={"url": self.url, "tool": self.agent, "request": sent,
                                                             "result": result.model_dump(mode="json")})
 
     async def _call(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
         try:
-            async with self._client(self.url, headers=headers) as (read, write, _), \
+            async with _streams(self._sdk, self.url, headers) as (read, write, _), \
                     self._session(read, write) as session:
                 await session.initialize()
                 if self.carries_context is None:
@@ -130,6 +157,15 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
             node = node.get(part, {}) if isinstance(node, dict) else {}
     properties = node.get("properties") if isinstance(node, dict) else None
     return properties if isinstance(properties, dict) else {}
+
+
+def _final_part(text: str) -> str:
+    """The text of the answer's last message. The MCP tool joins the text of every framework
+    message: an agent that failed answers ``Retrying: …`` lines, then ``Error from <agent>: …``."""
+    if not text.startswith(RETRYING):
+        return text
+    found = STRING_ERROR.search(text)
+    return text[found.start():] if found else text
 
 
 def _text_of(result: Any) -> str:
