@@ -1,19 +1,21 @@
 """Agents on a neuro-san server over MCP (``connections: mcp``), with the MCP Python SDK.
 
 neuro-san serves each agent network its manifest marks ``mcp`` (the default) as a tool of its
-MCP endpoint (``{server}/mcp``, streamable HTTP). A turn is one ``tools/call`` of the agent's
-tool; its arguments are the ChatRequest the HTTP API takes (``user_message``, ``sly_data``,
-``chat_context``, ``chat_filter``: ``farm.agents.neuro_san.request_body``). The result holds the
-final text (``content[0].text``, HTML-escaped by the server, the structure appended as a fenced
-JSON block) and ``structuredContent`` ``{structure?, chat_context?}``: text, structure and the
-chat context come back as over HTTP. What MCP does not carry (neuro-san 0.6.98 and 0.7.15): the
-sly_data the agent returns, tool calls and token usage. A case that checks returned sly_data is
-skipped over MCP when it is loaded (``farm.suites.hocon``).
+MCP endpoint (``{server}/mcp``, streamable HTTP; 0.7 lists ``a/b`` as ``a__b``). A turn is one
+``tools/call`` of the agent's tool; its arguments are the ChatRequest the HTTP API takes
+(``user_message``, ``sly_data``, ``chat_context``, ``chat_filter``:
+``farm.agents.neuro_san.request_body``). The result holds the final text (``content[0].text``,
+HTML-escaped by the server, the structure appended as a fenced JSON block) and
+``structuredContent`` ``{structure?, chat_context?}``: text, structure and the chat context come
+back as over HTTP. What MCP does not carry (neuro-san 0.6.98 and 0.7.15): the sly_data the agent
+returns, tool calls and token usage. A case that checks returned sly_data is skipped over MCP
+when it is loaded (``farm.suites.hocon``).
 
 The tool's input schema is read on the first call: a tool whose schema has no ``chat_context``
 cannot carry a conversation, and a continued turn over it fails saying so, never runs as an
 unrelated single turn. Each turn opens its own MCP session; a timeout cancels the call, which
-closes its HTTP stream, so the server stops working on it.
+closes its HTTP stream (neuro-san's MCP handler, which answers in one write at the end, notices
+only then).
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class NeuroSanMcpAgent:
         self.agent = agent
         self.url = server + MCP_PATH
         self.where = f"neuro-san agent {agent!r} over MCP on {server}"
+        self.tool = agent
+        """The tool's name as the server lists it."""
         self.carries_context: bool | None = None
         """Whether the tool's input schema takes a ``chat_context`` (None: not read yet)."""
         self._session, self._sdk = _sdk()
@@ -119,7 +123,7 @@ class NeuroSanMcpAgent:
                     raise AgentError(f"{self.where}: the tool's input schema has no chat_context, so it cannot "
                                      "carry the conversation: a multi-turn case cannot run over MCP",
                                      kind=FaultKind.CONFIG)
-                result = await session.call_tool(self.agent, body)
+                result = await session.call_tool(self.tool, body)
         except (AgentError, AgentResolutionError, asyncio.CancelledError):
             raise
         except Exception as exc:  # the SDK's task group wraps what failed: the first fault is what failed
@@ -133,11 +137,13 @@ class NeuroSanMcpAgent:
 
     async def _read_schema(self, session: Any) -> bool:
         tools = (await session.list_tools()).tools
-        tool = next((t for t in tools if t.name == self.agent), None)
+        names = (self.agent, self.agent.replace("/", "__"))  # 0.7 lists deep/echo as deep__echo
+        tool = next((t for t in tools if t.name in names), None)
         if tool is None:
             served = ", ".join(t.name for t in tools[:20]) or "none"
             raise AgentError(f"unknown MCP tool {self.agent!r} on server {self.server} (it serves: {served})",
                              kind=FaultKind.CONFIG)
+        self.tool = tool.name
         return "chat_context" in _properties(tool.inputSchema or {})
 
     async def aclose(self) -> None:
