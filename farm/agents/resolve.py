@@ -47,6 +47,18 @@ def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = N
     return AgentRef("manifest", str(_find_by_id(ref, options)), base)
 
 
+def names_neuro_san_server(name: str, options: AgentOptions) -> bool | None:
+    """Whether ``-n name`` is an agent on a neuro-san server (``neuro-san://``, or a manifest of
+    type ``neuro-san``); None when it does not resolve (its error is reported where it is used)."""
+    try:
+        ref = parse_reference(name, options)
+        if ref.kind == "manifest":
+            return bool(read_manifest(Path(ref.target)).get("type") == "neuro-san")
+    except AgentResolutionError:
+        return None
+    return ref.kind == "neuro-san"
+
+
 def _find_by_id(agent_id: str, options: AgentOptions) -> Path:
     root = Path(options.agents_root)
     candidates = [root / agent_id, root.joinpath(*agent_id.split("."))]

@@ -30,6 +30,7 @@ from farm.checks.spec import Issue, parse_response, suggest
 from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
+from farm.suites.dynamic import LoadOptions
 
 if TYPE_CHECKING:
     from pyparsing import ParseBaseException
@@ -56,11 +57,13 @@ _RATIO = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 def load_hocon(
-    path: Path, case_id: str, suite: str, notes: list[str] | None = None
+    path: Path, case_id: str, suite: str, notes: list[str] | None = None, options: LoadOptions | None = None
 ) -> tuple[list[Case], list[Problem]]:
     """Read one HOCON test case: one ``Case``, or one per entry of a ``connections`` list.
 
     With ``notes`` (a directory sweep), a file that is not a test case adds a note instead of a problem.
+    With ``options.foreign_agent`` (``-n`` names an agent that is not a neuro-san server) the
+    connections do not apply: one case, run once, with a note saying so.
     """
     data, problem = read_hocon(path)
     if problem is not None:
@@ -71,7 +74,17 @@ def load_hocon(
     cases, issues = parse_hocon_case(data, case_id, str(path.parent.resolve()))
     if issues:
         return [], [Problem(str(path), None, key, message) for key, message in issues]
+    if options is not None and options.foreign_agent and "connections" in data:
+        cases = [_once(cases, case_id, options.foreign_agent)]
     return [c.model_copy(update={"source": str(path), "suite": suite}) for c in cases], []
+
+
+def _once(cases: list[Case], case_id: str, agent: str) -> Case:
+    """The one case a file's connections make when ``-n`` names an agent that is no neuro-san server."""
+    names = ", ".join(str(c.connection) for c in cases)
+    note = f"connections ({names}) do not apply to -n {agent} (not a neuro-san server): run once"
+    return cases[0].model_copy(update={"id": case_id, "connection": None, "skip": False, "skip_reason": None,
+                                       "load_note": note})
 
 
 def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
