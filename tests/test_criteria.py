@@ -56,9 +56,13 @@ def _sweep(farm_cli: Any, tmp_path: Path, history: str, *outs: str, bye_runs: in
 
 
 def test_every_format_shows_each_criterion(tmp_path: Path, farm_cli: Any, sqlite_history_url: str) -> None:
-    done = _sweep(farm_cli, tmp_path, sqlite_history_url, "r.json", "r.md", "r.xml", "r.html")
+    done = _sweep(farm_cli, tmp_path, sqlite_history_url, "r.json", "r.md", "r.xml", "r.html", "r.jsonl")
     assert f"  three: {LINE}" in done.stderr.splitlines()
     assert _criteria(tmp_path / "r.json") == EXPECTED
+    events = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    (stability,) = [e for e in events if e["type"] == "stability"]
+    assert [(c["id"], c["passed"], c["runs"]) for c in stability["criteria"]] == [(i, p, n) for i, _t, _k, n, p, _r, _l
+                                                                                  in EXPECTED]
     ci = json.loads((tmp_path / "r.json").read_text())["results"][0]["criteria"][1]["pass_rate_ci"]
     assert ci == [39.6, 89.3]
     markdown = (tmp_path / "r.md").read_text()
@@ -81,11 +85,12 @@ def test_history_compare_and_trends_name_the_criterion_that_moved(
     _sweep(farm_cli, tmp_path, history_url, "head.json", bye_runs=9)
     moved = "criterion moved: contains bye 4/10 → 9/10 (+50 points)"
     compared = farm_cli.run("compare", "last~1", "last", "--history", history_url, "-o",
-                            str(tmp_path / "cmp.json"), local=True)
+                            str(tmp_path / "cmp.json"), "-o", str(tmp_path / "cmp.md"), local=True)
     assert moved in compared.stdout, compared.stdout + compared.stderr
     document = json.loads((tmp_path / "cmp.json").read_text())
     assert [(m["id"], m["base"], m["head"], m["delta"], m["base_label"], m["head_label"])
             for m in document["cases"][0]["criteria_moved"]] == [("1.3", "4/10", "9/10", 50.0, "flaky", "flaky")]
+    assert moved in (tmp_path / "cmp.md").read_text()
     from_files = farm_cli.run("compare", str(tmp_path / "base.json"), str(tmp_path / "head.json"), local=True)
     assert moved in from_files.stdout
     history = farm_cli.run("history", "--history", history_url, local=True)
