@@ -101,11 +101,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return True
-        schema = {"type": "object", "properties": {"user_message": {"type": "object"},
-                                                   "chat_context": {"type": "object"}}}
+        properties: dict[str, Any] = {"user_message": {"type": "object"}}
+        if self.server.carries_context:
+            properties["chat_context"] = {"type": "object"}
+        schema = {"type": "object", "properties": properties}
         results = {"initialize": {"protocolVersion": message.get("params", {}).get("protocolVersion"),
                                   "capabilities": {"tools": {}}, "serverInfo": {"name": "recorder", "version": "1"}},
                    "tools/list": {"tools": [{"name": "slowpoke", "inputSchema": schema}]}}
+        said = json.dumps(message.get("params", {}).get("arguments", {}))
+        if method == "tools/call" and "hang" not in said and "slow" not in said:  # answered at once, with context
+            results[method] = {"content": [{"type": "text", "text": "ok"}],
+                               "structuredContent": {"chat_context": {"chat_histories": []}}, "isError": False}
         if method not in results:
             return False
         self._json({"jsonrpc": "2.0", "id": message["id"], "result": results[method]})
@@ -147,16 +153,18 @@ class _Handler(BaseHTTPRequestHandler):
 class _RecordingServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, protocol: str) -> None:
+    def __init__(self, protocol: str, *, carries_context: bool = True) -> None:
         super().__init__((HOST, 0), _Handler)
         self.protocol = protocol
+        self.carries_context = carries_context
+        """MCP: whether the tool's input schema takes a chat_context."""
         self.lock = threading.Lock()
         self.seen: list[Seen] = []
 
 
 @contextlib.contextmanager
-def recording_server(protocol: str) -> Iterator[Any]:
-    with serve_in_thread(_RecordingServer(protocol)) as served:
+def recording_server(protocol: str, *, carries_context: bool = True) -> Iterator[Any]:
+    with serve_in_thread(_RecordingServer(protocol, carries_context=carries_context)) as served:
         yield served
 
 
@@ -210,3 +218,21 @@ def test_a_timed_out_request_is_hung_up_on(tmp_path: Path, adapter: str) -> None
     assert hang.closed is not None, "the server never saw the farm hang up"
     assert slow.answered is not None and hang.closed < slow.answered, "hung up only when the sweep ended"
     assert hang.closed - hang.arrived < TIMEOUT_S + SLACK_S, hang.closed - hang.arrived
+
+
+def test_a_tool_that_cannot_carry_the_conversation_refuses_a_second_turn(tmp_path: Path) -> None:
+    """An MCP tool whose input schema has no chat_context: turn 1 runs, turn 2 is not sent as an
+    unrelated single turn; the run fails saying why."""
+    pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install 'agent-farm[mcp]')")
+    with recording_server("mcp", carries_context=False) as served:
+        project = make_project(tmp_path, served.url)
+        suite = tmp_path / "two_turns.hocon"
+        suite.write_text('{"agent": "slowpoke", "connections": "mcp", "interactions": [{"text": "one"}, '
+                         '{"text": "two"}]}')
+        done = _farm(project, "test", "-i", str(suite), "--server", served.url, "--no-progress", "--no-history",
+                     "-o", str(tmp_path / "r.json"))
+    assert done.returncode == 1, done.stderr
+    (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    (run,) = case["run_details"]
+    assert (run["status"], run["failed_turn"], run["failure_class"]) == ("error", 2, "harness:config")
+    assert "input schema has no chat_context, so it cannot carry the conversation" in run["error"]
