@@ -61,11 +61,14 @@ class SelectionCounts:
     matched: int = 0
     selected: int = 0
     runnable: int = 0
+    skip_reason: str = ""
+    """The first reason the farm gave for skipping a case (a connection it does not speak)."""
 
     def add(self, other: SelectionCounts) -> None:
         self.matched += other.matched
         self.selected += other.selected
         self.runnable += other.runnable
+        self.skip_reason = self.skip_reason or other.skip_reason
 
     def check(self, source: str, run_pattern: str | None, patterns: tuple[str, ...]) -> None:
         if run_pattern is not None and not self.matched:
@@ -75,7 +78,8 @@ class SelectionCounts:
             raise InputError(f"{source}: no case matches {shown}" if shown else f"{source}: no test cases")
         if not self.runnable:
             which = f"the {self.selected} cases matching {shown}" if shown else f"all {self.selected} cases"
-            raise InputError(f"{source}: no runnable cases: {which} are skipped (skip: true)")
+            why = f"; e.g. {self.skip_reason}" if self.skip_reason else ""
+            raise InputError(f"{source}: no runnable cases: {which} are skipped (skip: true){why}")
 
 
 @dataclass
@@ -168,6 +172,7 @@ class BatchPlanner:
         cases = select_cases(cases, self.patterns)
         counts.selected = len(cases)
         counts.runnable = sum(not c.skip for c in cases)
+        counts.skip_reason = next((c.skip_reason for c in cases if c.skip and c.skip_reason), "")
         return cases, counts
 
     def plan(self, cases: list[Case], *, selected: bool = False) -> BatchPlan:

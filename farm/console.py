@@ -18,6 +18,7 @@ from rich.console import Console
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.observers import SweepStart
+from farm.reports.criteria import criteria_lines
 from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line, stopped_early
 from farm.stats import below_overall_gate, is_partial, unreachable
@@ -126,7 +127,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         say(console, text, style="red" if failing else None)
     if len(report.results) > max_rows:
         say(console, f"… {plural(len(report.results) - max_rows, 'more case')} in the report")
-    for line in failure_lines(report):
+    for line in failure_lines(report) + criteria_lines(report):
         say(console, line)
     if any(stopped_early(c) for c in report.results):
         say(console, f"* {BIASED_NOTE}")

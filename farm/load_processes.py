@@ -123,7 +123,7 @@ def _loaded(part: int) -> Iterator[LoadedBatch]:
                                      and not (first_done and (f, b) == (0, 0))):
         cases, batch.cases = batch.cases, []
         yield LoadedBatch(batch, [c.id for c in cases], [c.line for c in cases],
-                          [skip_note(c) for c in cases if c.skip_reason], planner.plan(cases))
+                          [skip_note(c) for c in cases if c.skip_reason or c.load_note], planner.plan(cases))
 
 
 @dataclass

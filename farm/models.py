@@ -122,7 +122,7 @@ class Case(PerCaseModel):
     agent: str | None = None
     """Agent reference from the file (neuro-san ``agent`` key), before resolution."""
     connection: Literal["direct", "http", "https", "grpc", "service", "mcp"] | None = None
-    """neuro-san ``connections`` entry; grpc, service and mcp cases are skipped (not spoken)."""
+    """neuro-san ``connections`` entry; grpc and service cases are skipped (not spoken)."""
     success_ratio: SuccessRatio | None = None
     name: str | None = None
     """A Yao case's ``name`` (its own tests write one): shown beside the id."""
@@ -136,6 +136,8 @@ class Case(PerCaseModel):
     """A Yao dynamic case: a simulator plays the user until the checkpoints are reached."""
     skip_reason: str | None = None
     """Why a case is skipped when the farm decided it (e.g. a connection it does not speak)."""
+    load_note: str | None = None
+    """What the user is told about a case as it is loaded (e.g. connections that do not apply)."""
 
 
 # ------------------------------------------------------------------------------------ replies

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from farm.models_base import CheckOutcome, FarmModel, JsonValue, RunStatus
+from farm.models_criteria import CriterionStats
 from farm.models_dynamic import CheckpointResult, CheckpointStats, TurnRecord
 
 __all__ = [
@@ -175,6 +176,8 @@ class CaseStats(FarmModel):
     """Failed runs by failure class (SPEC 14.2), most frequent first."""
     checkpoints: list[CheckpointStats] = Field(default_factory=list)
     """Dynamic cases: each checkpoint's reach rate over the runs, in the case's order."""
+    criteria: list[CriterionStats] = Field(default_factory=list)
+    """Each check of each turn over the runs, in the case's order (SPEC 17; ``farm.stats.criteria``)."""
 
 
 class SweepSummary(FarmModel):

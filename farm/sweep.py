@@ -25,7 +25,7 @@ from farm.agents.base import Agent
 from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import create_agent, parse_reference
+from farm.agents.resolve import create_agent, names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.batch_plan import BatchPlanner, PlanKeeps, PlanParts, ReadCounter
@@ -150,7 +150,10 @@ def _open(settings: TestSettings) -> CaseStream:
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
     if settings.message is not None:
         return open_message(settings.message, cwd=Path(settings.cwd))
-    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
+    # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
+    foreign = settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings)) \
+        is False else None
+    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 

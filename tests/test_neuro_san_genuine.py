@@ -5,7 +5,9 @@ These tests run when ``FARM_NEURO_SAN_PYTHON`` names a Python with ``neuro-san``
 when ``/tmp/ns-venv/bin/python`` is one; otherwise they are skipped. To set one up::
 
     ~/.pyenv/versions/3.12.1/bin/python -m venv /tmp/ns-venv
-    /tmp/ns-venv/bin/pip install neuro-san==0.6.98
+    /tmp/ns-venv/bin/pip install -c tests/neuro_san_fixture/constraints.txt neuro-san==0.7.15
+
+(``.ci/run`` does this; 0.6.98 passes the same tests.)
 
 The server runs offline: the agent networks in ``tests/neuro_san_fixture/registries`` use the
 farm's example OpenAI-compatible server (which reports token usage) as their LLM, and
@@ -68,7 +70,8 @@ def neuro_san_python() -> str:
     if not Path(python).exists():
         if named:
             pytest.fail(f"FARM_NEURO_SAN_PYTHON={python}: no such file")
-        pytest.skip(f"genuine neuro-san not installed (set FARM_NEURO_SAN_PYTHON or create {DEFAULT_PYTHON})")
+        pytest.skip(f"genuine neuro-san not installed: it needs Python 3.12 (pyenv's 3.12.1, which .ci/run builds "
+                    f"its venv from); set FARM_NEURO_SAN_PYTHON or create {DEFAULT_PYTHON}")
     probe = subprocess.run([python, "-c", "import neuro_san"], capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
         if named:
@@ -116,6 +119,7 @@ def server_env(llm_url: str) -> dict[str, str]:
         AGENT_TOOL_PATH=str(FIXTURE / "coded_tools"),
         PYTHONPATH=str(FIXTURE),  # neuro-san resolves AGENT_TOOL_PATH against PYTHONPATH
         AGENT_HEALTH_PROBE_PORT="0",  # no second listener
+        AGENT_MCP_ENABLE="true",  # MCP at /mcp (on by default in 0.6.98; older docs say opt-in): explicit
         AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS="1",  # heartbeats notice a gone client
         AGENT_FORWARDED_REQUEST_METADATA="request_id user_id",
         OPENAI_API_BASE=f"{llm_url}/v1",

@@ -179,7 +179,7 @@ def test_top_level_must_be_an_object(tmp_path: Path) -> None:
         ('success_ratio = 1\ninteractions = [{text = hi}]', "success_ratio: must be \"k/n\" with integers k and n, "
          "got 1"),
         ('connections = [direct, ftp]\ninteractions = [{text = hi}]', "connections[1]: unknown connection 'ftp' "
-         "(expected one of: direct, http, https, grpc, service, mcp)"),
+         "(expected one of: direct, http, https, mcp, grpc, service)"),
         ('connections = [http, http]\ninteractions = [{text = hi}]', "connections[1]: 'http' is listed twice"),
         ('connections = []\ninteractions = [{text = hi}]', "connections: an empty list: nothing to connect with"),
         ('use_direct = maybe\ninteractions = [{text = hi}]', "use_direct: must be true or false, got string"),

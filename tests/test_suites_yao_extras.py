@@ -219,9 +219,10 @@ def test_connections_the_farm_does_not_speak_are_skipped_per_case(tmp_path: Path
                           "music/beatles@mcp", "music/plain"}
     assert not by_id["music/beatles@direct"].skip and by_id["music/beatles@grpc"].skip
     assert "gRPC service" in (by_id["music/beatles@service"].skip_reason or "")
-    assert "MCP endpoint" in (by_id["music/beatles@mcp"].skip_reason or "")
+    assert "dropped its gRPC service in 0.6.0" in (by_id["music/beatles@service"].skip_reason or "")
+    assert not by_id["music/beatles@mcp"].skip  # spoken (issue 29)
     assert [n.split(": case ")[1].split(" skipped")[0] for n in loaded.notes] == [
-        "music/beatles@grpc", "music/beatles@service", "music/beatles@mcp"]
+        "music/beatles@grpc", "music/beatles@service"]
 
 
 @pytest.mark.parametrize("connections", ["{}", "[{}]", "[[grpc]]", "5"])

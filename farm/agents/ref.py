@@ -20,6 +20,8 @@ class AgentRef:
     base_dir: str = ""
     name: str = ""
     """neuro-san: the agent name on the server."""
+    connection: str = ""
+    """neuro-san: ``mcp`` to call the agent as the server's MCP tool; '' for its HTTP API."""
 
     @property
     def label(self) -> str:
@@ -27,6 +29,6 @@ class AgentRef:
         if self.kind == "manifest":
             return Path(self.target).name
         if self.kind == "neuro-san":
-            return f"{self.target}/{self.name}"
+            return f"{self.target}/{self.name}" + (f" ({self.connection})" if self.connection else "")
         prefix = {"python": "py:", "command": "cmd:"}.get(self.kind, "")
         return prefix + self.target

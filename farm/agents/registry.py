@@ -74,6 +74,10 @@ def _neuro_san(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> A
     from farm.agents.neuro_san import create_neuro_san_agent
 
     server = spec.manifest.get("server") or options.neuro_san_server
+    if spec.manifest.get("connection") == "mcp":
+        from farm.agents.neuro_san_mcp import create_neuro_san_mcp_agent
+
+        return create_neuro_san_mcp_agent(server, spec.required("agent"), agent_id=spec.agent_id)
     return create_neuro_san_agent(server, spec.required("agent"), agent_id=spec.agent_id, limiter=hooks.limiter)
 
 

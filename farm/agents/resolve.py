@@ -47,6 +47,18 @@ def parse_reference(ref: str, options: AgentOptions, *, base_dir: str | None = N
     return AgentRef("manifest", str(_find_by_id(ref, options)), base)
 
 
+def names_neuro_san_server(name: str, options: AgentOptions) -> bool | None:
+    """Whether ``-n name`` is an agent on a neuro-san server (``neuro-san://``, or a manifest of
+    type ``neuro-san``); None when it does not resolve (its error is reported where it is used)."""
+    try:
+        ref = parse_reference(name, options)
+        if ref.kind == "manifest":
+            return bool(read_manifest(Path(ref.target)).get("type") == "neuro-san")
+    except AgentResolutionError:
+        return None
+    return ref.kind == "neuro-san"
+
+
 def _find_by_id(agent_id: str, options: AgentOptions) -> Path:
     root = Path(options.agents_root)
     candidates = [root / agent_id, root.joinpath(*agent_id.split("."))]
@@ -77,7 +89,7 @@ def resolve_case_agent(case: Case, name: str | None, options: AgentOptions) -> A
     """
     if name:
         return parse_reference(name, options)
-    if case.format == "neuro-san" and case.connection in ("http", "https"):
+    if case.format == "neuro-san" and case.connection in ("http", "https", "mcp"):
         return _on_server(case, options)
     start = Path(case.base_dir) if case.base_dir else Path(options.cwd)
     found = find_manifest_upwards(start)
@@ -103,7 +115,7 @@ def _on_server(case: Case, options: AgentOptions) -> AgentRef:
     server = neuro_san_server(options.neuro_san_server)
     if case.connection == "https" and server.startswith("http://"):
         server = "https://" + server[len("http://"):]
-    return AgentRef("neuro-san", server, case.base_dir, case.agent)
+    return AgentRef("neuro-san", server, case.base_dir, case.agent, "mcp" if case.connection == "mcp" else "")
 
 
 def read_manifest(agent_dir: Path) -> dict[str, Any]:
@@ -122,6 +134,8 @@ def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
     manifest = {"type": ref.kind, _TARGET_FIELD[ref.kind]: ref.target}
     if ref.kind == "neuro-san":
         manifest["agent"] = ref.name
+        if ref.connection:
+            manifest["connection"] = ref.connection
     return AdapterSpec(manifest, Path(ref.base_dir or options.cwd), None, ref.label)
 
 

@@ -135,6 +135,7 @@ def compare(base: str, head: str, outputs: tuple[str, ...], history: str | None,
 def show_history(*, history: str | None, case_id: str | None, last: int, tag: str | None, html: str | None,
                  as_json: bool, show_all: bool) -> int:
     """``farm history``: recorded sweeps and each case's pass rate over them."""
+    from farm.history.criteria import criteria_moves
     from farm.history.facts import parse_tags
     from farm.history.trends import case_points, trend_document
 
@@ -147,11 +148,12 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     try:
         window = list(reversed(store.sweeps(last=last, tag=tag_filter)))
         trends = case_points(store.engine, window, case_id) if window else {}
+        moves = criteria_moves(store.engine, window, case_id) if window else {}
     finally:
         store.close()
     if case_id is not None and window and not trends:
         raise InputError(f"--case {case_id}: not in the last {len(window)} sweeps")
-    document = trend_document(window, trends)
+    document = trend_document(window, trends, moves)
     if html is not None:
         from farm.reports.history_html import render_trend_html
 
@@ -162,7 +164,7 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     else:
         from farm.history.trends import render_trend_text
 
-        click.echo(render_trend_text(window, trends, show_all=show_all or case_id is not None), nl=False)
+        click.echo(render_trend_text(window, trends, show_all=show_all or case_id is not None, moves=moves), nl=False)
     return int(ExitCode.OK)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Insert, Table, select
 
 from farm.estimate.spend import spend_of
+from farm.history.criteria import record_criteria
 from farm.history.tables import case_results, sweep_tags, sweeps
 from farm.models import CaseStats, SweepReport
 from farm.stats.compare import is_adaptive
@@ -132,4 +133,5 @@ def record_sweep(engine: Engine, report: SweepReport) -> Recorded:
         rows = [case_row(pk, stats, report.metadata) for stats in report.results]
         if rows:
             conn.execute(case_results.insert(), rows)
+        record_criteria(conn, pk, report)
     return Recorded(pk, created=True)

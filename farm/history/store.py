@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, Select, and_, delete, func, or_, select
 
 from farm.errors import InputError
+from farm.history.criteria import criteria_counts
 from farm.history.engine import open_engine
 from farm.history.record import Recorded, insert_or_ignore, now_utc, record_sweep
 from farm.history.tables import baselines, case_results, comparisons, sweep_tags, sweeps
@@ -138,9 +139,11 @@ class HistoryStore:
                                                "content_hash", "failure_reasons", "adaptive")]
         with self.engine.connect() as conn:
             rows = conn.execute(select(*columns).where(case_results.c.sweep == info.pk)).all()
+            criteria = criteria_counts(conn, info.pk)
         cases = [CaseSnapshot(id=r.case_id, runs=r.runs - r.skipped, passed=r.passed, label=r.label,
                               case_passed=r.case_passed, content_hash=r.content_hash, adaptive=r.adaptive,
-                              failure_reasons=[f["reason"] for f in r.failure_reasons or []]) for r in rows]
+                              failure_reasons=[f["reason"] for f in r.failure_reasons or []],
+                              criteria=criteria.get(r.case_id, [])) for r in rows]
         return SweepSnapshot(sweep_id=info.sweep_id, started_at=iso(info.started_at), tags=dict(info.tags),
                              cases=cases, partial=info.status != "complete")
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0004"
+SCHEMA_REVISION = "r0005"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -130,6 +130,24 @@ failure_modes = Table(
     UniqueConstraint("case_id", "mode_hash"),
 )
 """``farm assess``'s known failure modes per case (``farm.history.modes``), oldest first by ``id``."""
+
+case_criteria = Table(
+    "farm_case_criteria", metadata,
+    Column("sweep", Integer, ForeignKey("farm_sweeps.id", ondelete="CASCADE"), primary_key=True),
+    Column("case_id", String(1024), primary_key=True),
+    Column("criterion_id", String(32), primary_key=True),
+    Column("criterion", Text, nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("turn", Integer, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("passed", Integer, nullable=False),
+    Column("pass_rate", Float, nullable=False),
+    Column("ci_low", Float, nullable=False),
+    Column("ci_high", Float, nullable=False),
+    Column("label", String(16), nullable=False),
+    Index("ix_farm_case_criteria_case_sweep", "case_id", "sweep"),
+)
+"""Each case's scorecard per criterion (SPEC 17): one row per check of each turn."""
 
 comparisons = Table(
     "farm_comparisons", metadata,

@@ -19,6 +19,7 @@ from sqlalchemy import Engine, select
 
 from farm.history.store import SweepInfo
 from farm.history.tables import case_results, sweeps
+from farm.stats.compare_criteria import CriterionMove, move_text
 from farm.wording import plural
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -101,12 +102,16 @@ def flag(points: Sequence[CasePoint | None]) -> str | None:
     return None
 
 
-def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]]) -> dict[str, Any]:
-    """What the trend page embeds: the sweeps (oldest first) and every case's points and changes."""
+def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]],
+                   moves: dict[str, list[CriterionMove]] | None = None) -> dict[str, Any]:
+    """What the trend page embeds: the sweeps (oldest first) and every case's points and changes
+    (with ``criteria_moved``: the criteria that moved between its last two sweeps)."""
+    moved = moves or {}
     return {
         "sweeps": [info.to_json() for info in window],
         "cases": [{"id": case_id, "points": [None if p is None else asdict(p) for p in points],
-                   "changes": class_changes(points), "flag": flag(points)}
+                   "changes": class_changes(points), "flag": flag(points),
+                   "criteria_moved": [m.model_dump() for m in moved.get(case_id, [])]}
                   for case_id, points in trends.items()],
     }
 
@@ -125,7 +130,7 @@ def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]], *,
-                      show_all: bool = False) -> str:
+                      show_all: bool = False, moves: dict[str, list[CriterionMove]] | None = None) -> str:
     """``farm history``'s terminal output: the sweeps, newest first, then each case's sparkline."""
     if not window:
         return "no sweeps recorded\n"
@@ -134,13 +139,16 @@ def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePo
              *_columns([header, *(_sweep_line(i) for i in reversed(window))]), "",
              "cases (pass rate per sweep, oldest → newest; · = not run):"]
     shown = {cid: pts for cid, pts in trends.items()
-             if show_all or class_changes(pts) or any(p is not None and p.pass_rate < 100 for p in pts)}
+             if show_all or class_changes(pts) or any(p is not None and p.pass_rate < 100 for p in pts)
+             or cid in (moves or {})}
     rows = []
     for case_id, points in shown.items():
         newest = next((p for p in reversed(points) if p is not None), None)
         rate = f"{newest.pass_rate:g}%" if newest is not None else "—"
         rows.append((case_id, sparkline(points), rate, flag(points) or ""))
     lines += _columns(rows) if rows else []
+    lines += [f"  {case_id}: criterion moved: {move_text(m)}" for case_id, moved in (moves or {}).items()
+              if case_id in shown for m in moved]
     hidden = len(trends) - len(shown)
     if hidden:
         lines.append(f"  ({plural(hidden, 'case')} passed every run of every sweep; --all lists them)")

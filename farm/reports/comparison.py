@@ -12,6 +12,7 @@ import json
 
 from farm.reports.markdown import md_inline
 from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
+from farm.stats.compare_criteria import move_text
 from farm.wording import plural
 
 ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
@@ -61,6 +62,7 @@ def _notes(row: CaseComparison) -> list[str]:
     if row.adaptive:
         notes.append("adaptive: verdicts only")
     notes += [f"new failure: {reason}" for reason in row.new_failure_reasons]
+    notes += [f"criterion moved: {move_text(m)}" for m in row.criteria_moved]
     return notes
 
 

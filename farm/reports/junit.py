@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
 from farm.quarantine.marks import badge, is_quarantined, quarantine_message
+from farm.reports.criteria import failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import adaptive_text, budget_text, cost_text
 from farm.stats import case_verdict
@@ -82,6 +83,8 @@ def _problem(case: ET.Element, stats: CaseStats) -> None:
         text += f"\n({stats.run_details_truncated} runs not kept)"
     kind = "error" if agent_only else "failure"
     kind_type = ("timeout" if stats.errors == 0 else "error") if agent_only else "failed"
+    criteria = failing_text(stats)
+    summary += f"; {criteria}" if criteria else ""
     message = xml_safe(f"{summary}: {reason}" if reason else summary)[:MAX_TEXT]
     elem = ET.SubElement(case, kind, message=message, type=kind_type)
     elem.text = xml_safe(text)[:MAX_TEXT]

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from farm.durations import format_ms
 from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
 from farm.quarantine.marks import badge
+from farm.reports.criteria import CRITERIA_HEADER, criterion_row, failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
@@ -126,6 +127,15 @@ def _checkpoints(stats: CaseStats) -> list[str]:
     return ["**Checkpoints**", "", *_table(header, rows, "llrrrrr"), ""]
 
 
+def _criteria(stats: CaseStats) -> list[str]:
+    if not stats.criteria:
+        return []
+    rows = [tuple(md_inline(cell) for cell in criterion_row(c)) for c in stats.criteria]
+    failing = failing_text(stats)
+    return ["**Criteria**", "", *([md_inline(failing), ""] if failing else []),
+            *_table(CRITERIA_HEADER, rows, "lllrrr"), ""]
+
+
 def _run_lines(detail: RunDetail) -> list[str]:
     head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
     if detail.failure_class:
@@ -179,7 +189,7 @@ def _case(stats: CaseStats) -> list[str]:
     shown = next((d for d in stats.run_details if d.status is not RunStatus.SKIPPED), None)
     if shown is not None and shown.output is not None:
         lines += [f"**Output** (run {shown.run})", "", _block(shown.output), ""]
-    lines += _checkpoints(stats)
+    lines += _checkpoints(stats) + _criteria(stats)
     if stats.failure_classes:
         lines += ["**Failure classes**", "", *_failure_classes(stats.failure_classes, with_case=False), ""]
     return lines + _failures(stats)

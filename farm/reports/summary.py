@@ -6,6 +6,7 @@ import re
 
 from farm.durations import format_ms
 from farm.models import SweepReport
+from farm.reports.criteria import criteria_lines
 from farm.reports.failures import failure_lines
 from farm.reports.fleet import fleet_line
 from farm.stats import case_verdict
@@ -38,6 +39,6 @@ def render_summary(report: SweepReport) -> str:
         ("broken", [r.id for r in report.results if r.label == "broken"]),
     )
     lines += [f"{name}: {_ids(ids)}" for name, ids in groups if ids]
-    lines += [_CONTROL.sub("", line) for line in failure_lines(report)]
+    lines += [_CONTROL.sub("", line) for line in failure_lines(report) + criteria_lines(report)]
     lines.append(fleet_line(report, always=True) or "")
     return "\n".join(lines) + "\n"

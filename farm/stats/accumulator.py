@@ -17,6 +17,7 @@ from farm.failures import classify_run, unreached
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
+from farm.stats.criteria import CriteriaTally
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
 from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
@@ -172,6 +173,7 @@ class CaseAccumulator:
         self._reasons = ReasonCounter()
         self._failures = FailureTally()
         self._checkpoints = CheckpointTally()
+        self._criteria = CriteriaTally(case)
         self._costs = CostTotals()
         self._rule = plan.stopping_rule()
         self.decision: Decision | None = None
@@ -210,6 +212,7 @@ class CaseAccumulator:
         self._details.offer(result)
         self._failures.add(result)
         self._checkpoints.add(result)
+        self._criteria.add(result)
         if self._rule is not None and self.decision is None:
             self.decision = self._rule.decide(*self._tally())
         return True
@@ -285,4 +288,5 @@ class CaseAccumulator:
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
             retry_bias=self._retry_split.figures(),
+            criteria=self._criteria.stats(),
         )

@@ -28,6 +28,7 @@ from pydantic import Field
 
 from farm.errors import SettingsError
 from farm.models import CaseStats, FarmModel, SweepReport
+from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
 
@@ -53,6 +54,7 @@ class CaseSnapshot(FarmModel):
     content_hash: str | None = None
     failure_reasons: list[str] = Field(default_factory=list)
     adaptive: bool = False
+    criteria: list[CriterionCount] = Field(default_factory=list)
 
 
 class SweepRef(FarmModel):
@@ -99,6 +101,8 @@ class CaseComparison(FarmModel):
     adaptive: bool = False
     class_change: ClassChange | None = None
     new_failure_reasons: list[str] = Field(default_factory=list)
+    criteria_moved: list[CriterionMove] = Field(default_factory=list)
+    """The criteria whose pass rate or label changed (``farm.stats.compare_criteria``)."""
 
 
 class Comparison(FarmModel):
@@ -129,7 +133,7 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
         CaseSnapshot(
             id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
-            adaptive=is_adaptive(s, meta),
+            adaptive=is_adaptive(s, meta), criteria=counts_of(s.criteria),
         )
         for s in report.results
     ]
@@ -226,6 +230,7 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
         content_changed=bool(base.content_hash and head.content_hash and base.content_hash != head.content_hash),
         class_change=ClassChange(base=base.label, head=head.label) if base.label != head.label else None,
         new_failure_reasons=[r for r in head.failure_reasons if r not in base.failure_reasons and r != OTHER_REASONS],
+        criteria_moved=moved_criteria(base.criteria, head.criteria, min_drop),
     )
 
 

@@ -70,7 +70,10 @@ BatchFilter = Callable[[int, int], bool | None]
 
 
 def skip_note(case: Case) -> str:
-    return f"{case.source}: case {case.id} skipped: {case.skip_reason}"
+    """What the user is told about ``case`` as it is loaded: why it is skipped, or its note."""
+    if case.skip_reason:
+        return f"{case.source}: case {case.id} skipped: {case.skip_reason}"
+    return f"{case.source}: case {case.id}: {case.load_note}"
 
 
 def _lines_of(keep: BatchFilter, file: int, size: int) -> Callable[[int], bool | None]:
@@ -137,7 +140,8 @@ class CaseStream:
         for number, path in enumerate(self.files):
             name = suite_name(path, self.root, self._single)
             if path.suffix.lower() in HOCON_SUFFIXES:
-                loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes)
+                loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes,
+                                           options=self._options)
                 self.problems += found
                 cases: Iterable[Case] = loaded
             else:
@@ -176,7 +180,7 @@ class CaseStream:
             if path.suffix.lower() in HOCON_SUFFIXES:
                 if keep(number, 0):
                     notes: list[str] | None = None if self._file_notes is None else []
-                    loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes)
+                    loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes, options=self._options)
                     yield StreamBatch(number, 0, loaded, problems, notes or [])
                 continue
             if keep(number, 0) is None:
@@ -209,7 +213,7 @@ class CaseStream:
     def _note_new(self, case: Case, number: int) -> bool:
         if not self._unique(case, number):
             return False
-        if case.skip_reason:
+        if case.skip_reason or case.load_note:
             self.notes.append(skip_note(case))
         return True
 

@@ -41,6 +41,9 @@ class LoadOptions:
     yao_compat: bool = False
     simulator: str | None = None
     """``--simulator``: the simulator of every dynamic case."""
+    foreign_agent: str | None = None
+    """``-n`` when it names an agent that is not a neuro-san server: a neuro-san case's
+    ``connections`` do not apply, so it runs once (``farm.suites.hocon``)."""
 
 
 def parse_dynamic(obj: dict[str, Any], base_dir: str, options: LoadOptions,

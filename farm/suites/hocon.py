@@ -8,9 +8,11 @@ a ``ConfigTree`` keeps no positions, so semantic errors name the key path instea
 Unknown top-level keys are errors, except keys starting with ``_``: they hold shared
 definitions for substitutions (``_shared { band = Beatles }`` … ``${_shared.band}``).
 
-``connections`` the farm does not speak (``grpc``/``service``: neuro-san's gRPC service; ``mcp``:
-its MCP endpoint, as neuro-san-studio uses them) still make their case, skipped with a reason,
-so one such file never fails a directory. In a directory sweep a file without ``interactions``
+``connections`` the farm does not speak (``grpc``/``service``: neuro-san's gRPC service, which
+neuro-san no longer serves) still make their case, skipped with a reason, so one such file never
+fails a directory. ``mcp`` calls the agent as the server's MCP tool (``farm.agents.neuro_san_mcp``);
+an ``mcp`` case that checks the sly_data the agent returns is skipped: MCP does not carry it.
+In a directory sweep a file without ``interactions``
 (neuro-san-studio's ``*.initial_memory.hocon``) is not a test case: it is skipped with a note.
 """
 
@@ -28,6 +30,7 @@ from farm.checks.spec import Issue, parse_response, suggest
 from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
+from farm.suites.dynamic import LoadOptions
 
 if TYPE_CHECKING:
     from pyparsing import ParseBaseException
@@ -37,26 +40,30 @@ __all__ = ["CONNECTIONS", "HOCON_KEYS", "INTERACTION_KEYS", "load_hocon", "parse
 HOCON_KEYS = ("agent", "connections", "success_ratio", "use_direct", "metadata", "timeout_in_seconds", "interactions")
 """Every top-level key of a neuro-san test case."""
 INTERACTION_KEYS = ("text", "sly_data", "timeout_in_seconds", "chat_filter", "continue_conversation", "response")
-CONNECTIONS = ("direct", "http", "https")
+CONNECTIONS = ("direct", "http", "https", "mcp")
+_NO_GRPC = ("neuro-san dropped its gRPC service in 0.6.0 (0.5.68 was the last to serve it; its server now serves "
+            "HTTP and MCP only): use http, https or mcp")
 UNSPOKEN_CONNECTIONS = {
-    "grpc": "neuro-san's gRPC service: the farm speaks its HTTP API (use http or https)",
-    "service": "neuro-san's gRPC service ('service' is its other name): the farm speaks its HTTP API "
-               "(use http or https)",
-    "mcp": "neuro-san's MCP endpoint (JSON-RPC tool calls): the farm speaks its chat API (use http or https)",
+    "grpc": f"neuro-san's gRPC service: {_NO_GRPC}",
+    "service": f"neuro-san's gRPC service ('service' was its other name): {_NO_GRPC}",
 }
 """Connections neuro-san knows and the farm does not run, with why."""
 CHAT_FILTERS = ("MINIMAL", "MAXIMAL")
+MCP_NO_SLY_DATA = ("connection 'mcp' cannot check the sly_data the agent returns: neuro-san's MCP tool result "
+                   "carries text, structure and chat_context only (neuro-san 0.6.98, 0.7.15); use http or https")
 
 _LINE_IN_TEXT = re.compile(r"line:\s*(\d+)")
 _RATIO = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 def load_hocon(
-    path: Path, case_id: str, suite: str, notes: list[str] | None = None
+    path: Path, case_id: str, suite: str, notes: list[str] | None = None, options: LoadOptions | None = None
 ) -> tuple[list[Case], list[Problem]]:
     """Read one HOCON test case: one ``Case``, or one per entry of a ``connections`` list.
 
     With ``notes`` (a directory sweep), a file that is not a test case adds a note instead of a problem.
+    With ``options.foreign_agent`` (``-n`` names an agent that is not a neuro-san server) the
+    connections do not apply: one case, run once, with a note saying so.
     """
     data, problem = read_hocon(path)
     if problem is not None:
@@ -67,7 +74,17 @@ def load_hocon(
     cases, issues = parse_hocon_case(data, case_id, str(path.parent.resolve()))
     if issues:
         return [], [Problem(str(path), None, key, message) for key, message in issues]
+    if options is not None and options.foreign_agent and "connections" in data:
+        cases = [_once(cases, case_id, options.foreign_agent)]
     return [c.model_copy(update={"source": str(path), "suite": suite}) for c in cases], []
+
+
+def _once(cases: list[Case], case_id: str, agent: str) -> Case:
+    """The one case a file's connections make when ``-n`` names an agent that is no neuro-san server."""
+    names = ", ".join(str(c.connection) for c in cases)
+    note = f"connections ({names}) do not apply to -n {agent} (not a neuro-san server): run once"
+    return cases[0].model_copy(update={"id": case_id, "connection": None, "skip": False, "skip_reason": None,
+                                       "load_note": note})
 
 
 def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
@@ -159,6 +176,8 @@ def parse_hocon_case(data: dict[str, Any], case_id: str, base_dir: str = "") -> 
         suffix = f"@{connection}" if connection and isinstance(data.get("connections"), list) else ""
         unspoken = UNSPOKEN_CONNECTIONS.get(connection or "")
         skip = {"skip": True, "skip_reason": f"connection {connection!r} is not spoken: {unspoken}"} if unspoken else {}
+        if connection == "mcp" and any(t.target == "sly_data" for turn in turns for t in turn.stock_tests):
+            skip = {"skip": True, "skip_reason": MCP_NO_SLY_DATA}
         try:
             cases.append(
                 Case(id=f"{case_id}{suffix}", format="neuro-san", base_dir=base_dir, turns=turns,

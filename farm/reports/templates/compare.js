@@ -15,6 +15,9 @@
     if (c.content_changed) out.push("test changed");
     if (c.adaptive) out.push("adaptive: verdicts only");
     for (const r of c.new_failure_reasons || []) out.push("new failure: " + r);
+    for (const m of c.criteria_moved || []) {
+      out.push("criterion moved: " + m.criterion + " " + m.base + " → " + m.head + " (" + (m.delta > 0 ? "+" : "") + m.delta + " points)");
+    }
     return out;
   }
   function counts(side) {

@@ -180,6 +180,7 @@
       ["Cost per passing run", usd(c.cost_per_passing_run)],
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
+    if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
     const classes = Object.entries(c.failure_classes || {});
     if (classes.length) add(box, el("h3", null, "Failure classes"), classesTable(classes));
     const details = c.run_details || [];
@@ -217,6 +218,21 @@
       return [p.id, p.required ? "yes" : "no", p.reached + " / " + p.runs, rate,
         p.avg_reached_at_turn === null || p.avg_reached_at_turn === undefined ? "–" : String(p.avg_reached_at_turn), String(p.first_unmet || 0)];
     }));
+  }
+
+  // The scorecard per check (SPEC 17), worded as farm.reports.criteria words it.
+  function criteriaBlock(criteria) {
+    const failing = criteria.filter((k) => k.passed < k.runs);
+    const box = el("div", "criteria");
+    if (failing.length) {
+      add(box, el("p", "criteria-failing", failing.length + " of " + criteria.length + " criteria failing: " +
+        failing.map((k) => k.criterion + " " + k.passed + "/" + k.runs).join(", ")));
+    }
+    const head = [["Criterion", false], ["Check", false], ["Kind", false], ["Met", true], ["Pass rate", true], ["95% CI", true], ["Label", false]];
+    return add(box, miniTable(head, criteria.map((k) => {
+      const ci = k.pass_rate_ci || [0, 100];
+      return [k.id, k.criterion, k.kind, k.passed + "/" + k.runs, pct(k.pass_rate), ci[0] + "–" + ci[1] + "%", k.label];
+    })));
   }
 
   function classesTable(classes) {

@@ -72,6 +72,10 @@
     for (const ch of c.changes || []) changes.appendChild(el("div", "change", ch.from + " → " + ch.to + " at " + ch.sweep_id));
     if (!(c.changes || []).length) changes.textContent = "no label change";
     li.appendChild(changes);
+    for (const m of c.criteria_moved || []) {
+      li.appendChild(el("div", "change criterion-moved", "criterion moved: " + m.criterion + " " + m.base + " → " + m.head +
+        " (" + (m.delta > 0 ? "+" : "") + m.delta + " points)"));
+    }
     return li;
   }
 
