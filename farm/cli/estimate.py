@@ -19,16 +19,21 @@ from farm.reports.fleet import cost_text
 
 
 def _history_basis(prepared: Any, history: Any) -> Basis | None:
-    """The history's basis, or None (no history, none of the same suite, or it cannot be read)."""
+    """The history's basis, or None (no history, none of the same suite, or it cannot be read). A read:
+    a SQLite history that does not exist is not created (nor its directory)."""
     if history is not None and not history.enabled and history.url is None:
         return None
     from farm.errors import FarmError
+    from farm.history.engine import missing_sqlite_file
     from farm.history.facts import suite_hashes
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
 
+    url = history_url(history.url if history is not None else None)
     try:
-        store = HistoryStore.open(history_url(history.url if history is not None else None))
+        if missing_sqlite_file(url):
+            return None
+        store = HistoryStore.open(url)
     except FarmError:
         return None
     try:
