@@ -60,11 +60,6 @@ def _regressed(good_report: Any, bad_report: Any) -> list[str]:
     return [c.id for c in comparison.cases if c.verdict == "regressed"]
 
 
-def _pooled(report: Any, cases: list[str]) -> tuple[int, int]:
-    chosen = [c for c in report.results if c.id in set(cases)]
-    return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)
-
-
 class _Run:
     """One bisection: its probes so far, so an interrupt can tell what was learned."""
 
@@ -78,6 +73,7 @@ class _Run:
 
     def run(self, runner: Any) -> bool:
         """GOOD and BAD, then the bisection; False when no case regressed."""
+        from farm.bisect.probe import pooled
         from farm.bisect.search import Bisection, ProbeResult
         from farm.bisect.sequential import Sprt, smoothed
 
@@ -86,14 +82,14 @@ class _Run:
         for sha, verdict in ends:
             report = runner.report(sha, self.options.runs)
             reports.append(report)
-            passed, runs = _pooled(report, [c.id for c in report.results])
+            passed, runs = pooled(report, [c.id for c in report.results])
             self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
             click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
         self.cases = _regressed(*reports)
         if not self.cases:
             return False
         for end, report in zip(self.endpoints, reports, strict=True):  # the rates of the regressed cases only
-            end.passed, end.runs = _pooled(report, self.cases)
+            end.passed, end.runs = pooled(report, self.cases)
         (gp, gn), (bp, bn) = ((e.passed, e.runs) for e in self.endpoints)
         click.echo(f"  regressed: {', '.join(self.cases)} ({gp}/{gn} at GOOD, {bp}/{bn} at BAD)", err=True)
         self.search = Bisection(self.commits, Sprt(smoothed(gp, gn), smoothed(bp, bn), self.options.alpha,

@@ -49,9 +49,15 @@ def _run_locally(plan: Any) -> Any:
     return LocalExecutor().run(plan, Observers())
 
 
+def _limit_key(plan: Any, planned: Any) -> str:
+    """The rate-limit key of a planned case's agent (its connector's, else the agent's own)."""
+    own = agent_ref_key(planned.agent)
+    return str(plan.fleet.agent_keys.get(own, own))
+
+
 def _limits(plan: Any) -> list[tuple[str, Any]]:
     table = plan.fleet.limit_table()
-    keys = sorted({plan.fleet.agent_keys.get(agent_ref_key(c.agent), agent_ref_key(c.agent)) for c in plan.cases})
+    keys = sorted({_limit_key(plan, c) for c in plan.cases})
     return [(key, table.for_key(key)) for key in keys if not table.for_key(key).empty]
 
 
@@ -72,7 +78,7 @@ def run_estimate(prepared: Any, settings: Any, history: Any, workers: int) -> in
     """Estimate, print, and say whether it fits the budget (see the module docstring)."""
     plan = prepared.plan
     basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
-    calls = plan_calls(plan.cases, lambda c: plan.fleet.agent_keys.get(agent_ref_key(c.agent), agent_ref_key(c.agent)))
+    calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c))
     result = forecast(calls, basis.per_run, parallel=settings.parallel, workers=workers, limits=_limits(plan))
     for line in lines(result, basis, plan.total_cases):
         click.echo(line)
