@@ -150,8 +150,9 @@ def test_no_retried_run_means_no_retry_bias_figures(tmp_path: Path) -> None:
 
 def test_error_rates_over_200_simulated_sweeps() -> None:
     """One case whose retried runs pass 30 % (clean 90 %, a run retried with chance 0.3) among nine
-    at 90 % either way, 50 runs each. Measured (seed 30): flagged in 184 of 200 sweeps (92 %); a
-    false alarm (an unbiased case flagged) in 4 of 200 (2 %). See benchmarks/README.md."""
+    at 90 % either way, 50 runs each; and sweeps of ten cases at 90 % either way. Measured (seed 30):
+    flagged in 184 of 200 sweeps (92 %); a false alarm (an unbiased case flagged) in 4 of 200 (2 %)
+    beside the biased case, in 1 of 200 (0.5 %) with no biased case. See benchmarks/README.md."""
     rates = measure(200)
     assert rates.biased_flagged >= 180
-    assert rates.false_alarms <= 10
+    assert rates.false_alarms <= 10 and rates.null_alarms <= 10
