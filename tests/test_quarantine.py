@@ -196,6 +196,20 @@ def test_review_lists_recovered_expired_and_unmatched_entries(tmp_path: Path) ->
     assert "3 of 4 entries can go" in text.output and ":5 case 'healed' (b, until 2099-01-01): recovered" in text.output
 
 
+def test_suggest_and_review_with_no_history_create_none(tmp_path: Path) -> None:
+    """Reads: neither the default history (nor its data directory) nor a --history file is created."""
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    env = {"FARM_DATA_DIR": str(data)}
+    suggested = farm("quarantine", "suggest", env=env)
+    assert suggested.exit_code == 0 and "0 cases flaky over the last 0 sweeps" in suggested.output
+    root = tmp_path / "p"
+    project(root, quality={"flaky": 0.6})
+    reviewed = farm("quarantine", "review", str(root), "--history", f"sqlite:///{elsewhere / 'h.sqlite'}", env=env)
+    assert reviewed.exit_code == 0 and "1 of 1 entries can go (last 0 sweeps)" in reviewed.output
+    assert "names no case" in reviewed.output
+    assert not data.exists() and not elsewhere.exists()
+
+
 # ------------------------------------------------------------------ a detached sweep, reported by a worker
 
 
