@@ -69,6 +69,7 @@ def bisect(repo: Path, tmp: Path, *args: str, seed: int = 1) -> subprocess.Compl
                           text=True, timeout=900, check=False)
 
 
+@pytest.mark.slow  # three bisections of real farm test probes: about a minute on a busy machine
 def test_names_the_commit_where_the_pass_probability_dropped(tmp_path: Path) -> None:
     shas = make_repo(tmp_path / "repo")
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"

@@ -6,7 +6,7 @@ is over it, so CI can run ``farm test --estimate --budget 5 && farm test --budge
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,8 +17,14 @@ from farm.estimate.forecast import Forecast, forecast, plan_calls
 from farm.fleet.plan import agent_ref_key
 from farm.reports.fleet import cost_text
 
+if TYPE_CHECKING:
+    from farm.fleet.specs import RateLimit
+    from farm.history.session import HistoryOptions
+    from farm.plan import PlannedCase, SweepPlan
+    from farm.sweep import PreparedSweep, TestSettings
 
-def _history_basis(prepared: Any, history: Any) -> Basis | None:
+
+def _history_basis(prepared: PreparedSweep, history: HistoryOptions | None) -> Basis | None:
     """The history's basis, or None (no history, none of the same suite, or it cannot be read). A read:
     a SQLite history that does not exist is not created (nor its directory)."""
     if history is not None and not history.enabled and history.url is None:
@@ -42,20 +48,20 @@ def _history_basis(prepared: Any, history: Any) -> Basis | None:
         store.close()
 
 
-def _run_locally(plan: Any) -> Any:
+def _run_locally(plan: SweepPlan) -> Any:
     from farm.executors.local import LocalExecutor
     from farm.observers import Observers
 
     return LocalExecutor().run(plan, Observers())
 
 
-def _limit_key(plan: Any, planned: Any) -> str:
+def _limit_key(plan: SweepPlan, planned: PlannedCase) -> str:
     """The rate-limit key of a planned case's agent (its connector's, else the agent's own)."""
     own = agent_ref_key(planned.agent)
-    return str(plan.fleet.agent_keys.get(own, own))
+    return plan.fleet.agent_keys.get(own, own)
 
 
-def _limits(plan: Any) -> list[tuple[str, Any]]:
+def _limits(plan: SweepPlan) -> list[tuple[str, RateLimit]]:
     table = plan.fleet.limit_table()
     keys = sorted({_limit_key(plan, c) for c in plan.cases})
     return [(key, table.for_key(key)) for key in keys if not table.for_key(key).empty]
@@ -74,7 +80,8 @@ def lines(result: Forecast, basis: Basis, cases: int) -> list[str]:
     ]
 
 
-def run_estimate(prepared: Any, settings: Any, history: Any, workers: int) -> int:
+def run_estimate(prepared: PreparedSweep, settings: TestSettings, history: HistoryOptions | None,
+                 workers: int) -> int:
     """Estimate, print, and say whether it fits the budget (see the module docstring)."""
     plan = prepared.plan
     basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
