@@ -142,6 +142,7 @@ def test_nothing_regressed_is_exit_1(tmp_path: Path) -> None:
     (("--good", "main~1", "--bad", "main", "-o", "x.txt", "--", "-i", "s"), "-o x.txt: farm bisect writes .json or"),
     (("--good", "main", "--bad", "main~1", "--", "-i", "suite.jsonl"), "is not an ancestor of --bad"),
     (("--good", "main~1", "--bad", "main", "--", "-i", "suite.jsonl", "--runs", "5"), "--runs is farm bisect's"),
+    (("--good", "main~1", "--bad", "main", "--", "-i", "suite.jsonl", "--estimate"), "--estimate writes no report"),
 ])
 def test_bad_input_is_exit_2_before_anything_runs(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     make_repo(tmp_path / "repo", commits=2)

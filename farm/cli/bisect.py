@@ -25,6 +25,10 @@ DEFAULT_ENDPOINT_RUNS = 30
 """Runs of every case at GOOD and at BAD."""
 
 
+_NO_REPORT = ("--estimate", "--detach", "--collect-only", "--dry-run")
+"""``farm test`` flags a probe cannot use: no report comes back."""
+
+
 @dataclass(frozen=True)
 class BisectOptions:
     good: str
@@ -51,6 +55,9 @@ def _check_test_args(args: tuple[str, ...]) -> None:
     if ctx.params.get("runs") is not None:  # each probe sets its own
         raise SettingsError("farm test arguments: --runs is farm bisect's (--runs for GOOD and BAD, --max-runs and "
                             "--batch for the probes)")
+    for flag in _NO_REPORT:  # each runs nothing a probe could read, or nothing here
+        if ctx.params.get(flag.lstrip("-").replace("-", "_")):
+            raise SettingsError(f"farm test arguments: {flag} writes no report a probe can read")
 
 
 def _regressed(good_report: Any, bad_report: Any) -> list[str]:
