@@ -125,16 +125,32 @@ class _Run:
         return doc
 
 
-def run_bisect(options: BisectOptions) -> int:
-    from farm.bisect import git
-    from farm.bisect.output import output_format, summary_lines, write_outputs
-    from farm.bisect.probe import ProbeRunner
+def _checked_outputs(options: BisectOptions) -> list[tuple[str, str]]:
+    """The ``-o`` files with their formats, once every option and test argument is checked (exit 2)."""
+    from farm.bisect.output import output_format
 
     for flag, value in (("--runs", options.runs), ("--max-runs", options.max_runs), ("--batch", options.batch)):
         if value < 1:
             raise SettingsError(f"{flag} {value}: must be at least 1")
     outputs = [(path, output_format(path)) for path in options.outputs]
     _check_test_args(options.test_args)
+    return outputs
+
+
+def _tell(outputs: list[tuple[str, str]], doc: dict[str, Any], *, regressed: bool = True) -> None:
+    """Write the ``-o`` files and print the result."""
+    from farm.bisect.output import summary_lines, write_outputs
+
+    write_outputs(outputs, doc)
+    for line in summary_lines(doc) if regressed else ["no case regressed between GOOD and BAD"]:
+        click.echo(line)
+
+
+def run_bisect(options: BisectOptions) -> int:
+    from farm.bisect import git
+    from farm.bisect.probe import ProbeRunner
+
+    outputs = _checked_outputs(options)
     cwd = Path.cwd()
     root = git.repo_root(cwd)
     good, bad = git.resolve(root, options.good, "--good"), git.resolve(root, options.bad, "--bad")
@@ -146,19 +162,10 @@ def run_bisect(options: BisectOptions) -> int:
             regressed = bisection.run(ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()),
                                                   options.test_args, bisection.bisect_id))
     except KeyboardInterrupt:  # the worktrees are gone (the with block): say what was learned
-        doc = {**bisection.document(), "interrupted": True, "first_bad": None}
-        write_outputs(outputs, doc)
-        for line in summary_lines(doc):
-            click.echo(line)
+        _tell(outputs, {**bisection.document(), "interrupted": True, "first_bad": None})
         return int(ExitCode.INTERRUPTED)
-    doc = bisection.document()
-    write_outputs(outputs, doc)
-    if not regressed:
-        click.echo("no case regressed between GOOD and BAD")
-        return int(ExitCode.CASES_FAILED)
-    for line in summary_lines(doc):
-        click.echo(line)
-    return int(ExitCode.OK)
+    _tell(outputs, bisection.document(), regressed=regressed)
+    return int(ExitCode.OK if regressed else ExitCode.CASES_FAILED)
 
 
 @click.command(name="bisect", context_settings={"ignore_unknown_options": True})

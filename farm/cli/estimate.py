@@ -18,6 +18,7 @@ from farm.fleet.plan import agent_ref_key
 from farm.reports.fleet import cost_text
 
 if TYPE_CHECKING:
+    from farm.fleet.budget import BudgetLimit
     from farm.fleet.specs import RateLimit
     from farm.history.session import HistoryOptions
     from farm.plan import PlannedCase, SweepPlan
@@ -92,14 +93,20 @@ def run_estimate(prepared: PreparedSweep, settings: TestSettings, history: Histo
     budget = settings.fleet.budget()
     if budget is None:
         return int(ExitCode.OK)
+    over = _over_budget(result, budget)
+    for problem in over:
+        click.echo(f"  over budget: {problem}")
+    if not over:
+        click.echo(f"  within the budget of {budget.describe()}")
+    return int(ExitCode.BUDGET if over else ExitCode.OK)
+
+
+def _over_budget(result: Forecast, budget: BudgetLimit) -> list[str]:
+    """What of the estimate is over ``--budget`` / ``--max-tokens`` (an unknown figure cannot fit)."""
     over = []
     if budget.max_usd is not None and (result.cost_usd is None or result.cost_usd > budget.max_usd):
         over.append(f"cost {cost_text(result.cost_usd)} over the budget of ${budget.max_usd:g}"
                     if result.cost_usd is not None else "cost unknown: cannot say it fits the budget")
     if budget.max_tokens is not None and (result.tokens is None or result.tokens > budget.max_tokens):
         over.append(f"tokens {result.tokens} over --max-tokens {budget.max_tokens}")
-    for problem in over:
-        click.echo(f"  over budget: {problem}")
-    if not over:
-        click.echo(f"  within the budget of {budget.describe()}")
-    return int(ExitCode.BUDGET if over else ExitCode.OK)
+    return over
