@@ -4,7 +4,8 @@
 
 Each sweep: one case whose retried runs pass 30 % and clean runs 90 % (a run is retried with
 chance 0.3), and nine cases at 90 % either way. Prints the share of sweeps that flag the biased
-case (power) and the share that flag any unbiased case (false alarms).
+case (power) and the share that flag any unbiased case (false alarms); then as many sweeps of ten
+cases at 90 % either way, and the share that flag any (false alarms with no biased case).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main() -> int:
     print(f"sweeps {rates.sweeps}, {args.runs} runs a case")
     print(f"biased case flagged: {rates.biased_flagged} ({100 * rates.biased_flagged / rates.sweeps:.1f}%)")
     print(f"false alarms:        {rates.false_alarms} ({100 * rates.false_alarms / rates.sweeps:.1f}%)")
+    print(f"false alarms, no biased case: {rates.null_alarms} ({100 * rates.null_alarms / rates.sweeps:.1f}%)")
     if args.json:
         args.json.write_text(json.dumps(asdict(rates), indent=2))
     return 0

@@ -45,15 +45,23 @@ class Rates:
     """Sweeps where the biased case was flagged."""
     false_alarms: int
     """Sweeps where any unbiased case was flagged."""
+    null_alarms: int
+    """Sweeps of unbiased cases only (retried and clean both 90 %) where any case was flagged."""
+
+
+def _flagged(stats: CaseStats) -> bool:
+    return bool(stats.retry_bias and stats.retry_bias["flagged"])
 
 
 def measure(sweeps: int, *, runs: int = 50, unbiased: int = 9, seed: int = 30) -> Rates:
-    """``sweeps`` sweeps of one biased case (retried 30 %, clean 90 %) and ``unbiased`` cases at 90 %."""
-    rng = np.random.default_rng(seed)
-    cases = [SimulatedCase(0.3, 0.9), *[SimulatedCase(0.9, 0.9)] * unbiased]
-    hit = alarms = 0
+    """``sweeps`` sweeps of one biased case (retried 30 %, clean 90 %) and ``unbiased`` cases at 90 %,
+    and as many of ``unbiased + 1`` cases at 90 % either way."""
+    rng, null_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])  # the null sweeps' own stream
+    fair = [SimulatedCase(0.9, 0.9)] * unbiased
+    hit = alarms = null_alarms = 0
     for _ in range(sweeps):
-        stats = simulated_stats(cases, runs, rng)
-        hit += bool(stats[0].retry_bias and stats[0].retry_bias["flagged"])
-        alarms += any(s.retry_bias and s.retry_bias["flagged"] for s in stats[1:])
-    return Rates(sweeps, hit, alarms)
+        stats = simulated_stats([SimulatedCase(0.3, 0.9), *fair], runs, rng)
+        hit += _flagged(stats[0])
+        alarms += any(_flagged(s) for s in stats[1:])
+        null_alarms += any(_flagged(s) for s in simulated_stats([*fair, fair[0]], runs, null_rng))
+    return Rates(sweeps, hit, alarms, null_alarms)

@@ -69,6 +69,7 @@ def bisect(repo: Path, tmp: Path, *args: str, seed: int = 1) -> subprocess.Compl
                           text=True, timeout=900, check=False)
 
 
+@pytest.mark.slow  # three bisections of real farm test probes: about a minute on a busy machine
 def test_names_the_commit_where_the_pass_probability_dropped(tmp_path: Path) -> None:
     shas = make_repo(tmp_path / "repo")
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
@@ -141,6 +142,7 @@ def test_nothing_regressed_is_exit_1(tmp_path: Path) -> None:
     (("--good", "main~1", "--bad", "main", "-o", "x.txt", "--", "-i", "s"), "-o x.txt: farm bisect writes .json or"),
     (("--good", "main", "--bad", "main~1", "--", "-i", "suite.jsonl"), "is not an ancestor of --bad"),
     (("--good", "main~1", "--bad", "main", "--", "-i", "suite.jsonl", "--runs", "5"), "--runs is farm bisect's"),
+    (("--good", "main~1", "--bad", "main", "--", "-i", "suite.jsonl", "--estimate"), "--estimate writes no report"),
 ])
 def test_bad_input_is_exit_2_before_anything_runs(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     make_repo(tmp_path / "repo", commits=2)

@@ -32,8 +32,8 @@ def server() -> Iterator[Served]:
         yield served
 
 
-def farm(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = farm_env(root, FARM_PRICES=str(root / "prices.json"), PYTHONPATH=str(ROOT))
+def farm(root: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = farm_env(root, FARM_PRICES=str(root / "prices.json"), PYTHONPATH=str(ROOT), **env_extra)
     return subprocess.run([sys.executable, "-m", "farm", "test", "--no-progress", *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -83,6 +83,27 @@ def test_an_estimate_from_the_history_makes_no_call(tmp_path: Path, server: Serv
     assert "history: sweep " in estimate.stdout and "no call made" in estimate.stdout
     assert figure(estimate.stdout, "calls") == 100
     assert abs(figure(estimate.stdout, "cost") - per_run * 100) <= 0.2 * per_run * 100
+
+
+def test_an_estimate_with_no_history_creates_none(tmp_path: Path, server: Served) -> None:
+    """A read never creates: neither the default history (nor its data directory) nor a --history file."""
+    suite = project(tmp_path, server)
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    by_default = farm(tmp_path, "-i", str(suite), "--runs", "3", "--estimate", FARM_DATA_DIR=str(data))
+    assert by_default.returncode == 0, by_default.stderr
+    assert "probe: one call" in by_default.stdout
+    given = farm(tmp_path, "-i", str(suite), "--runs", "3", "--estimate", "--history",
+                 f"sqlite:///{elsewhere / 'h.sqlite'}", FARM_DATA_DIR=str(data))
+    assert given.returncode == 0, given.stderr
+    assert not data.exists() and not elsewhere.exists()
+
+
+def test_workers_without_estimate_is_exit_2(tmp_path: Path, server: Served) -> None:
+    suite = project(tmp_path, server)
+    before = calls(server)
+    done = farm(tmp_path, "-i", str(suite), "--no-history", "--workers", "3")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--workers 3: only with --estimate" in done.stderr and calls(server) == before
 
 
 def test_an_estimate_over_the_budget_exits_4_and_under_it_0(tmp_path: Path, server: Served) -> None:

@@ -24,15 +24,20 @@ def farm(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
+def write_suite(suite: Path, quality: dict[str, float]) -> Path:
+    """A case per id, answered right with its ``quality`` (``tests/agents/quality.py``)."""
+    lines = [{"id": cid, "input": cid, "expected": "yes", "metadata": {"quality": q}} for cid, q in quality.items()]
+    suite.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return suite
+
+
 def project(root: Path, *, quality: dict[str, float], until: str | None = FUTURE, package: bool = True) -> Path:
     """A project: package.yao, tests/suite.jsonl with a case per quality, and a quarantine file
     for case ``flaky`` when ``until`` is given. Returns the suite."""
     (root / "tests").mkdir(parents=True)
     if package:
         (root / "package.yao").write_text(json.dumps({"type": "python", "entry": "a.py:f"}))
-    lines = [{"id": cid, "input": cid, "expected": "yes", "metadata": {"quality": q}} for cid, q in quality.items()]
-    suite = root / "tests" / "suite.jsonl"
-    suite.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    suite = write_suite(root / "tests" / "suite.jsonl", quality)
     if until is not None:
         (root / "farm-quarantine.toml").write_text(
             f'[[quarantine]]\ncase = "fla*"\nowner = "ana"\nreason = "upstream model drift"\nuntil = {until}\n')
@@ -110,6 +115,8 @@ def test_each_project_uses_its_own_file_and_the_flag_applies_to_all(tmp_path: Pa
     ('# why\n[[quarantine]]\ncase = "a"\nowner = "x"\nuntil = "next friday"\n',
      ":5: until 'next friday' is not a date (YYYY-MM-DD)"),
     ('[[quarantine]]\ncase = "a"\nowner = "x"\n', ":1: entry has no 'until'"),
+    ('[[quarantine]]\ncase = "a"\nowner = "x"\nuntil = 2099-01-01\n\n[other]\nx = 1\n',
+     ":6: unknown table or key 'other'"),
 ])
 def test_a_bad_entry_is_exit_2_naming_its_line_and_nothing_runs(tmp_path: Path, text: str, problem: str) -> None:
     suite = project(tmp_path / "p", quality={"flaky": 0.6}, until=None)
@@ -134,9 +141,7 @@ def test_a_quarantined_regression_does_not_gate_against_the_baseline(tmp_path: P
     suite = project(tmp_path / "p", quality={"flaky": 1.0, "solid": 1.0})
     base = farm("test", "--no-progress", "-i", str(suite), "-n", AGENT, "--runs", "20", "--history", url)
     assert base.exit_code == 0, base.output
-    lines = [{"id": "flaky", "input": "x", "expected": "yes", "metadata": {"quality": 0.4}},
-             {"id": "solid", "input": "y", "expected": "yes", "metadata": {"quality": 1.0}}]
-    suite.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    write_suite(suite, {"flaky": 0.4, "solid": 1.0})
     head = farm("test", "--no-progress", "-i", str(suite), "-n", AGENT, "--runs", "20", "--history", url,
                 "--baseline", "last")
     assert head.exit_code == 0, head.output
@@ -154,8 +159,7 @@ def _history(tmp_path: Path, qualities: list[dict[str, float]]) -> tuple[str, Pa
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     suite = project(tmp_path / "p", quality=qualities[0], until=None)
     for quality in qualities:
-        lines = [{"id": c, "input": c, "expected": "yes", "metadata": {"quality": q}} for c, q in quality.items()]
-        suite.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        write_suite(suite, quality)
         result = farm("test", "--no-progress", "-i", str(suite), "-n", AGENT, "--runs", "10", "--history", url,
                       "--tag", "kind=nightly")
         assert result.exit_code in (0, 1), result.output
@@ -190,6 +194,20 @@ def test_review_lists_recovered_expired_and_unmatched_entries(tmp_path: Path) ->
     text = farm("quarantine", "review", "--quarantine", str(root / "farm-quarantine.toml"), "--history", url,
                 "--last", "3")
     assert "3 of 4 entries can go" in text.output and ":5 case 'healed' (b, until 2099-01-01): recovered" in text.output
+
+
+def test_suggest_and_review_with_no_history_create_none(tmp_path: Path) -> None:
+    """Reads: neither the default history (nor its data directory) nor a --history file is created."""
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    env = {"FARM_DATA_DIR": str(data)}
+    suggested = farm("quarantine", "suggest", env=env)
+    assert suggested.exit_code == 0 and "0 cases flaky over the last 0 sweeps" in suggested.output
+    root = tmp_path / "p"
+    project(root, quality={"flaky": 0.6})
+    reviewed = farm("quarantine", "review", str(root), "--history", f"sqlite:///{elsewhere / 'h.sqlite'}", env=env)
+    assert reviewed.exit_code == 0 and "1 of 1 entries can go (last 0 sweeps)" in reviewed.output
+    assert "names no case" in reviewed.output
+    assert not data.exists() and not elsewhere.exists()
 
 
 # ------------------------------------------------------------------ a detached sweep, reported by a worker

@@ -65,6 +65,10 @@ class ProbeRunner:
 
     def passes(self, sha: str, runs: int, cases: Sequence[str]) -> tuple[int, int]:
         """(passed, scored runs) of ``cases`` run ``runs`` times each at ``sha``."""
-        report = self.report(sha, runs, cases)
-        chosen = [c for c in report.results if c.id in set(cases)]
-        return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)
+        return pooled(self.report(sha, runs, cases), cases)
+
+
+def pooled(report: SweepReport, cases: Sequence[str]) -> tuple[int, int]:
+    """(passed, scored runs) of ``report``'s ``cases`` together."""
+    chosen = [c for c in report.results if c.id in set(cases)]
+    return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)

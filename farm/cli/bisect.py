@@ -25,6 +25,10 @@ DEFAULT_ENDPOINT_RUNS = 30
 """Runs of every case at GOOD and at BAD."""
 
 
+_NO_REPORT = ("--estimate", "--detach", "--collect-only", "--dry-run")
+"""``farm test`` flags a probe cannot use: no report comes back."""
+
+
 @dataclass(frozen=True)
 class BisectOptions:
     good: str
@@ -51,6 +55,9 @@ def _check_test_args(args: tuple[str, ...]) -> None:
     if ctx.params.get("runs") is not None:  # each probe sets its own
         raise SettingsError("farm test arguments: --runs is farm bisect's (--runs for GOOD and BAD, --max-runs and "
                             "--batch for the probes)")
+    for flag in _NO_REPORT:  # each runs nothing a probe could read, or nothing here
+        if ctx.params.get(flag.lstrip("-").replace("-", "_")):
+            raise SettingsError(f"farm test arguments: {flag} writes no report a probe can read")
 
 
 def _regressed(good_report: Any, bad_report: Any) -> list[str]:
@@ -58,11 +65,6 @@ def _regressed(good_report: Any, bad_report: Any) -> list[str]:
 
     comparison = compare(snapshot_of(good_report), snapshot_of(bad_report))
     return [c.id for c in comparison.cases if c.verdict == "regressed"]
-
-
-def _pooled(report: Any, cases: list[str]) -> tuple[int, int]:
-    chosen = [c for c in report.results if c.id in set(cases)]
-    return sum(c.passed for c in chosen), sum(c.runs - c.skipped for c in chosen)
 
 
 class _Run:
@@ -78,6 +80,7 @@ class _Run:
 
     def run(self, runner: Any) -> bool:
         """GOOD and BAD, then the bisection; False when no case regressed."""
+        from farm.bisect.probe import pooled
         from farm.bisect.search import Bisection, ProbeResult
         from farm.bisect.sequential import Sprt, smoothed
 
@@ -86,14 +89,14 @@ class _Run:
         for sha, verdict in ends:
             report = runner.report(sha, self.options.runs)
             reports.append(report)
-            passed, runs = _pooled(report, [c.id for c in report.results])
+            passed, runs = pooled(report, [c.id for c in report.results])
             self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
             click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
         self.cases = _regressed(*reports)
         if not self.cases:
             return False
         for end, report in zip(self.endpoints, reports, strict=True):  # the rates of the regressed cases only
-            end.passed, end.runs = _pooled(report, self.cases)
+            end.passed, end.runs = pooled(report, self.cases)
         (gp, gn), (bp, bn) = ((e.passed, e.runs) for e in self.endpoints)
         click.echo(f"  regressed: {', '.join(self.cases)} ({gp}/{gn} at GOOD, {bp}/{bn} at BAD)", err=True)
         self.search = Bisection(self.commits, Sprt(smoothed(gp, gn), smoothed(bp, bn), self.options.alpha,
@@ -122,16 +125,32 @@ class _Run:
         return doc
 
 
-def run_bisect(options: BisectOptions) -> int:
-    from farm.bisect import git
-    from farm.bisect.output import output_format, summary_lines, write_outputs
-    from farm.bisect.probe import ProbeRunner
+def _checked_outputs(options: BisectOptions) -> list[tuple[str, str]]:
+    """The ``-o`` files with their formats, once every option and test argument is checked (exit 2)."""
+    from farm.bisect.output import output_format
 
     for flag, value in (("--runs", options.runs), ("--max-runs", options.max_runs), ("--batch", options.batch)):
         if value < 1:
             raise SettingsError(f"{flag} {value}: must be at least 1")
     outputs = [(path, output_format(path)) for path in options.outputs]
     _check_test_args(options.test_args)
+    return outputs
+
+
+def _tell(outputs: list[tuple[str, str]], doc: dict[str, Any], *, regressed: bool = True) -> None:
+    """Write the ``-o`` files and print the result."""
+    from farm.bisect.output import summary_lines, write_outputs
+
+    write_outputs(outputs, doc)
+    for line in summary_lines(doc) if regressed else ["no case regressed between GOOD and BAD"]:
+        click.echo(line)
+
+
+def run_bisect(options: BisectOptions) -> int:
+    from farm.bisect import git
+    from farm.bisect.probe import ProbeRunner
+
+    outputs = _checked_outputs(options)
     cwd = Path.cwd()
     root = git.repo_root(cwd)
     good, bad = git.resolve(root, options.good, "--good"), git.resolve(root, options.bad, "--bad")
@@ -143,19 +162,10 @@ def run_bisect(options: BisectOptions) -> int:
             regressed = bisection.run(ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()),
                                                   options.test_args, bisection.bisect_id))
     except KeyboardInterrupt:  # the worktrees are gone (the with block): say what was learned
-        doc = {**bisection.document(), "interrupted": True, "first_bad": None}
-        write_outputs(outputs, doc)
-        for line in summary_lines(doc):
-            click.echo(line)
+        _tell(outputs, {**bisection.document(), "interrupted": True, "first_bad": None})
         return int(ExitCode.INTERRUPTED)
-    doc = bisection.document()
-    write_outputs(outputs, doc)
-    if not regressed:
-        click.echo("no case regressed between GOOD and BAD")
-        return int(ExitCode.CASES_FAILED)
-    for line in summary_lines(doc):
-        click.echo(line)
-    return int(ExitCode.OK)
+    _tell(outputs, bisection.document(), regressed=regressed)
+    return int(ExitCode.OK if regressed else ExitCode.CASES_FAILED)
 
 
 @click.command(name="bisect", context_settings={"ignore_unknown_options": True})

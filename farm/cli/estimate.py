@@ -6,7 +6,7 @@ is over it, so CI can run ``farm test --estimate --budget 5 && farm test --budge
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,18 +17,30 @@ from farm.estimate.forecast import Forecast, forecast, plan_calls
 from farm.fleet.plan import agent_ref_key
 from farm.reports.fleet import cost_text
 
+if TYPE_CHECKING:
+    from farm.fleet.budget import BudgetLimit
+    from farm.fleet.specs import RateLimit
+    from farm.history.session import HistoryOptions
+    from farm.plan import PlannedCase, SweepPlan
+    from farm.sweep import PreparedSweep, TestSettings
 
-def _history_basis(prepared: Any, history: Any) -> Basis | None:
-    """The history's basis, or None (no history, none of the same suite, or it cannot be read)."""
+
+def _history_basis(prepared: PreparedSweep, history: HistoryOptions | None) -> Basis | None:
+    """The history's basis, or None (no history, none of the same suite, or it cannot be read). A read:
+    a SQLite history that does not exist is not created (nor its directory)."""
     if history is not None and not history.enabled and history.url is None:
         return None
     from farm.errors import FarmError
+    from farm.history.engine import missing_sqlite_file
     from farm.history.facts import suite_hashes
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
 
+    url = history_url(history.url if history is not None else None)
     try:
-        store = HistoryStore.open(history_url(history.url if history is not None else None))
+        if missing_sqlite_file(url):
+            return None
+        store = HistoryStore.open(url)
     except FarmError:
         return None
     try:
@@ -37,16 +49,22 @@ def _history_basis(prepared: Any, history: Any) -> Basis | None:
         store.close()
 
 
-def _run_locally(plan: Any) -> Any:
+def _run_locally(plan: SweepPlan) -> Any:
     from farm.executors.local import LocalExecutor
     from farm.observers import Observers
 
     return LocalExecutor().run(plan, Observers())
 
 
-def _limits(plan: Any) -> list[tuple[str, Any]]:
+def _limit_key(plan: SweepPlan, planned: PlannedCase) -> str:
+    """The rate-limit key of a planned case's agent (its connector's, else the agent's own)."""
+    own = agent_ref_key(planned.agent)
+    return plan.fleet.agent_keys.get(own, own)
+
+
+def _limits(plan: SweepPlan) -> list[tuple[str, RateLimit]]:
     table = plan.fleet.limit_table()
-    keys = sorted({plan.fleet.agent_keys.get(agent_ref_key(c.agent), agent_ref_key(c.agent)) for c in plan.cases})
+    keys = sorted({_limit_key(plan, c) for c in plan.cases})
     return [(key, table.for_key(key)) for key in keys if not table.for_key(key).empty]
 
 
@@ -63,25 +81,32 @@ def lines(result: Forecast, basis: Basis, cases: int) -> list[str]:
     ]
 
 
-def run_estimate(prepared: Any, settings: Any, history: Any, workers: int) -> int:
+def run_estimate(prepared: PreparedSweep, settings: TestSettings, history: HistoryOptions | None,
+                 workers: int) -> int:
     """Estimate, print, and say whether it fits the budget (see the module docstring)."""
     plan = prepared.plan
     basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
-    calls = plan_calls(plan.cases, lambda c: plan.fleet.agent_keys.get(agent_ref_key(c.agent), agent_ref_key(c.agent)))
+    calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c))
     result = forecast(calls, basis.per_run, parallel=settings.parallel, workers=workers, limits=_limits(plan))
     for line in lines(result, basis, plan.total_cases):
         click.echo(line)
     budget = settings.fleet.budget()
     if budget is None:
         return int(ExitCode.OK)
+    over = _over_budget(result, budget)
+    for problem in over:
+        click.echo(f"  over budget: {problem}")
+    if not over:
+        click.echo(f"  within the budget of {budget.describe()}")
+    return int(ExitCode.BUDGET if over else ExitCode.OK)
+
+
+def _over_budget(result: Forecast, budget: BudgetLimit) -> list[str]:
+    """What of the estimate is over ``--budget`` / ``--max-tokens`` (an unknown figure cannot fit)."""
     over = []
     if budget.max_usd is not None and (result.cost_usd is None or result.cost_usd > budget.max_usd):
         over.append(f"cost {cost_text(result.cost_usd)} over the budget of ${budget.max_usd:g}"
                     if result.cost_usd is not None else "cost unknown: cannot say it fits the budget")
     if budget.max_tokens is not None and (result.tokens is None or result.tokens > budget.max_tokens):
         over.append(f"tokens {result.tokens} over --max-tokens {budget.max_tokens}")
-    for problem in over:
-        click.echo(f"  over budget: {problem}")
-    if not over:
-        click.echo(f"  within the budget of {budget.describe()}")
-    return int(ExitCode.BUDGET if over else ExitCode.OK)
+    return over

@@ -22,6 +22,8 @@ DEFAULT_REVIEW_LAST = 5
 
 
 def _evidence(history: str | None, last: int, tag: str | None) -> tuple[int, dict[str, Any]]:
+    """(sweeps in the window, evidence by case); a read: a missing SQLite history is empty, not created."""
+    from farm.history.engine import missing_sqlite_file
     from farm.history.facts import parse_tags
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
@@ -30,7 +32,10 @@ def _evidence(history: str | None, last: int, tag: str | None) -> tuple[int, dic
     if last < 1:
         raise SettingsError(f"--last {last}: must be at least 1")
     tag_filter = next(iter(parse_tags([tag]).items())) if tag else None
-    store = HistoryStore.open(history_url(history))
+    url = history_url(history)
+    if missing_sqlite_file(url):
+        return 0, {}
+    store = HistoryStore.open(url)
     try:
         window = list(reversed(store.sweeps(last=last, tag=tag_filter)))
         return len(window), gather(store.engine, window) if window else {}

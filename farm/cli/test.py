@@ -274,8 +274,9 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
               help="Print the sweep's expected calls, tokens, cost and wall time (from the history of the same "
                    "suite, else one probe call per agent and judge) and run nothing else; with --budget, "
                    "exit 4 when over it.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
-              help="With --estimate: the workers of a distributed sweep (each running --parallel runs at once).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Only with --estimate (an error without it): the workers the sweep will run on, each running "
+                   "--parallel runs at once (default 1).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
 @fleet_flags
@@ -290,8 +291,10 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
     quarantine = flags.pop("quarantine", None)
-    workers = flags.pop("workers", 1)
-    estimate_workers = workers if flags.pop("estimate", False) else None
+    workers, estimate = flags.pop("workers", None), flags.pop("estimate", False)
+    if workers is not None and not estimate:
+        raise click.UsageError(f"--workers {workers}: only with --estimate (farm worker runs the workers)")
+    estimate_workers = (workers or 1) if estimate else None
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,

@@ -72,6 +72,24 @@ def _weighted(parts: Sequence[tuple[int, PerRun]]) -> PerRun:
                   run_ms=mean("run_ms") or 0.0)
 
 
+def _probe_figures(plan: Any, planned: Any, run_plan: Any) -> PerRun | None:
+    """``planned``'s first turn run once, its figures scaled to one whole run of the case (None: none scored)."""
+    probe = _probe_case(planned)
+    sub = plan.model_copy(update={"cases": [probe], "total_cases": 1, "total_runs": 1, "runs_per_case": 1,
+                                  "sweep_id": f"{plan.sweep_id}-probe"})
+    spent = spend_of(run_plan(sub))
+    if spent is None:
+        return None
+    measured = PerRun.from_json(spent)
+    agent_calls, judge_calls = case_calls(planned.case)
+    probe_judges = case_calls(probe.case)[1]
+    judge_factor = judge_calls / probe_judges if probe_judges else 0.0
+    return dataclasses.replace(
+        measured, tokens=_scaled(measured.tokens, agent_calls), cost_usd=_scaled(measured.cost_usd, agent_calls),
+        judge_tokens=_scaled(measured.judge_tokens, judge_factor),
+        judge_cost_usd=_scaled(measured.judge_cost_usd, judge_factor), run_ms=measured.run_ms * agent_calls)
+
+
 def by_probes(plan: Any, run_plan: Any) -> Basis:
     """Run each distinct agent's first case's first turn once (``run_plan(plan)`` → report)."""
     firsts: dict[str, Any] = {}
@@ -82,22 +100,8 @@ def by_probes(plan: Any, run_plan: Any) -> Basis:
         key = agent_ref_key(planned.agent)
         firsts.setdefault(key, planned)
         runs[key] = runs.get(key, 0) + planned.plan.runs
-    parts = []
-    for key, planned in firsts.items():
-        probe = _probe_case(planned)
-        sub = plan.model_copy(update={"cases": [probe], "total_cases": 1, "total_runs": 1, "runs_per_case": 1,
-                                      "sweep_id": f"{plan.sweep_id}-probe"})
-        spent = spend_of(run_plan(sub))
-        if spent is None:
-            continue
-        measured = PerRun.from_json(spent)
-        agent_calls, judge_calls = case_calls(planned.case)
-        probe_judges = case_calls(probe.case)[1]
-        judge_factor = judge_calls / probe_judges if probe_judges else 0.0
-        parts.append((runs[key], dataclasses.replace(
-            measured, tokens=_scaled(measured.tokens, agent_calls), cost_usd=_scaled(measured.cost_usd, agent_calls),
-            judge_tokens=_scaled(measured.judge_tokens, judge_factor),
-            judge_cost_usd=_scaled(measured.judge_cost_usd, judge_factor), run_ms=measured.run_ms * agent_calls)))
+    parts = [(runs[key], figures) for key, planned in firsts.items()
+             if (figures := _probe_figures(plan, planned, run_plan)) is not None]
     names = ", ".join(f"{key} (case {firsts[key].id})" for key in firsts)
     return Basis(_weighted(parts), f"probe: one call to each agent and its judges with the first case's first input "
                                    f"({names}); a py:/cmd: agent's side effects happened once")

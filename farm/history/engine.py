@@ -81,6 +81,14 @@ def create_history_engine(url: str) -> Engine:
     return engine
 
 
+def missing_sqlite_file(url: str) -> bool:
+    """``url`` names a SQLite file that does not exist (a read opens nothing there: opening would create it)."""
+    parsed = parse_url(url)
+    database = parsed.database
+    return (parsed.get_backend_name() == "sqlite" and bool(database) and database != ":memory:"
+            and not Path(str(database)).expanduser().exists())
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")

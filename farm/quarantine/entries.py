@@ -61,6 +61,12 @@ def _key_line(lines: list[str], start: int, end: int, key: str) -> int:
     return start
 
 
+def _top_line(lines: list[str], key: str) -> int:
+    """The line defining a top-level key or table (``key = …``, ``[key]``, ``[[key]]``), else 1."""
+    pattern = re.compile(rf"^\s*(\[\[?\s*{re.escape(key)}\s*[\].]|[\"']?{re.escape(key)}[\"']?\s*=)")
+    return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), 1)
+
+
 def _until(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
         return value.date().isoformat()
@@ -102,13 +108,14 @@ def parse_entries(text: str, path: Path) -> list[Entry]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: {exc}") from None
+    lines, headers = _lines(text)
     unknown = [k for k in document if k != "quarantine"]
     if unknown:
-        raise InputError(f"{path}: unknown table or key {unknown[0]!r} (only [[quarantine]] entries)")
+        raise InputError(f"{path}:{_top_line(lines, unknown[0])}: unknown table or key {unknown[0]!r} "
+                         "(only [[quarantine]] entries)")
     raw = document.get("quarantine", [])
     if not isinstance(raw, list):
-        raise InputError(f"{path}: 'quarantine' must be [[quarantine]] entries")
-    lines, headers = _lines(text)
+        raise InputError(f"{path}:{_top_line(lines, 'quarantine')}: 'quarantine' must be [[quarantine]] entries")
     entries = []
     for i, item in enumerate(raw):
         start = headers[i] if i < len(headers) else 1

@@ -62,9 +62,3 @@ def quarantine_lines(results: Sequence[CaseStats]) -> list[str]:
             lines.append(f"case {case.id} ({verdict}, {case.pass_rate:g}%): {text}")
     return lines
 
-
-def quarantine_message(case: CaseStats) -> str:
-    """JUnit's ``<skipped>`` message: the badge and the case's figures."""
-    figures = (f"{case.passed} of {case.runs - case.skipped} runs passed, {case.required_passes} required, "
-               f"pass rate {case.pass_rate:g}% (95% CI {case.pass_rate_ci[0]:g}-{case.pass_rate_ci[1]:g})")
-    return f"{badge(case)}: {figures}"

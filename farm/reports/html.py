@@ -68,6 +68,7 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         environment=_rows(report.environment),
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
         compared=_compared_with(meta),
+        retry_bias=_retry_bias(meta),
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
@@ -116,6 +117,14 @@ def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:
     from farm.stats.compare import Comparison
 
     return compared_with_section(Comparison.model_validate(document))
+
+
+def _retry_bias(meta: dict[str, Any]) -> dict[str, str] | None:
+    """The sweep-level retry-bias line (``metadata.retry_bias``), warning when a case is flagged."""
+    bias = meta.get("retry_bias")
+    if not isinstance(bias, dict) or not bias.get("line"):
+        return None
+    return {"text": _text(bias["line"]), "tone": "warn" if bias.get("flagged") else "muted"}
 
 
 # ------------------------------------------------------------------------------- header

@@ -57,7 +57,7 @@
     const b = badge(word, q.status === "expired" ? "fail" : "quarantined");
     b.classList.add("quarantine");
     b.title = q.owner + (q.reason ? ": " + q.reason : "") + ", until " + q.until;
-    return add(el("span", "quarantine-note"), b, el("span", "sub", q.owner + (q.reason ? ": " + q.reason : "") + ", until " + q.until));
+    return add(el("span", "quarantine-note"), b, el("span", "sub", b.title));
   }
   function verdictOf(c) { return c.label === "skipped" ? "skipped" : c.case_passed ? "pass" : "fail"; }
 
