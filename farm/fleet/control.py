@@ -60,6 +60,16 @@ class UsageMeter:
             return copy
 
 
+class FleetStoreError(Exception):
+    """A step of fleet control's own bookkeeping failed (its store unreachable after the retries, a
+    script error): the run is an error run of ``failure_type`` (``BudgetStoreError`` is
+    ``harness:budget``, ``QueueStoreError`` ``harness:queue_wait``), never lost."""
+
+    def __init__(self, failure_type: str, step: str, error: BaseException) -> None:
+        super().__init__(f"fleet control could not {step}: {type(error).__name__}: {error}")
+        self.failure_type = failure_type
+
+
 class Refusal:
     """Whether fleet control refused a call of one run: the first refusal is kept."""
 

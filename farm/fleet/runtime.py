@@ -30,8 +30,19 @@ from farm.agents.ref import AgentRef
 from farm.agents.transport import NO_LIMITER, CallLease
 from farm.checks.base import Judge
 from farm.errors import FleetStop
+from farm.failures import classify_run
 from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation
-from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, JudgeRole, Refusal, UsageMeter, fleet_scope, refuse
+from farm.fleet.control import (
+    JUDGE,
+    FleetLimiter,
+    FleetScope,
+    FleetStoreError,
+    JudgeRole,
+    Refusal,
+    UsageMeter,
+    fleet_scope,
+    refuse,
+)
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
@@ -41,7 +52,7 @@ from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.specs import LimitTable
 from farm.fleet.usage import Usage
-from farm.models import RunResult, RunStatus
+from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan
 
 LEASE_MARGIN_S = 60.0
@@ -157,7 +168,10 @@ class FleetRuntime:
         self._account(result, planned, scope.meter)
         if charged and self.budget is not None:
             tokens = Usage(**result.usage).total_tokens if result.usage else None
-            await self.budget.settle(Reservation(0.0, 0), result.cost_usd, tokens)
+            try:
+                await self.budget.settle(Reservation(0.0, 0), result.cost_usd, tokens)
+            except Exception as exc:  # the agent ran (paid): its run stays, an error of the farm's
+                return store_failed(result, FleetStoreError("BudgetStoreError", "charge the run to the budget", exc))
         return result
 
     @property
@@ -180,6 +194,8 @@ class FleetRuntime:
         except FleetStop as error:
             refuse(error)
             return False
+        except Exception as exc:
+            raise FleetStoreError("BudgetStoreError", "check the budget before the run", exc) from exc
         return True
 
     def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> None:
@@ -204,6 +220,14 @@ class FleetRuntime:
         return metadata
 
 
+def store_failed(result: RunResult, error: FleetStoreError) -> RunResult:
+    """``result`` turned into an error run of the farm's (``error.failure_type``), its usage and cost kept."""
+    failed = result.model_copy(update={"status": RunStatus.ERROR,
+                                       "error": ErrorInfo(type=error.failure_type, message=str(error))})
+    failed.failure_class, failed.failed_turn = classify_run(failed)
+    return failed
+
+
 def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
     """The report's ``metadata.budget``: the limits and what the sweep spent."""
     return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": round(spent_usd, 6),
@@ -216,4 +240,4 @@ def local_runtime(sweep: SweepPlan) -> FleetRuntime:
 
 
 __all__ = ["LEASE_MARGIN_S", "LOCAL_RATES", "FleetRuntime", "SelectiveLimiter", "budget_report", "local_runtime",
-           "priced_cost"]
+           "priced_cost", "store_failed"]

@@ -1,0 +1,53 @@
+"""Fleet control that holds on a fleet (SPEC 15), on real ``farm worker`` processes over the
+private Redis: a distributed budget loses no paid call, a limit binds every agent type, waiting
+for a slot is not running.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fleet_agents import PRICE, py_calls, usage_server, write_py_agent
+from tests.fleet_project import report_of, write_suite
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+def _prices(root: Path, key: str) -> Path:
+    path = root / "prices.json"
+    path.write_text(json.dumps({"models": {key: PRICE}}))
+    return path
+
+
+def _run_ids(report: dict) -> list[tuple[str, int]]:
+    return sorted((case["id"], detail["run"]) for case in report["results"] for detail in case["run_details"])
+
+
+@pytest.mark.parametrize("kind", ["http", "py"])
+def test_a_distributed_budget_stops_at_exit_4_and_every_paid_call_is_a_run(kind, tmp_path, redis_client,
+                                                                          farm_worker, farm_cli) -> None:
+    for _ in range(2):
+        farm_worker(queue=f"budget-{kind}", concurrency=3)
+    suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(3)])
+    out = tmp_path / "report.json"
+    with usage_server() as (served, server):
+        if kind == "http":
+            agent, calls = served.url + "/agent", lambda: server.calls
+        else:
+            agent, directory = write_py_agent(tmp_path)
+            calls = lambda: py_calls(directory)  # noqa: E731
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent, "--runs", "20", "--budget", "0.05",
+                            "--broker", farm_cli.broker, "--queue", f"budget-{kind}", "--no-history",
+                            "--no-progress", "-o", str(out),
+                            env={"FARM_PRICES": str(_prices(tmp_path, agent))}, timeout=240)
+        assert done.returncode == 4, done.stdout + done.stderr
+        report = report_of(out)
+        assert report["metadata"]["stopped"] == "budget"
+        runs = _run_ids(report)
+        assert len(runs) == len(set(runs)) == report["summary"]["total_runs"] == calls() >= 5
+        assert all(d["status"] == "passed" or d["status"] == "failed"
+                   for case in report["results"] for d in case["run_details"])
+        assert report["summary"]["cost_usd"] == pytest.approx(0.01 * calls())
