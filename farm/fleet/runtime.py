@@ -131,7 +131,8 @@ class FleetRuntime:
         self.stopped: FleetStop | None = None
         """The first refusal: why the sweep must stop."""
         self.hooks = AgentHooks(limiter=self.limiter, wrap_agent=self._wrap_agent if self.replay else None,
-                                wrap_judge=self._wrap_judge)
+                                wrap_judge=self._wrap_judge,
+                                replaying=self.replay is not None and self.replay.mode is ReplayMode.REPLAY)
         self.hooks_key = digest_of({"fleet": plan.model_dump(mode="json", exclude={"budget", "adaptive"}),
                                     "budget": plan.budget is not None, "lease_ttl_s": policy.lease_ttl_s})
         """Sweeps with equal keys may share adapters built with these hooks (a worker's pools): the
