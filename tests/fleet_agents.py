@@ -6,6 +6,7 @@ file doing the same through a directory of marker files (workers are other proce
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -81,22 +82,36 @@ def usage_server(delay_s: float = 0.0) -> Iterator[tuple[Served, UsageServer]]:
         yield served, server
 
 
-PY_AGENT = '''
+MARKS = '''
 import os, time, uuid
-from farm.models import Reply
 DIR = {directory!r}
 
-def respond(messages, context):
+
+def marked(run):
+    """One call: a marker file while in flight; the calls in flight and the start time noted."""
     mark = os.path.join(DIR, "in-" + uuid.uuid4().hex)
     open(mark, "w").close()
     try:
         peak = len([n for n in os.listdir(DIR) if n.startswith("in-")])
         with open(os.path.join(DIR, "peaks"), "a") as out:
-            out.write(f"{{peak}}\\n")
+            out.write(f"{{peak}} {{time.time()}}\\n")
         time.sleep({delay_s!r})
     finally:
         os.rename(mark, os.path.join(DIR, "done-" + os.path.basename(mark)[3:]))
-    return Reply(text="yes" if context.run % 2 == 0 else "no", usage={usage!r})
+    return "yes" if run % 2 == 0 else "no"
+'''
+PY_AGENT = MARKS + '''
+from farm.models import Reply
+
+
+def respond(messages, context):
+    return Reply(text=marked(context.run), usage={usage!r})
+'''
+CMD_AGENT = MARKS + '''
+import json, sys
+
+request = json.load(sys.stdin)
+json.dump({{"text": marked(int(request["context"]["run"])), "usage": {usage!r}}}, sys.stdout)
 '''
 
 
@@ -109,10 +124,26 @@ def write_py_agent(root: Path, delay_s: float = 0.0) -> tuple[str, Path]:
     return f"py:{path}:respond", directory
 
 
+def write_cmd_agent(root: Path, delay_s: float = 0.0) -> tuple[str, Path]:
+    """The same as a ``cmd:`` agent (a program reading the request on stdin)."""
+    directory = root / "cmd-calls"
+    directory.mkdir()
+    path = root / "counting_command.py"
+    path.write_text(CMD_AGENT.format(directory=str(directory), delay_s=delay_s, usage=USAGE))
+    return f"cmd:{sys.executable} {path}", directory
+
+
+def starts_per_second(directory: Path) -> int:
+    """The most calls that started in any 1-second window (sliding, from each start)."""
+    peaks = directory / "peaks"
+    starts = sorted(float(line.split()[1]) for line in peaks.read_text().splitlines()) if peaks.exists() else []
+    return max((sum(1 for t in starts[i:] if t < s + 1.0) for i, s in enumerate(starts)), default=0)
+
+
 def py_calls(directory: Path) -> int:
     return sum(1 for name in (p.name for p in directory.iterdir()) if name.startswith(("done-", "in-")))
 
 
 def py_peak(directory: Path) -> int:
     peaks = directory / "peaks"
-    return max((int(line) for line in peaks.read_text().split()), default=0) if peaks.exists() else 0
+    return max((int(line.split()[0]) for line in peaks.read_text().splitlines()), default=0) if peaks.exists() else 0

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet_agents import PRICE, py_calls, usage_server, write_py_agent
+from tests.fleet_agents import (
+    PRICE,
+    py_calls,
+    py_peak,
+    starts_per_second,
+    usage_server,
+    write_cmd_agent,
+    write_py_agent,
+)
 from tests.fleet_project import report_of, write_suite
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -51,3 +59,21 @@ def test_a_distributed_budget_stops_at_exit_4_and_every_paid_call_is_a_run(kind,
         assert all(d["status"] == "passed" or d["status"] == "failed"
                    for case in report["results"] for d in case["run_details"])
         assert report["summary"]["cost_usd"] == pytest.approx(0.01 * calls())
+
+
+@pytest.mark.parametrize("kind", ["py", "cmd"])
+def test_a_rate_limit_binds_python_and_command_agents_on_workers(kind, tmp_path, redis_client, farm_worker,
+                                                                farm_cli) -> None:
+    for _ in range(2):
+        farm_worker(queue=f"limit-{kind}", concurrency=6)
+    agent, directory = (write_py_agent if kind == "py" else write_cmd_agent)(tmp_path, delay_s=0.3)
+    suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go", "expected": "yes"} for i in range(2)])
+    out = tmp_path / "report.json"
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent, "--runs", "8", "--rate-limit", "*=5/s,3conc",
+                        "--broker", farm_cli.broker, "--queue", f"limit-{kind}", "--no-history", "--no-progress",
+                        "-o", str(out), timeout=240)
+    assert done.returncode == 1, done.stdout + done.stderr  # half the runs answer "no"
+    assert py_calls(directory) == 16
+    assert 1 <= py_peak(directory) <= 3  # 12 threads on two workers, a cap of 3
+    assert starts_per_second(directory) <= 5 + 1
+    assert [(c["runs"], c["passed"]) for c in report_of(out)["results"]] == [(8, 4), (8, 4)]

@@ -29,7 +29,8 @@ from farm.fleet.specs import RateLimit, declared_limit
 from farm.yaofile import read_yao_object
 
 UNMETERED_TYPES = ("python", "command")
-"""Adapters whose calls never pass the transport: the farm sees their usage only in their replies."""
+"""Adapters whose calls never pass the transport: the farm sees their usage only in their replies.
+Their rate limits bind each invocation (``farm.fleet.invocations``); a budget charges their runs."""
 
 
 @dataclass

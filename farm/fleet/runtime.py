@@ -43,6 +43,7 @@ from farm.fleet.control import (
     fleet_scope,
     refuse,
 )
+from farm.fleet.invocations import LimitedAgent
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
@@ -118,19 +119,21 @@ class FleetRuntime:
         self.plan = plan = sweep.fleet
         table = plan.limit_table()
         policy = AdaptivePolicy(lease_ttl_s=sweep.max_case_timeout_s + LEASE_MARGIN_S)  # a lease outlives its call
-        rate_limiter = RateLimiter(rates, table, policy)
+        rate_limiter = self.rates = RateLimiter(rates, table, policy)
+        self.table = table
         self.limiter = SelectiveLimiter(FleetLimiter(rate_limiter, plan.price_of), table, frozenset(plan.metered),
                                         everything=plan.budget is not None)
         self.budget = Budget(budgets, sweep.sweep_id, plan.budget) if plan.budget is not None else None
         self.verdicts = verdicts if plan.judge_cache else None
         self.replay = ReplayStore(Path(plan.replay.directory), plan.replay.mode) if plan.replay else None
         self.unmetered = frozenset(plan.unmetered)
+        limited = any(not table.for_key(plan.agent_keys.get(ref, "")).empty for ref in self.unmetered)
         self._bare = plan.budget is None and not plan.metered and set(plan.agent_keys) <= self.unmetered
         """No call of the sweep can pass the transport (python and command agents, no judge, no
         budget): nothing can be refused or metered, so a run needs no scope (saves ~6 µs a run)."""
         self.stopped: FleetStop | None = None
         """The first refusal: why the sweep must stop."""
-        self.hooks = AgentHooks(limiter=self.limiter, wrap_agent=self._wrap_agent if self.replay else None,
+        self.hooks = AgentHooks(limiter=self.limiter, wrap_agent=self._wrap_agent if self.replay or limited else None,
                                 wrap_judge=self._wrap_judge,
                                 replaying=self.replay is not None and self.replay.mode is ReplayMode.REPLAY)
         self.hooks_key = digest_of({"fleet": plan.model_dump(mode="json", exclude={"budget", "adaptive"}),
@@ -139,8 +142,12 @@ class FleetRuntime:
         budget and the scope of each run are the sweep's own, whichever runtime built the adapter."""
 
     def _wrap_agent(self, agent: Agent, ref: AgentRef) -> Agent:
-        assert self.replay is not None
-        return RecordReplayAgent(agent, self.replay, _agent_config(ref))
+        """A python or command agent held to its key's limits (``LimitedAgent``); recorded or
+        replayed outside that (a replayed call waits for no slot)."""
+        key = self.plan.agent_keys.get(agent_ref_key(ref))
+        if key is not None and agent_ref_key(ref) in self.unmetered and not self.table.for_key(key).empty:
+            agent = LimitedAgent(agent, self.rates, key)
+        return RecordReplayAgent(agent, self.replay, _agent_config(ref)) if self.replay is not None else agent
 
     def _wrap_judge(self, name: str, judge: Judge) -> Judge:
         judge_id = _judge_id(name, judge)
