@@ -46,6 +46,7 @@ _ERROR_TYPES = {
     AGENT_BUILD_FAILED: "harness:config",
     "BudgetStoreError": "harness:budget",
     "BudgetRefusedError": "harness:budget",
+    "QuotaExhaustedError": "infra:quota",
     "QueueStoreError": "harness:queue_wait",
     "QueueWaitError": "harness:queue_wait",
     "ReplayIntegrityError": "harness:replay",

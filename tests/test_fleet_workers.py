@@ -6,6 +6,7 @@ for a slot is not running.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,33 @@ def test_a_rate_limit_binds_python_and_command_agents_on_workers(kind, tmp_path,
     assert 1 <= py_peak(directory) <= 3  # 12 threads on two workers, a cap of 3
     assert starts_per_second(directory) <= 5 + 1
     assert [(c["runs"], c["passed"]) for c in report_of(out)["results"]] == [(8, 4), (8, 4)]
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["steady", "worker-killed"])
+def test_runs_waiting_for_a_shared_limit_are_not_timed_out_and_verdicts_are_exact(kill, tmp_path, redis_client,
+                                                                                  farm_worker, farm_cli) -> None:
+    queue = f"queue-{kill}"
+    workers = [farm_worker(queue=queue, concurrency=8) for _ in range(3)]
+    suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go", "expected": "yes"} for i in range(10)])
+    out = tmp_path / "report.json"
+    with usage_server(delay_s=0.3) as (served, server):
+        # 40 runs at 5/s and 3 in flight: the last queued run waits ~8 s for its slot, far past --timeout 2s
+        sweep = farm_cli.popen("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "4",
+                               "--rate-limit", "*=5/s,3conc", "--timeout", "2s", "--broker", farm_cli.broker,
+                               "--queue", queue, "--no-history", "--no-progress", "-o", str(out))
+        if kill:
+            deadline = time.time() + 120
+            while server.calls < 8 and time.time() < deadline and sweep.poll() is None:
+                time.sleep(0.05)
+            workers[0].kill()
+        stdout, stderr = sweep.communicate(timeout=400)
+        assert sweep.returncode == 1, stdout + stderr  # every case half passes
+        report = report_of(out)
+        assert [(c["runs"], c["passed"], c["errors"], c["timeouts"]) for c in report["results"]] == [(4, 2, 0, 0)] * 10
+        assert server.peak <= 3
+        assert server.max_starts_per_second() <= 5 + 1
+        queued = [d.get("queued_ms") for c in report["results"] for d in c["run_details"]]
+        assert all(q is not None and q >= 0 for q in queued) and report["summary"]["queued_ms"] == pytest.approx(
+            sum(queued), rel=1e-6, abs=1.0)
+        durations = [d["duration_ms"] for c in report["results"] for d in c["run_details"]]
+        assert max(durations) < 2000  # the wait for a slot is not in it (each call takes 0.3 s)

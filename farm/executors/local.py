@@ -89,10 +89,10 @@ class _Sweep:
                 not_after=self.budgets.start(planned.case)))
             if self.adaptive is not None:
                 self.adaptive.finished(planned.id)
-            if result is None:  # fleet control refused a call (budget, quota): not counted; the sweep stops
-                self.stop.request(StopReason(self.fleet.stop_reason))
-            else:
+            if result is not None:  # None: it did not run (refused or starved before its first call)
                 self.record(result)
+            if self.fleet.stopped is not None:  # fleet control refused a call (budget, quota): the sweep stops
+                self.stop.request(StopReason(self.fleet.stop_reason))
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
             await asyncio.sleep(0)

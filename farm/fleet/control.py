@@ -35,6 +35,7 @@ from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
 from farm.fleet.prices import Price, call_cost
 from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.fleet.waiting import granted, waiting
 from farm.models import JsonValue
 
 AGENT, JUDGE = "agent", "judge"
@@ -182,16 +183,18 @@ class FleetLimiter:
         scope, price = _SCOPE.get() or NO_SCOPE, self.price_of(key)
         lease = FleetLease(key, price, scope, _ROLE.get())
         try:
-            if scope.budget is not None:
-                lease.reservation = await scope.budget.reserve(price.most(tokens) if price else 0.0, tokens)
-            if self.rates is not None:
-                lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
+            async with waiting():  # the run's clocks stop while the call queues (farm.fleet.waiting)
+                if scope.budget is not None:
+                    lease.reservation = await scope.budget.reserve(price.most(tokens) if price else 0.0, tokens)
+                if self.rates is not None:
+                    lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
         except FleetStop as error:
             await self._give_back(lease)
             raise refuse(error) from None
         except BaseException:
             await self._give_back(lease)
             raise
+        granted()
         return lease
 
     @staticmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 from farm.agents.base import Agent, AgentRequest
 from farm.agents.transport import usage_counts
 from farm.fleet.limiter import RateLimiter
+from farm.fleet.waiting import granted, waiting
 from farm.models import Reply
 
 
@@ -25,7 +26,9 @@ class LimitedAgent:
         self.key = key
 
     async def respond(self, request: AgentRequest) -> Reply:
-        lease = await self.rates.acquire(self.key)
+        async with waiting():
+            lease = await self.rates.acquire(self.key)
+        granted()
         try:
             reply = await self.inner.respond(request)
         except BaseException:

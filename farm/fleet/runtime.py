@@ -53,6 +53,7 @@ from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.specs import LimitTable
 from farm.fleet.usage import Usage
+from farm.fleet.waiting import RunClock, new_run_clock
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan
 
@@ -119,7 +120,7 @@ class FleetRuntime:
         self.plan = plan = sweep.fleet
         table = plan.limit_table()
         policy = AdaptivePolicy(lease_ttl_s=sweep.max_case_timeout_s + LEASE_MARGIN_S)  # a lease outlives its call
-        rate_limiter = self.rates = RateLimiter(rates, table, policy)
+        rate_limiter = self.rates = RateLimiter(rates, table, policy, plan.max_queue_wait_s)
         self.table = table
         self.limiter = SelectiveLimiter(FleetLimiter(rate_limiter, plan.price_of), table, frozenset(plan.metered),
                                         everything=plan.budget is not None)
@@ -159,20 +160,35 @@ class FleetRuntime:
         return JudgeRole(judge)
 
     async def run(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
-        """Make one run (``call``) under the sweep's fleet control; None when a call was refused."""
-        if self._bare:
-            bare = await call()
-            self._account(bare, planned, None)
-            return bare
+        """Make one run (``call``) under the sweep's fleet control; None when the run did not run:
+        a call was refused before the run's first call (``stopped`` then says why the sweep must
+        stop), or its first call got no slot within ``--max-queue-wait`` (the sweep goes on)."""
+        with new_run_clock() as clock:
+            if self._bare:
+                result: RunResult | None = await call()
+                assert result is not None
+                self._account(result, planned, None)
+            else:
+                result = await self._run_scoped(planned, call, clock)
+        if clock.starved and clock.calls == 0:
+            return None  # waiting is not running: the farm's own queue never changes a verdict
+        return result
+
+    async def _run_scoped(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]],
+                          clock: RunClock) -> RunResult | None:
         scope = FleetScope(self.budget, UsageMeter(), Refusal())
         charged = self.budget is not None and agent_ref_key(planned.agent) in self.unmetered
         with fleet_scope(scope):
             result = await call() if not charged or await self._admit() else None
         assert scope.refusal is not None and scope.meter is not None
-        if scope.refusal.error is not None or result is None:
+        refused = scope.refusal.error
+        if refused is not None or result is None:
             if self.stopped is None:
-                self.stopped = scope.refusal.error
-            return None
+                self.stopped = refused
+            if result is None or refused is None or clock.calls == 0:
+                return None
+            self._account(result, planned, scope.meter)  # refused after an earlier call: its paid calls stay
+            return refused_after_calls(result, refused)
         self._account(result, planned, scope.meter)
         if charged and self.budget is not None:
             tokens = Usage(**result.usage).total_tokens if result.usage else None
@@ -236,6 +252,16 @@ def store_failed(result: RunResult, error: FleetStoreError) -> RunResult:
     return failed
 
 
+def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
+    """A run whose later call fleet control refused: an error run (``harness:budget``; a quota
+    stop ``infra:quota``) that keeps what its earlier calls used and cost."""
+    kind = "BudgetRefusedError" if refused.stopped == "budget" else type(refused).__name__
+    error = ErrorInfo(type=kind, message=refused.message)
+    failed = result.model_copy(update={"status": RunStatus.ERROR, "error": error})
+    failed.failure_class, failed.failed_turn = classify_run(failed)
+    return failed
+
+
 def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
     """The report's ``metadata.budget``: the limits and what the sweep spent."""
     return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": round(spent_usd, 6),
@@ -248,4 +274,4 @@ def local_runtime(sweep: SweepPlan) -> FleetRuntime:
 
 
 __all__ = ["LEASE_MARGIN_S", "LOCAL_RATES", "FleetRuntime", "SelectiveLimiter", "budget_report", "local_runtime",
-           "priced_cost", "store_failed"]
+           "priced_cost", "refused_after_calls", "store_failed"]
