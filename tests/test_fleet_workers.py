@@ -84,14 +84,16 @@ def test_a_rate_limit_binds_python_and_command_agents_on_workers(kind, tmp_path,
 def test_runs_waiting_for_a_shared_limit_are_not_timed_out_and_verdicts_are_exact(kill, tmp_path, redis_client,
                                                                                   farm_worker, farm_cli) -> None:
     queue = f"queue-{kill}"
-    workers = [farm_worker(queue=queue, concurrency=8) for _ in range(3)]
+    # a dead worker's runs come back after the visibility timeout (its own default is minutes)
+    env = {"FARM_VISIBILITY_TIMEOUT": "4"} if kill else {}
+    workers = [farm_worker(queue=queue, concurrency=8, env=env) for _ in range(3)]
     suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go", "expected": "yes"} for i in range(10)])
     out = tmp_path / "report.json"
     with usage_server(delay_s=0.3) as (served, server):
         # 40 runs at 5/s and 3 in flight: the last queued run waits ~8 s for its slot, far past --timeout 2s
         sweep = farm_cli.popen("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "4",
                                "--rate-limit", "*=5/s,3conc", "--timeout", "2s", "--broker", farm_cli.broker,
-                               "--queue", queue, "--no-history", "--no-progress", "-o", str(out))
+                               "--queue", queue, "--no-history", "--no-progress", "-o", str(out), env=env)
         if kill:
             deadline = time.time() + 120
             while server.calls < 8 and time.time() < deadline and sweep.poll() is None:
