@@ -14,6 +14,7 @@ shares one among every worker of a distributed sweep.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from dataclasses import dataclass, replace
@@ -116,13 +117,47 @@ class LocalBudgetBackend:
             return replace(found)
 
 
+PROBE_POLL_S = 0.02
+"""How often a call whose cost cannot be estimated yet looks whether its key's probe settled."""
+
+
 class Budget:
-    """One sweep's budget over a backend."""
+    """One sweep's budget over a backend.
+
+    A call that states no most it can cost (an agent without ``max_tokens``) reserves an estimate:
+    the dearest call of its key settled so far in this process. Until one has settled, the key's
+    calls go one at a time (the first is the probe; the others wait for a slot, which is queueing,
+    not running): 32 calls in flight at once can no longer each reserve $0 and overspend 4x. The
+    bound: spend <= budget + what the calls in flight cost beyond their reservations, so with costs
+    that do not grow, spend <= budget; no call starts once the budget cannot cover its estimate.
+    """
 
     def __init__(self, backend: BudgetBackend, sweep_id: str, limit: BudgetLimit) -> None:
         self.backend = backend
         self.sweep_id = sweep_id
         self.limit = limit
+        self._lock = threading.Lock()
+        self._dearest: dict[str, float] = {}
+        self._probing: set[str] = set()
+
+    async def estimate(self, key: str) -> float:
+        """What a call of ``key`` of unknown most cost reserves; 0 for its probe (see the class)."""
+        while True:
+            with self._lock:
+                if key in self._dearest:
+                    return self._dearest[key]
+                if key not in self._probing:
+                    self._probing.add(key)
+                    return 0.0
+            await asyncio.sleep(PROBE_POLL_S)
+
+    def learn(self, key: str, usd: float | None) -> None:
+        """A call of ``key`` settled at ``usd``: later estimates are at least that (an unknown or
+        free call teaches nothing; the next call probes again)."""
+        with self._lock:
+            self._probing.discard(key)
+            if usd is not None and usd > 0:
+                self._dearest[key] = max(usd, self._dearest.get(key, 0.0))
 
     async def reserve(self, usd: float, tokens: int) -> Reservation:
         """Reserve a call's most.

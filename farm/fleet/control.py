@@ -146,6 +146,8 @@ class FleetLease:
     reservation: Reservation | None = None
     rate_lease: RateLease | None = None
     released: bool = False
+    estimated: bool = False
+    """The budget reservation is ``Budget.estimate``'s: its settled cost teaches the next estimate."""
 
     async def release(self, *, status: int | None, retry_after_s: float | None,
                       usage: dict[str, int] | None) -> None:
@@ -160,6 +162,8 @@ class FleetLease:
         finally:
             if self.reservation is not None and self.scope.budget is not None:
                 tokens = parsed.total_tokens if parsed is not None else None
+                if self.estimated:
+                    self.scope.budget.learn(self.key, cost)
                 await self.scope.budget.settle(self.reservation, cost, tokens)
             if self.scope.meter is not None and status is not None:
                 self.scope.meter.add(self.role, parsed, cost)
@@ -185,7 +189,11 @@ class FleetLimiter:
         try:
             async with waiting():  # the run's clocks stop while the call queues (farm.fleet.waiting)
                 if scope.budget is not None:
-                    lease.reservation = await scope.budget.reserve(price.most(tokens) if price else 0.0, tokens)
+                    lease.estimated = not tokens and scope.budget.limit.max_usd is not None
+                    most = price.most(tokens) if price else 0.0
+                    if lease.estimated:
+                        most = await scope.budget.estimate(key)
+                    lease.reservation = await scope.budget.reserve(most, tokens)
                 if self.rates is not None:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
         except FleetStop as error:
@@ -199,6 +207,8 @@ class FleetLimiter:
 
     @staticmethod
     async def _give_back(lease: FleetLease) -> None:
+        if lease.estimated and lease.scope.budget is not None:
+            lease.scope.budget.learn(lease.key, None)  # never sent: the next call probes
         if lease.reservation is not None and lease.scope.budget is not None:
             await lease.scope.budget.settle(lease.reservation, 0.0, 0)  # never sent: nothing spent
 
