@@ -124,8 +124,9 @@ PROBE_POLL_S = 0.02
 class Budget:
     """One sweep's budget over a backend.
 
-    A call that states no most it can cost (an agent without ``max_tokens``) reserves an estimate:
-    the dearest call of its key settled so far in this process. Until one has settled, the key's
+    A call reserves at least the dearest call of its key settled so far in this process (a
+    connector's ``max_tokens`` bounds its most; without one, only this bounds it). A call that states
+    no tokens at all (an HTTP agent) reserves that estimate, and until one has settled, the key's
     calls go one at a time (the first is the probe; the others wait for a slot, which is queueing,
     not running): 32 calls in flight at once can no longer each reserve $0 and overspend 4x. The
     bound: spend <= budget + what the calls in flight cost beyond their reservations, so with costs
@@ -140,12 +141,15 @@ class Budget:
         self._dearest: dict[str, float] = {}
         self._probing: set[str] = set()
 
-    async def estimate(self, key: str) -> float:
-        """What a call of ``key`` of unknown most cost reserves; 0 for its probe (see the class)."""
+    async def estimate(self, key: str, *, probe: bool = True) -> float:
+        """What a call of ``key`` of unknown most cost reserves: the dearest settled so far; before
+        one settled, 0 for the key's probe while the others wait (``probe``), else 0 at once."""
         while True:
             with self._lock:
                 if key in self._dearest:
                     return self._dearest[key]
+                if not probe:
+                    return 0.0
                 if key not in self._probing:
                     self._probing.add(key)
                     return 0.0

@@ -189,10 +189,10 @@ class FleetLimiter:
         try:
             async with waiting():  # the run's clocks stop while the call queues (farm.fleet.waiting)
                 if scope.budget is not None:
-                    lease.estimated = not tokens and scope.budget.limit.max_usd is not None
                     most = price.most(tokens) if price else 0.0
-                    if lease.estimated:
-                        most = await scope.budget.estimate(key)
+                    lease.estimated = scope.budget.limit.max_usd is not None
+                    if lease.estimated:  # at least the dearest call of the key so far (max_tokens unknown)
+                        most = max(most, await scope.budget.estimate(key, probe=not tokens))
                     lease.reservation = await scope.budget.reserve(most, tokens)
                 if self.rates is not None:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
