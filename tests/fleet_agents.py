@@ -6,6 +6,8 @@ file doing the same through a directory of marker files (workers are other proce
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -14,7 +16,7 @@ from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from tests.servers import HOST, Served, load_example, serve_in_thread
+from tests.servers import HOST, ROOT, Served, load_example, serve_in_thread
 
 USAGE = {"input_tokens": 10, "output_tokens": 0}
 """What each call reports: at 1000 USD per million input tokens, $0.01."""
@@ -147,3 +149,11 @@ def py_calls(directory: Path) -> int:
 def py_peak(directory: Path) -> int:
     peaks = directory / "peaks"
     return max((int(line.split()[0]) for line in peaks.read_text().splitlines()), default=0) if peaks.exists() else 0
+
+
+def farm_test(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """``farm test ARGS`` in-process (no broker), from this repository (its code, not an installed one)."""
+    full = {**os.environ, **(env or {})}
+    full.pop("FARM_BROKER_URL", None)
+    return subprocess.run([sys.executable, "-m", "farm", "test", "--no-progress", "--no-history", *args], cwd=ROOT,
+                          env=full, capture_output=True, text=True, timeout=timeout)

@@ -5,15 +5,12 @@ what the calls in flight cost beyond their reservations: here, calls of equal co
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fleet_agents import PRICE, usage_server
+from tests.fleet_agents import PRICE, farm_test, usage_server
 from tests.fleet_project import report_of, write_suite
-from tests.servers import ROOT
 
 
 def test_32_calls_in_flight_cannot_overspend_a_budget_without_max_tokens(tmp_path: Path) -> None:
@@ -23,10 +20,8 @@ def test_32_calls_in_flight_cannot_overspend_a_budget_without_max_tokens(tmp_pat
         agent = served.url + "/agent"
         prices = tmp_path / "prices.json"
         prices.write_text(json.dumps({"models": {agent: PRICE}}))  # $0.01 a call
-        done = subprocess.run([sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", agent, "--runs", "20",
-                               "--parallel", "32", "--budget", "0.1", "--no-history", "--no-progress", "-o", str(out)],
-                              cwd=ROOT, env={**_env(), "FARM_PRICES": str(prices)}, capture_output=True, text=True,
-                              timeout=240)
+        done = farm_test("-i", str(suite), "-n", agent, "--runs", "20", "--parallel", "32", "--budget", "0.1",
+                         "-o", str(out), env={"FARM_PRICES": str(prices)})
     assert done.returncode == 4, done.stdout + done.stderr
     report = report_of(out)
     spent = report["metadata"]["budget"]["spent_usd"]
@@ -34,10 +29,3 @@ def test_32_calls_in_flight_cannot_overspend_a_budget_without_max_tokens(tmp_pat
     assert server.calls == report["summary"]["total_runs"]  # every paid call is a run
     assert spent == pytest.approx(0.01 * server.calls) and spent <= 0.1 + 1e-9
 
-
-def _env() -> dict[str, str]:
-    import os
-
-    env = {**os.environ}
-    env.pop("FARM_BROKER_URL", None)
-    return env
