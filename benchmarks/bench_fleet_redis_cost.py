@@ -49,7 +49,8 @@ def _commands(client: Any) -> dict[str, int]:
 async def _calls(n: int, url: str, *, limited: bool, budgeted: bool) -> None:
     clients = LoopClients(url)
     table = LimitTable({"*": parse_limit("100000/s,8conc", where="bench")} if limited else {})
-    rates = RateLimiter(RedisRateBackend(url, clients=clients), table, AdaptivePolicy()) if limited else None
+    policy = AdaptivePolicy(fair=True)  # as a sweep runs it (farm.fleet.runtime)
+    rates = RateLimiter(RedisRateBackend(url, clients=clients), table, policy) if limited else None
     limiter = FleetLimiter(rates, lambda key: Price(1.0, 1.0))
     budget = Budget(RedisBudgetBackend(url, clients=clients), "bench", BudgetLimit(max_usd=1e9)) if budgeted else None
     with fleet_scope(FleetScope(budget, UsageMeter(), Refusal())):

@@ -119,7 +119,8 @@ class FleetRuntime:
                  verdicts: VerdictCache | None) -> None:
         self.plan = plan = sweep.fleet
         table = plan.limit_table()
-        policy = AdaptivePolicy(lease_ttl_s=sweep.max_case_timeout_s + LEASE_MARGIN_S)  # a lease outlives its call
+        # a lease outlives its call; waiters are served first come, first served (SPEC 15)
+        policy = AdaptivePolicy(lease_ttl_s=sweep.max_case_timeout_s + LEASE_MARGIN_S, fair=True)
         rate_limiter = self.rates = RateLimiter(rates, table, policy, plan.max_queue_wait_s)
         self.table = table
         self.limiter = SelectiveLimiter(FleetLimiter(rate_limiter, plan.price_of), table, frozenset(plan.metered),
