@@ -35,7 +35,7 @@ from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
 from farm.fleet.prices import Price, call_cost
 from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost
-from farm.fleet.waiting import granted, waiting
+from farm.fleet.waiting import granted, run_clock, waiting
 from farm.models import JsonValue
 
 AGENT, JUDGE = "agent", "judge"
@@ -76,10 +76,14 @@ class Refusal:
 
     def __init__(self) -> None:
         self.error: FleetStop | None = None
+        self.calls_before = 0
+        """Calls of the run made before the refused one: some, and the run is an error run that
+        keeps them (SPEC 15); none, and the run did not run."""
 
-    def note(self, error: FleetStop) -> None:
+    def note(self, error: FleetStop, calls_before: int = 0) -> None:
         if self.error is None:
             self.error = error
+            self.calls_before = calls_before
 
 
 @dataclass(frozen=True)
@@ -106,11 +110,14 @@ def fleet_scope(scope: FleetScope) -> Iterator[FleetScope]:
         _SCOPE.reset(token)
 
 
-def refuse(error: FleetStop) -> FleetStop:
-    """Note ``error`` in the current run's refusal and return it, for the caller to raise."""
+def refuse(error: FleetStop, *, answered: bool = False) -> FleetStop:
+    """Note ``error`` in the current run's refusal and return it, for the caller to raise;
+    ``answered``: the refused call was made (a quota answer), so it is not one made before."""
     refusal = (_SCOPE.get() or NO_SCOPE).refusal
     if refusal is not None:
-        refusal.note(error)
+        clock = run_clock()
+        made = clock.calls if clock is not None else 0
+        refusal.note(error, made - 1 if answered else made)
     return error
 
 

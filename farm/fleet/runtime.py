@@ -53,7 +53,7 @@ from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.specs import LimitTable
 from farm.fleet.usage import Usage
-from farm.fleet.waiting import RunClock, new_run_clock
+from farm.fleet.waiting import new_run_clock
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan
 
@@ -170,13 +170,12 @@ class FleetRuntime:
                 assert result is not None
                 self._account(result, planned, None)
             else:
-                result = await self._run_scoped(planned, call, clock)
+                result = await self._run_scoped(planned, call)
         if clock.starved and clock.calls == 0:
             return None  # waiting is not running: the farm's own queue never changes a verdict
         return result
 
-    async def _run_scoped(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]],
-                          clock: RunClock) -> RunResult | None:
+    async def _run_scoped(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
         scope = FleetScope(self.budget, UsageMeter(), Refusal())
         charged = self.budget is not None and agent_ref_key(planned.agent) in self.unmetered
         with fleet_scope(scope):
@@ -186,7 +185,7 @@ class FleetRuntime:
         if refused is not None or result is None:
             if self.stopped is None:
                 self.stopped = refused
-            if result is None or refused is None or clock.calls == 0:
+            if result is None or refused is None or scope.refusal.calls_before <= 0:
                 return None
             self._account(result, planned, scope.meter)  # refused after an earlier call: its paid calls stay
             return refused_after_calls(result, refused)
