@@ -70,3 +70,15 @@ def test_a_bad_max_queue_wait_is_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--max-queue-wait: not a duration" in done.stderr, done.stderr
 
 
+
+
+def test_a_token_limit_debits_a_python_agents_reported_usage(tmp_path: Path) -> None:
+    agent, directory = write_py_agent(tmp_path)  # each call reports 10 tokens
+    suite = write_suite(tmp_path, "s.jsonl", [{"id": "c", "input": "go"}])
+    out = tmp_path / "report.json"
+    done = farm_test("-i", str(suite), "-n", agent, "--runs", "5", "--parallel", "1", "--rate-limit", "*=20tok/m",
+                     "--max-queue-wait", "1s", "-o", str(out))
+    assert done.returncode in (0, 1), done.stderr
+    [case] = report_of(out)["results"]
+    # 20 tokens a minute: two calls fill it, the third goes on what is left, then a 30 s debt
+    assert (py_calls(directory), case["runs"], case["runs_not_run"]) == (3, 3, 2)
