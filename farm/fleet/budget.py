@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import time
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from farm.errors import BudgetExhaustedError, SettingsError
+from farm.fleet.waiting import QueueWaitError
 
 
 @dataclass(frozen=True)
@@ -141,9 +143,14 @@ class Budget:
         self._dearest: dict[str, float] = {}
         self._probing: set[str] = set()
 
-    async def estimate(self, key: str, *, probe: bool = True) -> float:
+    async def estimate(self, key: str, *, probe: bool = True, max_wait_s: float = math.inf) -> float:
         """What a call of ``key`` of unknown most cost reserves: the dearest settled so far; before
-        one settled, 0 for the key's probe while the others wait (``probe``), else 0 at once."""
+        one settled, 0 for the key's probe while the others wait (``probe``), else 0 at once.
+
+        Raises:
+            QueueWaitError: the probe did not settle within ``max_wait_s`` (``--max-queue-wait``).
+        """
+        give_up = time.monotonic() + max_wait_s
         while True:
             with self._lock:
                 if key in self._dearest:
@@ -153,6 +160,9 @@ class Budget:
                 if key not in self._probing:
                     self._probing.add(key)
                     return 0.0
+            if time.monotonic() > give_up:
+                raise QueueWaitError(f"budget: no estimate of a call of {key!r} within --max-queue-wait "
+                                     f"{max_wait_s:g}s (its first call has not settled)")
             await asyncio.sleep(PROBE_POLL_S)
 
     def learn(self, key: str, usd: float | None) -> None:

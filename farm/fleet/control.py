@@ -24,6 +24,7 @@ executor does not count on the exception reaching it. After each run it asks
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -199,7 +200,8 @@ class FleetLimiter:
                     most = price.most(tokens) if price else 0.0
                     lease.estimated = scope.budget.limit.max_usd is not None
                     if lease.estimated:  # at least the dearest call of the key so far (max_tokens unknown)
-                        most = max(most, await scope.budget.estimate(key, probe=not tokens))
+                        wait_s = self.rates.max_wait_s if self.rates is not None else math.inf
+                        most = max(most, await scope.budget.estimate(key, probe=not tokens, max_wait_s=wait_s))
                     lease.reservation = await scope.budget.reserve(most, tokens)
                 if self.rates is not None:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
