@@ -82,3 +82,29 @@ def test_a_token_limit_debits_a_python_agents_reported_usage(tmp_path: Path) -> 
     [case] = report_of(out)["results"]
     # 20 tokens a minute: two calls fill it, the third goes on what is left, then a 30 s debt
     assert (py_calls(directory), case["runs"], case["runs_not_run"]) == (3, 3, 2)
+
+
+def test_a_whole_test_budget_stops_while_every_run_of_the_case_waits() -> None:
+    import time
+
+    from farm.deadlines import TestBudgets
+    from farm.models import Case
+
+    case = Case(id="t", format="neuro-san", turns=[], test_timeout_s=60.0)
+    budgets = TestBudgets()
+    end = budgets.start(case)
+    assert end is not None
+    first, second = budgets.waits(case), budgets.waits(case)
+    assert first is not None and second is not None
+    first.paused()
+    time.sleep(0.2)  # one run waits, the other runs: the budget runs on
+    assert budgets.end(case) == end
+    second.paused()
+    time.sleep(0.3)  # both wait: the budget stops
+    second.resumed()
+    moved = budgets.end(case)
+    assert moved is not None and 0.3 <= moved - end < 5
+    first.resumed()
+    first.finished()
+    second.finished()
+    assert budgets.end(case) == moved

@@ -84,9 +84,14 @@ class _Sweep:
     async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
         for planned, run in queue:
             agent = self.pool.get(planned.agent)
-            result = await self.fleet.run(planned, functools.partial(
-                run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges, simulators=self.simulators,
-                not_after=self.budgets.start(planned.case)))
+            not_after, waits = self.budgets.start(planned.case), self.budgets.waits(planned.case)
+            try:
+                result = await self.fleet.run(planned, functools.partial(
+                    run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges,
+                    simulators=self.simulators, not_after=not_after), waits)
+            finally:
+                if waits is not None:
+                    waits.finished()
             if self.adaptive is not None:
                 self.adaptive.finished(planned.id)
             if result is not None:  # None: it did not run (refused or starved before its first call)

@@ -53,7 +53,7 @@ from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.specs import LimitTable
 from farm.fleet.usage import Usage
-from farm.fleet.waiting import new_run_clock
+from farm.fleet.waiting import WaitListener, new_run_clock
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan
 
@@ -160,11 +160,12 @@ class FleetRuntime:
             judge = RecordReplayJudge(judge, self.replay, name, digest_of(judge_id))
         return JudgeRole(judge)
 
-    async def run(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
+    async def run(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]],
+                  waits: WaitListener | None = None) -> RunResult | None:
         """Make one run (``call``) under the sweep's fleet control; None when the run did not run:
         a call was refused before the run's first call (``stopped`` then says why the sweep must
         stop), or its first call got no slot within ``--max-queue-wait`` (the sweep goes on)."""
-        with new_run_clock() as clock:
+        with new_run_clock(waits) as clock:
             if self._bare:
                 result: RunResult | None = await call()
                 assert result is not None

@@ -19,6 +19,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
+from typing import Protocol
 
 
 class QueueWaitError(Exception):
@@ -26,10 +27,19 @@ class QueueWaitError(Exception):
     run; after one, it is an error run of class ``harness:queue_wait``."""
 
 
+class WaitListener(Protocol):
+    """Told when a run starts and stops waiting (a neuro-san case's whole-test budget stops too)."""
+
+    def paused(self) -> None: ...
+
+    def resumed(self) -> None: ...
+
+
 class RunClock:
     """Queueing time and granted calls of one run (one event loop: no lock needed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, listener: WaitListener | None = None) -> None:
+        self.listener = listener
         self.queued_s = 0.0
         self.calls = 0
         self.starved = False
@@ -44,6 +54,8 @@ class RunClock:
         self._waits += 1
         if self._waits == 1:
             self._paused_at = time.monotonic()
+            if self.listener is not None:
+                self.listener.paused()
             self._paused = [(timeout, timeout.when()) for timeout in self._timeouts if not timeout.expired()]
             for timeout, when in self._paused:
                 if when is not None:
@@ -56,6 +68,8 @@ class RunClock:
             return
         waited = time.monotonic() - self._paused_at
         self.queued_s += waited
+        if self.listener is not None:
+            self.listener.resumed()
         for timeout, when in self._paused:
             if when is not None and timeout in self._timeouts:
                 timeout.reschedule(when + waited)
@@ -87,9 +101,9 @@ def run_clock() -> RunClock | None:
 
 
 @contextlib.contextmanager
-def new_run_clock() -> Iterator[RunClock]:
-    """A clock for the run made inside the block."""
-    clock = RunClock()
+def new_run_clock(listener: WaitListener | None = None) -> Iterator[RunClock]:
+    """A clock for the run made inside the block (``listener``: told of its waits)."""
+    clock = RunClock(listener)
     token = _CLOCK.set(clock)
     try:
         yield clock
@@ -140,4 +154,5 @@ def left(deadline: float) -> float:
     return clock.left(deadline) if clock is not None else deadline - time.monotonic()
 
 
-__all__ = ["QueueWaitError", "RunClock", "granted", "left", "new_run_clock", "queued_timeout", "run_clock", "waiting"]
+__all__ = ["QueueWaitError", "RunClock", "WaitListener", "granted", "left", "new_run_clock", "queued_timeout",
+           "run_clock", "waiting"]
