@@ -119,20 +119,22 @@ json.dump({{"text": marked(int(request["context"]["run"])), "usage": {usage!r}}}
 
 def write_py_agent(root: Path, delay_s: float = 0.0) -> tuple[str, Path]:
     """A ``py:`` agent counting its calls (``done-*`` files) and concurrency (``peaks``) in a directory."""
-    directory = root / "py-calls"
-    directory.mkdir()
-    path = root / "counting_agent.py"
-    path.write_text(PY_AGENT.format(directory=str(directory), delay_s=delay_s, usage=USAGE))
+    path, directory = _write_counting(root, "py", PY_AGENT, delay_s)
     return f"py:{path}:respond", directory
 
 
 def write_cmd_agent(root: Path, delay_s: float = 0.0) -> tuple[str, Path]:
     """The same as a ``cmd:`` agent (a program reading the request on stdin)."""
-    directory = root / "cmd-calls"
-    directory.mkdir()
-    path = root / "counting_command.py"
-    path.write_text(CMD_AGENT.format(directory=str(directory), delay_s=delay_s, usage=USAGE))
+    path, directory = _write_counting(root, "cmd", CMD_AGENT, delay_s)
     return f"cmd:{sys.executable} {path}", directory
+
+
+def _write_counting(root: Path, kind: str, template: str, delay_s: float) -> tuple[Path, Path]:
+    directory = root / f"{kind}-calls"
+    directory.mkdir()
+    path = root / f"counting_{kind}.py"
+    path.write_text(template.format(directory=str(directory), delay_s=delay_s, usage=USAGE))
+    return path, directory
 
 
 def starts_per_second(directory: Path) -> int:
