@@ -24,7 +24,6 @@ order (Go iterates a map), so the same run sends the same simulator input.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -33,6 +32,7 @@ from typing import Any, Protocol
 from farm.checks.extract import extract_data
 from farm.errors import AgentError
 from farm.failures import CHECKPOINT_PREFIX
+from farm.fleet.waiting import left, queued_timeout
 from farm.models import (
     Assertion,
     CheckOutcome,
@@ -182,7 +182,7 @@ class DynamicLoop:
     async def _loop(self, simulator: Simulator, send: SendTurn, check: CheckTurn, history: Callable[[], list[Any]],
                     deadline: float, limit: str) -> tuple[RunStatus, ErrorInfo | None]:
         for turn in range(1, self.spec.max_turns + 1):
-            if time.monotonic() > deadline:
+            if left(deadline) < 0:
                 message = f"run timed out after {limit} (checked at the start of turn {turn})"
                 return RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=message)
             started = time.monotonic()
@@ -208,7 +208,7 @@ class DynamicLoop:
                         limit: str) -> SimulatorReply:
         request = self.simulator_input(history, turn)
         try:
-            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+            async with queued_timeout(max(left(deadline), 0.0)):
                 return parse_simulator_reply(await simulator.ask(request), yao_compat=self.yao_compat)
         except TimeoutError:
             message = f"run timed out after {limit} while the simulator answered turn {turn}"

@@ -15,7 +15,6 @@ run that does not pass gets its failure class and turn (``farm.failures``).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from farm.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorRes
 from farm.errors import AgentError, FaultKind
 from farm.failures import classify_run
 from farm.fleet.usage import RunUsage
+from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.hooks import HookFailedError, RunHooks
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
@@ -214,7 +214,7 @@ async def _send_turn(
 ) -> Reply:
     new_messages = [m.model_dump(mode="json", exclude_none=True) for m in turn.messages]
     sly = _merge(state.sly_data, turn.sly_data)
-    remaining = deadline - time.monotonic()
+    remaining = left(deadline)
     turn_timeout = min(turn.timeout_s, remaining) if turn.timeout_s else remaining
     request = AgentRequest(
         messages=state.history + new_messages,
@@ -230,7 +230,7 @@ async def _send_turn(
             raise TimeoutError
         # asyncio.timeout cancels this task in place: no extra Task per call (wait_for makes one).
         # A sync agent's thread is abandoned on cancel (farm.agents.python), so a hung one times out too.
-        async with asyncio.timeout(turn_timeout):
+        async with queued_timeout(turn_timeout):  # a wait for a slot in fleet control pushes it back
             reply = await agent.respond(request)
     except TimeoutError:
         whole = turn_timeout >= remaining
@@ -257,13 +257,13 @@ async def _check_turn(
 ) -> list[CheckOutcome]:
     if not turn.assertions and not turn.stock_tests:
         return []
-    remaining = deadline - time.monotonic()
+    remaining = left(deadline)
     try:
         if remaining <= 0:
             raise TimeoutError
         if not waiting_checks(turn):  # they never suspend, so no timeout could interrupt them
             return await evaluate_turn(turn, reply, ctx, index)
-        async with asyncio.timeout(remaining):
+        async with queued_timeout(remaining):  # a judge's wait for a slot pushes it back
             return await evaluate_turn(turn, reply, ctx, index)
     except TimeoutError:
         raise _Outcome(
@@ -337,7 +337,11 @@ def _deadline(case: Case, env: RunEnvironment, start: float, not_after: float | 
 
 def _finish(result: RunResult, state: _RunState, start: float) -> None:
     """Duration, retries and (a run that did not pass) its failure class and turn."""
-    result.duration_ms = round((time.monotonic() - start) * 1000, 3)
+    clock = run_clock()
+    queued_s = clock.queued_s if clock is not None else 0.0  # waiting for capacity is not running
+    result.duration_ms = round((time.monotonic() - start - queued_s) * 1000, 3)
+    if clock is not None:
+        result.queued_ms = round(queued_s * 1000, 3)
     result.retries = state.total_retries()
     state.usage.fill(result)
     if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path

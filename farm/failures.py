@@ -13,6 +13,10 @@ order the checks ran:
     harness:parse | harness:config
         the farm could not read an answer, or the test itself is wrong (a bad reference, a
         hook or script that raised, a 4xx the request earned)
+    harness:budget | harness:queue_wait | harness:replay
+        fleet control ended a run after an earlier call of it was made: the budget refused the
+        next call, or no slot came within ``--max-queue-wait`` (or their store failed); a
+        recording that is not the call's (SPEC 15)
     assertion:<type>[:<path or checkpoint>]
         a check held false: ``assertion:contains``, ``assertion:json_path:$.a``,
         ``assertion:keywords:text``, ``assertion:value:structure.answer``,
@@ -43,6 +47,12 @@ _ERROR_TYPES = {
     "SimulatorReplyError": "harness:parse",
     "AgentResolutionError": "harness:config",
     AGENT_BUILD_FAILED: "harness:config",
+    "BudgetStoreError": "harness:budget",
+    "BudgetRefusedError": "harness:budget",
+    "QuotaExhaustedError": "infra:quota",
+    "QueueStoreError": "harness:queue_wait",
+    "QueueWaitError": "harness:queue_wait",
+    "ReplayIntegrityError": "harness:replay",
 }
 """Errors the farm makes itself, by type; any other type (the agent's own exception) is ``crashed``."""
 _KIND_CLASSES = {

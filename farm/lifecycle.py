@@ -9,7 +9,6 @@ cases in plan order, ``metadata.status`` (SPEC 11), ``metadata.stopped`` with it
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import threading
 import time
@@ -21,6 +20,7 @@ from farm.checks.base import JudgeResolver
 from farm.dynamic import SimulatorResolver
 from farm.execute import RunEnvironment, execute_run
 from farm.failures import classify_run
+from farm.fleet.waiting import queued_timeout
 from farm.models import Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
 from farm.observers import SweepStart
 from farm.plan import SweepPlan, utc_now
@@ -149,7 +149,7 @@ async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *
     limit = env.case_timeout(case)
     started = time.monotonic()
     try:
-        async with asyncio.timeout(limit + RUN_GUARD_S):
+        async with queued_timeout(limit + RUN_GUARD_S):  # pushed back by the run's waits for a slot
             return await execute_run(case, run, agent, env, judges=judges, simulators=simulators,
                                      not_after=not_after)
     except TimeoutError:

@@ -231,6 +231,9 @@ class RunResult(FarmModel):
     error: ErrorInfo | None = None
     retries: int = 0
     """Transient faults retried during this run."""
+    queued_ms: float | None = None
+    """Time the run's calls waited for a slot in fleet control (SPEC 15): not in ``duration_ms``
+    nor in any timeout; None: made outside fleet control."""
     usage: dict[str, int] | None = None
     """The agent's tokens summed over the turns (``input_tokens``, ``output_tokens``,
     ``cached_tokens``, ``reasoning_tokens``; a count nobody reported is absent); None: none reported."""

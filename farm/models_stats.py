@@ -54,6 +54,8 @@ class RunDetail(FarmModel):
     retries: int = 0
     failure_class: str | None = None
     failed_turn: int | None = None
+    queued_ms: float | None = None
+    """Time the run's calls waited for a slot in fleet control (not in ``duration_ms``, SPEC 15)."""
     turns: list[TurnRecord] | None = None
     checkpoints: dict[str, CheckpointResult] | None = None
 
@@ -166,6 +168,11 @@ class CaseStats(FarmModel):
     retry_bias: dict[str, JsonValue] | None = None
     """Runs that needed a transient retry against runs that did not: ``retried_runs``,
     ``retried_pass_rate``, ``clean_pass_rate``, ``q`` (Fisher, BH across cases), ``flagged``."""
+    runs_not_run: int = 0
+    """Planned runs that did not run and were not saved by an adaptive rule: the sweep stopped, or
+    fleet control refused or starved them before their first call (SPEC 15); not in ``runs``."""
+    queued_ms: float = 0.0
+    """Time the case's runs waited for slots in fleet control, summed (not in any duration)."""
     content_hash: str | None = None
     """Digest of the case as written (turns, checks, input, settings; not its file or line):
     comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
@@ -212,6 +219,10 @@ class SweepSummary(FarmModel):
     """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
     runs_saved: int = 0
     """``--adaptive``: planned runs not made because their cases' verdicts were settled."""
+    runs_not_run: int = 0
+    """Planned runs that did not run (SPEC 15), summed over the cases."""
+    queued_ms: float = 0.0
+    """Time runs waited for slots in fleet control (rate, concurrency, budget), summed."""
     failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
     """Failed runs of the whole sweep by failure class, most frequent first."""
     classes: dict[str, int] = Field(default_factory=dict)

@@ -106,10 +106,11 @@ class SimulatorPool:
             raise AgentResolutionError(f"simulator {spec.use}: {exc.message}") from None
 
     def _connector(self, name: str) -> Connector:
-        if self._connectors is None:
-            self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
         try:
-            return self._connectors.get(name)
+            with self.hooks.building():
+                if self._connectors is None:
+                    self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
+                return self._connectors.get(name)
         except AgentResolutionError as exc:
             raise AgentResolutionError(f"simulator {LLM_PREFIX}{name}: {exc.message}") from None
 

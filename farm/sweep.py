@@ -22,6 +22,7 @@ from typing import Any
 
 from farm import collector
 from farm.agents.base import Agent
+from farm.agents.hooks import AgentHooks
 from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
@@ -215,7 +216,8 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
                            cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred():
+    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
+    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
         built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now

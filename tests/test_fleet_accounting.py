@@ -205,7 +205,7 @@ def test_the_plan_carries_fleet_settings_through_json_and_no_secret() -> None:
                                      "fleet": fleet.model_dump(mode="json")})
     assert SweepPlan.model_validate_json(plan.model_dump_json()).fleet == fleet
     assert set(fleet.model_dump()) == {"limits", "declared", "budget", "prices", "agent_keys", "unmetered", "metered",
-                                       "adaptive", "replay", "judge_cache"}  # nothing else: no key, no URL
+                                       "adaptive", "replay", "judge_cache", "max_queue_wait_s"}  # no key, no URL
 
 
 @pytest.mark.browser

@@ -241,3 +241,30 @@ def test_a_key_with_credentials_never_reaches_a_redis_key_name(redis_server: str
     names = redis_client.keys("*")
     assert names and all("secret" not in name and "user" not in name for name in names)
     assert all(name.startswith(("farm:fleet:limit:sha256:", "farm:fleet:leases:sha256:")) for name in names)
+
+
+FAIR = AdaptivePolicy(lease_ttl_s=60.0, fair=True, ticket_grace_s=1.0)
+
+
+def _try(key: Key, at_ms: float, lease: str) -> Decision:
+    return key.loop.run_until_complete(key.backend.try_acquire(
+        key.name, key.limit, key.policy, tokens=0, lease_id=lease, now=T0 + at_ms))
+
+
+def test_fair_waiters_are_served_first_come_first_served(make_key: Callable[..., Key]) -> None:
+    key = make_key(RateLimit(concurrency=1), FAIR)
+    held = key.grant(0)
+    assert not _try(key, 1, "first").granted and not _try(key, 2, "second").granted  # tickets 1, 2
+    key.release(5, *held)
+    assert not _try(key, 6, "second").granted  # the slot is free, but "first" waits longer
+    assert _try(key, 7, "first").granted
+    assert not _try(key, 8, "newcomer").granted  # behind "second" (and the cap)
+
+
+def test_a_dead_waiter_never_blocks_the_head_of_the_queue(make_key: Callable[..., Key]) -> None:
+    key = make_key(RateLimit(concurrency=1), FAIR)
+    held = key.grant(0)
+    assert not _try(key, 1, "dies").granted  # its ticket lives until its next try is due + 1 s
+    key.release(5, *held)
+    assert not _try(key, 6, "alive").granted
+    assert _try(key, 1100, "alive").granted  # "dies" never came back: its ticket expired

@@ -76,7 +76,7 @@ def test_a_call_the_record_lacks_is_an_error_naming_it(tmp_path: Path) -> None:
     [result] = sweep(store, "http://127.0.0.1:9/echo", "http://127.0.0.1:9", judged_case("x"))[:1]
     assert result.status == "error" and result.error is not None
     assert "no recording of the agent call of case 'case-x', run 1, turn 1" in result.error.message
-    assert result.failure_class == "harness:config"
+    assert result.failure_class == "harness:replay"
 
 
 def test_a_failed_call_is_recorded_and_replayed_as_the_same_failure(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import time
 
 from farm.errors import AGENT_BUILD_FAILED
 from farm.failures import classify_run
+from farm.fleet.control import FleetStoreError
 from farm.fleet.runtime import FleetRuntime
 from farm.lifecycle import run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
@@ -51,6 +52,11 @@ def attempt_run(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRu
                              f"run cut off by the worker after {limit:g}s (task time limit)")
         result.duration_ms = round((time.monotonic() - started) * 1000, 3)
         return result
+    except Exception as exc:  # fleet control's own step failed: an error run, never an acked and lost one
+        if isinstance(exc, FleetStoreError):
+            return failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, exc.failure_type, str(exc))
+        return failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, "QueueStoreError",
+                          f"fleet control failed: {type(exc).__name__}: {exc}")
 
 
 __all__ = ["attempt_run", "failed_run"]

@@ -95,11 +95,12 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         result = run_isolated(store_url(store), store.ttl, sweep, planned, run)
     else:
         result = attempt_run(sweep, planned, run, fleet, interrupts=interrupts)
-    if result is None:  # fleet control refused a call: the run is dropped, and the sweep stops
-        if store.stop(sweep_id, fleet.stop_reason):
-            log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
+    if fleet.stopped is not None and store.stop(sweep_id, fleet.stop_reason):  # a call was refused: the sweep stops
+        log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
+    if result is None:  # it did not run (refused, or no slot in time, before its first call): dropped
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
-        return _record(sweep_id, case_id, run, status="dropped", reason=fleet.stop_reason)
+        return _record(sweep_id, case_id, run, status="dropped",
+                       reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait")
     result.sweep_id = sweep_id
     tally, state = store.store_run(sweep_id, result)
     stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)

@@ -39,8 +39,12 @@ Faults are injected by the model name:
   ``quota`` (or ``quota-exhausted``): 429 with OpenAI's ``insufficient_quota`` error body (a quota
   used up, which waiting does not cure); ``html``: an HTML page instead of JSON.
 
+Faults at *rates*, seeded, and answers right with a probability (a chaos provider to rehearse a
+sweep against): ``--fault-rate 429=0.1 --fault-rate stall=0.1 --seed 7 [--stall-s 2]`` and the
+model ``right-<p>`` (or ``metadata.p_right``); see ``chaos.py`` for the draws.
+
 With ``--key``, requests without ``Authorization: Bearer <key>`` get 401. ``GET /stats``
-returns the request count per key. Standard library only.
+returns the request count per key (and the faults injected). Standard library only.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from _common import JsonHandler, base_parser, serve  # sibling module: run as a script or by path
+from chaos import Chaos, parse_rate
 
 _STOP = (
     "this that with from into about have been were what when where which while would could "
@@ -65,6 +70,7 @@ FAULT = re.compile(r"fail-(\d{3})(?:x(\d+))?-then-ok")
 ERROR = re.compile(r"error-(\d{3})")
 SLOW = re.compile(r"slow-(\d+(?:\.\d+)?)s")
 WORD = re.compile(r"[^\W\d_][\w'-]*")
+RIGHT = re.compile(r"right-(\d*\.?\d+)")
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -73,9 +79,11 @@ class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], key: str | None = None, verbose: bool = False):
+    def __init__(self, address: tuple[str, int], key: str | None = None, verbose: bool = False,
+                 chaos: Chaos | None = None):
         super().__init__(address, ChatHandler)
         self.key = key
+        self.chaos = chaos
         self.verbose = verbose
         self.lock = threading.Lock()
         self.hits: Counter[str] = Counter()
@@ -255,7 +263,8 @@ class ChatHandler(JsonHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/stats":
             with self.server.lock:
-                self.send_json(200, {"hits": dict(self.server.hits)})
+                faults = dict(self.server.chaos.faults) if self.server.chaos else {}
+                self.send_json(200, {"hits": dict(self.server.hits), "faults": faults})
         elif self.path.rstrip("/") in ("/v1/models", "/models"):
             self.send_json(200, {"object": "list", "data": [{"id": "echo", "object": "model"}]})
         else:
@@ -281,7 +290,38 @@ class ChatHandler(JsonHandler):
             return
         key = self.headers.get("X-Fault-Key") or last_of(messages, "user")
         seen = self.server.record(self.path, dict(self.headers.items()), body, key)
-        self.respond(body, seen)
+        if self.server.chaos is None or self.chaotic(body, key):
+            self.respond(body, seen)
+
+    def chaotic(self, body: dict[str, Any], key: str) -> bool:
+        """The chaos provider's draws (``chaos.py``): False when a fault answered instead."""
+        chaos = self.server.chaos
+        assert chaos is not None
+        fault = chaos.fault(key)
+        if fault in ("429", "5xx"):
+            status = 429 if fault == "429" else 503
+            self.send_json(status, {"error": {"message": f"chaos: {status}"}}, {"Retry-After": "1"})
+            return False
+        if fault == "quota":
+            self.send_json(429, {"error": {"message": "chaos: quota exceeded", "type": "insufficient_quota",
+                                           "code": "insufficient_quota"}})
+            return False
+        if fault == "drop":
+            self.close_connection = True
+            return False
+        if fault == "stall":
+            time.sleep(chaos.stall_s)
+        right = RIGHT.fullmatch(str(body.get("model") or ""))
+        metadata = body.get("metadata")
+        p = float(right.group(1)) if right else metadata.get("p_right") if isinstance(metadata, dict) else None
+        if isinstance(p, int | float):
+            user = last_of(body.get("messages") or [], "user")
+            content = user if chaos.right(key, float(p)) else f"wrong: {user}"
+            reply = answer(body)
+            reply["choices"][0]["message"]["content"] = content
+            self.send_json(200, reply)
+            return False
+        return True
 
     def respond(self, body: dict[str, Any], seen: int) -> None:
         """Inject the fault the model name asks for, else answer."""
@@ -320,8 +360,18 @@ class ChatHandler(JsonHandler):
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser(__doc__, 8001)
     parser.add_argument("--key", default=None, help="require 'Authorization: Bearer KEY'")
+    parser.add_argument("--fault-rate", action="append", default=[], metavar="KIND=RATE",
+                        help="inject a fault at this rate, repeatable: 429, 5xx, quota, stall, drop (e.g. 429=0.1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault and right-answer draws")
+    parser.add_argument("--stall-s", type=float, default=2.0, help="how long a stall holds its answer")
     args = parser.parse_args(argv)
-    serve(ChatServer((args.host, args.port), key=args.key, verbose=args.verbose), "OpenAI-compatible server")
+    try:
+        rates = dict(parse_rate(text) for text in args.fault_rate)
+        chaos = Chaos(rates, args.seed, args.stall_s)
+    except ValueError as exc:
+        parser.error(str(exc))
+    server = ChatServer((args.host, args.port), key=args.key, verbose=args.verbose, chaos=chaos)
+    serve(server, "OpenAI-compatible server")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ limiter and record/replay's wrapper reach every adapter through them, none of wh
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,6 +37,14 @@ class AgentHooks:
     (unless ``wrap_judge`` is set: it wraps the judge instead), reporter agents."""
     wrap_judge: JudgeWrapper | None = None
     """Applied to every judge ``JudgeResolver`` builds."""
+    replaying: bool = False
+    """``--replay``: nothing is called, so an unset ``$ENV`` secret is no error (``secrets_optional``)."""
+
+    def building(self) -> contextlib.AbstractContextManager[None]:
+        """The context to build adapters in: secrets optional when replaying."""
+        from farm.agents.secrets import secrets_optional  # here: secrets imports models, hooks stays light
+
+        return secrets_optional() if self.replaying else contextlib.nullcontext()
 
 
 NO_HOOKS = AgentHooks()

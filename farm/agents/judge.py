@@ -125,9 +125,10 @@ class JudgeResolver:
         return AgentJudge(agent)
 
     def _connector_judge(self, name: str) -> Judge:
-        if self._connectors is None:
-            self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
-        return ConnectorJudge(self._connectors.get(name))
+        with self.hooks.building():
+            if self._connectors is None:
+                self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
+            return ConnectorJudge(self._connectors.get(name))
 
     async def aclose(self) -> None:
         if self._connectors is not None:

@@ -142,7 +142,8 @@ def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
 def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> Agent:
     """Build the adapter for a resolved reference: ``hooks.limiter`` admits its HTTP attempts,
     ``hooks.wrap_agent`` (when set) wraps it."""
-    agent = create_adapter(adapter_spec(ref, options), options, hooks)
+    with hooks.building():
+        agent = create_adapter(adapter_spec(ref, options), options, hooks)
     return hooks.wrap_agent(agent, ref) if hooks.wrap_agent is not None else agent
 
 

@@ -7,10 +7,12 @@ So the guarantee holds at the source: nothing downstream has to remember to clea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from farm.errors import AgentResolutionError
@@ -104,16 +106,33 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {name: MASK if name.lower() in SENSITIVE_HEADERS else redact(value) for name, value in headers.items()}
 
 
+_OPTIONAL: ContextVar[bool] = ContextVar("farm_secrets_optional", default=False)
+
+
+@contextlib.contextmanager
+def secrets_optional() -> Iterator[None]:
+    """Inside the block an unset ``$ENV.NAME`` expands to '' instead of failing: adapters built
+    for ``--replay``, which never calls them (CI replays without secrets)."""
+    token = _OPTIONAL.set(True)
+    try:
+        yield
+    finally:
+        _OPTIONAL.reset(token)
+
+
 def expand_env(value: str, *, where: str) -> str:
     """Replace each ``$ENV.NAME`` in ``value`` by that environment variable, registering it.
 
     Raises:
-        AgentResolutionError: a referenced variable is not set (``where`` names file and key).
+        AgentResolutionError: a referenced variable is not set (``where`` names file and key),
+            outside ``secrets_optional``.
     """
 
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
         found = os.environ.get(name)
+        if found is None and _OPTIONAL.get():
+            return ""
         if found is None:
             raise AgentResolutionError(f"{where}: environment variable {name} is not set")
         register_secret(found)

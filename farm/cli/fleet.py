@@ -42,6 +42,10 @@ def fleet_flags(command: Any) -> Any:
                      help="Record every agent and judge call into DIR (secrets masked), to replay later."),
         click.option("--replay", default=None, metavar="DIR",
                      help="Replay the calls recorded in DIR: no agent or judge is called; same verdicts."),
+        click.option("--max-queue-wait", default=None, metavar="DURATION",
+                     help="Longest a call waits for a slot of a rate limit, concurrency cap or budget (default "
+                          "10m; the wait is outside every timeout and duration_ms). A run whose first call waited "
+                          "longer did not run; a later call: an error run (harness:queue_wait)."),
         click.option("--no-judge-cache", is_flag=True,
                      help="Ask the judge for every run, even about an output it already judged."),
     ]

@@ -85,15 +85,20 @@ class _Sweep:
     async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
         for planned, run in queue:
             agent = self.pool.get(planned.agent)
-            result = await self.fleet.run(planned, functools.partial(
-                run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges, simulators=self.simulators,
-                not_after=self.budgets.start(planned.case)))
+            not_after, waits = self.budgets.start(planned.case), self.budgets.waits(planned.case)
+            try:
+                result = await self.fleet.run(planned, functools.partial(
+                    run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges,
+                    simulators=self.simulators, not_after=not_after), waits)
+            finally:
+                if waits is not None:
+                    waits.finished()
             if self.adaptive is not None:
                 self.adaptive.finished(planned.id)
-            if result is None:  # fleet control refused a call (budget, quota): not counted; the sweep stops
-                self.stop.request(StopReason(self.fleet.stop_reason))
-            else:
+            if result is not None:  # None: it did not run (refused or starved before its first call)
                 self.record(result)
+            if self.fleet.stopped is not None:  # fleet control refused a call (budget, quota): the sweep stops
+                self.stop.request(StopReason(self.fleet.stop_reason))
             # A run of an agent that answers without suspending never gives the loop a turn:
             # yield once per run, so workers take turns and the loop drops cancelled timers.
             await asyncio.sleep(0)

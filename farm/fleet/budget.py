@@ -14,12 +14,15 @@ shares one among every worker of a distributed sweep.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
+import time
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from farm.errors import BudgetExhaustedError, SettingsError
+from farm.fleet.waiting import QueueWaitError
 
 
 @dataclass(frozen=True)
@@ -116,13 +119,59 @@ class LocalBudgetBackend:
             return replace(found)
 
 
+PROBE_POLL_S = 0.02
+"""How often a call whose cost cannot be estimated yet looks whether its key's probe settled."""
+
+
 class Budget:
-    """One sweep's budget over a backend."""
+    """One sweep's budget over a backend.
+
+    A call reserves at least the dearest call of its key settled so far in this process (a
+    connector's ``max_tokens`` bounds its most; without one, only this bounds it). A call that states
+    no tokens at all (an HTTP agent) reserves that estimate, and until one has settled, the key's
+    calls go one at a time (the first is the probe; the others wait for a slot, which is queueing,
+    not running): 32 calls in flight at once can no longer each reserve $0 and overspend 4x. The
+    bound: spend <= budget + what the calls in flight cost beyond their reservations, so with costs
+    that do not grow, spend <= budget; no call starts once the budget cannot cover its estimate.
+    """
 
     def __init__(self, backend: BudgetBackend, sweep_id: str, limit: BudgetLimit) -> None:
         self.backend = backend
         self.sweep_id = sweep_id
         self.limit = limit
+        self._lock = threading.Lock()
+        self._dearest: dict[str, float] = {}
+        self._probing: set[str] = set()
+
+    async def estimate(self, key: str, *, probe: bool = True, max_wait_s: float = math.inf) -> float:
+        """What a call of ``key`` of unknown most cost reserves: the dearest settled so far; before
+        one settled, 0 for the key's probe while the others wait (``probe``), else 0 at once.
+
+        Raises:
+            QueueWaitError: the probe did not settle within ``max_wait_s`` (``--max-queue-wait``).
+        """
+        give_up = time.monotonic() + max_wait_s
+        while True:
+            with self._lock:
+                if key in self._dearest:
+                    return self._dearest[key]
+                if not probe:
+                    return 0.0
+                if key not in self._probing:
+                    self._probing.add(key)
+                    return 0.0
+            if time.monotonic() > give_up:
+                raise QueueWaitError(f"budget: no estimate of a call of {key!r} within --max-queue-wait "
+                                     f"{max_wait_s:g}s (its first call has not settled)")
+            await asyncio.sleep(PROBE_POLL_S)
+
+    def learn(self, key: str, usd: float | None) -> None:
+        """A call of ``key`` settled at ``usd``: later estimates are at least that (an unknown or
+        free call teaches nothing; the next call probes again)."""
+        with self._lock:
+            self._probing.discard(key)
+            if usd is not None and usd > 0:
+                self._dearest[key] = max(usd, self._dearest.get(key, 0.0))
 
     async def reserve(self, usd: float, tokens: int) -> Reservation:
         """Reserve a call's most.

@@ -24,6 +24,7 @@ executor does not count on the exception reaching it. After each run it asks
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -35,6 +36,7 @@ from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
 from farm.fleet.prices import Price, call_cost
 from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.fleet.waiting import granted, run_clock, waiting
 from farm.models import JsonValue
 
 AGENT, JUDGE = "agent", "judge"
@@ -60,15 +62,29 @@ class UsageMeter:
             return copy
 
 
+class FleetStoreError(Exception):
+    """A step of fleet control's own bookkeeping failed (its store unreachable after the retries, a
+    script error): the run is an error run of ``failure_type`` (``BudgetStoreError`` is
+    ``harness:budget``, ``QueueStoreError`` ``harness:queue_wait``), never lost."""
+
+    def __init__(self, failure_type: str, step: str, error: BaseException) -> None:
+        super().__init__(f"fleet control could not {step}: {type(error).__name__}: {error}")
+        self.failure_type = failure_type
+
+
 class Refusal:
     """Whether fleet control refused a call of one run: the first refusal is kept."""
 
     def __init__(self) -> None:
         self.error: FleetStop | None = None
+        self.calls_before = 0
+        """Calls of the run made before the refused one: some, and the run is an error run that
+        keeps them (SPEC 15); none, and the run did not run."""
 
-    def note(self, error: FleetStop) -> None:
+    def note(self, error: FleetStop, calls_before: int = 0) -> None:
         if self.error is None:
             self.error = error
+            self.calls_before = calls_before
 
 
 @dataclass(frozen=True)
@@ -95,11 +111,14 @@ def fleet_scope(scope: FleetScope) -> Iterator[FleetScope]:
         _SCOPE.reset(token)
 
 
-def refuse(error: FleetStop) -> FleetStop:
-    """Note ``error`` in the current run's refusal and return it, for the caller to raise."""
+def refuse(error: FleetStop, *, answered: bool = False) -> FleetStop:
+    """Note ``error`` in the current run's refusal and return it, for the caller to raise;
+    ``answered``: the refused call was made (a quota answer), so it is not one made before."""
     refusal = (_SCOPE.get() or NO_SCOPE).refusal
     if refusal is not None:
-        refusal.note(error)
+        clock = run_clock()
+        made = clock.calls if clock is not None else 0
+        refusal.note(error, made - 1 if answered else made)
     return error
 
 
@@ -135,6 +154,8 @@ class FleetLease:
     reservation: Reservation | None = None
     rate_lease: RateLease | None = None
     released: bool = False
+    estimated: bool = False
+    """The budget reservation is ``Budget.estimate``'s: its settled cost teaches the next estimate."""
 
     async def release(self, *, status: int | None, retry_after_s: float | None,
                       usage: dict[str, int] | None) -> None:
@@ -149,6 +170,8 @@ class FleetLease:
         finally:
             if self.reservation is not None and self.scope.budget is not None:
                 tokens = parsed.total_tokens if parsed is not None else None
+                if self.estimated:
+                    self.scope.budget.learn(self.key, cost)
                 await self.scope.budget.settle(self.reservation, cost, tokens)
             if self.scope.meter is not None and status is not None:
                 self.scope.meter.add(self.role, parsed, cost)
@@ -172,20 +195,29 @@ class FleetLimiter:
         scope, price = _SCOPE.get() or NO_SCOPE, self.price_of(key)
         lease = FleetLease(key, price, scope, _ROLE.get())
         try:
-            if scope.budget is not None:
-                lease.reservation = await scope.budget.reserve(price.most(tokens) if price else 0.0, tokens)
-            if self.rates is not None:
-                lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
+            async with waiting():  # the run's clocks stop while the call queues (farm.fleet.waiting)
+                if scope.budget is not None:
+                    most = price.most(tokens) if price else 0.0
+                    lease.estimated = scope.budget.limit.max_usd is not None
+                    if lease.estimated:  # at least the dearest call of the key so far (max_tokens unknown)
+                        wait_s = self.rates.max_wait_s if self.rates is not None else math.inf
+                        most = max(most, await scope.budget.estimate(key, probe=not tokens, max_wait_s=wait_s))
+                    lease.reservation = await scope.budget.reserve(most, tokens)
+                if self.rates is not None:
+                    lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
         except FleetStop as error:
             await self._give_back(lease)
             raise refuse(error) from None
         except BaseException:
             await self._give_back(lease)
             raise
+        granted()
         return lease
 
     @staticmethod
     async def _give_back(lease: FleetLease) -> None:
+        if lease.estimated and lease.scope.budget is not None:
+            lease.scope.budget.learn(lease.key, None)  # never sent: the next call probes
         if lease.reservation is not None and lease.scope.budget is not None:
             await lease.scope.budget.settle(lease.reservation, 0.0, 0)  # never sent: nothing spent
 

@@ -29,7 +29,8 @@ from farm.fleet.specs import RateLimit, declared_limit
 from farm.yaofile import read_yao_object
 
 UNMETERED_TYPES = ("python", "command")
-"""Adapters whose calls never pass the transport: the farm sees their usage only in their replies."""
+"""Adapters whose calls never pass the transport: the farm sees their usage only in their replies.
+Their rate limits bind each invocation (``farm.fleet.invocations``); a budget charges their runs."""
 
 
 @dataclass
@@ -118,7 +119,7 @@ def plan_fleet(flags: FleetFlags, agents: Mapping[AgentRef, Agent], judges: Judg
                             "\"output\": USD}}}}}}, USD per million tokens)")
     return FleetPlan(limits=limits, declared=keys.declared, budget=budget, prices=keys.prices,
                      agent_keys=agent_keys, unmetered=unmetered, metered=sorted(keys.metered), adaptive=adaptive,
-                     replay=replay, judge_cache=flags.judge_cache)
+                     replay=replay, judge_cache=flags.judge_cache, max_queue_wait_s=flags.queue_wait_s())
 
 
 __all__ = ["UNMETERED_TYPES", "plan_fleet"]

@@ -20,7 +20,9 @@ its lease to expire (``AdaptivePolicy.lease_ttl_s``) rather than be released.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Mapping
@@ -31,6 +33,7 @@ from farm.errors import QuotaExhaustedError
 from farm.fleet.ratestate import AdaptivePolicy, Decision
 from farm.fleet.specs import LimitTable, RateLimit
 from farm.fleet.usage import parse_usage
+from farm.fleet.waiting import QueueWaitError
 
 
 class RateBackend(Protocol):
@@ -75,8 +78,10 @@ class RateLimiter:
     """Waits out each key's pause, concurrency cap, request rate and token budget."""
 
     def __init__(self, backend: RateBackend, table: LimitTable | None = None,
-                 policy: AdaptivePolicy | None = None) -> None:
+                 policy: AdaptivePolicy | None = None, max_wait_s: float = math.inf) -> None:
         self.backend = backend
+        self.max_wait_s = max_wait_s
+        """How long a call may wait for its slot before ``QueueWaitError`` (``--max-queue-wait``)."""
         self.table = table or LimitTable()
         self.policy = policy or AdaptivePolicy()
         self._lock = threading.Lock()
@@ -95,10 +100,12 @@ class RateLimiter:
 
         Raises:
             QuotaExhaustedError: the key's provider keeps answering 429.
+            QueueWaitError: no slot within ``max_wait_s``.
             BrokerError: the Redis backend's store cannot be reached.
         """
         limit = self.table.for_key(key)
         lease_id = uuid.uuid4().hex
+        give_up = time.monotonic() + self.max_wait_s
         async with self._gate(key):
             while True:
                 decision = await self.backend.try_acquire(key, limit, self.policy, tokens=max(0, tokens),
@@ -110,6 +117,9 @@ class RateLimiter:
                         f"rate-limit key {key!r}: the provider's quota looks exhausted (HTTP 429 for "
                         f"{self.policy.quota_streak_s:g}s and more, with no other answer); stopping instead of retrying"
                     )
+                if time.monotonic() + decision.wait_s > give_up:
+                    raise QueueWaitError(f"rate-limit key {key!r}: no slot within --max-queue-wait "
+                                         f"{self.max_wait_s:g}s ({limit.describe()})")
                 await asyncio.sleep(decision.wait_s)
 
     async def aclose(self) -> None:

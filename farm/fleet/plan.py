@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from farm.agents.ref import AgentRef
+from farm.durations import parse_duration
 from farm.errors import SettingsError
 from farm.fleet.budget import BudgetLimit, parse_budget
 from farm.fleet.prices import Price
@@ -24,6 +25,8 @@ from farm.fleet.replay import ReplayMode
 from farm.fleet.specs import LimitTable, RateLimit, parse_flag
 from farm.models import FarmModel
 from farm.stats.adaptive import AdaptiveKind, AdaptiveRule, parse_sprt
+
+DEFAULT_MAX_QUEUE_WAIT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class FleetFlags:
     replay: str | None = None
     judge_cache: bool = True
     """False: ``--no-judge-cache``."""
+    max_queue_wait: str | float | None = None
+    """``--max-queue-wait DURATION`` (default ``DEFAULT_MAX_QUEUE_WAIT_S``)."""
 
     @classmethod
     def from_flags(cls, flags: dict[str, Any]) -> FleetFlags:
@@ -49,7 +54,17 @@ class FleetFlags:
         return cls(rate_limits=tuple(flags.pop("rate_limits", ()) or ()), budget_usd=flags.pop("budget", None),
                    max_tokens=flags.pop("max_tokens", None), adaptive=flags.pop("adaptive", None),
                    sprt=flags.pop("sprt", None), record=flags.pop("record", None),
-                   replay=flags.pop("replay", None), judge_cache=not flags.pop("no_judge_cache", False))
+                   replay=flags.pop("replay", None), judge_cache=not flags.pop("no_judge_cache", False),
+                   max_queue_wait=flags.pop("max_queue_wait", None))
+
+    def queue_wait_s(self) -> float:
+        """``--max-queue-wait`` in seconds; SettingsError for a value that is not a duration."""
+        if self.max_queue_wait is None:
+            return DEFAULT_MAX_QUEUE_WAIT_S
+        try:
+            return parse_duration(self.max_queue_wait)
+        except ValueError as exc:
+            raise SettingsError(f"--max-queue-wait: {exc}") from None
 
     def budget(self) -> BudgetLimit | None:
         """``--budget`` / ``--max-tokens`` checked; None when neither is given."""
@@ -108,6 +123,8 @@ class FleetPlan(FarmModel):
     adaptive: AdaptiveRule | None = None
     replay: ReplaySpec | None = None
     judge_cache: bool = True
+    max_queue_wait_s: float = DEFAULT_MAX_QUEUE_WAIT_S
+    """``--max-queue-wait``: the longest a call waits for its slot (SPEC 15)."""
 
     def limit_table(self) -> LimitTable:
         return LimitTable(self.limits, self.declared)

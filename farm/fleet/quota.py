@@ -62,4 +62,4 @@ def raise_if_quota_exhausted(key: str, status: int, body: str | bytes | None) ->
     """
     error = quota_error(key, status, body)
     if error is not None:
-        raise refuse(error)
+        raise refuse(error, answered=True)

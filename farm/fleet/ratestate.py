@@ -65,6 +65,11 @@ class AdaptivePolicy:
     quota_strikes: int = 20
     quota_streak_s: float = 300.0
     quota_hold_s: float = 60.0
+    fair: bool = False
+    """First come, first served among the callers waiting for a key (SPEC 15): a refused caller
+    takes a ticket, and no caller is granted while an older ticket waits. A ticket lives until the
+    caller's next try is due plus ``ticket_grace_s``: a dead caller never blocks the queue's head."""
+    ticket_grace_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,9 @@ class KeyState:
     quota_at: float | None = None
     leases: dict[str, float] = field(default_factory=dict)
     """Lease id → expiry."""
+    tickets: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """Waiting caller's lease id → (its place in the queue, expiry) (``AdaptivePolicy.fair``)."""
+    ticket_seq: int = 0
 
     def factor(self, now: float, policy: AdaptivePolicy) -> float:
         """The AIMD factor now: the last cut, grown back linearly once the pause is over."""
@@ -145,6 +153,8 @@ def try_acquire(state: KeyState, limit: RateLimit, policy: AdaptivePolicy, *, to
     cap = state.cap(limit, factor)
     if cap is not None and len(state.leases) >= cap:
         waits.append(CONCURRENCY_POLL_S * 1000)
+    if policy.fair and _behind(state, lease_id, now):
+        waits.append(CONCURRENCY_POLL_S * 1000)  # an older ticket goes first
     tat = interval = 0.0
     if limit.requests_per_s is not None:
         interval = 1000 / (limit.requests_per_s * factor)
@@ -158,13 +168,29 @@ def try_acquire(state: KeyState, limit: RateLimit, policy: AdaptivePolicy, *, to
         waits.append((need - level) * 1000 / (limit.tokens_per_s * factor))
     wait = max(waits)
     if wait > 0:
+        if policy.fair:
+            place = state.tickets[lease_id][0] if lease_id in state.tickets else _next_ticket(state)
+            state.tickets[lease_id] = (place, now + wait + policy.ticket_grace_s * 1000)
         return Decision(granted=False, wait_s=wait / 1000)
+    state.tickets.pop(lease_id, None)
     state.leases[lease_id] = now + policy.lease_ttl_s * 1000
     if limit.requests_per_s is not None:
         state.tat = tat + interval
     if limit.tokens_per_s is not None:
         state.level, state.level_at = state.tokens_now(limit, factor, now) - need, now
     return Decision(granted=True, acquired_at_ms=now, reserved_tokens=need)
+
+
+def _behind(state: KeyState, lease_id: str, now: float) -> bool:
+    """Whether a live ticket older than the caller's (any, when it has none) waits."""
+    state.tickets = {lease: ticket for lease, ticket in state.tickets.items() if ticket[1] > now}
+    mine = state.tickets[lease_id][0] if lease_id in state.tickets else math.inf
+    return any(place < mine for place, _ in state.tickets.values())
+
+
+def _next_ticket(state: KeyState) -> int:
+    state.ticket_seq += 1
+    return state.ticket_seq
 
 
 def release(state: KeyState, limit: RateLimit, policy: AdaptivePolicy, *, lease_id: str, acquired_at: float,

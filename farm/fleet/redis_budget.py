@@ -34,14 +34,16 @@ return 1
 Returns 1 when reserved, 0 when refused (the budget is then marked exhausted)."""
 
 SETTLE_LUA = """
-redis.call('HINCRBYFLOAT', KEYS[1], 'reserved_usd', -tonumber(ARGV[1]))
-redis.call('HINCRBY', KEYS[1], 'reserved_tokens', -tonumber(ARGV[2]))
+redis.call('HINCRBYFLOAT', KEYS[1], 'reserved_usd', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'reserved_tokens', ARGV[2])
 redis.call('HINCRBYFLOAT', KEYS[1], 'spent_usd', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'spent_tokens', ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
-"""KEYS: the budget hash; ARGV: reserved USD, reserved tokens, spent USD, spent tokens, TTL."""
+"""KEYS: the budget hash; ARGV: the reservation's USD and tokens negated, spent USD, spent tokens, TTL.
+The negation is Python's: Lua's ``-tonumber('0')`` is ``-0``, which HINCRBY refuses (and a large
+count would be sent as ``1e+15``), so a call that reserved nothing failed its settle."""
 
 
 class RedisBudgetBackend:
@@ -61,7 +63,8 @@ class RedisBudgetBackend:
     async def settle(self, sweep_id: str, reservation: Reservation, usd: float, tokens: int) -> None:
         await self.clients.run_script(
             SETTLE_LUA, [keys.budget_key(sweep_id)],
-            [repr(float(reservation.usd)), int(reservation.tokens), repr(float(usd)), int(tokens), self.ttl_s],
+            [repr(0.0 - float(reservation.usd)), str(-int(reservation.tokens)), repr(float(usd)), str(int(tokens)),
+             self.ttl_s],
         )
 
     async def state(self, sweep_id: str) -> BudgetState:

@@ -22,6 +22,9 @@ from farm.settings import safe_url
 
 T = TypeVar("T")
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+"""A store that drops a connection is asked again after each of these pauses (~8 s in all) before
+the step fails: a failed bookkeeping step must not fail a run a blip could not."""
 
 
 def script_arg(value: float | None) -> str:
@@ -59,11 +62,16 @@ class LoopClients:
         return await self.call(lambda: script(keys=keys, args=args))
 
     async def call(self, command: Callable[[], Awaitable[T]]) -> T:
-        """Await a Redis command; an unreachable server is a BrokerError naming it (no password)."""
-        try:
-            return await command()
-        except CONNECTION_ERRORS as exc:
-            raise BrokerError(f"fleet control: cannot reach the store at {safe_url(self.url)}: {exc}") from None
+        """Await a Redis command, retried while the server cannot be reached (``RETRY_DELAYS_S``);
+        still unreachable, a BrokerError naming it (no password)."""
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                return await command()
+            except CONNECTION_ERRORS as exc:
+                if delay is None:
+                    raise BrokerError(f"fleet control: cannot reach the store at {safe_url(self.url)}: {exc}") from None
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
         """Close the running loop's client (other loops close their own)."""

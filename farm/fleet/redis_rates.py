@@ -63,6 +63,13 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local pause_until, base_conc = tonumber(s[5]) or 0, tonumber(s[6]) or 0
 local f = factor(tonumber(s[4]) or 1, pause_until, p, now)
 local wait = pause_until - now
+if p.fair then  -- ratestate._behind: tickets (KEYS[3] by place, KEYS[4] by expiry)
+  local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
+  if #dead > 0 then redis.call('ZREM', KEYS[3], unpack(dead)); redis.call('ZREM', KEYS[4], unpack(dead)) end
+  local mine = redis.call('ZSCORE', KEYS[3], lease)
+  local older = mine and redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. mine) or redis.call('ZCARD', KEYS[3])
+  if older > 0 then wait = math.max(wait, p.poll_s * 1000) end
+end
 local cap = nil
 if p.concurrency then cap = math.max(1, math.floor(p.concurrency * f))
 elseif f < 1 and base_conc > 0 and not p.requests_per_s then cap = math.max(1, math.floor(base_conc * f)) end
@@ -81,7 +88,19 @@ if p.tokens_per_s then
   level = tokens_now(tonumber(s[2]), tonumber(s[3]) or 0, p, f, now)
   wait = math.max(wait, (need - level) * 1000 / (p.tokens_per_s * f))
 end
-if wait > 0 then return {1, str(wait), 0} end
+if wait > 0 then
+  if p.fair then
+    if not redis.call('ZSCORE', KEYS[3], lease) then
+      redis.call('ZADD', KEYS[3], redis.call('HINCRBY', KEYS[1], 'ticket_seq', 1), lease)
+    end
+    redis.call('ZADD', KEYS[4], now + wait + p.ticket_grace_s * 1000, lease)
+    redis.call('PEXPIRE', KEYS[1], p.state_ttl_ms)
+    redis.call('PEXPIRE', KEYS[3], p.state_ttl_ms)
+    redis.call('PEXPIRE', KEYS[4], p.state_ttl_ms)
+  end
+  return {1, str(wait), 0}
+end
+if p.fair then redis.call('ZREM', KEYS[3], lease); redis.call('ZREM', KEYS[4], lease) end
 redis.call('ZADD', KEYS[2], now + p.lease_ttl_s * 1000, lease)
 if interval then redis.call('HSET', KEYS[1], 'tat', str(tat + interval)) end
 if level then redis.call('HSET', KEYS[1], 'level', str(level - need), 'level_at', str(now)) end
@@ -89,9 +108,9 @@ redis.call('PEXPIRE', KEYS[1], p.state_ttl_ms)
 redis.call('PEXPIRE', KEYS[2], p.state_ttl_ms)
 return {0, str(now), need}
 """
-"""KEYS: state hash, leases set; ARGV: now (ms, '' for the server's clock), lease id, tokens
-wanted, parameters (JSON). Returns {0, acquired_at, tokens reserved} | {1, wait ms, 0} |
-{2, 0, 0} (quota exhausted)."""
+"""KEYS: state hash, leases set, tickets by place, tickets by expiry; ARGV: now (ms, '' for the
+server's clock), lease id, tokens wanted, parameters (JSON). Returns {0, acquired_at, tokens
+reserved} | {1, wait ms, 0} | {2, 0, 0} (quota exhausted)."""
 
 RELEASE_LUA = _COMMON_LUA + """
 local now = clock(ARGV[1])
@@ -153,8 +172,9 @@ class RedisRateBackend:
 
     async def try_acquire(self, key: str, limit: RateLimit, policy: AdaptivePolicy, *, tokens: int, lease_id: str,
                           now: float | None = None) -> Decision:
+        leases = keys.fleet_leases_key(key)
         code, value, need = await self.clients.run_script(
-            ACQUIRE_LUA, [keys.fleet_limit_key(key), keys.fleet_leases_key(key)],
+            ACQUIRE_LUA, [keys.fleet_limit_key(key), leases, f"{leases}:tickets", f"{leases}:ticket-expiry"],
             [script_arg(now), lease_id, tokens, _parameters(limit, policy)],
         )
         if int(code) == 2:

@@ -40,7 +40,14 @@ from farm.fleet.specs import fleet_name
 from farm.models import JsonValue, Reply
 
 T = TypeVar("T")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: a recording holds the sha256 of what it says (``checksum``); 1 (none) is still read."""
+READ_VERSIONS = (1, FORMAT_VERSION)
+
+
+class ReplayIntegrityError(Exception):
+    """A recording is not the call's (another call's key, an unknown version, an edited, truncated,
+    deleted or malformed file): the run is an error of class ``harness:replay`` naming the file."""
 
 
 class ReplayMode(enum.StrEnum):
@@ -120,25 +127,29 @@ class ReplayStore:
         return self.directory / key.kind / digest[:2] / f"{digest}.json"
 
     def load(self, key: CallKey) -> dict[str, Any]:
-        """The recorded call.
+        """The recorded call, checked to be the one asked for (SPEC 15).
 
         Raises:
-            AgentError: the record has no such call (the sweep differs from the one recorded).
+            ReplayIntegrityError: no such file, or one that is not this call's recording.
         """
+        path = self.path(key)
         try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise AgentError(f"--replay {self.directory}: no recording of the {key.describe()}",
-                             kind=FaultKind.CONFIG) from None
+            raise ReplayIntegrityError(f"--replay {self.directory}: no recording of the {key.describe()} "
+                                       f"(expected {path})") from None
         except (OSError, ValueError) as exc:
-            what = f"--replay {self.directory}: unreadable recording of the {key.describe()}"
-            raise AgentError(f"{what}: {exc}", kind=FaultKind.CONFIG) from None
+            raise ReplayIntegrityError(f"{path}: unreadable recording of the {key.describe()}: {exc}") from None
+        problem = _integrity_problem(data, key)
+        if problem:
+            raise ReplayIntegrityError(f"{path}: not the recording of the {key.describe()}: {problem}")
         return dict(data)
 
     def save(self, key: CallKey, request: JsonValue, outcome: dict[str, JsonValue]) -> None:
         """Write one call (``{"value": …}`` or ``{"error": …}``), secrets masked, atomically."""
-        record = {"version": FORMAT_VERSION, "key": {**asdict(key), "caller": fleet_name(key.caller)},
-                  "request": redact_value(request), **redact_value(outcome)}
+        record: dict[str, Any] = {"version": FORMAT_VERSION, "key": stored_key(key),
+                                  "request": redact_value(request), **redact_value(outcome)}
+        record["checksum"] = _checksum(record)
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".rec-", suffix=".json")
@@ -153,7 +164,11 @@ class ReplayStore:
             data = self.load(key)
             if "error" in data:
                 raise _recorded_error(data["error"])
-            return decode(data["value"])
+            try:
+                return decode(data["value"])
+            except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+                raise ReplayIntegrityError(f"{self.path(key)}: the recorded value of the {key.describe()} has "
+                                           f"not the shape of one: {str(exc).splitlines()[0]}") from None
         try:
             result = await fn()
         except FleetStop:  # refused by fleet control (budget, quota): the run is not counted, nor recorded
@@ -165,6 +180,33 @@ class ReplayStore:
             raise
         self.save(key, request, {"value": encode(result)})
         return result
+
+
+def stored_key(key: CallKey) -> dict[str, Any]:
+    """The key as a recording stores it: the caller in its Redis-safe form (``fleet_name``)."""
+    return {**asdict(key), "caller": fleet_name(key.caller)}
+
+
+def _checksum(record: dict[str, Any]) -> str:
+    return digest_of({name: value for name, value in record.items() if name != "checksum"})
+
+
+def _integrity_problem(data: Any, key: CallKey) -> str | None:
+    """Why ``data`` is not the recording of ``key``; None when it is."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {type(data).__name__}"
+    version = data.get("version")
+    if version not in READ_VERSIONS:
+        return f"version {version!r} (this farm reads {', '.join(map(str, READ_VERSIONS))}): record it again"
+    if data.get("key") != stored_key(key):
+        return "it holds another call's key (a file copied or moved over this one?)"
+    if ("value" in data) == ("error" in data):
+        return "it holds neither a value nor an error" if "value" not in data else "it holds a value and an error"
+    if "error" in data and not isinstance(data["error"], dict):
+        return "its error is not an object"
+    if version == FORMAT_VERSION and data.get("checksum") != _checksum(data):
+        return "its checksum does not match what it holds (edited after it was recorded?)"
+    return None
 
 
 def _recorded_error(error: dict[str, Any]) -> AgentError:

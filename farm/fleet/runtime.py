@@ -30,8 +30,20 @@ from farm.agents.ref import AgentRef
 from farm.agents.transport import NO_LIMITER, CallLease
 from farm.checks.base import Judge
 from farm.errors import FleetStop
+from farm.failures import classify_run
 from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation
-from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, JudgeRole, Refusal, UsageMeter, fleet_scope, refuse
+from farm.fleet.control import (
+    JUDGE,
+    FleetLimiter,
+    FleetScope,
+    FleetStoreError,
+    JudgeRole,
+    Refusal,
+    UsageMeter,
+    fleet_scope,
+    refuse,
+)
+from farm.fleet.invocations import LimitedAgent
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
@@ -41,7 +53,8 @@ from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.specs import LimitTable
 from farm.fleet.usage import Usage
-from farm.models import RunResult, RunStatus
+from farm.fleet.waiting import WaitListener, new_run_clock
+from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan import PlannedCase, SweepPlan
 
 LEASE_MARGIN_S = 60.0
@@ -106,29 +119,37 @@ class FleetRuntime:
                  verdicts: VerdictCache | None) -> None:
         self.plan = plan = sweep.fleet
         table = plan.limit_table()
-        policy = AdaptivePolicy(lease_ttl_s=sweep.max_case_timeout_s + LEASE_MARGIN_S)  # a lease outlives its call
-        rate_limiter = RateLimiter(rates, table, policy)
+        # a lease outlives its call; waiters are served first come, first served (SPEC 15)
+        policy = AdaptivePolicy(lease_ttl_s=sweep.max_case_timeout_s + LEASE_MARGIN_S, fair=True)
+        rate_limiter = self.rates = RateLimiter(rates, table, policy, plan.max_queue_wait_s)
+        self.table = table
         self.limiter = SelectiveLimiter(FleetLimiter(rate_limiter, plan.price_of), table, frozenset(plan.metered),
                                         everything=plan.budget is not None)
         self.budget = Budget(budgets, sweep.sweep_id, plan.budget) if plan.budget is not None else None
         self.verdicts = verdicts if plan.judge_cache else None
         self.replay = ReplayStore(Path(plan.replay.directory), plan.replay.mode) if plan.replay else None
         self.unmetered = frozenset(plan.unmetered)
+        limited = any(not table.for_key(plan.agent_keys.get(ref, "")).empty for ref in self.unmetered)
         self._bare = plan.budget is None and not plan.metered and set(plan.agent_keys) <= self.unmetered
         """No call of the sweep can pass the transport (python and command agents, no judge, no
         budget): nothing can be refused or metered, so a run needs no scope (saves ~6 µs a run)."""
         self.stopped: FleetStop | None = None
         """The first refusal: why the sweep must stop."""
-        self.hooks = AgentHooks(limiter=self.limiter, wrap_agent=self._wrap_agent if self.replay else None,
-                                wrap_judge=self._wrap_judge)
+        self.hooks = AgentHooks(limiter=self.limiter, wrap_agent=self._wrap_agent if self.replay or limited else None,
+                                wrap_judge=self._wrap_judge,
+                                replaying=self.replay is not None and self.replay.mode is ReplayMode.REPLAY)
         self.hooks_key = digest_of({"fleet": plan.model_dump(mode="json", exclude={"budget", "adaptive"}),
                                     "budget": plan.budget is not None, "lease_ttl_s": policy.lease_ttl_s})
         """Sweeps with equal keys may share adapters built with these hooks (a worker's pools): the
         budget and the scope of each run are the sweep's own, whichever runtime built the adapter."""
 
     def _wrap_agent(self, agent: Agent, ref: AgentRef) -> Agent:
-        assert self.replay is not None
-        return RecordReplayAgent(agent, self.replay, _agent_config(ref))
+        """A python or command agent held to its key's limits (``LimitedAgent``); recorded or
+        replayed outside that (a replayed call waits for no slot)."""
+        key = self.plan.agent_keys.get(agent_ref_key(ref))
+        if key is not None and agent_ref_key(ref) in self.unmetered and not self.table.for_key(key).empty:
+            agent = LimitedAgent(agent, self.rates, key)
+        return RecordReplayAgent(agent, self.replay, _agent_config(ref)) if self.replay is not None else agent
 
     def _wrap_judge(self, name: str, judge: Judge) -> Judge:
         judge_id = _judge_id(name, judge)
@@ -139,25 +160,43 @@ class FleetRuntime:
             judge = RecordReplayJudge(judge, self.replay, name, digest_of(judge_id))
         return JudgeRole(judge)
 
-    async def run(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
-        """Make one run (``call``) under the sweep's fleet control; None when a call was refused."""
-        if self._bare:
-            bare = await call()
-            self._account(bare, planned, None)
-            return bare
+    async def run(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]],
+                  waits: WaitListener | None = None) -> RunResult | None:
+        """Make one run (``call``) under the sweep's fleet control; None when the run did not run:
+        a call was refused before the run's first call (``stopped`` then says why the sweep must
+        stop), or its first call got no slot within ``--max-queue-wait`` (the sweep goes on)."""
+        with new_run_clock(waits) as clock:
+            if self._bare:
+                result: RunResult | None = await call()
+                assert result is not None
+                self._account(result, planned, None)
+            else:
+                result = await self._run_scoped(planned, call)
+        if clock.starved and clock.calls == 0:
+            return None  # waiting is not running: the farm's own queue never changes a verdict
+        return result
+
+    async def _run_scoped(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
         scope = FleetScope(self.budget, UsageMeter(), Refusal())
         charged = self.budget is not None and agent_ref_key(planned.agent) in self.unmetered
         with fleet_scope(scope):
             result = await call() if not charged or await self._admit() else None
         assert scope.refusal is not None and scope.meter is not None
-        if scope.refusal.error is not None or result is None:
+        refused = scope.refusal.error
+        if refused is not None or result is None:
             if self.stopped is None:
-                self.stopped = scope.refusal.error
-            return None
+                self.stopped = refused
+            if result is None or refused is None or scope.refusal.calls_before <= 0:
+                return None
+            self._account(result, planned, scope.meter)  # refused after an earlier call: its paid calls stay
+            return refused_after_calls(result, refused)
         self._account(result, planned, scope.meter)
         if charged and self.budget is not None:
             tokens = Usage(**result.usage).total_tokens if result.usage else None
-            await self.budget.settle(Reservation(0.0, 0), result.cost_usd, tokens)
+            try:
+                await self.budget.settle(Reservation(0.0, 0), result.cost_usd, tokens)
+            except Exception as exc:  # the agent ran (paid): its run stays, an error of the farm's
+                return store_failed(result, FleetStoreError("BudgetStoreError", "charge the run to the budget", exc))
         return result
 
     @property
@@ -180,6 +219,8 @@ class FleetRuntime:
         except FleetStop as error:
             refuse(error)
             return False
+        except Exception as exc:
+            raise FleetStoreError("BudgetStoreError", "check the budget before the run", exc) from exc
         return True
 
     def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> None:
@@ -208,6 +249,22 @@ def _significant(usd: float) -> float:
     """Twelve significant digits (float noise off), not six decimals: a spend of $0.0000216 must
     read as the sweep's cost does, not as $0.000022 (issue 27)."""
     return float(f"{usd:.12g}")
+def store_failed(result: RunResult, error: FleetStoreError) -> RunResult:
+    """``result`` turned into an error run of the farm's (``error.failure_type``), its usage and cost kept."""
+    failed = result.model_copy(update={"status": RunStatus.ERROR,
+                                       "error": ErrorInfo(type=error.failure_type, message=str(error))})
+    failed.failure_class, failed.failed_turn = classify_run(failed)
+    return failed
+
+
+def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
+    """A run whose later call fleet control refused: an error run (``harness:budget``; a quota
+    stop ``infra:quota``) that keeps what its earlier calls used and cost."""
+    kind = "BudgetRefusedError" if refused.stopped == "budget" else type(refused).__name__
+    error = ErrorInfo(type=kind, message=refused.message)
+    failed = result.model_copy(update={"status": RunStatus.ERROR, "error": error})
+    failed.failure_class, failed.failed_turn = classify_run(failed)
+    return failed
 
 
 def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
@@ -222,4 +279,4 @@ def local_runtime(sweep: SweepPlan) -> FleetRuntime:
 
 
 __all__ = ["LEASE_MARGIN_S", "LOCAL_RATES", "FleetRuntime", "SelectiveLimiter", "budget_report", "local_runtime",
-           "priced_cost"]
+           "priced_cost", "refused_after_calls", "store_failed"]

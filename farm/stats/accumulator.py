@@ -140,7 +140,7 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         output=bounded(result.output, limit), error=error, error_type=error_type, traceback=trace,
         failed_checks=[_bounded_check(c) for c in failed],
         judged_checks=[_bounded_check(c) for c in judged], retries=result.retries,
-        failure_class=result.failure_class, failed_turn=result.failed_turn,
+        failure_class=result.failure_class, failed_turn=result.failed_turn, queued_ms=result.queued_ms,
         turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
         checkpoints=result.checkpoints,
     )
@@ -167,6 +167,7 @@ class CaseAccumulator:
         self._retries = 0
         self._retry_split = RetryTally()
         self._unreached = 0
+        self._queued_ms = 0.0
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
         self._details = _Details(max_details)
@@ -203,6 +204,7 @@ class CaseAccumulator:
         self._retries += result.retries
         self._retry_split.add(result)
         self._unreached += unreached(result)
+        self._queued_ms += result.queued_ms or 0.0
         if status is not RunStatus.SKIPPED:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
@@ -268,6 +270,7 @@ class CaseAccumulator:
         passed = s[RunStatus.PASSED]
         scored = self._counted - s[RunStatus.SKIPPED]
         label = label_for(passed, scored)
+        verdict = self._verdict_figures(passed, label)
         exact_rate = Fraction(100 * passed, scored) if scored else Fraction(0)
         d = self._durations.figures()
         pass_at, pass_hat = pass_k_figures(scored, passed, self.pass_k)
@@ -280,7 +283,9 @@ class CaseAccumulator:
             consistency=self._consistency(scored), stable=scored > 0 and passed == scored,
             stability_class=stability_class(exact_rate), label=label,
             runs_planned=self.plan.runs, required_passes=self.plan.required,
-            **self._verdict_figures(passed, label), **self._costs.figures(passed),  # type: ignore[arg-type]
+            **verdict, **self._costs.figures(passed),  # type: ignore[arg-type]
+            runs_not_run=max(0, self.plan.runs - self._counted - int(verdict.get("runs_saved", 0))),  # type: ignore[call-overload]
+            queued_ms=round(self._queued_ms, 3),
             avg_duration_ms=d["avg"], min_duration_ms=d["min"], max_duration_ms=d["max"],
             std_deviation_ms=d["std"], retries=self._retries, unreached=self._unreached,
             distinct_outputs=len(self._outputs),

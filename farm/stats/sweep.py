@@ -70,6 +70,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         failure_classes=merge_failure_classes(s.failure_classes for s in stats),
         skipped_ids=[s.id for s in stats if s.label == "skipped"],
         runs_saved=sum(s.runs_saved for s in stats), **costs.figures(by_status["passed"]),
+        runs_not_run=sum(s.runs_not_run for s in stats), queued_ms=round(sum(s.queued_ms for s in stats), 3),
     )
 
 
