@@ -31,6 +31,7 @@ from farm.stats.outputs import (
 from farm.stats.passk import DEFAULT_PASS_K, pass_k_figures
 from farm.stats.plan import CasePlan
 from farm.stats.reasons import ReasonCounter
+from farm.stats.semantic import SemanticSample, semantic_text
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
@@ -165,6 +166,7 @@ class CaseAccumulator:
         self._retries = 0
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
+        self._meanings = SemanticSample()
         self._details = _Details(max_details)
         self._reasons = ReasonCounter()
         self._failures = FailureTally()
@@ -200,6 +202,7 @@ class CaseAccumulator:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
             self._outputs.add(output_digest(output))
+            self._meanings.add(None if status in _NO_OUTPUT else semantic_text(result))
             self._reasons.add(result)
             self._costs.add_run(result)
         self._details.offer(result)
@@ -278,4 +281,5 @@ class CaseAccumulator:
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
+            **self._meanings.figures(),
         )

@@ -11,6 +11,7 @@ from farm.models import CaseStats, RunStatus, SweepReport, SweepSummary
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
+from farm.stats.semantic import sweep_semantic_status
 
 Verdict = Literal["passed", "failed", "skipped"]
 
@@ -59,6 +60,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         failure_classes=merge_failure_classes(s.failure_classes for s in stats),
         skipped_ids=[s.id for s in stats if s.label == "skipped"],
         runs_saved=sum(s.runs_saved for s in stats), **costs.figures(by_status["passed"]),
+        semantic=sweep_semantic_status([s.semantic_status for s in scored]),
     )
 
 
