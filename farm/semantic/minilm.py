@@ -30,17 +30,19 @@ Matrix = NDArray[np.float32]
 
 
 def _load_safetensors(path: Path) -> dict[str, Matrix]:
-    """The F32 tensors of a ``.safetensors`` file (8-byte header size, JSON header, raw data)."""
-    data = path.read_bytes()
-    size = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + size])
+    """The F32 tensors of a ``.safetensors`` file (8-byte header size, JSON header, raw data), as
+    read-only views of the file mapped in memory: the processes of a machine share one copy."""
+    with path.open("rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    data = np.memmap(path, dtype=np.uint8, mode="r")
     tensors: dict[str, Matrix] = {}
     for name, meta in header.items():
         if name == "__metadata__" or meta["dtype"] != "F32":
             continue
         start, end = meta["data_offsets"]
-        raw = np.frombuffer(data, dtype="<f4", count=(end - start) // 4, offset=8 + size + start)
-        tensors[name] = raw.reshape(meta["shape"]).astype(np.float32)
+        raw = data[8 + size + start:8 + size + end].view("<f4")
+        tensors[name] = raw.reshape(meta["shape"])
     return tensors
 
 
@@ -72,9 +74,7 @@ class MiniLM:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest of each batch
-        w = _load_safetensors(folder / "model.safetensors")
-        self.w = {name: (t.T.copy() if name.endswith(".weight") and t.ndim == 2 and "embeddings" not in name
-                         else t) for name, t in w.items()}
+        self.w = _load_safetensors(folder / "model.safetensors")
 
     def embed(self, texts: list[str]) -> Matrix:
         """Mean-pooled, normalised embeddings, in the order of ``texts``."""
@@ -101,7 +101,7 @@ class MiniLM:
         return np.asarray(pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12), dtype=np.float32)
 
     def _dense(self, x: Matrix, name: str) -> Matrix:
-        return np.asarray(x @ self.w[name + ".weight"] + self.w[name + ".bias"], dtype=np.float32)
+        return np.asarray(x @ self.w[name + ".weight"].T + self.w[name + ".bias"], dtype=np.float32)
 
     def _layer(self, x: Matrix, bias: Matrix, p: str) -> Matrix:
         batch, length, width = x.shape
