@@ -59,6 +59,9 @@ def _notes(row: CaseComparison) -> list[str]:
     if row.adaptive:
         notes.append("adaptive: verdicts only")
     notes += [f"new failure: {reason}" for reason in row.new_failure_reasons]
+    if row.semantic_consistency is not None:
+        base, head = ("—" if v is None else f"{v:.2f}" for v in row.semantic_consistency)
+        notes.append(f"semantic consistency {base} → {head}")
     return notes
 
 

@@ -52,6 +52,7 @@ class CaseSnapshot(FarmModel):
     content_hash: str | None = None
     failure_reasons: list[str] = Field(default_factory=list)
     adaptive: bool = False
+    semantic_consistency: float | None = None
 
 
 class SweepRef(FarmModel):
@@ -96,6 +97,8 @@ class CaseComparison(FarmModel):
     adaptive: bool = False
     class_change: ClassChange | None = None
     new_failure_reasons: list[str] = Field(default_factory=list)
+    semantic_consistency: tuple[float | None, float | None] | None = None
+    """(BASE, HEAD) semantic consistency (SPEC 16) when either side computed it."""
 
 
 class Comparison(FarmModel):
@@ -126,7 +129,7 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
         CaseSnapshot(
             id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
-            adaptive=is_adaptive(s, meta),
+            adaptive=is_adaptive(s, meta), semantic_consistency=s.semantic_consistency,
         )
         for s in report.results
     ]
@@ -212,7 +215,14 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
         content_changed=bool(base.content_hash and head.content_hash and base.content_hash != head.content_hash),
         class_change=ClassChange(base=base.label, head=head.label) if base.label != head.label else None,
         new_failure_reasons=[r for r in head.failure_reasons if r not in base.failure_reasons and r != OTHER_REASONS],
+        semantic_consistency=_semantic_pair(base, head),
     )
+
+
+def _semantic_pair(base: CaseSnapshot, head: CaseSnapshot) -> tuple[float | None, float | None] | None:
+    if base.semantic_consistency is None and head.semantic_consistency is None:
+        return None
+    return base.semantic_consistency, head.semantic_consistency
 
 
 def _verdict(base: CaseSnapshot, head: CaseSnapshot, tested: _Tested, delta: Fraction, alpha: float,
