@@ -101,10 +101,10 @@ def test_a_sweep_in_process_and_on_two_workers(llm: dict[str, str], farm_cli: An
         _read_everything(json.loads((tmp_path / f"{name}.json").read_text()))
 
 
-def test_the_real_model_judges_a_gist_check(llm: dict[str, str], farm_cli: Any, tmp_path: Path) -> None:
-    suite = tmp_path / "gist.jsonl"
-    suite.write_text(json.dumps({"id": "gist", "input": "What is the capital of France?",
-                                 "assert": {"type": "gist", "value": "names Paris as the capital"}}) + "\n")
+def test_the_real_model_judges_an_agent_check(llm: dict[str, str], farm_cli: Any, tmp_path: Path) -> None:
+    suite = tmp_path / "judged.jsonl"
+    suite.write_text(json.dumps({"id": "judged", "input": "What is the capital of France?",
+                                 "assert": {"type": "agent", "value": "names Paris as the capital"}}) + "\n")
     result = farm_cli.run("test", "-i", str(suite), "-n", "smol", "--runs", "1", "--timeout", "300",
                           "--judge", "local.smol", "--no-progress", "-o", str(tmp_path / "r.json"), local=True,
                           env=_env(llm), timeout=SWEEP_TIMEOUT_S)

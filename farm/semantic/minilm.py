@@ -30,8 +30,9 @@ Matrix = NDArray[np.float32]
 
 
 def _load_safetensors(path: Path) -> dict[str, Matrix]:
-    """The F32 tensors of a ``.safetensors`` file (8-byte header size, JSON header, raw data), as
-    read-only views of the file mapped in memory: the processes of a machine share one copy."""
+    """The F32 tensors of a ``.safetensors`` file (8-byte header size, JSON header, raw data); the
+    embedding tables (half the file) stay read-only views of the file mapped in memory, shared by
+    the processes of a machine."""
     with path.open("rb") as f:
         size = int.from_bytes(f.read(8), "little")
         header = json.loads(f.read(size))
@@ -42,7 +43,10 @@ def _load_safetensors(path: Path) -> dict[str, Matrix]:
             continue
         start, end = meta["data_offsets"]
         raw = data[8 + size + start:8 + size + end].view("<f4")
-        tensors[name] = raw.reshape(meta["shape"])
+        tensor = raw.reshape(meta["shape"])
+        # The layers' matrices are copied: a view of the file need not be aligned, and numpy
+        # multiplies unaligned arrays without BLAS (50x slower); the embeddings are only indexed.
+        tensors[name] = tensor if "embeddings" in name else np.array(tensor, dtype=np.float32)
     return tensors
 
 
