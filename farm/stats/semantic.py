@@ -41,7 +41,8 @@ def semantic_text(result: RunResult) -> Any:
 
 
 class SemanticSample:
-    """Distinct answers of a case with their run counts, up to a cap."""
+    """Distinct answers of a case with their run counts, up to a cap; embedded as they come in
+    (``farm.semantic.BackgroundEmbeddings``) when the model is installed."""
 
     def __init__(self, cap: int = SEMANTIC_SAMPLE_CAP) -> None:
         self.cap = cap
@@ -49,6 +50,8 @@ class SemanticSample:
         self.counts: dict[bytes, int] = {}
         self.unsampled = 0
         self.not_text = 0
+        self._embeddings: Any = None
+        self._installed: bool | None = None
 
     def add(self, value: Any) -> None:
         """Count one run's answer (``semantic_text``'s value); None (no answer) is not counted."""
@@ -63,8 +66,22 @@ class SemanticSample:
         elif len(self.counts) < self.cap:
             self.counts[key] = 1
             self.texts[key] = normalise_output(value)[:SEMANTIC_TEXT_CHARS]
+            self._embed_later(self.texts[key])
         else:
             self.unsampled += 1
+
+    def _embed_later(self, text: str) -> None:
+        if self._embeddings is None:
+            if self._installed is None:  # looked up once per case, at its first answer
+                from farm.semantic import missing_requirement
+
+                self._installed = missing_requirement() is None
+            if not self._installed:
+                return
+            from farm.semantic import BackgroundEmbeddings
+
+            self._embeddings = BackgroundEmbeddings()
+        self._embeddings.add(text)
 
     def figures(self) -> dict[str, Any]:
         """``semantic_status``, ``semantic_consistency``, ``semantic_clusters``, ``semantic_estimated``."""
@@ -72,13 +89,15 @@ class SemanticSample:
             return {"semantic_status": "not_text"}
         if not self.counts:
             return {}
-        from farm.semantic import cluster_texts, missing_requirement
-
-        if missing_requirement() is not None:
+        if self._embeddings is None:
             return {"semantic_status": "not_installed"}
+        from farm.semantic import cluster_vectors
+
         keys = list(self.counts)
         counts = [self.counts[k] for k in keys]
-        clusters = cluster_texts([self.texts[k] for k in keys], counts)
+        texts = [self.texts[k] for k in keys]
+        found = self._embeddings.vectors()
+        clusters = cluster_vectors(np_stack([found[t] for t in texts]), texts, counts)
         total = sum(counts)
         return {
             "semantic_status": "computed",
@@ -87,6 +106,12 @@ class SemanticSample:
                                                   example=c.example) for c in clusters],
             "semantic_estimated": self.unsampled > 0,
         }
+
+
+def np_stack(rows: list[Any]) -> Any:
+    import numpy as np
+
+    return np.stack(rows)
 
 
 def round_half_up_share(part: int, whole: int) -> float:

@@ -1,0 +1,63 @@
+"""Embeddings computed while the sweep goes on, in batches, off the caller's thread.
+
+A case's distinct answers are embedded as they arrive, a batch at a time, on one background
+thread per process (numpy and the tokenizer release the GIL): the sweep's event loop keeps
+serving runs, and when the case finishes only its last, partial batch is left to embed. Without
+this, a sweep would wait at the end of every case for all of its answers at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from farm.semantic.embedder import embed
+from farm.semantic.minilm import BATCH
+
+if TYPE_CHECKING:
+    from farm.semantic.minilm import Matrix
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="farm-semantic")
+        return _pool
+
+
+class BackgroundEmbeddings:
+    """Texts given one by one (``add``), embedded ``BATCH`` at a time in the background."""
+
+    def __init__(self) -> None:
+        self._waiting: list[str] = []
+        self._batches: list[tuple[list[str], Future[Matrix]]] = []
+
+    def add(self, text: str) -> None:
+        self._waiting.append(text)
+        if len(self._waiting) >= BATCH:
+            self._submit()
+
+    def _submit(self) -> None:
+        batch, self._waiting = self._waiting, []
+        self._batches.append((batch, _executor().submit(embed, batch)))
+
+    def vectors(self) -> dict[str, Matrix]:
+        """Every text added so far and its embedding (waits for the batches in flight)."""
+        found: dict[str, Matrix] = {}
+        if self._waiting:
+            batch, self._waiting = self._waiting, []
+            self._batches.append((batch, _completed(embed(batch))))
+        for batch, future in self._batches:
+            found.update(zip(batch, future.result(), strict=True))
+        return found
+
+
+def _completed(vectors: Matrix) -> Future[Matrix]:
+    done: Future[Matrix] = Future()
+    done.set_result(vectors)
+    return done
