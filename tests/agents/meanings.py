@@ -40,3 +40,8 @@ def chat(messages: list[dict[str, Any]], context: Any) -> str:
     """A multi-turn agent: its answers are the same on every run but the last turn's wording."""
     turn = sum(1 for m in messages if m["role"] == "user")
     return "Hello, how can I help?" if turn == 1 else PARAPHRASES[context.run % 4]
+
+
+def steady(messages: list[dict[str, Any]], context: Any) -> str:
+    """The same answer on every run."""
+    return PARAPHRASES[0]
