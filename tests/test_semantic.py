@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,17 @@ def test_the_sample_is_bounded_and_then_estimated() -> None:
         figures = sample.figures()
         assert figures["semantic_estimated"] is True
         assert sum(c.count for c in figures["semantic_clusters"]) == 6
+
+
+@needs_model
+def test_a_worker_computes_the_figures_of_a_distributed_sweep(tmp_path: Path, farm_cli: Any,
+                                                               farm_worker: Any) -> None:
+    settings = _sweep(tmp_path, "paraphrases")
+    farm_worker(queue="semantic")
+    done = farm_cli.run("test", "-i", str(settings.input), "-n", str(settings.name), "--runs", "8", "--no-progress",
+                        "--broker", farm_cli.broker, "--queue", "semantic", "-o", str(tmp_path / "r.jsonl"))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    stability = next(line for line in lines if line["type"] == "stability")
+    assert stability["semantic_status"] == "computed" and stability["semantic_consistency"] >= 0.9
+    assert next(line for line in lines if line["type"] == "summary")["semantic"] == "computed"

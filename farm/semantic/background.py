@@ -8,6 +8,7 @@ this, a sweep would wait at the end of every case for all of its answers at once
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -23,6 +24,15 @@ what its end waits for."""
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+
+
+def _forget_pool() -> None:
+    # A forked child has none of its parent's threads: it starts its own pool when it needs one.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _executor() -> ThreadPoolExecutor:
