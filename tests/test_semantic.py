@@ -50,7 +50,7 @@ def test_four_unrelated_answers_are_four_meanings(tmp_path: Path) -> None:
 @needs_model
 def test_the_figures_travel_to_every_report(tmp_path: Path) -> None:
     report = run_sweep(_sweep(tmp_path, "paraphrases"))
-    for name in ("r.jsonl", "r.json", "r.md", "r.html"):
+    for name in ("r.jsonl", "r.json", "r.md", "r.html", "r.xml"):
         write_report(report, tmp_path / name)
     stability = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()
                  if json.loads(line)["type"] == "stability"]
@@ -58,6 +58,7 @@ def test_the_figures_travel_to_every_report(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "r.json").read_text())["results"][0]["semantic_status"] == "computed"
     assert "Semantic consistency" in (tmp_path / "r.md").read_text()
     assert "Semantic consistency" in (tmp_path / "r.html").read_text()
+    assert '<property name="semantic_consistency" value="1.0"' in (tmp_path / "r.xml").read_text()
 
 
 @needs_model

@@ -94,6 +94,7 @@ def _testcase(stats: CaseStats) -> ET.Element:
         "label": stats.label, "runs": stats.runs, "required_passes": stats.required_passes,
         "cost_usd": cost_text(stats.cost_usd), "cost_per_passing_run": cost_text(stats.cost_per_passing_run),
         **({"adaptive": adaptive_text(stats), "runs_planned": stats.runs_planned} if stats.adaptive else {}),
+        **({"semantic_consistency": stats.semantic_consistency} if stats.semantic_consistency is not None else {}),
     })
     verdict = case_verdict(stats)
     if verdict == "skipped":
