@@ -29,6 +29,7 @@ from farm.fleet.usage import RunUsage
 from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.hooks import HookFailedError, RunHooks
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
+from farm.models_dynamic import TurnRecord
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
 
 
@@ -282,6 +283,9 @@ async def _run_turns(
         state.turn = index
         reply = await _send_turn(agent, case, run, turn, index, state, env, deadline)
         result.output = reply.output
+        if len(case.turns) > 1:  # the transcript: multi-turn answers are compared whole (SPEC 16)
+            said = " ".join(m.text() for m in turn.messages if m.role == "user")
+            result.turns = [*(result.turns or []), TurnRecord(turn=index, input=said, output=reply.output)]
         state.usage.add(reply.usage)
         result.turns_completed = index
         result.checks.extend(await _check_turn(turn, reply, ctx, index, deadline))

@@ -21,6 +21,8 @@ __all__ = [
     "FailureExample",
     "FailureReason",
     "RunDetail",
+    "SemanticCluster",
+    "SemanticStatus",
     "StabilityClass",
     "SweepReport",
     "SweepSummary",
@@ -94,6 +96,20 @@ class FailureReason(FarmModel):
     """The failure class of this reason (SPEC 14.2): a reason is a finer grouping of one class."""
 
 
+SemanticStatus = Literal["computed", "not_installed", "not_text"]
+"""Whether a case's (or sweep's) semantic figures were computed, and if not, why (SPEC 16)."""
+
+
+class SemanticCluster(FarmModel):
+    """Answers of one meaning within a case (shaped as ``farm assess``'s modes)."""
+
+    count: int
+    share: float
+    """Of the case's answering runs, 0–1."""
+    example: str
+    """The cluster's most frequent answer (normalised, cut to 2,000 characters)."""
+
+
 class CaseStats(FarmModel):
     """Per-case statistics of a sweep (SPEC 7)."""
 
@@ -135,6 +151,17 @@ class CaseStats(FarmModel):
     distinct_outputs: int = 0
     """Distinct normalised outputs among the scored runs (errors and timeouts count as one "no
     output"); exact up to ``farm.stats.DEFAULT_MAX_DISTINCT_OUTPUTS``, a lower bound beyond."""
+    semantic_consistency: float | None = None
+    """Share (0–1) of the answering runs in the largest cluster of meaning (SPEC 16); null when
+    not computed (see ``semantic_status``)."""
+    semantic_clusters: list[SemanticCluster] | None = None
+    """The clusters of meaning, largest first; null when not computed."""
+    semantic_status: SemanticStatus | None = None
+    """``computed``, ``not_installed`` (the ``[semantic]`` extra is missing where the case was
+    aggregated) or ``not_text`` (structured answers keep exact comparison); null: no answer."""
+    semantic_estimated: bool = False
+    """The case had more distinct answers than ``farm.stats.semantic.SEMANTIC_SAMPLE_CAP``: the
+    semantic figures are over the sampled runs only."""
     failure_reasons: list[FailureReason] = Field(default_factory=list)
     """The most frequent reasons runs failed, most frequent first (``farm.stats.reasons``)."""
     pass_at_k: dict[str, float | None] = Field(default_factory=dict)
@@ -228,6 +255,9 @@ class SweepSummary(FarmModel):
     classes: dict[str, int] = Field(default_factory=dict)
     """Cases by ``stability_class`` (``stable``, ``mostly_stable``, ``unstable``, ``highly_unstable``,
     ``broken``), skipped cases left out (SPEC 20)."""
+    semantic: SemanticStatus | None = None
+    """Semantic figures of the sweep (SPEC 16): ``computed`` if any case's were, ``not_installed``
+    (get them with ``pip install 'agent-farm[semantic]'``), ``not_text``; null: no case answered."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

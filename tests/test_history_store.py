@@ -203,3 +203,21 @@ def test_trends_align_points_with_sweeps_and_flag_new_trouble(history_url: str) 
         assert [p.pass_rate for p in case_trend(store.engine, "b", last=2)] == [60.0, 0.0]
     finally:
         store.close()
+
+
+def test_semantic_consistency_is_kept_compared_and_trended(history_url: str) -> None:
+    store = HistoryStore.open(history_url)
+    try:
+        for sweep_id, started, figure in (("20261101T020000-aaaaaa", "2026-11-01T02:00:00Z", 0.9),
+                                          ("20261102T020000-bbbbbb", "2026-11-02T02:00:00Z", 0.4)):
+            report = make_report(sweep_id, started, {"a": (5, 5)})
+            report.results[0].semantic_consistency = figure
+            store.record(report)
+        base, head = store.sweep("20261101T020000-aaaaaa"), store.latest()
+        assert base is not None and head is not None
+        result = compare(store.snapshot(base), store.snapshot(head))
+        assert result.cases[0].semantic_consistency == (0.9, 0.4)
+        trends = case_points(store.engine, list(reversed(store.sweeps(last=2))))
+        assert [p.semantic_consistency for p in trends["a"] if p is not None] == [0.9, 0.4]
+    finally:
+        store.close()

@@ -5,7 +5,8 @@ The tracked files are copied to a temporary directory (what a fresh clone holds:
 ``farm test`` or ``farm report`` is run there through ``bash``, in README order, with the
 bundled servers the README starts (on the ports it names) running. A command "works" when it
 exits 0, or 1 where the README says cases fail on purpose: never 2 (bad input) or 3. Lines with
-placeholders (``SWEEP_ID``, ``INPUT``), a broker or Docker are reference, not runnable here.
+placeholders (``SWEEP_ID``, ``INPUT``), a broker, Docker or the real local model (its own test)
+are reference, not runnable here.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from tests.servers import ROOT, stop_process, wait_for_port
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SERVER = re.compile(r"^python (examples/servers/\w+\.py) --port (\d+)(.*?)\s*&?\s*(#.*)?$")
 PLACEHOLDER = re.compile(r"(?<![$\w])[A-Z][A-Z_]{2,}\b(?!=)")
-NOT_HERE = ("--broker", "docker", "redis-server", "farm worker", "./.ci/run", "kubectl")
+NOT_HERE = ("--broker", "docker", "redis-server", "farm worker", "./.ci/run", "kubectl",
+            "examples/local-llm")  # a real model's server: tests/test_local_llm.py runs that example
 
 
 def code_lines() -> list[str]:

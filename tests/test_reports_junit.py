@@ -9,6 +9,7 @@ import pytest
 
 from farm.models import Case, CaseStats, CheckOutcome, ErrorInfo, RunResult, RunStatus, SweepReport
 from farm.reports.junit import render_junit
+from farm.semantic import missing_requirement
 from farm.stats import CaseAccumulator, CasePlan, build_report
 
 EVIL_ID = 'T<script>alert("x")</script> & \x00\x1b co'
@@ -122,7 +123,9 @@ def test_each_verdict_maps_to_its_element() -> None:
     assert (ok.attrib["classname"], ok.attrib["time"]) == ("kw", "0.500")
     assert _props(ok) == {"pass_rate": "100.0", "pass_rate_ci": "[34.2, 100.0]", "consistency": "1.0",
                      "stability_class": "stable", "label": "stable", "runs": "2", "required_passes": "2",
-                     "cost_usd": "unknown", "cost_per_passing_run": "unknown"}
+                     "cost_usd": "unknown", "cost_per_passing_run": "unknown",
+                     # one distinct answer: one cluster of meaning, where the [semantic] extra is installed
+                     **({"semantic_consistency": "1.0"} if missing_requirement() is None else {})}
     down = _case(root, "down").find("error")
     assert down is not None and down.attrib["type"] == "error"
     assert down.attrib["message"].startswith("0 of 2 runs passed, 1 required: refused fails")

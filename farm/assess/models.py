@@ -45,7 +45,8 @@ class CaseAssessment(FarmModel):
     passed: int
     modes: list[FailureMode] = Field(default_factory=list)
     judge_calls: int = 0
-    """One per distinct failure (same class, same criteria, same normalised sample), never per run."""
+    """One per group of failures (same class, same meaning of the sample; same sample without the
+    ``[semantic]`` extra), never per run."""
 
 
 class Assessment(FarmModel):

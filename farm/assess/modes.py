@@ -5,21 +5,22 @@ For each case of a finished sweep:
 1. every failed run becomes a ``Failure``: its deterministic class, what it had to do (the first
    failed check and its expectation, or "answer without error") and what it did (the value the
    check saw, or the error). Every kind of check counts, not only ``gist``;
-2. failures are grouped by class, criteria and normalised sample: one group is one *distinct*
-   failure, most frequent first;
-3. without a judge a group's mode is its failure class. With one, each distinct failure is one
-   judge call (temperature 0), shown the case's known modes as a numbered list; it answers an
-   index or a new mode of at most two sentences. Known modes start from the case's memory, so
-   re-assessing the same failures gives the same modes.
+2. failures are grouped by class, then by the meaning of their samples (``farm.assess.clusters``;
+   by distinct sample without the ``[semantic]`` extra), most frequent first;
+3. without a judge a group's mode is its failure class (``<class>: <example>`` when the class
+   splits by meaning). With one, each group is one judge call (temperature 0), shown an example,
+   the group's size and the case's known modes as a numbered list; it answers an index or a new
+   mode of at most two sentences. Known modes start from the case's memory, so re-assessing the
+   same failures gives the same modes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from farm.assess.clusters import failure_groups, known_mode
 from farm.assess.models import CaseAssessment, Failure, FailureMode
 from farm.models import CaseStats, JsonValue, RunDetail, RunStatus
 from farm.stats.outputs import normalise_output
@@ -72,24 +73,14 @@ def failures_of(stats: CaseStats) -> list[Failure]:
     return [_failure(d) for d in stats.run_details if d.status not in (RunStatus.PASSED, RunStatus.SKIPPED)]
 
 
-@dataclass
-class _Group:
-    failures: list[Failure] = field(default_factory=list)
-
-
-def _groups(failures: Sequence[Failure]) -> list[_Group]:
-    groups: dict[tuple[str, str, str], _Group] = {}
-    for failure in failures:
-        key = (failure.failure_class, failure.criteria, normalise_output(failure.sample))
-        groups.setdefault(key, _Group()).failures.append(failure)
-    return sorted(groups.values(), key=lambda g: (-len(g.failures), g.failures[0].run))
-
-
-def assessment_messages(failure: Failure, modes: Sequence[str]) -> list[dict[str, Any]]:
-    """The judge's conversation, in neuro-san's text layout plus the failure class."""
+def assessment_messages(failure: Failure, modes: Sequence[str], runs: int = 1) -> list[dict[str, Any]]:
+    """The judge's conversation, in neuro-san's text layout plus the failure class and how many
+    runs failed this way (the sample is one example of them)."""
     known = "\n".join(f"{n}. {mode}" for n, mode in enumerate(modes, start=1)) or "(none yet)"
     user = (f'The acceptance_criteria is:\n"{failure.criteria}".\n\nThe text_sample is:\n"{failure.sample}".\n\n'
-            f"The failure_class is: {failure.failure_class}\n\nThe known failure_modes are:\n{known}\n")
+            f"The failure_class is: {failure.failure_class}\n\n"
+            f"Runs that failed this way (samples of the same meaning): {runs}\n\n"
+            f"The known failure_modes are:\n{known}\n")
     return [{"role": "system", "content": ASSESS_PROMPT}, {"role": "user", "content": user}]
 
 
@@ -111,12 +102,13 @@ async def assess_case(stats: CaseStats, judge: ModeJudge | None, known: Sequence
     modes = list(known)
     members: dict[str, list[Failure]] = {}
     calls = 0
-    for group in _groups(failures):
+    for group in failure_groups(failures):
         mode = None
         if judge is not None:
             calls += 1
-            mode = read_answer(await judge.answer(assessment_messages(group.failures[0], modes)), modes)
-        mode = mode or group.failures[0].failure_class  # no judge, or nothing usable from it
+            messages = assessment_messages(group.failures[0], modes, len(group.failures))
+            mode = read_answer(await judge.answer(messages), modes)
+        mode = mode or known_mode(group, modes)  # no judge, or nothing usable from it
         if mode not in modes:
             modes.append(mode)
         members.setdefault(mode, []).extend(group.failures)

@@ -107,7 +107,7 @@ def case_row(sweep_pk: int, stats: CaseStats, metadata: dict[str, Any]) -> dict[
         "adaptive": is_adaptive(stats, metadata),
         "avg_duration_ms": stats.avg_duration_ms, "min_duration_ms": stats.min_duration_ms,
         "max_duration_ms": stats.max_duration_ms, "std_deviation_ms": stats.std_deviation_ms,
-        "distinct_outputs": stats.distinct_outputs,
+        "distinct_outputs": stats.distinct_outputs, "semantic_consistency": stats.semantic_consistency,
         "failure_reasons": [r.model_dump() for r in stats.failure_reasons],
         "pass_at_k": stats.pass_at_k, "pass_hat_k": stats.pass_hat_k,
     }

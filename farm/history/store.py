@@ -136,14 +136,16 @@ class HistoryStore:
     def snapshot(self, info: SweepInfo) -> SweepSnapshot:
         """The sweep's cases as a comparison sees them."""
         columns = [case_results.c[n] for n in ("case_id", "runs", "passed", "skipped", "label", "case_passed",
-                                               "content_hash", "failure_reasons", "adaptive")]
+                                               "content_hash", "failure_reasons", "adaptive",
+                                               "semantic_consistency")]
         with self.engine.connect() as conn:
             rows = conn.execute(select(*columns).where(case_results.c.sweep == info.pk)).all()
             criteria = criteria_counts(conn, info.pk)
         cases = [CaseSnapshot(id=r.case_id, runs=r.runs - r.skipped, passed=r.passed, label=r.label,
                               case_passed=r.case_passed, content_hash=r.content_hash, adaptive=r.adaptive,
                               failure_reasons=[f["reason"] for f in r.failure_reasons or []],
-                              criteria=criteria.get(r.case_id, [])) for r in rows]
+                              criteria=criteria.get(r.case_id, []),
+                              semantic_consistency=r.semantic_consistency) for r in rows]
         return SweepSnapshot(sweep_id=info.sweep_id, started_at=iso(info.started_at), tags=dict(info.tags),
                              cases=cases, partial=info.status != "complete")
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0005"
+SCHEMA_REVISION = "r0006"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -105,6 +105,7 @@ case_results = Table(
     Column("max_duration_ms", Float, nullable=False),
     Column("std_deviation_ms", Float, nullable=False),
     Column("distinct_outputs", Integer, nullable=False),
+    Column("semantic_consistency", Float, nullable=True),  # SPEC 16; null: not computed
     Column("failure_reasons", JSON, nullable=False),
     Column("pass_at_k", JSON, nullable=False),
     Column("pass_hat_k", JSON, nullable=False),

@@ -41,15 +41,17 @@ class CasePoint:
     runs: int
     passed: int
     skipped: int
+    semantic_consistency: float | None = None
 
 
 _POINT_COLUMNS = [case_results.c[n] for n in ("pass_rate", "ci_low", "ci_high", "label", "runs", "passed",
-                                                 "skipped")]
+                                                 "skipped", "semantic_consistency")]
 
 
 def _point(row: Any) -> CasePoint:
     return CasePoint(sweep_id=row.sweep_id, pass_rate=row.pass_rate, ci_low=row.ci_low, ci_high=row.ci_high,
-                     label=row.label, runs=row.runs, passed=row.passed, skipped=row.skipped)
+                     label=row.label, runs=row.runs, passed=row.passed, skipped=row.skipped,
+                     semantic_consistency=row.semantic_consistency)
 
 
 def case_points(engine: Engine, window: Sequence[SweepInfo], case_id: str | None = None

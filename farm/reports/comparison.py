@@ -63,6 +63,9 @@ def _notes(row: CaseComparison) -> list[str]:
         notes.append("adaptive: verdicts only")
     notes += [f"new failure: {reason}" for reason in row.new_failure_reasons]
     notes += [f"criterion moved: {move_text(m)}" for m in row.criteria_moved]
+    if row.semantic_consistency is not None:
+        base, head = ("—" if v is None else f"{v:.2f}" for v in row.semantic_consistency)
+        notes.append(f"semantic consistency {base} → {head}")
     return notes
 
 

@@ -21,6 +21,7 @@ from farm.models import CaseStats, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.reports.semantic import semantic_summary
 from farm.stats.sweep import PARTIAL_STATUSES
 from farm.wording import plural
 
@@ -60,7 +61,7 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         verdict=_verdict(summary, meta),
         apart=_apart(report),
         meta_items=_meta_items(meta),
-        cards=_cards(summary) + _fleet_cards(summary, meta),
+        cards=_cards(summary) + _fleet_cards(summary, meta) + _semantic_cards(summary),
         status_bar=_status_bar(summary),
         failure_classes=_failure_classes(summary),
         histogram=_histogram(report.results) if multi_run else None,
@@ -212,6 +213,15 @@ def _fleet_cards(s: SweepSummary, meta: dict[str, Any]) -> list[dict[str, str]]:
     if isinstance(meta.get("budget"), dict):
         cards.append(_card("Budget", budget_text(meta["budget"]), "spent of the limit", "neutral"))
     return cards
+
+
+def _semantic_cards(s: SweepSummary) -> list[dict[str, str]]:
+    """Whether answers were compared by meaning, and how to get that when they were not (SPEC 16)."""
+    words = semantic_summary(s)
+    if words is None:
+        return []
+    value = {"computed": "computed", "not_installed": "not installed", "not_text": "not text"}[str(s.semantic)]
+    return [_card("Semantic consistency", value, words, "neutral" if s.semantic != "not_installed" else "warn")]
 
 
 def _card(label: str, value: str, caption: str, tone: str) -> dict[str, str]:

@@ -110,6 +110,7 @@ def _testcase(stats: CaseStats) -> ET.Element:
         "cost_usd": cost_text(stats.cost_usd), "cost_per_passing_run": cost_text(stats.cost_per_passing_run),
         **({"adaptive": adaptive_text(stats), "runs_planned": stats.runs_planned} if stats.adaptive else {}),
         **({"quarantine": badge(stats)} if stats.quarantine else {}),
+        **({"semantic_consistency": stats.semantic_consistency} if stats.semantic_consistency is not None else {}),
     })
     verdict = _junit_verdict(stats)
     if verdict == "quarantined":  # runs and is reported, but CI stays green as the exit code does

@@ -20,6 +20,7 @@ from farm.reports.criteria import CRITERIA_HEADER, criterion_row, failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
+from farm.reports.semantic import cluster_rows, semantic_case_text, semantic_summary
 from farm.stats import case_verdict
 from farm.wording import plural
 
@@ -85,6 +86,8 @@ def _summary(report: SweepReport) -> list[str]:
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta)]
     if isinstance(bias := meta.get("retry_bias"), dict):
         rows.append(("Retry Bias", md_inline(bias.get("line"))))
+    if semantic_summary(s) is not None:
+        rows.append(("Semantic consistency", md_inline(semantic_summary(s))))
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
 
 
@@ -134,6 +137,12 @@ def _criteria(stats: CaseStats) -> list[str]:
     failing = failing_text(stats)
     return ["**Criteria**", "", *([md_inline(failing), ""] if failing else []),
             *_table(CRITERIA_HEADER, rows, "lllrrr"), ""]
+def _meanings(stats: CaseStats) -> list[str]:
+    text = semantic_case_text(stats)
+    if text is None:
+        return []
+    rows = [(runs, share, md_inline(example)) for runs, share, example in cluster_rows(stats)]
+    return [f"**Meanings**: {md_inline(text)}", "", *_table(("Runs", "Share", "Example"), rows, "rr"), ""]
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
@@ -189,7 +198,7 @@ def _case(stats: CaseStats) -> list[str]:
     shown = next((d for d in stats.run_details if d.status is not RunStatus.SKIPPED), None)
     if shown is not None and shown.output is not None:
         lines += [f"**Output** (run {shown.run})", "", _block(shown.output), ""]
-    lines += _checkpoints(stats) + _criteria(stats)
+    lines += _checkpoints(stats) + _criteria(stats) + _meanings(stats)
     if stats.failure_classes:
         lines += ["**Failure classes**", "", *_failure_classes(stats.failure_classes, with_case=False), ""]
     return lines + _failures(stats)

@@ -33,6 +33,7 @@ from farm.stats.passk import DEFAULT_PASS_K, pass_k_figures
 from farm.stats.plan import CasePlan
 from farm.stats.reasons import ReasonCounter
 from farm.stats.retry_bias import RetryTally
+from farm.stats.semantic import SemanticSample, semantic_text
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
@@ -170,6 +171,7 @@ class CaseAccumulator:
         self._queued_ms = 0.0
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
+        self._meanings = SemanticSample()
         self._details = _Details(max_details)
         self._reasons = ReasonCounter()
         self._failures = FailureTally()
@@ -209,6 +211,7 @@ class CaseAccumulator:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
             self._outputs.add(output_digest(output))
+            self._meanings.add(None if status in _NO_OUTPUT else semantic_text(result))
             self._reasons.add(result)
             self._costs.add_run(result)
         self._details.offer(result)
@@ -294,4 +297,5 @@ class CaseAccumulator:
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
             retry_bias=self._retry_split.figures(),
             criteria=self._criteria.stats(),
+            **self._meanings.figures(),
         )

@@ -55,6 +55,7 @@ class CaseSnapshot(FarmModel):
     failure_reasons: list[str] = Field(default_factory=list)
     adaptive: bool = False
     criteria: list[CriterionCount] = Field(default_factory=list)
+    semantic_consistency: float | None = None
 
 
 class SweepRef(FarmModel):
@@ -103,6 +104,8 @@ class CaseComparison(FarmModel):
     new_failure_reasons: list[str] = Field(default_factory=list)
     criteria_moved: list[CriterionMove] = Field(default_factory=list)
     """The criteria whose pass rate or label changed (``farm.stats.compare_criteria``)."""
+    semantic_consistency: tuple[float | None, float | None] | None = None
+    """(BASE, HEAD) semantic consistency (SPEC 16) when either side computed it."""
 
 
 class Comparison(FarmModel):
@@ -134,6 +137,7 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
             id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
             adaptive=is_adaptive(s, meta), criteria=counts_of(s.criteria),
+            semantic_consistency=s.semantic_consistency,
         )
         for s in report.results
     ]
@@ -231,7 +235,14 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
         class_change=ClassChange(base=base.label, head=head.label) if base.label != head.label else None,
         new_failure_reasons=[r for r in head.failure_reasons if r not in base.failure_reasons and r != OTHER_REASONS],
         criteria_moved=moved_criteria(base.criteria, head.criteria, min_drop),
+        semantic_consistency=_semantic_pair(base, head),
     )
+
+
+def _semantic_pair(base: CaseSnapshot, head: CaseSnapshot) -> tuple[float | None, float | None] | None:
+    if base.semantic_consistency is None and head.semantic_consistency is None:
+        return None
+    return base.semantic_consistency, head.semantic_consistency
 
 
 def _verdict(base: CaseSnapshot, head: CaseSnapshot, tested: _Tested, delta: Fraction, alpha: float,

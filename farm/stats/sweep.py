@@ -13,6 +13,7 @@ from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.measures import percent
 from farm.stats.retry_bias import flag_retry_bias, retry_bias_summary
+from farm.stats.semantic import sweep_semantic_status
 
 Verdict = Literal["passed", "failed", "skipped"]
 
@@ -71,6 +72,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         skipped_ids=[s.id for s in stats if s.label == "skipped"],
         runs_saved=sum(s.runs_saved for s in stats), **costs.figures(by_status["passed"]),
         runs_not_run=sum(s.runs_not_run for s in stats), queued_ms=round(sum(s.queued_ms for s in stats), 3),
+        semantic=sweep_semantic_status([s.semantic_status for s in scored]),
     )
 
 

@@ -172,6 +172,7 @@
     add(box, io, facts([
       ["Source", c.source], ["Requirement", c.required_passes + " of " + (c.adaptive ? c.runs_planned : counted) + " passes needed, " + c.passed + " passed"],
       ["Stability", (c.stability_class || "").replace("_", " ")], ["Consistency", pct(Math.round(c.consistency * 1000) / 10)],
+      ["Semantic consistency", semanticText(c)],
       ["Duration", "min " + ms(c.min_duration_ms) + " · avg " + ms(c.avg_duration_ms) + " ± " + ms(c.std_deviation_ms) + " · max " + ms(c.max_duration_ms)],
       ["Errors", c.errors ? String(c.errors) : null], ["Timeouts", c.timeouts ? String(c.timeouts) : null],
       ["Retries", c.retries ? String(c.retries) : null],
@@ -181,6 +182,7 @@
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
+    if ((c.semantic_clusters || []).length) add(box, el("h3", null, "Meanings"), clustersTable(c.semantic_clusters));
     const classes = Object.entries(c.failure_classes || {});
     if (classes.length) add(box, el("h3", null, "Failure classes"), classesTable(classes));
     const details = c.run_details || [];
@@ -203,6 +205,18 @@
       body.appendChild(row);
     }
     return add(table, body);
+  }
+
+  function semanticText(c) {
+    if (c.semantic_consistency === null || c.semantic_consistency === undefined) return null;
+    const n = (c.semantic_clusters || []).length;
+    return pct(Math.round(c.semantic_consistency * 1000) / 10) + " in the largest of " + n + " cluster" + (n === 1 ? "" : "s") +
+      " of meaning" + (c.semantic_estimated ? " (estimated from a sample)" : "");
+  }
+
+  function clustersTable(clusters) {
+    const head = [["Runs", true], ["Share", true], ["Example", false]];
+    return miniTable(head, clusters.slice(0, 5).map((k) => [String(k.count), pct(Math.round(k.share * 1000) / 10), k.example]));
   }
 
   function checkpointsTable(points) {

