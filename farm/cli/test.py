@@ -198,8 +198,9 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
 @click.command(cls=StrictCommand, epilog=EXAMPLES)
 @click.option("-i", "--input", "input_", default=None, metavar="PATH",
               help="A .jsonl (Yao) or .hocon/.conf (neuro-san) suite, or a directory of suites. A value that "
-                   "looks like a path (a / in it, a suite or .json extension, a leading . or ~) is always one: "
-                   "when it does not exist, exit 2. Anything else is sent as a message, as -m does.")
+                   "looks like a path (a / in it, a suite or .json extension, a leading . or ~) or is a single "
+                   "word is always one: when it does not exist, exit 2 (--yao-compat: a single word is a "
+                   "message). Text with spaces that names no file is sent as a message, as -m does.")
 @click.option("-m", "--message", default=None, metavar="TEXT",
               help="Send TEXT to the agent once (direct message mode); the answer is printed to stdout unless -o.")
 @click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),

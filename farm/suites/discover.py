@@ -27,6 +27,7 @@ __all__ = [
     "LoadedInput",
     "StreamBatch",
     "find_suite_files",
+    "is_single_token",
     "load_files",
     "load_input",
     "load_message",
@@ -276,7 +277,14 @@ def open_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None
         return CaseStream("file", path.parent, [path], single=True, options=options)
     if looks_like_path(arg):
         raise InputError(f"{arg}: no such file or directory (to send it to the agent as a message, use -m)")
+    if is_single_token(arg) and not (options is not None and options.yao_compat):
+        raise InputError(f"no such file or directory: {arg.strip()} (to send it as a message, use -m)")
     return open_message(arg, cwd=cwd)
+
+
+def is_single_token(arg: str) -> bool:
+    """No whitespace: a mistyped suite name far more often than a message (SPEC 20; Yao sends it)."""
+    return len(arg.split()) == 1
 
 
 def load_message(text: str, *, cwd: Path | None = None) -> LoadedInput:

@@ -1,0 +1,57 @@
+"""Issue 27 through the real ``farm`` command: a newcomer's mistakes end in one clear line.
+
+A mistyped suite name is not a message; a closed stdout changes neither the exit code nor the
+``-o`` files; bad input (bytes, numbers, URLs, databases) is exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers import ROOT
+
+AGENTS = ROOT / "tests" / "agents" / "basic.py"
+
+
+def farm(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+         stdout: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m farm ARGS`` with this checkout on the path (no broker unless given)."""
+    full_env = {k: v for k, v in os.environ.items() if k == "FARM_DATA_DIR" or not k.startswith("FARM_")}
+    full_env.update({"PYTHONPATH": str(ROOT), **(env or {})})
+    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=cwd or ROOT, env=full_env, text=True,
+                          stdout=stdout if stdout is not None else subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=300, check=False)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+# --------------------------------------------------------------------------- -i single token
+
+
+@pytest.mark.parametrize("project", [False, True])
+def test_a_single_token_naming_no_file_is_a_mistyped_path(tmp_path: Path, project: bool) -> None:
+    if project:
+        (tmp_path / "package.yao").write_text('{"name": "p"}')
+    calls = tmp_path / "calls.txt"
+    result = farm("test", "--no-progress", "-i", "smoke_tests", "-n", f"py:{AGENTS}:echo", cwd=tmp_path,
+                  env={"FARM_TEST_CALLS": str(calls)})
+    assert_one_line_error(result, "no such file or directory: smoke_tests (to send it as a message, use -m)")
+    assert not calls.exists()
+
+
+def test_text_with_whitespace_stays_a_message_and_yao_compat_keeps_single_tokens(tmp_path: Path) -> None:
+    spaced = farm("test", "--no-progress", "-i", "hello there", "-n", f"py:{AGENTS}:text", cwd=tmp_path)
+    assert spaced.returncode == 0 and spaced.stdout.strip() == "you said: hello there", spaced.stderr
+    compat = farm("test", "--no-progress", "--yao-compat", "-i", "hello", "-n", f"py:{AGENTS}:text", cwd=tmp_path)
+    assert compat.returncode == 0 and compat.stdout.strip() == "you said: hello", compat.stderr
