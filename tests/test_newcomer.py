@@ -55,3 +55,49 @@ def test_text_with_whitespace_stays_a_message_and_yao_compat_keeps_single_tokens
     assert spaced.returncode == 0 and spaced.stdout.strip() == "you said: hello there", spaced.stderr
     compat = farm("test", "--no-progress", "--yao-compat", "-i", "hello", "-n", f"py:{AGENTS}:text", cwd=tmp_path)
     assert compat.returncode == 0 and compat.stdout.strip() == "you said: hello", compat.stderr
+
+
+# --------------------------------------------------------------------------- a closed stdout
+
+QUALITY = f"py:{ROOT / 'tests' / 'agents' / 'quality.py'}:quality"
+
+
+def closed_pipe_run(*args: str, cwd: Path) -> int:
+    """Run farm with stdout and stderr on a pipe nobody reads (as ``| head`` after it quit): its exit code."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # no reader at all: every write gets EPIPE, deterministically
+    try:
+        env = {k: v for k, v in os.environ.items() if k == "FARM_DATA_DIR" or not k.startswith("FARM_")}
+        process = subprocess.Popen([sys.executable, "-m", "farm", *args], cwd=cwd,
+                                   env={**env, "PYTHONPATH": str(ROOT)}, stdout=write_end, stderr=write_end)
+    finally:
+        os.close(write_end)
+    return process.wait(timeout=300)
+
+
+@pytest.fixture
+def regressed_reports(tmp_path: Path) -> tuple[Path, Path]:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": c, "input": f"q {c}", "expected": "yes"}) + "\n" for c in "ab"))
+    for name, quality in (("base.json", "1.0"), ("head.json", "0.1")):
+        made = farm("test", "--no-progress", "--no-history", "-i", str(suite), "-n", QUALITY, "--runs", "20",
+                    "-o", str(tmp_path / name), env={"FARM_TEST_QUALITY": quality})
+        assert made.returncode in (0, 1), made.stderr
+    return tmp_path / "base.json", tmp_path / "head.json"
+
+
+def test_a_closed_stdout_keeps_compare_exit_code_and_every_o_file(tmp_path: Path,
+                                                                  regressed_reports: tuple[Path, Path]) -> None:
+    base, head = regressed_reports
+    code = closed_pipe_run("compare", str(base), str(head), "-o", "c.html", "-o", "c.md", cwd=tmp_path)
+    assert code == 1
+    assert (tmp_path / "c.html").exists() and (tmp_path / "c.md").exists()
+
+
+def test_a_closed_stdout_keeps_the_exit_code_of_farm_test(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "a", "input": "q", "expected": "yes", "metadata": {"quality": 0.1}}) + "\n")
+    code = closed_pipe_run("test", "--no-progress", "--no-history", "-i", str(suite), "-n", QUALITY, "--runs", "3",
+                           "-o", "r.md", "-o", "r.json", cwd=tmp_path)
+    assert code == 1  # the case fails: a closed pipe must not turn that into 0
+    assert (tmp_path / "r.md").exists() and (tmp_path / "r.json").exists()

@@ -100,9 +100,10 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
     finally:
         resolver.close()
     comparison = compare(base_side.snapshot, head_side.snapshot, alpha=alpha, min_drop=min_drop)
-    click.echo(render_text(comparison, show_all), nl=False)
-    for path, fmt in files:
+    for path, fmt in files:  # every file before anything is printed: a reader that left stops nothing
         path.write_text(render_comparison(comparison, fmt), encoding="utf-8")
+    click.echo(render_text(comparison, show_all), nl=False)
+    for path, _ in files:
         click.echo(f"comparison: {path}", err=True)
     return int(ExitCode.CASES_FAILED if comparison.regressed else ExitCode.OK)
 
