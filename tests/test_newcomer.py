@@ -101,3 +101,33 @@ def test_a_closed_stdout_keeps_the_exit_code_of_farm_test(tmp_path: Path) -> Non
                            "-o", "r.md", "-o", "r.json", cwd=tmp_path)
     assert code == 1  # the case fails: a closed pipe must not turn that into 0
     assert (tmp_path / "r.md").exists() and (tmp_path / "r.json").exists()
+
+
+# --------------------------------------------------------------------------- tracebacks → one line
+
+@pytest.mark.parametrize("command", [["compare", "{bad}", "{bad}"], ["assess", "{bad}"]])
+def test_a_non_utf8_file_is_one_clear_line(tmp_path: Path, command: list[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff\xfe{not text")
+    result = farm(*[part.format(bad=bad) for part in command], cwd=tmp_path)
+    assert_one_line_error(result, "not UTF-8 text", "bad.json")
+
+
+def test_huge_numbers_in_history_references_are_one_clear_line(tmp_path: Path) -> None:
+    history = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    skip = farm("compare", "last~99999999999999999999", "last", "--history", history, cwd=tmp_path)
+    assert_one_line_error(skip, "last~99999999999999999999", "no recorded sweep")
+    last = farm("history", "--last", "99999999999999999999", "--history", history, cwd=tmp_path)
+    assert_one_line_error(last, "--last 99999999999999999999")
+
+
+BAD_BROKERS = ["redis://127.0.0.1:99999/0", "redis://[::1/0"]
+
+
+@pytest.mark.parametrize("broker", BAD_BROKERS)
+@pytest.mark.parametrize("command", [["status"], ["results", "abc"], ["cancel", "abc"], ["worker"],
+                                     ["test", "-m", "hi", "-n", f"py:{AGENTS}:text"]])
+def test_a_broker_url_with_a_bad_port_or_host_is_one_clear_line(tmp_path: Path, broker: str,
+                                                                 command: list[str]) -> None:
+    result = farm(*command, "--broker", broker, cwd=tmp_path)
+    assert_one_line_error(result, f"broker {broker}")

@@ -33,6 +33,9 @@ alpha_option = click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_d
 min_drop_option = click.option("--min-drop", type=float, default=DEFAULT_MIN_DROP, show_default=True, metavar="POINTS",
                                help="Smallest pass-rate change, in points, called a regression or improvement.")
 
+MAX_SHOWN = 1_000_000
+"""``farm history --last`` at most (a larger number would overflow the database's integer)."""
+
 
 def _open(url: str | None) -> HistoryStore:
     from farm.history.location import history_url
@@ -137,8 +140,8 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     from farm.history.facts import parse_tags
     from farm.history.trends import case_points, trend_document
 
-    if last < 1:
-        raise SettingsError(f"--last {last}: must be at least 1")
+    if not 1 <= last <= MAX_SHOWN:
+        raise SettingsError(f"--last {last}: must be between 1 and {MAX_SHOWN}")
     if html is not None and not Path(html).parent.is_dir():
         raise SettingsError(f"--html {html}: directory {Path(html).parent} does not exist")
     tag_filter = next(iter(parse_tags([tag]).items())) if tag else None
