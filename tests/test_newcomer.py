@@ -131,3 +131,54 @@ def test_a_broker_url_with_a_bad_port_or_host_is_one_clear_line(tmp_path: Path, 
                                                                  command: list[str]) -> None:
     result = farm(*command, "--broker", broker, cwd=tmp_path)
     assert_one_line_error(result, f"broker {broker}")
+
+
+# --------------------------------------------------------------------------- the history database
+
+
+def test_a_database_of_another_program_is_refused_with_what_it_holds(tmp_path: Path) -> None:
+    import sqlite3
+
+    database = tmp_path / "app.sqlite"
+    with sqlite3.connect(database) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    result = farm("history", "--history", f"sqlite:///{database}", cwd=tmp_path)
+    assert_one_line_error(result, "not a farm history database", "customers")
+    with sqlite3.connect(database) as conn:  # and nothing was added to it
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"customers"}
+
+
+def test_a_database_of_a_newer_farm_is_refused_and_an_older_one_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    from farm.history.engine import create_history_engine, migrate
+    from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
+
+    older, newer = tmp_path / "older.sqlite", tmp_path / "newer.sqlite"
+    for database in (older, newer):
+        migrate(create_history_engine(f"sqlite:///{database}"))
+    with sqlite3.connect(newer) as conn:
+        conn.execute(f"UPDATE {VERSION_TABLE} SET version_num = 'r9999'")
+    refused = farm("history", "--history", f"sqlite:///{newer}", cwd=tmp_path)
+    assert_one_line_error(refused, "newer agent-farm", "r9999")
+    with sqlite3.connect(older) as conn:  # one revision back: the farm migrates it, as before
+        conn.execute(f"UPDATE {VERSION_TABLE} SET version_num = 'r0001'")
+        conn.execute("DROP TABLE farm_failure_modes")
+    migrated = farm("history", "--history", f"sqlite:///{older}", cwd=tmp_path)
+    assert migrated.returncode == 0, migrated.stderr
+    with sqlite3.connect(older) as conn:
+        assert conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()[0] == SCHEMA_REVISION
+
+
+def test_reading_a_missing_history_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "not" / "yet" / "history.sqlite"
+    for command in (["history"], ["baseline", "list"], ["compare", "last", "last"]):
+        result = farm(*command, "--history", f"sqlite:///{missing}", cwd=tmp_path)
+        assert result.returncode in (0, 2) and "Traceback" not in result.stderr, result.stderr
+    assert not (tmp_path / "not").exists()
+
+
+def test_an_empty_baseline_name_is_refused(tmp_path: Path) -> None:
+    result = farm("baseline", "set", "", "last", "--history", f"sqlite:///{tmp_path / 'h.sqlite'}", cwd=tmp_path)
+    assert_one_line_error(result, "baseline name is empty")

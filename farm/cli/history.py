@@ -41,7 +41,7 @@ def _open(url: str | None) -> HistoryStore:
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
 
-    return HistoryStore.open(history_url(url))
+    return HistoryStore.open(history_url(url), create=False)  # these commands read: a missing file stays missing
 
 
 def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:
@@ -195,6 +195,8 @@ def baseline() -> None:
 def set_baseline(name: str, ref: str, history: str | None) -> int:
     from farm.history.refs import RefResolver, is_report_path
 
+    if not name.strip():
+        raise InputError("baseline name is empty: give it a name, e.g. farm baseline set main last")
     if is_report_path(ref):
         raise InputError(f"baseline {name}: {ref} is a file; a baseline names a recorded sweep")
     resolver = RefResolver(lambda: _open(history))

@@ -81,6 +81,13 @@ def create_history_engine(url: str) -> Engine:
     return engine
 
 
+def _missing_sqlite_file(url: str) -> bool:
+    parsed = parse_url(url)
+    database = parsed.database
+    return (parsed.get_backend_name() == "sqlite" and bool(database) and database != ":memory:"
+            and not Path(str(database)).expanduser().exists())
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
@@ -96,11 +103,36 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(select(text("version_num")).select_from(text(VERSION_TABLE))).scalar()
 
 
+def known_revisions() -> set[str]:
+    """Every schema revision this farm has a migration for (``r0001`` of ``r0001_initial.py``, …)."""
+    versions = resources.files("farm.history") / "migrations" / "versions"
+    return {entry.name.split("_", 1)[0] for entry in versions.iterdir()
+            if entry.name.startswith("r") and entry.name.endswith(".py")}
+
+
+def check_is_farm_history(engine: Engine, revision: str | None) -> None:
+    """SettingsError (exit 2) for a database the farm must not migrate: another program's, or a newer farm's."""
+    where = f"history {safe_url(engine.url)}"
+    if revision is not None and revision not in known_revisions():
+        raise SettingsError(f"{where}: written by a newer agent-farm (schema revision {revision}; this one knows "
+                            f"up to {SCHEMA_REVISION}): upgrade agent-farm, or use another --history")
+    if revision is None:
+        with engine.connect() as conn:
+            found = sorted(inspect(conn).get_table_names())
+        if found:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise SettingsError(f"{where}: not a farm history database (it holds tables {shown} and no "
+                                f"{VERSION_TABLE}): give --history (or FARM_HISTORY_URL) a database of its own")
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the database to the newest schema (a no-op when it is there already)."""
+    """Bring the database to the newest schema (a no-op when it is there already); SettingsError for a
+    database that is not the farm's or is newer than this farm."""
     for attempt in range(1, MIGRATE_ATTEMPTS + 1):
         try:
-            if current_revision(engine) != SCHEMA_REVISION:
+            revision = current_revision(engine)
+            if revision != SCHEMA_REVISION:
+                check_is_farm_history(engine, revision)
                 _upgrade(engine)
             return
         except DBAPIError as exc:
@@ -131,8 +163,14 @@ def error_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def open_engine(url: str) -> Engine:
-    """An engine on a migrated database; SettingsError on a bad URL, FarmRuntimeError when unreachable."""
+def open_engine(url: str, *, create: bool = True) -> Engine:
+    """An engine on a migrated database; SettingsError on a bad URL, FarmRuntimeError when unreachable.
+
+    ``create=False`` (a read): a SQLite file that does not exist is not made, nor its directory;
+    the reader sees an empty history (an in-memory database).
+    """
+    if not create and _missing_sqlite_file(url):
+        url = "sqlite://"
     engine = create_history_engine(url)
     migrate(engine)
     return engine
