@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from farm.agents.secrets import masking, redact
 from farm.errors import ReporterError, SettingsError
 from farm.models import SweepReport
 from farm.reports import BUILTIN_REPORTERS, format_for_path, write_rendered, writer_for
@@ -120,7 +121,7 @@ def write_report(report: SweepReport, path: str | Path, fmt: str | None = None) 
     writer_for(fmt)  # an unknown format is bad input: found before the file is touched
     try:
         with target.open("w", encoding="utf-8") as out:  # case by case: a big report is never whole in memory
-            write_rendered(report, fmt, out)
+            write_rendered(report, fmt, masking(out))  # values read from secret env vars never reach a file
     except OSError as exc:
         raise ReporterError(f"{target}: cannot write the report: {exc.strerror or exc}") from exc
     return target
@@ -129,7 +130,7 @@ def write_report(report: SweepReport, path: str | Path, fmt: str | None = None) 
 def write_document(path: Path, text: str) -> Path:
     """Write a rendered report; ReporterError (exit 3) naming the file when the disk says no."""
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(redact(text), encoding="utf-8")
     except OSError as exc:
         raise ReporterError(f"{path}: cannot write the report: {exc.strerror or exc}") from exc
     return path

@@ -100,6 +100,8 @@ class TestSettings:
     before: str | None = None
     after: str | None = None
     yao_compat: bool = False
+    allow_remote_includes: bool = False
+    """``--allow-remote-includes``: HOCON includes of URLs are fetched (refused otherwise)."""
     fleet: FleetFlags = field(default_factory=FleetFlags)
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
@@ -150,7 +152,8 @@ def _open(settings: TestSettings) -> CaseStream:
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
     if settings.message is not None:
         return open_message(settings.message, cwd=Path(settings.cwd))
-    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator)
+    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator,
+                          allow_remote_includes=settings.allow_remote_includes)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 

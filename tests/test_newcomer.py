@@ -10,7 +10,9 @@ import json
 import os
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -182,3 +184,56 @@ def test_reading_a_missing_history_creates_nothing(tmp_path: Path) -> None:
 def test_an_empty_baseline_name_is_refused(tmp_path: Path) -> None:
     result = farm("baseline", "set", "", "last", "--history", f"sqlite:///{tmp_path / 'h.sqlite'}", cwd=tmp_path)
     assert_one_line_error(result, "baseline name is empty")
+
+
+# --------------------------------------------------------------------------- HOCON: secrets and includes
+
+
+def test_a_secret_substituted_from_the_environment_is_masked_in_every_output(tmp_path: Path) -> None:
+    secret = "sk-live-4f9a7c21e0"
+    (tmp_path / "leak.hocon").write_text(
+        '{ "interactions": [ { "text": "key is "${?MY_OPENAI_API_KEY}" and parallel is false" } ] }\n')
+    env = {"MY_OPENAI_API_KEY": secret, "TOKENIZERS_PARALLELISM": "false", "FARM_DATA_DIR": str(tmp_path / "data")}
+    outputs = ["r.json", "r.jsonl", "r.md", "r.html", "r.xml"]
+    result = farm("test", "--no-progress", "--no-history", "-i", "leak.hocon", "-n", f"py:{AGENTS}:text",
+                  *[arg for name in outputs for arg in ("-o", name)], cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    texts = {name: (tmp_path / name).read_text() for name in outputs}
+    journals = list((tmp_path / "data").rglob("*.jsonl"))
+    texts.update({str(j): j.read_text() for j in journals})
+    assert journals and all(secret not in text for text in texts.values()), [n for n, t in texts.items() if secret in t]
+    assert "you said: key is ***" in texts["r.json"]
+    assert "parallel is false" in texts["r.json"]  # a secret-named variable the suite does not use masks nothing
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        body = b'metadata { team = "shared" }\n'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_remote_include_is_refused_unless_allowed(tmp_path: Path) -> None:
+    from tests.servers import serve_in_thread
+
+    _Recorder.hits = []
+    with serve_in_thread(HTTPServer(("127.0.0.1", 0), _Recorder)) as served:
+        suite = tmp_path / "remote.hocon"
+        suite.write_text(f'include url("{served.url}/shared.conf")\n'
+                         'interactions = [ { "text": "hi", "response": { "text": { "keywords": "hi" } } } ]\n')
+        refused = farm("test", "--no-progress", "--no-history", "-i", str(suite), "-n", f"py:{AGENTS}:text",
+                       "-k", "nomatch", cwd=tmp_path)
+        assert_one_line_error(refused, "remote.hocon", f"{served.url}/shared.conf", "--allow-remote-includes")
+        assert _Recorder.hits == []
+        allowed = farm("test", "--no-progress", "--no-history", "--allow-remote-includes", "-i", str(suite),
+                       "-n", f"py:{AGENTS}:text", "--collect-only", cwd=tmp_path)
+        assert allowed.returncode == 0, allowed.stderr
+        assert _Recorder.hits == ["/shared.conf"]

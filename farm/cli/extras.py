@@ -53,6 +53,9 @@ def yao_flags(command: Any) -> Any:
         click.option("--yao-compat", is_flag=True,
                      help="Dynamic cases as Yao's code runs them where its documentation disagrees "
                           "(see the README)."),
+        click.option("--allow-remote-includes", is_flag=True,
+                     help="Let a HOCON suite's include url(...) fetch its URL while the suite loads "
+                          "(refused by default: exit 2 naming the file)."),
     ]
     for option in reversed(options):
         command = option(command)

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+from farm.agents.secrets import masking, redact
 from farm.cli.extras import start_extras, yao_flags
 from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
@@ -81,7 +82,7 @@ def _render(target: OutputTarget, report: SweepReport, settings: TestSettings) -
     elif target.path is None:  # a literal message with -r report.*: the report goes to stdout
         from farm.reports import render_report
 
-        click.echo(render_report(report, target.format))
+        click.echo(redact(render_report(report, target.format)))
     else:
         write_report(report, target.path, target.format)
 
@@ -108,7 +109,7 @@ def _observers(prepared: PreparedSweep, settings: TestSettings, err: Console, st
     for target in prepared.outputs:
         if target.format == "jsonl" and target.path is not None:
             stream: TextIO = streams.enter_context(target.path.open("w", encoding="utf-8"))
-            observers.append(JsonlObserver(stream))
+            observers.append(JsonlObserver(masking(stream)))
         elif target.format == "stdout":
             observers.append(StdoutPrinter(err))
     if progress and err.is_terminal:
@@ -172,8 +173,8 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
     with contextlib.ExitStack() as streams:
-        journal = RunJournal(streams.enter_context(open_journal(farm_settings.data_dir, prepared.plan.sweep_id)),
-                             prepared.plan)
+        journal = RunJournal(masking(streams.enter_context(open_journal(farm_settings.data_dir,
+                                                                        prepared.plan.sweep_id))), prepared.plan)
         journal_name = str(journal.path)
         observers = _observers(prepared, settings, err, streams, journal, progress)
         if settings.broker:

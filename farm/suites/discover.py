@@ -125,6 +125,7 @@ class CaseStream:
         self._duplicates: list[Problem] = []
         """Listed after every other problem, as the ids' first places are."""
         self._single, self._options, self._file_notes = single, options, notes
+        self._allow_remote = options is not None and options.allow_remote_includes
         self._given = cases
         self._first: dict[str, int] = {}
         """Each id seen, with where it was first: (file number << 32) | line (0: no line)."""
@@ -138,7 +139,8 @@ class CaseStream:
         for number, path in enumerate(self.files):
             name = suite_name(path, self.root, self._single)
             if path.suffix.lower() in HOCON_SUFFIXES:
-                loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes)
+                loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes,
+                                           allow_remote=self._allow_remote)
                 self.problems += found
                 cases: Iterable[Case] = loaded
             else:
@@ -177,7 +179,8 @@ class CaseStream:
             if path.suffix.lower() in HOCON_SUFFIXES:
                 if keep(number, 0):
                     notes: list[str] | None = None if self._file_notes is None else []
-                    loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes)
+                    loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes,
+                                                  allow_remote=self._allow_remote)
                     yield StreamBatch(number, 0, loaded, problems, notes or [])
                 continue
             if keep(number, 0) is None:

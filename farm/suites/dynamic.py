@@ -41,6 +41,8 @@ class LoadOptions:
     yao_compat: bool = False
     simulator: str | None = None
     """``--simulator``: the simulator of every dynamic case."""
+    allow_remote_includes: bool = False
+    """``--allow-remote-includes``: a HOCON ``include url(...)`` may fetch its URL."""
 
 
 def parse_dynamic(obj: dict[str, Any], base_dir: str, options: LoadOptions,

@@ -28,6 +28,7 @@ from farm.checks.spec import Issue, parse_response, suggest
 from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
+from farm.suites.hocon_guard import RemoteIncludeRefused, register_env_secrets, remote_includes
 
 if TYPE_CHECKING:
     from pyparsing import ParseBaseException
@@ -52,13 +53,14 @@ _RATIO = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 def load_hocon(
-    path: Path, case_id: str, suite: str, notes: list[str] | None = None
+    path: Path, case_id: str, suite: str, notes: list[str] | None = None, *, allow_remote: bool = False
 ) -> tuple[list[Case], list[Problem]]:
     """Read one HOCON test case: one ``Case``, or one per entry of a ``connections`` list.
 
     With ``notes`` (a directory sweep), a file that is not a test case adds a note instead of a problem.
+    ``allow_remote``: ``--allow-remote-includes`` (``farm.suites.hocon_guard``).
     """
-    data, problem = read_hocon(path)
+    data, problem = read_hocon(path, allow_remote=allow_remote)
     if problem is not None:
         return [], [problem]
     if notes is not None and "interactions" not in data:
@@ -70,8 +72,9 @@ def load_hocon(
     return [c.model_copy(update={"source": str(path), "suite": suite}) for c in cases], []
 
 
-def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
-    """Parse the file into plain dicts, or say where it is broken."""
+def read_hocon(path: Path, *, allow_remote: bool = False) -> tuple[dict[str, Any], Problem | None]:
+    """Parse the file into plain dicts, or say where it is broken (an include of a URL is, unless
+    ``allow_remote``)."""
     where = str(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -83,8 +86,13 @@ def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
     from pyhocon import ConfigFactory, ConfigTree
     from pyparsing import ParseBaseException
 
+    register_env_secrets(text)
     try:
-        tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
+        with remote_includes(allow_remote):
+            tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
+    except RemoteIncludeRefused as exc:
+        return {}, Problem(where, None, "", f"include of {exc.url}: a remote include is fetched at load time; "
+                                            "refused (give --allow-remote-includes to allow it)")
     except ParseBaseException as exc:
         return {}, Problem(where, exc.lineno, "", _syntax_message(exc))
     except RecursionError:
