@@ -66,11 +66,12 @@ def plan_outputs(outputs: Sequence[str], *, reporter: str | None, root: Path | N
     for given in outputs:
         path = Path(given).expanduser()
         path = path if path.is_absolute() else cwd / path
+        link = f" (a symlink to {path.resolve()})" if path.is_symlink() else ""  # written through: its target
         if path.resolve() in seen:
-            raise SettingsError(f"-o {given}: given twice (as -o {seen[path.resolve()]})")
+            raise SettingsError(f"-o {given}{link}: given twice (as -o {seen[path.resolve()]})")
         seen[path.resolve()] = given
         if any(path.resolve() == f.resolve() for f in inputs):
-            raise SettingsError(f"-o {given}: is one of the input suites; it would be overwritten")
+            raise SettingsError(f"-o {given}{link}: is one of the input suites; it would be overwritten")
         fmt = (builtin or "reporter") if reporter else format_for_path(path)
         check_writable(path, given)
         targets.append(OutputTarget(path, fmt))
@@ -93,6 +94,7 @@ def check_writable(path: Path, given: str) -> None:
     Tried for real (create and remove, or open for appending) rather than judged from
     permission bits, which say nothing about read-only mounts, ACLs or root.
     """
+    path = path.resolve()  # through a symlink, dangling ones included: the file it points at is written
     if path.is_dir():
         raise SettingsError(f"-o {given}: is a directory")
     if not path.parent.is_dir():

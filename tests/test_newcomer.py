@@ -237,3 +237,24 @@ def test_a_remote_include_is_refused_unless_allowed(tmp_path: Path) -> None:
                        "-n", f"py:{AGENTS}:text", "--collect-only", cwd=tmp_path)
         assert allowed.returncode == 0, allowed.stderr
         assert _Recorder.hits == ["/shared.conf"]
+
+
+def test_o_through_a_symlink_writes_its_target_but_never_the_suite_or_another_report(tmp_path: Path) -> None:
+    suite = tmp_path / "s.jsonl"
+    suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
+    (tmp_path / "to_suite.json").symlink_to("s.jsonl")
+    (tmp_path / "to_report.md").symlink_to("r.md")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "latest.md").symlink_to("reports/today.md")
+    echo = f"py:{AGENTS}:echo"
+    at_suite = farm("test", "--no-progress", "--no-history", "-i", "s.jsonl", "-n", echo, "-o", "to_suite.json",
+                    cwd=tmp_path)
+    assert_one_line_error(at_suite, "to_suite.json (a symlink to", "input suites")
+    at_report = farm("test", "--no-progress", "--no-history", "-i", "s.jsonl", "-n", echo, "-o", "r.md",
+                     "-o", "to_report.md", cwd=tmp_path)
+    assert_one_line_error(at_report, "to_report.md (a symlink to", "given twice")
+    assert suite.read_text() == json.dumps({"id": "a", "input": "x"}) + "\n"
+    through = farm("test", "--no-progress", "--no-history", "-i", "s.jsonl", "-n", echo, "-o", "latest.md",
+                   cwd=tmp_path)
+    assert through.returncode == 0, through.stderr
+    assert (tmp_path / "latest.md").is_symlink() and "# " in (tmp_path / "reports" / "today.md").read_text()
