@@ -24,6 +24,7 @@ from farm.errors import InputError
 from farm.execute import RunEnvironment
 from farm.models import Case
 from farm.plan import PlannedCase, PlanTotals
+from farm.plural import plural
 from farm.simulators import check_simulators
 from farm.stats import plan_case
 from farm.stats.adaptive import AdaptiveRule
@@ -70,8 +71,9 @@ class SelectionCounts:
         if not self.selected:
             raise InputError(f"{source}: no case matches {shown}" if shown else f"{source}: no test cases")
         if not self.runnable:
-            which = f"the {self.selected} cases matching {shown}" if shown else f"all {self.selected} cases"
-            raise InputError(f"{source}: no runnable cases: {which} are skipped (skip: true)")
+            counted, verb = plural(self.selected, "case"), "is" if self.selected == 1 else "are"
+            which = f"the {counted} matching {shown}" if shown else f"all {counted}" if self.selected > 1 else counted
+            raise InputError(f"{source}: no runnable cases: {which} {verb} skipped (skip: true)")
 
 
 @dataclass
@@ -185,7 +187,8 @@ class BatchPlanner:
         agent = self._agent(case, batch)
         batch.totals.add_case(case, case_plan, agent, self.env)
         if self.keeps == "ids":
-            batch.ids.append(case.id)  # --collect-only lists ids: its plan keeps no case
+            skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
+            batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
             return
         planned = PlannedCase(case=case, plan=case_plan, agent=agent)
         if self.keeps == "cases":

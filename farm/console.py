@@ -17,6 +17,7 @@ from rich.console import Console
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.observers import SweepStart
+from farm.plural import plural
 from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line
 from farm.stats import below_overall_gate
@@ -79,21 +80,17 @@ def case_rows(report: SweepReport, *, max_rows: int = 30) -> list[tuple[str, boo
     return lines
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word if n == 1 else word + 's'}"
-
-
 def summary_line(report: SweepReport) -> str:
     """``2 passed, 1 failed of 4 cases (1 skipped); 30 runs: 25 passed, 3 failed, 1 error,
     1 timeout (83.3% pass rate); 1 flaky, 1 broken; 12.3s``."""
     s: SweepSummary = report.summary
     by = s.by_status
     runs = [f"{by.get('passed', 0)} passed", f"{by.get('failed', 0)} failed",
-            _plural(by.get("error", 0), "error"), _plural(by.get("timeout", 0), "timeout")]
-    cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {s.total_cases} cases"
+            plural(by.get("error", 0), "error"), plural(by.get("timeout", 0), "timeout")]
+    cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {plural(s.total_cases, 'case')}"
     if s.skipped_cases:
         cases += f" ({s.skipped_cases} skipped)"
-    return (f"{cases}; {s.total_runs} runs: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass rate); "
+    return (f"{cases}; {plural(s.total_runs, 'run')}: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass rate); "
             f"{s.flaky_cases} flaky, {s.broken_cases} broken; {s.duration_ms / 1000:.1f}s")
 
 
@@ -102,7 +99,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     for text, failing in case_rows(report, max_rows=max_rows) if report.results else []:
         say(console, text, style="red" if failing else None)
     if len(report.results) > max_rows:
-        say(console, f"… {len(report.results) - max_rows} more cases in the report")
+        say(console, f"… {plural(len(report.results) - max_rows, 'more case')} in the report")
     for line in failure_lines(report):
         say(console, line)
     if any(c.adaptive for c in report.results):
@@ -113,7 +110,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     if meta.get("stopped"):
         not_run = [str(i) for i in meta.get("not_run") or []]
         listed = f": {_ids(not_run)}" if not_run else ""
-        say(console, f"stopped early ({meta['stopped']}): {len(not_run)} cases not run{listed}")
+        say(console, f"stopped early ({meta['stopped']}): {plural(len(not_run), 'case')} not run{listed}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
@@ -148,7 +145,8 @@ class FailureDigest:
         self._unlisted = 0
 
     def on_start(self, start: SweepStart) -> None:
-        say(self._console, f"sweep {start.sweep_id}: {start.total_cases} cases, {start.total_runs} runs "
+        say(self._console, f"sweep {start.sweep_id}: {plural(start.total_cases, 'case')}, "
+                           f"{plural(start.total_runs, 'run')} "
                            f"against {start.agent_id}")
 
     def on_result(self, result: RunResult) -> None:
@@ -172,14 +170,14 @@ class FailureDigest:
         """Each distinct failure, most frequent first."""
         ranked = sorted(self._failures.items(), key=lambda item: -item[1].count)
         for reason, failure in ranked:
-            runs = _plural(failure.count, "run")
+            runs = plural(failure.count, "run")
             klass = f"  [{failure.failure_class}]" if failure.failure_class else ""
             say(self._console, f"{runs} failed: {reason}{klass}", style="bold")
             say(self._console, f"  cases: {_ids(list(failure.cases))}")
             for line in _example(failure.example):
                 say(self._console, f"  {line}")
         if self._unlisted:
-            say(self._console, f"… and {_plural(self._unlisted, 'failed run')} of other kinds "
+            say(self._console, f"… and {plural(self._unlisted, 'failed run')} of other kinds "
                                f"(only the first {self._max} kinds are listed)")
 
 
@@ -194,4 +192,4 @@ def _example(result: RunResult) -> list[str]:
     return [f"{head}: {c.name}: {c.message}" for c in result.failed_checks] or [head]
 
 
-__all__ = ["FailureDigest", "case_rows", "print_summary", "say", "summary_line"]
+__all__ = ["FailureDigest", "case_rows", "plural", "print_summary", "say", "summary_line"]

@@ -122,7 +122,7 @@ class PreparedSweep:
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
     listed: list[str] | None = None
-    """``--collect-only``: the id of every case that would run (the plan then holds no case)."""
+    """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
 
 
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions

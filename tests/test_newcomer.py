@@ -258,3 +258,19 @@ def test_o_through_a_symlink_writes_its_target_but_never_the_suite_or_another_re
                    cwd=tmp_path)
     assert through.returncode == 0, through.stderr
     assert (tmp_path / "latest.md").is_symlink() and "# " in (tmp_path / "reports" / "today.md").read_text()
+
+
+# --------------------------------------------------------------------------- minors
+
+
+def test_collect_only_marks_skipped_cases_and_counts_in_proper_english(tmp_path: Path) -> None:
+    (tmp_path / "two.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "b", "input": "y", "skip": true}\n')
+    (tmp_path / "one.jsonl").write_text('{"id": "a", "input": "x"}\n')
+    two = farm("test", "-i", "two.jsonl", "-n", f"py:{AGENTS}:echo", "--collect-only", cwd=tmp_path)
+    assert two.returncode == 0, two.stderr
+    assert two.stdout.splitlines() == ["a", "b  (skipped: skip: true)"]
+    one = farm("test", "-i", "one.jsonl", "-n", f"py:{AGENTS}:echo", "--collect-only", cwd=tmp_path)
+    assert "collected 1 case (1 run)" in one.stderr, one.stderr
+    ran = farm("test", "--no-progress", "--no-history", "-i", "one.jsonl", "-n", f"py:{AGENTS}:echo", "-o", "r.json",
+               cwd=tmp_path)
+    assert "of 1 case;" in ran.stderr and "1 run:" in ran.stderr and "1 cases" not in ran.stderr, ran.stderr

@@ -23,6 +23,7 @@ from farm.console import say
 from farm.execute import sweep_context
 from farm.hooks import SweepHooks
 from farm.models import JsonValue, SweepReport
+from farm.plural import plural
 from farm.sweep import PreparedSweep, TestSettings
 from farm.yao_options import dry_run_lines
 
@@ -109,7 +110,7 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
     if settings.lists_only:
         write_lines(dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or [])
         plan = prepared.plan
-        say(err, f"collected {plan.total_cases} cases ({plan.total_runs} runs)")
+        say(err, f"collected {plural(plan.total_cases, 'case')} ({plural(plan.total_runs, 'run')})")
         return None
     hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
     context = sweep_context(prepared.plan.env)

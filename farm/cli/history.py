@@ -16,6 +16,7 @@ import click
 
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
+from farm.plural import plural
 from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     finally:
         store.close()
     if case_id is not None and window and not trends:
-        raise InputError(f"--case {case_id}: not in the last {len(window)} sweeps")
+        raise InputError(f"--case {case_id}: not in the last {plural(len(window), 'sweep')}")
     document = trend_document(window, trends)
     if html is not None:
         from farm.reports.history_html import render_trend_html

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from farm.errors import InputError
 from farm.history.store import HistoryStore, SweepInfo
+from farm.plural import plural
 from farm.reports.json_report import parse_json_report
 from farm.stats.compare import SweepSnapshot, snapshot_of
 from farm.textfiles import read_utf8
@@ -67,7 +68,7 @@ class RefResolver:
         info = self.find(ref)
         if info is None:
             raise InputError(f"{role} {ref!r}: no recorded sweep, baseline or JSON report by that name "
-                             f"({self.store.count()} sweeps recorded)")
+                             f"({plural(self.store.count(), 'sweep')} recorded)")
         return Resolved(self.store.snapshot(info), info)
 
     def find(self, ref: str) -> SweepInfo | None:

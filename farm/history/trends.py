@@ -16,6 +16,7 @@ from sqlalchemy import Engine, select
 
 from farm.history.store import SweepInfo
 from farm.history.tables import case_results, sweeps
+from farm.plural import plural
 
 SPARKS = "▁▂▃▄▅▆▇█"
 GAP = "·"
@@ -137,5 +138,5 @@ def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePo
     lines += _columns(rows) if rows else []
     hidden = len(trends) - len(shown)
     if hidden:
-        lines.append(f"  ({hidden} cases passed every run of every sweep; --all lists them)")
+        lines.append(f"  ({plural(hidden, 'case')} passed every run of every sweep; --all lists them)")
     return "\n".join(lines) + "\n"
