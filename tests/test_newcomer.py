@@ -274,3 +274,18 @@ def test_collect_only_marks_skipped_cases_and_counts_in_proper_english(tmp_path:
     ran = farm("test", "--no-progress", "--no-history", "-i", "one.jsonl", "-n", f"py:{AGENTS}:echo", "-o", "r.json",
                cwd=tmp_path)
     assert "of 1 case;" in ran.stderr and "1 run:" in ran.stderr and "1 cases" not in ran.stderr, ran.stderr
+
+
+@pytest.mark.parametrize("command", [["test"], ["compare"], ["assess"], ["history"], ["report"], ["worker"],
+                                     ["results"], ["status"], ["baseline", "set"]])
+def test_help_texts_say_the_thing_instead_of_citing_the_spec(command: list[str]) -> None:
+    result = farm(*command, "--help")
+    assert result.returncode == 0 and "SPEC " not in result.stdout, result.stdout
+
+
+def test_assess_prints_an_example_once_with_how_many_runs_gave_it(tmp_path: Path) -> None:
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "input": "q", "expected": "yes", "metadata": {"quality": 0}}\n')
+    result = farm("assess", "q.jsonl", "-n", QUALITY, "--runs", "5", cwd=tmp_path,
+                  env={"FARM_DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode in (0, 1), result.stderr
+    assert result.stdout.count("Example") == 1 and "Example 1 (5 runs gave this):" in result.stdout, result.stdout

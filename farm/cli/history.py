@@ -116,7 +116,8 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
 @click.argument("base")
 @click.argument("head")
 @click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
-              help="Write the comparison: .json (SPEC 12), .md (PR comment), .html, .txt. Repeatable.")
+              help="Write the comparison: .json (every case's verdict and figures, for scripts), .md (PR "
+                   "comment), .html, .txt. Repeatable.")
 @history_option
 @alpha_option
 @min_drop_option
