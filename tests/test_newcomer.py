@@ -289,3 +289,15 @@ def test_assess_prints_an_example_once_with_how_many_runs_gave_it(tmp_path: Path
                   env={"FARM_DATA_DIR": str(tmp_path / "data")})
     assert result.returncode in (0, 1), result.stderr
     assert result.stdout.count("Example") == 1 and "Example 1 (5 runs gave this):" in result.stdout, result.stdout
+
+
+def test_a_duplicate_id_is_reported_with_the_other_errors(tmp_path: Path) -> None:
+    (tmp_path / "dup.jsonl").write_text('{"id": "a", "input": "x", "assert": {"type": "nosuch"}}\n'
+                                        '{"id": "a", "input": "y"}\n')
+    jsonl = farm("test", "--no-progress", "-i", "dup.jsonl", "-n", f"py:{AGENTS}:echo", cwd=tmp_path)
+    assert_one_line_error(jsonl, "unknown check 'nosuch'", "dup.jsonl:2: id: duplicate id 'a'")
+    (tmp_path / "d" / "a").mkdir(parents=True)
+    (tmp_path / "d" / "s.jsonl").write_text('{"id": "a/x", "input": "x"}\n')
+    (tmp_path / "d" / "a" / "x.hocon").write_text('{ "interactions": [ { "text": "hi" } ], "bogus": 1 }\n')
+    hocon = farm("test", "--no-progress", "-i", "d", "-n", f"py:{AGENTS}:echo", cwd=tmp_path)
+    assert_one_line_error(hocon, "bogus: unknown key", "duplicate id 'a/x'")

@@ -6,6 +6,7 @@ every file, duplicate case ids across the whole input included.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -142,13 +143,20 @@ class CaseStream:
                 loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes,
                                            allow_remote=self._allow_remote)
                 self.problems += found
+                if found:  # a broken file still claims its id: a duplicate of it is reported now, not later
+                    self._first_place(name, number, None)
                 cases: Iterable[Case] = loaded
             else:
-                cases = iter_jsonl(path, name, self._options, self.problems)
+                cases = iter_jsonl(path, name, self._options, self.problems,
+                                   broken_id=functools.partial(self._claim, number))
             for case in cases:
                 if self._note_new(case, number):
                     yield case
         self.notes[:0] = self._file_notes or []
+
+    def _claim(self, number: int, case_id: str, line: int) -> None:
+        """A case with problems still claims its id (a duplicate of it is reported with its problems)."""
+        self._first_place(case_id, number, line)
 
     def _unique(self, case: Case, number: int) -> bool:
         return self._first_place(case.id, number, case.line)
