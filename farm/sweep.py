@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from farm import collector
+from farm.agent_notes import manifest_overrides
 from farm.agents.base import Agent
 from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.options import AgentOptions
@@ -210,6 +211,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
             if not stream.broken:  # a suite with problems is read on only to list them all
                 parts.merge(planner.plan(cases, selected=True))
     stream.check()
+    stream.notes += manifest_overrides(parts.agents, settings.name)
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
                            cwd=Path(settings.cwd))

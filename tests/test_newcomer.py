@@ -301,3 +301,19 @@ def test_a_duplicate_id_is_reported_with_the_other_errors(tmp_path: Path) -> Non
     (tmp_path / "d" / "a" / "x.hocon").write_text('{ "interactions": [ { "text": "hi" } ], "bogus": 1 }\n')
     hocon = farm("test", "--no-progress", "-i", "d", "-n", f"py:{AGENTS}:echo", cwd=tmp_path)
     assert_one_line_error(hocon, "bogus: unknown key", "duplicate id 'a/x'")
+
+
+def test_a_hocon_agent_replaced_by_the_projects_package_yao_is_warned_about(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    (project / "tests").mkdir(parents=True)
+    (project / "package.yao").write_text('{"type": "python", "entry": "agent.py:respond"}')
+    (project / "agent.py").write_text("def respond(messages):\n    return 'hi'\n")
+    (project / "tests" / "named.hocon").write_text('{ "agent": "music_nerd", "interactions": [ { "text": "hi" } ] }')
+    (project / "tests" / "own.hocon").write_text('{ "agent": "shop", "interactions": [ { "text": "hi" } ] }')
+    result = farm("test", "--no-progress", "--no-history", "-i", "tests", "-o", "r.json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "named.hocon: agent 'music_nerd' is not used" in result.stderr and "-n" in result.stderr
+    assert "'shop' is not used" not in result.stderr
+    chosen = farm("test", "--no-progress", "--no-history", "-i", "tests", "-n", f"py:{AGENTS}:text", "-o", "r.json",
+                  cwd=project)
+    assert chosen.returncode == 0 and "is not used" not in chosen.stderr, chosen.stderr
