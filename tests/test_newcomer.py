@@ -317,3 +317,25 @@ def test_a_hocon_agent_replaced_by_the_projects_package_yao_is_warned_about(tmp_
     chosen = farm("test", "--no-progress", "--no-history", "-i", "tests", "-n", f"py:{AGENTS}:text", "-o", "r.json",
                   cwd=project)
     assert chosen.returncode == 0 and "is not used" not in chosen.stderr, chosen.stderr
+
+
+def test_bad_lines_in_a_journal_are_counted_and_reported(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps({"id": c, "input": c}) + "\n" for c in "abc"))
+    ran = farm("test", "--no-progress", "--no-history", "-i", "s.jsonl", "-n", f"py:{AGENTS}:echo", "--runs", "2",
+               "-o", "r.json", cwd=tmp_path, env={"FARM_DATA_DIR": str(data)})
+    assert ran.returncode == 0, ran.stderr
+    [journal] = list(data.rglob("*.jsonl"))
+    lines = journal.read_text().splitlines(keepends=True)
+    results = [i for i, line in enumerate(lines) if json.loads(line).get("type") == "result"]
+    broken = json.loads(lines[results[1]])
+    broken["run_result"]["status"] = "no-such-status"
+    lines[results[1]] = json.dumps(broken) + "\n"
+    lines.insert(results[0] + 1, "{this is not json\n")
+    journal.write_text("".join(lines))
+    rendered = farm("report", str(journal), "-o", "again.json", cwd=tmp_path, env={"FARM_DATA_DIR": str(data)})
+    assert rendered.returncode in (0, 1, 3), rendered.stderr
+    assert "2 bad lines skipped" in rendered.stderr and "not JSON" in rendered.stderr, rendered.stderr
+    report = json.loads((tmp_path / "again.json").read_text())
+    assert report["metadata"]["journal_bad_lines"]["count"] == 2
+    assert sum(case["runs"] for case in report["results"]) == 5  # six runs recorded, one line lost
