@@ -12,7 +12,7 @@ import subprocess
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -339,3 +339,25 @@ def test_bad_lines_in_a_journal_are_counted_and_reported(tmp_path: Path) -> None
     report = json.loads((tmp_path / "again.json").read_text())
     assert report["metadata"]["journal_bad_lines"]["count"] == 2
     assert sum(case["runs"] for case in report["results"]) == 5  # six runs recorded, one line lost
+
+
+# --------------------------------------------------------------------------- distributed
+
+
+def test_a_detached_sweeps_tags_are_recorded_when_farm_results_collects_it(tmp_path: Path, farm_worker: Any,
+                                                                          farm_cli: Any) -> None:
+    suite = tmp_path / "d.jsonl"
+    suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
+    history = f"sqlite:///{tmp_path / 'mine.sqlite'}"  # the submitter's own; the worker has none
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"py:{AGENTS}:echo", "--runs", "2", "--queue", "tagq",
+                             "--detach", "--tag", "env=ci", env={"FARM_HISTORY_URL": history})
+    assert submitted.returncode == 0, submitted.stderr
+    sweep_id = submitted.stdout.strip()
+    assert f"recorded in the history when `farm results {sweep_id}` collects it" in submitted.stderr
+    farm_worker(queue="tagq")
+    collected = farm_cli.run("results", sweep_id, "-o", str(tmp_path / "r.json"), timeout=120,
+                             env={"FARM_HISTORY_URL": history})
+    assert collected.returncode == 0, collected.stderr
+    assert "(tags env=ci)" in collected.stderr
+    shown = farm_cli.run("history", "--tag", "env=ci", "--json", env={"FARM_HISTORY_URL": history})
+    assert [s["sweep_id"] for s in json.loads(shown.stdout)["sweeps"]] == [sweep_id], shown.stdout

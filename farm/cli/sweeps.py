@@ -62,6 +62,9 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
     finally:
         if stream is not None:
             stream.close()
+    from farm.history.session import record_collected
+
+    record_collected(report, lambda line: say(err, f"farm: {line}"))  # a detached sweep's --tag lands here
     if path is not None:
         if fmt != "jsonl":
             text = executor.store().get_rendered(sweep_id, fmt)

@@ -169,6 +169,10 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None) -> 
     executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
     if settings.detach:
         click.echo(executor.submit(prepared.plan))
+        if prepared.plan.metadata.get("history") == "worker":
+            tags = " ".join(getattr(history, "tags", ())) or "none"
+            say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
+                     f"{prepared.plan.sweep_id}` collects it (and by a worker with FARM_HISTORY_URL)")
         return ExitCode.OK
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
