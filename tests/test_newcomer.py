@@ -361,3 +361,33 @@ def test_a_detached_sweeps_tags_are_recorded_when_farm_results_collects_it(tmp_p
     assert "(tags env=ci)" in collected.stderr
     shown = farm_cli.run("history", "--tag", "env=ci", "--json", env={"FARM_HISTORY_URL": history})
     assert [s["sweep_id"] for s in json.loads(shown.stdout)["sweeps"]] == [sweep_id], shown.stdout
+
+
+def test_farm_status_says_when_runs_were_lost_with_a_killed_worker(tmp_path: Path, redis_client: Any,
+                                                                  farm_worker: Any, farm_cli: Any) -> None:
+    import time
+
+    from farm import redis_keys
+
+    suite = tmp_path / "l.jsonl"
+    suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", "py:tests/agents/distributed.py:slow", "--runs", "2",
+                             "--queue", "lostq", "--detach", "--no-history")
+    assert submitted.returncode == 0, submitted.stderr
+    sweep_id = submitted.stdout.strip()
+    worker = farm_worker(queue="lostq", concurrency=2, env={"FARM_TEST_SLEEP": "600"})
+    deadline = time.monotonic() + 120
+    while redis_client.hlen(redis_keys.running_key(sweep_id)) < 2:
+        assert time.monotonic() < deadline, "the worker never began the runs"
+        time.sleep(0.2)
+    worker.kill()
+    deadline = time.monotonic() + 120  # the dead worker's heartbeat expires within its TTL (at most 10 s)
+    while True:
+        text = farm_cli.run("status").stdout
+        if "2 runs lost with a worker that died" in text:
+            break
+        assert time.monotonic() < deadline, text
+        time.sleep(1)
+    assert "published again by" in text
+    assert json.loads(farm_cli.run("status", "--json").stdout)["sweeps"][0]["lost_runs"] == 2
+    farm_cli.run("cancel", sweep_id)
