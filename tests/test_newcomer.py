@@ -391,3 +391,34 @@ def test_farm_status_says_when_runs_were_lost_with_a_killed_worker(tmp_path: Pat
     assert "published again by" in text
     assert json.loads(farm_cli.run("status", "--json").stdout)["sweeps"][0]["lost_runs"] == 2
     farm_cli.run("cancel", sweep_id)
+
+
+def test_the_attached_submitter_says_when_runs_were_lost_with_a_killed_worker(tmp_path: Path, redis_client: Any,
+                                                                             farm_worker: Any, farm_cli: Any) -> None:
+    import signal
+    import time
+
+    from farm import redis_keys
+
+    suite = tmp_path / "l.jsonl"
+    suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
+    worker = farm_worker(queue="lostq2", concurrency=2, env={"FARM_TEST_SLEEP": "600"})
+    submitter = farm_cli.popen("test", "--no-progress", "--no-history", "-i", str(suite), "-n",
+                               "py:tests/agents/distributed.py:slow", "--runs", "2", "--queue", "lostq2",
+                               "-o", str(tmp_path / "r.json"))
+    try:
+        deadline = time.monotonic() + 120
+        while not any(redis_client.hlen(k) >= 2 for k in redis_client.scan_iter(redis_keys.running_key("*"))):
+            assert time.monotonic() < deadline and submitter.poll() is None, "the worker never began the runs"
+            time.sleep(0.2)
+        worker.kill()
+        deadline = time.monotonic() + 120
+        while "lost with a worker" not in farm_cli.run("status").stdout:  # the dead worker's heartbeat expired
+            assert time.monotonic() < deadline
+            time.sleep(1)
+        time.sleep(3 * 5.0)  # then the submitter's worker check (every WORKER_CHECK_S = 5 s) tells it
+    finally:
+        submitter.send_signal(signal.SIGINT)
+        submitter.send_signal(signal.SIGINT)
+        _, stderr = submitter.communicate(timeout=120)
+    assert "2 runs lost with a worker that died: published again by" in stderr, stderr
