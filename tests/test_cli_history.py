@@ -243,7 +243,7 @@ def test_history_shows_sweeps_and_case_trends(sqlite_history_url: str, tmp_path:
     result = farm("history", "--history", sqlite_history_url)
     assert result.exit_code == 0, result.output
     assert "a  ██▅▁  0%  became broken" in result.output
-    assert "(1 cases passed every run of every sweep; --all lists them)" in result.output
+    assert "(1 case passed every run of every sweep; --all lists them)" in result.output
     assert "steady  ████  100%" in farm("history", "--all", "--history", sqlite_history_url).output
     assert "a  █▅▁  0%" in farm("history", "--tag", "t=x", "--history", sqlite_history_url).output
     doc = json.loads(farm("history", "--json", "--case", "a", "--last", "2", "--history", sqlite_history_url).output)
