@@ -103,11 +103,19 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(select(text("version_num")).select_from(text(VERSION_TABLE))).scalar()
 
 
+def _alembic_config() -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("farm.history") / "migrations"))
+    return config
+
+
 def known_revisions() -> set[str]:
-    """Every schema revision this farm has a migration for (``r0001`` of ``r0001_initial.py``, …)."""
-    versions = resources.files("farm.history") / "migrations" / "versions"
-    return {entry.name.split("_", 1)[0] for entry in versions.iterdir()
-            if entry.name.startswith("r") and entry.name.endswith(".py")}
+    """Every schema revision this farm has a migration for (as Alembic reads them)."""
+    from alembic.script import ScriptDirectory
+
+    return {script.revision for script in ScriptDirectory.from_config(_alembic_config()).walk_revisions()}
 
 
 def check_is_farm_history(engine: Engine, revision: str | None) -> None:
@@ -144,10 +152,8 @@ def migrate(engine: Engine) -> None:
 
 def _upgrade(engine: Engine) -> None:
     from alembic import command
-    from alembic.config import Config
 
-    config = Config()
-    config.set_main_option("script_location", str(resources.files("farm.history") / "migrations"))
+    config = _alembic_config()
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
