@@ -27,6 +27,7 @@ from farm.plan import PlannedCase, PlanTotals
 from farm.simulators import check_simulators
 from farm.stats import plan_case
 from farm.stats.adaptive import AdaptiveRule
+from farm.wording import plural
 from farm.yao_options import compile_run_pattern
 
 PlanKeeps = Literal["cases", "compact", "ids"]
@@ -77,9 +78,10 @@ class SelectionCounts:
         if not self.selected:
             raise InputError(f"{source}: no case matches {shown}" if shown else f"{source}: no test cases")
         if not self.runnable:
-            which = f"the {self.selected} cases matching {shown}" if shown else f"all {self.selected} cases"
+            counted, verb = plural(self.selected, "case"), "is" if self.selected == 1 else "are"
+            which = f"the {counted} matching {shown}" if shown else f"all {counted}" if self.selected > 1 else counted
             why = f"; e.g. {self.skip_reason}" if self.skip_reason else ""
-            raise InputError(f"{source}: no runnable cases: {which} are skipped (skip: true){why}")
+            raise InputError(f"{source}: no runnable cases: {which} {verb} skipped (skip: true){why}")
 
 
 @dataclass
@@ -194,7 +196,8 @@ class BatchPlanner:
         agent = self._agent(case, batch)
         batch.totals.add_case(case, case_plan, agent, self.env)
         if self.keeps == "ids":
-            batch.ids.append(case.id)  # --collect-only lists ids: its plan keeps no case
+            skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
+            batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
             return
         planned = PlannedCase(case=case, plan=case_plan, agent=agent)
         if self.keeps == "cases":

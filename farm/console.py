@@ -221,4 +221,4 @@ def _example(result: RunResult) -> list[str]:
     return [f"{head}: {c.name}: {c.message}" for c in result.failed_checks] or [head]
 
 
-__all__ = ["FailureDigest", "case_rows", "print_summary", "say", "summary_line"]
+__all__ = ["FailureDigest", "case_rows", "plural", "print_summary", "say", "summary_line"]

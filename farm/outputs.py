@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from farm.agents.secrets import masking, redact
 from farm.errors import ReporterError, SettingsError
 from farm.models import SweepReport
 from farm.reports import BUILTIN_REPORTERS, format_for_path, write_rendered, writer_for
@@ -65,11 +66,12 @@ def plan_outputs(outputs: Sequence[str], *, reporter: str | None, root: Path | N
     for given in outputs:
         path = Path(given).expanduser()
         path = path if path.is_absolute() else cwd / path
+        link = f" (a symlink to {path.resolve()})" if path.is_symlink() else ""  # written through: its target
         if path.resolve() in seen:
-            raise SettingsError(f"-o {given}: given twice (as -o {seen[path.resolve()]})")
+            raise SettingsError(f"-o {given}{link}: given twice (as -o {seen[path.resolve()]})")
         seen[path.resolve()] = given
         if any(path.resolve() == f.resolve() for f in inputs):
-            raise SettingsError(f"-o {given}: is one of the input suites; it would be overwritten")
+            raise SettingsError(f"-o {given}{link}: is one of the input suites; it would be overwritten")
         fmt = (builtin or "reporter") if reporter else format_for_path(path)
         check_writable(path, given)
         targets.append(OutputTarget(path, fmt))
@@ -92,6 +94,7 @@ def check_writable(path: Path, given: str) -> None:
     Tried for real (create and remove, or open for appending) rather than judged from
     permission bits, which say nothing about read-only mounts, ACLs or root.
     """
+    path = path.resolve()  # through a symlink, dangling ones included: the file it points at is written
     if path.is_dir():
         raise SettingsError(f"-o {given}: is a directory")
     if not path.parent.is_dir():
@@ -120,7 +123,7 @@ def write_report(report: SweepReport, path: str | Path, fmt: str | None = None) 
     writer_for(fmt)  # an unknown format is bad input: found before the file is touched
     try:
         with target.open("w", encoding="utf-8") as out:  # case by case: a big report is never whole in memory
-            write_rendered(report, fmt, out)
+            write_rendered(report, fmt, masking(out))  # values read from secret env vars never reach a file
     except OSError as exc:
         raise ReporterError(f"{target}: cannot write the report: {exc.strerror or exc}") from exc
     return target
@@ -129,7 +132,7 @@ def write_report(report: SweepReport, path: str | Path, fmt: str | None = None) 
 def write_document(path: Path, text: str) -> Path:
     """Write a rendered report; ReporterError (exit 3) naming the file when the disk says no."""
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(redact(text), encoding="utf-8")
     except OSError as exc:
         raise ReporterError(f"{path}: cannot write the report: {exc.strerror or exc}") from exc
     return path

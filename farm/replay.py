@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from farm.errors import InputError
+from farm.journal_lines import JournalLines
 from farm.lifecycle import SweepStatus, finish_sweep
 from farm.models import CaseStats, RunResult, SweepReport
 from farm.plan import PlannedCase, SweepPlan
-from farm.reports.jsonl import read_jsonl_events
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class _Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.events = read_jsonl_events(path)
+        self.events = JournalLines(path)
         self.start: dict[str, Any] = {}
         self.plan_event: dict[str, Any] = {}
         self.summary: dict[str, Any] | None = None
@@ -60,13 +60,17 @@ class _Journal:
                 plan = SweepPlan.model_validate(event["plan"])
                 plan.cases = [PlannedCase.model_validate(c) for c in event.get("cases", [])]
                 return plan
-        raise InputError(f"{self.path}: not a farm run journal (no plan line; journals live under "
+        unread = f"; {self.events.bad[0]}" if self.events.bad else ""
+        raise InputError(f"{self.path}: not a farm run journal (no plan line{unread}; journals live under "
                          "$FARM_DATA_DIR/journals/)")
 
     def results(self) -> Iterator[RunResult]:
         for event in self.events:
             if event.get("type") == "result" and "run_result" in event:
-                yield RunResult.model_validate(event["run_result"])
+                try:
+                    yield RunResult.model_validate(event["run_result"])
+                except ValueError as exc:  # pydantic's ValidationError: this run is lost, the others are not
+                    self.events.note_bad(event.get("_line"), f"a result that does not validate ({_first(exc)})")
             elif event.get("type") == "summary":
                 self.summary = event
 
@@ -87,15 +91,27 @@ def report_from_journal(path: str | Path) -> SweepReport:
                               stopped=meta.get("stopped"), status=SweepStatus(meta.get("status", "complete")),
                               reason=meta.get("reason"))
         report.metadata.update(meta)  # the sweep's own account: completed_at, not_run, …
-        return report
+        return _with_bad_lines(report, journal)
     alive = _writer_alive(journal.plan_event)
     duration = (Path(path).stat().st_mtime - _epoch(started_at)) * 1000
-    return finish_sweep(
+    return _with_bad_lines(finish_sweep(
         plan, stats, case_ids=plan.case_ids, started_at=started_at, duration_ms=max(duration, 0.0),
         status=SweepStatus.RUNNING if alive else SweepStatus.ABANDONED,
         reason=None if alive else "the journal ends before the sweep finished: its process was killed, crashed "
                                   "or was interrupted twice; the report holds every run it recorded",
-    )
+    ), journal)
+
+
+def _with_bad_lines(report: SweepReport, journal: _Journal) -> SweepReport:
+    bad = journal.events.summary()
+    if bad is not None:
+        report.metadata["journal_bad_lines"] = bad
+    return report
+
+
+def _first(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return " ".join(lines[:3]) if lines else type(exc).__name__
 
 
 def _writer_alive(plan_event: dict[str, Any]) -> bool:

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from farm.errors import SettingsError
 
@@ -134,6 +135,7 @@ class FarmSettings:
                                 "amqp:// (RabbitMQ) (FARM_BROKER_URL or --broker)")
         for name, url in (("broker", self.broker_url), ("FARM_STORE_URL", self.store),
                           ("FARM_RESULT_BACKEND", self.result_backend)):
+            _check_host_and_port(name, url)
             if url and url.startswith("rediss://") and "ssl_cert_reqs=" not in url:
                 raise SettingsError(f"{name} {safe_url(url)}: a rediss:// URL must say how to check the server's "
                                     "certificate: add ?ssl_cert_reqs=required&ssl_ca_certs=/path/to/ca.pem "
@@ -181,6 +183,17 @@ class FarmSettings:
         raise SettingsError(f"broker {safe_url(self.broker_url)} is not Redis: set FARM_STORE_URL to the Redis "
                             "server that holds the farm's sweep data (redis://…); RabbitMQ carries only the "
                             "messages")
+
+
+def _check_host_and_port(name: str, url: str | None) -> None:
+    """SettingsError for a URL whose port or host cannot be read (``:99999``, ``[::1``), before a client
+    library fails on it with a traceback."""
+    if not url:
+        return
+    try:
+        urlsplit(url).port  # noqa: B018 - reading it is the check (a port out of range raises)
+    except ValueError as exc:
+        raise SettingsError(f"{name} {safe_url(url)}: {exc}") from None
 
 
 def safe_url(url: str) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from farm import collector
+from farm.agent_notes import manifest_overrides
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
 from farm.agents.judge import JudgeResolver, create_judge_resolver
@@ -101,6 +102,8 @@ class TestSettings:
     before: str | None = None
     after: str | None = None
     yao_compat: bool = False
+    allow_remote_includes: bool = False
+    """``--allow-remote-includes``: HOCON includes of URLs are fetched (refused otherwise)."""
     fleet: FleetFlags = field(default_factory=FleetFlags)
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
@@ -121,7 +124,7 @@ class PreparedSweep:
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
     listed: list[str] | None = None
-    """``--collect-only``: the id of every case that would run (the plan then holds no case)."""
+    """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
 
 
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions
@@ -154,7 +157,8 @@ def _open(settings: TestSettings) -> CaseStream:
     # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
     foreign = settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings)) \
         is False else None
-    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign)
+    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
+                          allow_remote_includes=settings.allow_remote_includes)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 
@@ -211,6 +215,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
             if not stream.broken:  # a suite with problems is read on only to list them all
                 parts.merge(planner.plan(cases, selected=True))
     stream.check()
+    stream.notes += manifest_overrides(parts.agents, settings.name)
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
                            cwd=Path(settings.cwd))

@@ -71,13 +71,10 @@ Modes of failure:
 Failure Mode:
 Fails as assertion:contains.
 
-    Example 1:
+    Example 1 (2 runs gave this):
     wrong A
 
     Example 2:
-    wrong A
-
-    Example 3:
     wrong B
 
     Acceptance Criteria:

@@ -86,7 +86,7 @@ def test_a_suite_that_runs_nothing_exits_2(tmp_path: Path) -> None:
     mixed = write_suite(tmp_path / "mixed.jsonl", {"id": "run-me", "input": "x"},
                         {"id": "skip-me", "input": "y", "skip": True})
     result = farm("-i", str(mixed), "-n", ECHO, "-k", "skip", calls=calls)
-    assert result.exit_code == 2 and "matching -k 'skip' are skipped" in result.stderr
+    assert result.exit_code == 2 and "matching -k 'skip' is skipped" in result.stderr
     assert not calls.exists()
 
 

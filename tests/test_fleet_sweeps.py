@@ -73,6 +73,8 @@ def test_budget_with_an_unpriced_connector_is_exit_2_before_any_call(tmp_path: P
     assert proc.returncode == 2, proc.stderr
     assert "--budget: no price for local.llm (agent extractor (connector local.llm, model gpt-fleet-test))" \
         in proc.stderr and "FARM_PRICES" in proc.stderr
+    shape = proc.stderr.split("FARM_PRICES (", 1)[1].split(", USD per million", 1)[0]
+    assert json.loads(shape.replace("USD", "0")) == {"models": {"NAME": {"input": 0, "output": 0}}}, proc.stderr
     assert calls(server) == before
     assert run_farm(tmp_path, "-i", str(suite), "--max-tokens", "1000").returncode == 0  # tokens need no price
 

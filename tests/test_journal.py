@@ -93,7 +93,7 @@ def test_report_renders_a_partial_journal(tmp_path: Path, farm_data_dir: Path) -
 
 @pytest.mark.parametrize(("source", "needle"), [
     ("no/such/journal.jsonl", "no/such/journal.jsonl: no such file"),
-    (str(ROOT / "README.md"), "README.md:1: not a JSON line"),
+    (str(ROOT / "README.md"), "not a farm run journal (no plan line; line 1: not JSON"),
     ("SUITE", "not a farm run journal"),  # JSON lines, but a suite
 ])
 def test_report_of_something_else_is_an_input_error(tmp_path: Path, source: str, needle: str) -> None:

@@ -56,7 +56,7 @@ def test_selection_counts_across_batches(tmp_path: Path) -> None:
     assert chosen.case_ids == ["C07", "C08"]
     with pytest.raises(InputError, match="no case id matches"):
         prepare_sweep(TestSettings(input=str(suite), name=AGENT, run_pattern="^D"))
-    with pytest.raises(InputError, match="no runnable cases: the 1 cases matching -k 'C09' are skipped"):
+    with pytest.raises(InputError, match="no runnable cases: the 1 case matching -k 'C09' is skipped"):
         prepare_sweep(TestSettings(input=str(suite), name=AGENT, patterns=("C09",)))
 
 
@@ -64,5 +64,6 @@ def test_collect_only_keeps_the_ids_and_no_case(tmp_path: Path) -> None:
     """``--collect-only`` at a million cases: the ids and the totals, not a million planned cases."""
     suite = write(tmp_path / "s.jsonl", *(case(i) for i in range(9)), case(9, skip=True))
     prepared = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=2, collect_only=True))
-    assert prepared.listed == [f"C{i:02d}" for i in range(10)] and list(prepared.plan.cases) == []
+    expected = [f"C{i:02d}" for i in range(9)] + ["C09  (skipped: skip: true)"]  # a skipped case is marked
+    assert prepared.listed == expected and list(prepared.plan.cases) == []
     assert (prepared.plan.total_cases, prepared.plan.total_runs) == (10, 19)

@@ -10,6 +10,7 @@ import pytest
 from farm.errors import InputError, SuiteError
 from farm.models import Message
 from farm.suites import find_suite_files, load_input, load_message, looks_like_path
+from farm.suites.dynamic import LoadOptions
 
 
 def case_line(case_id: str) -> str:
@@ -92,7 +93,13 @@ def test_literal_message(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("message", ["你好世界", "a" * 5000, "line one\nline two"])
 def test_unusual_messages_are_messages(tmp_path: Path, message: str) -> None:
-    assert load_input(message, cwd=tmp_path).cases[0].input == message
+    """A single token naming no file is a mistyped path (SPEC 20) unless --yao-compat; text with spaces is sent."""
+    if len(message.split()) == 1:
+        with pytest.raises(InputError, match="to send it as a message, use -m"):
+            load_input(message, cwd=tmp_path)
+        assert load_input(message, cwd=tmp_path, options=LoadOptions(yao_compat=True)).cases[0].input == message
+    else:
+        assert load_input(message, cwd=tmp_path).cases[0].input == message
 
 
 @pytest.mark.parametrize("arg", ["what is in /etc/passwd?", "./smoke", "~/suites", "cases.json", "Suite.JSONL"])

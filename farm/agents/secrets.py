@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TextIO, cast
 
 from farm.errors import AgentResolutionError
 from farm.models import Reply
@@ -85,6 +85,28 @@ def _collect_strings(value: Any, into: list[str]) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             _collect_strings(item, into)
+
+
+class MaskingStream:
+    """A text stream that writes ``redact(text)``: a report written through it never holds a secret."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def masking(stream: TextIO) -> TextIO:
+    """``stream`` itself when no secret was ever registered (the common case), else a ``MaskingStream``."""
+    with _lock:
+        if not _secrets:
+            return stream
+    return cast(TextIO, MaskingStream(stream))
 
 
 def excerpt(text: str, limit: int = EXCERPT) -> str:

@@ -9,6 +9,8 @@ counted), and a closing list of the modes no earlier assessment of the case had 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable
 
 from farm.assess.models import Assessment, CaseAssessment
 from farm.reports.markdown import md_fence, md_inline
@@ -16,6 +18,11 @@ from farm.reports.markdown import md_fence, md_inline
 __all__ = ["render_assessment_json", "render_assessment_markdown", "render_assessment_text"]
 
 ONE_ATTEMPT = "There was only one test attempt done. Consider setting 'success_ratio' on your test case hocon."
+
+
+def _distinct(samples: Iterable[str]) -> list[tuple[str, int]]:
+    """Each distinct sample once, in first-seen order, with how many examples were alike."""
+    return list(Counter(samples).items())  # a Counter keeps insertion order
 
 
 def _case_text(case: CaseAssessment) -> list[str]:
@@ -29,8 +36,9 @@ def _case_text(case: CaseAssessment) -> list[str]:
     for mode in case.modes:
         lines += ["", f"{mode.count}/{failed} failures ({100.0 * mode.count / failed:.2f}%):", "Failure Mode:",
                   mode.mode]
-        for index, example in enumerate(mode.examples, start=1):
-            lines += ["", f"    Example {index}:", f"    {example.sample.strip()}"]
+        for index, (sample, alike) in enumerate(_distinct(e.sample.strip() for e in mode.examples), start=1):
+            runs = f" ({alike} runs gave this)" if alike > 1 else ""
+            lines += ["", f"    Example {index}{runs}:", f"    {sample}"]
         if mode.count > len(mode.examples):
             lines += ["", f"    … and {mode.count - len(mode.examples)} more"]
         lines += ["", "    Acceptance Criteria:", f"    {mode.examples[0].criteria.strip()}"]

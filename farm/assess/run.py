@@ -13,6 +13,7 @@ from farm.assess.modes import ModeJudge, assess_case
 from farm.models import SweepReport
 from farm.reports import parse_json_report
 from farm.sweep import TestSettings, agent_options, prepare_sweep
+from farm.textfiles import read_utf8
 
 __all__ = ["AssessSettings", "assess_failures", "load_or_run"]
 
@@ -44,7 +45,7 @@ def load_or_run(settings: AssessSettings) -> SweepReport:
     """
     path = Path(settings.cwd) / settings.source
     if path.suffix.lower() == ".json" and path.is_file():
-        return parse_json_report(path.read_text(encoding="utf-8"), str(path))
+        return parse_json_report(read_utf8(path, settings.source), str(path))
     from farm.executors.local import LocalExecutor
     from farm.observers import Observers
 

@@ -82,7 +82,8 @@ def run_assess(settings: AssessSettings, outputs: tuple[str, ...], memory: ModeM
               help="Names the failure modes (a connector id, or agents:<agent id>), at temperature 0; also judges "
                    "gist checks when a sweep is run. Without it the modes are the failure classes.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
-              help="Also write the assessment: .json (SPEC 14.3), .md, .html, .txt. Repeatable.")
+              help="Also write the assessment: .json (each case's failure modes with counts and examples), .md, "
+                   ".html, .txt. Repeatable.")
 @click.option("-n", "--name", default=None, metavar="AGENT", help="Agent under test when a suite is run.")
 @click.option("--runs", type=int, default=None, help="Runs per case when a suite is run (default: success_ratio's n).")
 @click.option("--server", envvar="FARM_NEURO_SAN_URL", default=None, metavar="URL",

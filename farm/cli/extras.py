@@ -24,6 +24,7 @@ from farm.execute import sweep_context
 from farm.hooks import SweepHooks
 from farm.models import JsonValue, SweepReport
 from farm.sweep import PreparedSweep, TestSettings
+from farm.wording import plural
 from farm.yao_options import dry_run_lines
 
 __all__ = ["SweepAround", "start_extras", "yao_flags"]
@@ -53,6 +54,9 @@ def yao_flags(command: Any) -> Any:
         click.option("--yao-compat", is_flag=True,
                      help="Dynamic cases as Yao's code runs them where its documentation disagrees "
                           "(see the README)."),
+        click.option("--allow-remote-includes", is_flag=True,
+                     help="Let a HOCON suite's include url(...) fetch its URL while the suite loads "
+                          "(refused by default: exit 2 naming the file)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -106,7 +110,7 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
     if settings.lists_only:
         write_lines(dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or [])
         plan = prepared.plan
-        say(err, f"collected {plan.total_cases} cases ({plan.total_runs} runs)")
+        say(err, f"collected {plural(plan.total_cases, 'case')} ({plural(plan.total_runs, 'run')})")
         return None
     hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
     context = sweep_context(prepared.plan.env)

@@ -17,6 +17,7 @@ import click
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP
+from farm.wording import plural
 
 if TYPE_CHECKING:
     from farm.history.store import HistoryStore
@@ -33,12 +34,15 @@ alpha_option = click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_d
 min_drop_option = click.option("--min-drop", type=float, default=DEFAULT_MIN_DROP, show_default=True, metavar="POINTS",
                                help="Smallest pass-rate change, in points, called a regression or improvement.")
 
+MAX_SHOWN = 1_000_000
+"""``farm history --last`` at most (a larger number would overflow the database's integer)."""
+
 
 def _open(url: str | None) -> HistoryStore:
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
 
-    return HistoryStore.open(history_url(url))
+    return HistoryStore.open(history_url(url), create=False)  # these commands read: a missing file stays missing
 
 
 def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:
@@ -102,9 +106,10 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
     comparison = compare(base_side.snapshot, head_side.snapshot, alpha=alpha, min_drop=min_drop)
     for warning in partial_warnings(comparison, base_side.snapshot, head_side.snapshot):
         click.echo(f"farm: warning: {warning}", err=True)
-    click.echo(render_text(comparison, show_all), nl=False)
-    for path, fmt in files:
+    for path, fmt in files:  # every file before anything is printed: a reader that left stops nothing
         path.write_text(render_comparison(comparison, fmt), encoding="utf-8")
+    click.echo(render_text(comparison, show_all), nl=False)
+    for path, _ in files:
         click.echo(f"comparison: {path}", err=True)
     return int(ExitCode.CASES_FAILED if comparison.regressed else ExitCode.OK)
 
@@ -113,7 +118,8 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
 @click.argument("base")
 @click.argument("head")
 @click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
-              help="Write the comparison: .json (SPEC 12), .md (PR comment), .html, .txt. Repeatable.")
+              help="Write the comparison: .json (every case's verdict and figures, for scripts), .md (PR "
+                   "comment), .html, .txt. Repeatable.")
 @history_option
 @alpha_option
 @min_drop_option
@@ -139,8 +145,8 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     from farm.history.facts import parse_tags
     from farm.history.trends import case_points, trend_document
 
-    if last < 1:
-        raise SettingsError(f"--last {last}: must be at least 1")
+    if not 1 <= last <= MAX_SHOWN:
+        raise SettingsError(f"--last {last}: must be between 1 and {MAX_SHOWN}")
     if html is not None and not Path(html).parent.is_dir():
         raise SettingsError(f"--html {html}: directory {Path(html).parent} does not exist")
     tag_filter = next(iter(parse_tags([tag]).items())) if tag else None
@@ -152,7 +158,7 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     finally:
         store.close()
     if case_id is not None and window and not trends:
-        raise InputError(f"--case {case_id}: not in the last {len(window)} sweeps")
+        raise InputError(f"--case {case_id}: not in the last {plural(len(window), 'sweep')}")
     document = trend_document(window, trends, moves)
     if html is not None:
         from farm.reports.history_html import render_trend_html
@@ -195,6 +201,8 @@ def baseline() -> None:
 def set_baseline(name: str, ref: str, history: str | None) -> int:
     from farm.history.refs import RefResolver, is_report_path
 
+    if not name.strip():
+        raise InputError("baseline name is empty: give it a name, e.g. farm baseline set main last")
     if is_report_path(ref):
         raise InputError(f"baseline {name}: {ref} is a file; a baseline names a recorded sweep")
     resolver = RefResolver(lambda: _open(history))

@@ -24,6 +24,7 @@ from farm.outputs import plan_outputs, write_report
 from farm.settings import FarmSettings
 from farm.stats import exit_code_for
 from farm.suites import looks_like_path
+from farm.wording import plural
 
 
 def find_journal(source: str, data_dir: Path) -> Path | None:
@@ -70,6 +71,10 @@ def render_reports(source: str, outputs: tuple[str, ...], broker: str) -> int:
         assert target.path is not None
         write_report(report, target.path, target.format)
     err = Console(stderr=True)
+    bad = report.metadata.get("journal_bad_lines")
+    if bad:
+        say(err, f"farm: warning: {source}: {plural(bad['count'], 'bad line')} skipped (first: {bad['first']}); "
+                 "the report holds every run the other lines recorded")
     print_summary(err, report)
     for target in targets:
         say(err, f"report: {target.path}")

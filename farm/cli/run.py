@@ -17,6 +17,7 @@ from typing import NoReturn
 
 import click
 
+from farm.cli.pipes import guard_standard_streams
 from farm.errors import ExitCode, FarmError
 
 
@@ -41,6 +42,7 @@ def _refused_for_memory(exc: BaseException | None) -> bool:
 
 def run_command(body: Callable[[], int | None], *, verbose: bool = False) -> NoReturn:
     """Run a command body and exit with the code it returns, or the one its error maps to."""
+    guard_standard_streams()  # `farm … | head`: a closed stdout changes neither the files nor the code
     try:
         code = body()
     except FarmError as exc:

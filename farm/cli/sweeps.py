@@ -20,6 +20,7 @@ from farm.cli.run import run_command
 from farm.cli.worker import PASS_THROUGH, broker_option
 from farm.errors import BrokerError, ExitCode, SettingsError
 from farm.settings import FarmSettings, safe_url
+from farm.wording import plural
 
 DEFAULT_FLOWER_MAX_TASKS = 10_000
 """Flower keeps this many tasks in memory (its default, 100,000, costs hundreds of MB)."""
@@ -63,6 +64,9 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
     finally:
         if stream is not None:
             stream.close()
+    from farm.history.session import record_collected
+
+    record_collected(report, lambda line: say(err, f"farm: {line}"))  # a detached sweep's --tag lands here
     if path is not None:
         if fmt != "jsonl":
             write_report(report, path, fmt)  # rendered here, run details read from the store case by case
@@ -123,8 +127,15 @@ def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
         "queues": waiting,
         "workers": [{"name": n, "queues": sorted(q["name"] for q in qs or []), "active": len(active.get(n) or [])}
                     for n, qs in sorted(active_queues.items())],
-        "sweeps": [s.__dict__ for s in sweeps],
+        "sweeps": [s.__dict__ | _lost(store, s.sweep_id, executor.settings.visibility_timeout_s) for s in sweeps],
     }
+
+
+def _lost(store: Any, sweep_id: str, visibility_timeout_s: float) -> dict[str, Any]:
+    from farm.lost_runs import lost_runs
+
+    lost = lost_runs(store, sweep_id, visibility_timeout_s)
+    return {"lost_runs": lost.count, "lost_runs_back_epoch": lost.back_epoch} if lost else {}
 
 
 def _print_status(status: dict[str, Any]) -> None:
@@ -144,6 +155,10 @@ def _print_status(status: dict[str, Any]) -> None:
         click.echo(f"  {s['sweep_id']}  {s['agent_id']}  runs {s['runs_done']}/{s['total_runs']}  "
                    f"cases {s['cases_done']}/{s['total_cases']}  queue {s['queue']}  since {since}{stopped}"
                    f"{_publishing(s)}")
+        if s.get("lost_runs"):
+            back = datetime.fromtimestamp(s["lost_runs_back_epoch"], UTC).strftime("%H:%M:%SZ")
+            click.echo(f"    {plural(s['lost_runs'], 'run')} lost with a worker that died (killed, out of memory, "
+                       f"machine gone): published again by {back}, once the sweep has been idle a whole lease")
 
 
 def _publishing(sweep: dict[str, Any]) -> str:

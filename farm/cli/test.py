@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+from farm.agents.secrets import masking, redact
 from farm.cli.extras import start_extras, yao_flags
 from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
@@ -85,7 +86,7 @@ def _render(target: OutputTarget, report: SweepReport, settings: TestSettings) -
     elif target.path is None:  # a literal message with -r report.*: the report goes to stdout
         from farm.reports import render_report
 
-        click.echo(render_report(report, target.format))
+        click.echo(redact(render_report(report, target.format)))
     else:
         write_report(report, target.path, target.format)
 
@@ -112,7 +113,7 @@ def _observers(prepared: PreparedSweep, settings: TestSettings, err: Console, st
     for target in prepared.outputs:
         if target.format == "jsonl" and target.path is not None:
             stream: TextIO = streams.enter_context(target.path.open("w", encoding="utf-8"))
-            observers.append(JsonlObserver(stream))
+            observers.append(JsonlObserver(masking(stream)))
         elif target.format == "stdout":
             observers.append(StdoutPrinter(err))
     if progress and err.is_terminal:
@@ -185,13 +186,17 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
     if settings.detach:
         click.echo(executor.submit(prepared.plan))
+        if prepared.plan.metadata.get("history") == "worker":
+            tags = " ".join(getattr(history, "tags", ())) or "none"
+            say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
+                     f"{prepared.plan.sweep_id}` collects it (and by a worker with FARM_HISTORY_URL)")
         return ExitCode.OK
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
     with contextlib.ExitStack() as streams:
         streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.reaper)
-        journal = RunJournal(streams.enter_context(open_journal(farm_settings.data_dir, prepared.plan.sweep_id)),
-                             prepared.plan)
+        journal = RunJournal(masking(streams.enter_context(open_journal(farm_settings.data_dir,
+                                                                        prepared.plan.sweep_id))), prepared.plan)
         journal_name = str(journal.path)
         observers = _observers(prepared, settings, err, streams, journal, progress)
         observers += exporters
@@ -217,8 +222,9 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
 @click.command(cls=StrictCommand, epilog=EXAMPLES)
 @click.option("-i", "--input", "input_", default=None, metavar="PATH",
               help="A .jsonl (Yao) or .hocon/.conf (neuro-san) suite, or a directory of suites. A value that "
-                   "looks like a path (a / in it, a suite or .json extension, a leading . or ~) is always one: "
-                   "when it does not exist, exit 2. Anything else is sent as a message, as -m does.")
+                   "looks like a path (a / in it, a suite or .json extension, a leading . or ~) or is a single "
+                   "word is always one: when it does not exist, exit 2 (--yao-compat: a single word is a "
+                   "message). Text with spaces that names no file is sent as a message, as -m does.")
 @click.option("-m", "--message", default=None, metavar="TEXT",
               help="Send TEXT to the agent once (direct message mode); the answer is printed to stdout unless -o.")
 @click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),

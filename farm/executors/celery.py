@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from farm.delivery.config import DEFAULT_PUBLISH_BATCH, Delivery
@@ -84,6 +85,8 @@ class _Watch:
     stopping_since: float | None = None
     """When the submitter was interrupted (it cancelled the sweep then)."""
     closed: bool = False
+    lost_told: int = 0
+    """Runs lost with a dead worker that the user was told about (told again when the count changes)."""
 
 
 class CeleryExecutor(Executor):
@@ -292,6 +295,19 @@ class CeleryExecutor(Executor):
         except Exception:
             log.debug("cannot reconcile sweep %s", sweep_id, exc_info=True)
 
+    def _tell_lost(self, sweep_id: str, watch: _Watch) -> None:
+        """Runs a killed worker held make the bar stop short: say so, and when they come back."""
+        from farm.lost_runs import lost_runs
+        from farm.wording import plural
+
+        lost = lost_runs(self.store(), sweep_id, self.settings.visibility_timeout_s)
+        count = lost.count if lost else 0
+        if lost is not None and count != watch.lost_told:
+            back = datetime.fromtimestamp(lost.back_epoch, UTC).strftime("%H:%M:%SZ")
+            self._warn(f"{plural(count, 'run')} lost with a worker that died: published again by {back}, once "
+                       "the sweep has been idle a whole lease (FARM_LEASE); the progress waits for them")
+        watch.lost_told = count
+
     def _check_stall(self, sweep: SweepPlan, watch: _Watch) -> None:
         now, no_worker = time.monotonic(), self.settings.no_worker_timeout_s
         interval = self._delivery(sweep).interval_s
@@ -306,6 +322,7 @@ class CeleryExecutor(Executor):
             if full is not None:
                 raise BrokerError(f"{full}; sweep {sweep.sweep_id} resumes when memory returns "
                                   f"(`farm results {sweep.sweep_id}` re-attaches)")
+            self._tell_lost(sweep.sweep_id, watch)
             if consumers(self.app, sweep.queue):
                 watch.no_worker_since = None
             elif watch.no_worker_since is None:

@@ -116,7 +116,7 @@ def plan_fleet(flags: FleetFlags, agents: Mapping[AgentRef, Agent], judges: Judg
         unpriced = "; ".join(f"{key} ({what})" for key, what in sorted(keys.unpriced.items()))
         raise SettingsError(f"--budget: no price for {unpriced}: a budget cannot be kept without one; add it to "
                             f"a price file named by {PRICES_ENV} ({{\"models\": {{\"NAME\": {{\"input\": USD, "
-                            "\"output\": USD}}}}}}, USD per million tokens)")
+                            "\"output\": USD}}}, USD per million tokens)")
     return FleetPlan(limits=limits, declared=keys.declared, budget=budget, prices=keys.prices,
                      agent_keys=agent_keys, unmetered=unmetered, metered=sorted(keys.metered), adaptive=adaptive,
                      replay=replay, judge_cache=flags.judge_cache, max_queue_wait_s=flags.queue_wait_s())

@@ -104,11 +104,44 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(select(text("version_num")).select_from(text(VERSION_TABLE))).scalar()
 
 
+def _alembic_config() -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("farm.history") / "migrations"))
+    return config
+
+
+def known_revisions() -> set[str]:
+    """Every schema revision this farm has a migration for (as Alembic reads them)."""
+    from alembic.script import ScriptDirectory
+
+    return {script.revision for script in ScriptDirectory.from_config(_alembic_config()).walk_revisions()}
+
+
+def check_is_farm_history(engine: Engine, revision: str | None) -> None:
+    """SettingsError (exit 2) for a database the farm must not migrate: another program's, or a newer farm's."""
+    where = f"history {safe_url(engine.url)}"
+    if revision is not None and revision not in known_revisions():
+        raise SettingsError(f"{where}: written by a newer agent-farm (schema revision {revision}; this one knows "
+                            f"up to {SCHEMA_REVISION}): upgrade agent-farm, or use another --history")
+    if revision is None:
+        with engine.connect() as conn:
+            found = sorted(inspect(conn).get_table_names())
+        if found:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise SettingsError(f"{where}: not a farm history database (it holds tables {shown} and no "
+                                f"{VERSION_TABLE}): give --history (or FARM_HISTORY_URL) a database of its own")
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the database to the newest schema (a no-op when it is there already)."""
+    """Bring the database to the newest schema (a no-op when it is there already); SettingsError for a
+    database that is not the farm's or is newer than this farm."""
     for attempt in range(1, MIGRATE_ATTEMPTS + 1):
         try:
-            if current_revision(engine) != SCHEMA_REVISION:
+            revision = current_revision(engine)
+            if revision != SCHEMA_REVISION:
+                check_is_farm_history(engine, revision)
                 _upgrade(engine)
             return
         except DBAPIError as exc:
@@ -120,10 +153,8 @@ def migrate(engine: Engine) -> None:
 
 def _upgrade(engine: Engine) -> None:
     from alembic import command
-    from alembic.config import Config
 
-    config = Config()
-    config.set_main_option("script_location", str(resources.files("farm.history") / "migrations"))
+    config = _alembic_config()
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
@@ -139,8 +170,14 @@ def error_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def open_engine(url: str) -> Engine:
-    """An engine on a migrated database; SettingsError on a bad URL, FarmRuntimeError when unreachable."""
+def open_engine(url: str, *, create: bool = True) -> Engine:
+    """An engine on a migrated database; SettingsError on a bad URL, FarmRuntimeError when unreachable.
+
+    ``create=False`` (a read): a SQLite file that does not exist is not made, nor its directory;
+    the reader sees an empty history (an in-memory database).
+    """
+    if not create and missing_sqlite_file(url):
+        url = "sqlite://"
     engine = create_history_engine(url)
     migrate(engine)
     return engine

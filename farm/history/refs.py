@@ -18,8 +18,13 @@ from farm.errors import InputError
 from farm.history.store import HistoryStore, SweepInfo
 from farm.reports.json_report import parse_json_report
 from farm.stats.compare import SweepSnapshot, snapshot_of
+from farm.textfiles import read_utf8
+from farm.wording import plural
 
 LAST = re.compile(r"^last(?::(?P<key>[^=~]+)=(?P<value>[^~]*))?(?:~(?P<skip>\d+))?$")
+
+MAX_SKIP = 2**31 - 1
+"""``last~N`` beyond this names no sweep (and would overflow the database's integer)."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +40,7 @@ def is_report_path(ref: str) -> bool:
 
 
 def read_report_file(ref: str, role: str) -> SweepSnapshot:
-    path = Path(ref).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{role} {ref}: cannot read the report: {exc.strerror or exc}") from None
+    text = read_utf8(Path(ref).expanduser(), f"{role} {ref}")
     return snapshot_of(parse_json_report(text, source=ref))
 
 
@@ -67,7 +68,7 @@ class RefResolver:
         info = self.find(ref)
         if info is None:
             raise InputError(f"{role} {ref!r}: no recorded sweep, baseline or JSON report by that name "
-                             f"({self.store.count()} sweeps recorded)")
+                             f"({plural(self.store.count(), 'sweep')} recorded)")
         return Resolved(self.store.snapshot(info), info)
 
     def find(self, ref: str) -> SweepInfo | None:
@@ -75,5 +76,6 @@ class RefResolver:
         last = LAST.match(ref)
         if last:
             tag = (last["key"], last["value"]) if last["key"] is not None else None
-            return self.store.latest(tag=tag, skip=int(last["skip"] or 0))
+            skip = int(last["skip"] or 0)
+            return self.store.latest(tag=tag, skip=skip) if skip <= MAX_SKIP else None
         return self.store.baseline(ref) or self.store.sweep(ref)

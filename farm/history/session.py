@@ -171,12 +171,12 @@ class HistorySession:
             self._record(report)
         return report
 
-    def _record(self, report: SweepReport) -> None:
+    def _record(self, report: SweepReport) -> bool:
         try:
             store = self._open()
         except FarmError as exc:
             self.tell(f"warning: history not recorded: {exc.message}")
-            return
+            return False
         try:
             head = store.record(report)
             if self.comparison is not None and self.base is not None and self.base.info is not None:
@@ -186,14 +186,32 @@ class HistorySession:
             from farm.history.engine import error_reason, safe_url
 
             self.tell(f"warning: history not recorded in {safe_url(self.url)}: {error_reason(exc)}")
+            return False
         finally:
             store.close()
+        return True
 
     def exit_code(self, report: SweepReport, code: int) -> int:
         """``code`` (the sweep's own), or the baseline gate's when a comparison was made."""
         if self.comparison is None:
             return code
         return int(gate_on_baseline(self.comparison, report, self.options.gate or "regressions"))
+
+
+def record_collected(report: SweepReport, tell: Callable[[str], None]) -> None:
+    """``farm results``: a detached sweep is recorded in this machine's history (with its ``--tag``s),
+    whether or not a worker with a ``FARM_HISTORY_URL`` recorded it too (recording is idempotent)."""
+    if report.metadata.get("history") != "worker" or report.metadata.get("status") == "running":
+        return
+    session = HistorySession(HistoryOptions(), tell=tell)
+    if not session._record(report):  # warned; never raises: the report is written either way
+        return
+    tags = report.metadata.get("tags") or {}
+    shown = " ".join(f"{k}={v}" for k, v in tags.items())
+    from farm.history.engine import safe_url
+
+    tell(f"sweep {report.metadata.get('sweep_id')} recorded in the history {safe_url(session.url)}"
+         + (f" (tags {shown})" if shown else ""))
 
 
 def compared_line(ref: str, comparison: Comparison) -> str:

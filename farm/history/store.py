@@ -77,9 +77,10 @@ class HistoryStore:
         self.engine = engine
 
     @classmethod
-    def open(cls, url: str) -> HistoryStore:
-        """The store at ``url``, migrated to the newest schema."""
-        return cls(open_engine(url))
+    def open(cls, url: str, *, create: bool = True) -> HistoryStore:
+        """The store at ``url``, migrated to the newest schema (``create=False``: a missing SQLite file is
+        read as an empty history, not made)."""
+        return cls(open_engine(url, create=create))
 
     def close(self) -> None:
         self.engine.dispose()

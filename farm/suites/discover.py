@@ -6,6 +6,7 @@ every file, duplicate case ids across the whole input included.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ __all__ = [
     "LoadedInput",
     "StreamBatch",
     "find_suite_files",
+    "is_single_token",
     "load_files",
     "load_input",
     "load_message",
@@ -143,13 +145,20 @@ class CaseStream:
                 loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes,
                                            options=self._options)
                 self.problems += found
+                if found:  # a broken file still claims its id: a duplicate of it is reported now, not later
+                    self._first_place(name, number, None)
                 cases: Iterable[Case] = loaded
             else:
-                cases = iter_jsonl(path, name, self._options, self.problems)
+                cases = iter_jsonl(path, name, self._options, self.problems,
+                                   broken_id=functools.partial(self._claim, number))
             for case in cases:
                 if self._note_new(case, number):
                     yield case
         self.notes[:0] = self._file_notes or []
+
+    def _claim(self, number: int, case_id: str, line: int) -> None:
+        """A case with problems still claims its id (a duplicate of it is reported with its problems)."""
+        self._first_place(case_id, number, line)
 
     def _unique(self, case: Case, number: int) -> bool:
         return self._first_place(case.id, number, case.line)
@@ -280,7 +289,14 @@ def open_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None
         return CaseStream("file", path.parent, [path], single=True, options=options)
     if looks_like_path(arg):
         raise InputError(f"{arg}: no such file or directory (to send it to the agent as a message, use -m)")
+    if is_single_token(arg) and not (options is not None and options.yao_compat):
+        raise InputError(f"no such file or directory: {arg.strip()} (to send it as a message, use -m)")
     return open_message(arg, cwd=cwd)
+
+
+def is_single_token(arg: str) -> bool:
+    """No whitespace: a mistyped suite name far more often than a message (SPEC 20; Yao sends it)."""
+    return len(arg.split()) == 1
 
 
 def load_message(text: str, *, cwd: Path | None = None) -> LoadedInput:

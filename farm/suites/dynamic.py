@@ -44,6 +44,8 @@ class LoadOptions:
     foreign_agent: str | None = None
     """``-n`` when it names an agent that is not a neuro-san server: a neuro-san case's
     ``connections`` do not apply, so it runs once (``farm.suites.hocon``)."""
+    allow_remote_includes: bool = False
+    """``--allow-remote-includes``: a HOCON ``include url(...)`` may fetch its URL."""
 
 
 def parse_dynamic(obj: dict[str, Any], base_dir: str, options: LoadOptions,

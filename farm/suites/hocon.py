@@ -31,6 +31,7 @@ from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
 from farm.suites.dynamic import LoadOptions
+from farm.suites.hocon_guard import RemoteIncludeRefused, register_env_secrets, remote_includes
 
 if TYPE_CHECKING:
     from pyparsing import ParseBaseException
@@ -64,8 +65,9 @@ def load_hocon(
     With ``notes`` (a directory sweep), a file that is not a test case adds a note instead of a problem.
     With ``options.foreign_agent`` (``-n`` names an agent that is not a neuro-san server) the
     connections do not apply: one case, run once, with a note saying so.
+    ``options.allow_remote_includes``: ``--allow-remote-includes`` (``farm.suites.hocon_guard``).
     """
-    data, problem = read_hocon(path)
+    data, problem = read_hocon(path, allow_remote=options is not None and options.allow_remote_includes)
     if problem is not None:
         return [], [problem]
     if notes is not None and "interactions" not in data:
@@ -87,8 +89,9 @@ def _once(cases: list[Case], case_id: str, agent: str) -> Case:
                                        "load_note": note})
 
 
-def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
-    """Parse the file into plain dicts, or say where it is broken."""
+def read_hocon(path: Path, *, allow_remote: bool = False) -> tuple[dict[str, Any], Problem | None]:
+    """Parse the file into plain dicts, or say where it is broken (an include of a URL is, unless
+    ``allow_remote``)."""
     where = str(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -100,8 +103,13 @@ def read_hocon(path: Path) -> tuple[dict[str, Any], Problem | None]:
     from pyhocon import ConfigFactory, ConfigTree
     from pyparsing import ParseBaseException
 
+    register_env_secrets(text)
     try:
-        tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
+        with remote_includes(allow_remote):
+            tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
+    except RemoteIncludeRefused as exc:
+        return {}, Problem(where, None, "", f"include of {exc.url}: a remote include is fetched at load time; "
+                                            "refused (give --allow-remote-includes to allow it)")
     except ParseBaseException as exc:
         return {}, Problem(where, exc.lineno, "", _syntax_message(exc))
     except RecursionError:

@@ -54,14 +54,16 @@ def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tu
 
 
 def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: list[Problem], *,
-               lines: Callable[[int], bool | None] | None = None) -> Iterator[Case]:
+               lines: Callable[[int], bool | None] | None = None,
+               broken_id: Callable[[str, int], object] | None = None) -> Iterator[Case]:
     """Each good case of a JSONL suite as its line is read; a problem for every bad line is
     appended to ``problems`` (a file that cannot be read: one problem with no line).
 
     The file is read line by line (a million-case suite is never held as text), and each case
     is built once, with its location: nothing per case is kept. ``lines``: read only the lines
     (numbered from 1) it accepts (a process loading part of a suite skips the others unparsed),
-    and stop at the first line it answers None.
+    and stop at the first line it answers None. ``broken_id(id, line)``: told the id of each case
+    that has problems, so that a duplicate of it is reported with them, not after they are fixed.
     """
     options = options or LoadOptions()
     source = str(path)
@@ -85,6 +87,8 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
                 problems += [Problem(source, lineno, key, message) for key, message in issues]
                 if case is not None:
                     yield case
+                elif broken_id is not None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                    broken_id(obj["id"], lineno)
     except OSError as exc:
         problems.append(Problem(source, None, "", f"cannot read: {exc.strerror or exc}"))
 
