@@ -22,15 +22,15 @@ from typing import Any
 
 import redis
 
+from farm.distributed.fleet.budget import RedisBudgetBackend
+from farm.distributed.fleet.client import LoopClients
+from farm.distributed.fleet.rates import RedisRateBackend
 from farm.fleet.budget import Budget, BudgetLimit
 from farm.fleet.control import FleetLimiter, FleetScope, Refusal, UsageMeter, fleet_scope
 from farm.fleet.limiter import RateLimiter
-from farm.fleet.prices import Price
 from farm.fleet.ratestate import AdaptivePolicy
-from farm.fleet.redis_budget import RedisBudgetBackend
-from farm.fleet.redis_client import LoopClients
-from farm.fleet.redis_rates import RedisRateBackend
-from farm.fleet.specs import LimitTable, parse_limit
+from farm.plan.rate_specs import LimitTable, parse_limit
+from farm.stats.prices import Price
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
 

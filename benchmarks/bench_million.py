@@ -9,7 +9,7 @@ of ``harness.write_suite``) to a temporary directory, then runs ``farm test -i S
 agent called. Prints the wall time and the peak RSS of the process tree (sampled every 20 ms),
 and checks that every id was listed. 100k is repeated ``--repeat`` times (median); 1M runs
 once (issue 16's targets: ≤ 20 s and ≤ 1.5 GB). Each size is read by a process per core (the
-default, ``farm.load_processes``) and, beside it, by one (``FARM_LOAD_PROCESSES=1``).
+default, ``farm.plan.load_processes``) and, beside it, by one (``FARM_LOAD_PROCESSES=1``).
 ``--flag=--dry-run`` measures an older checkout that has no ``--collect-only`` (run this
 script from it).
 
@@ -79,7 +79,7 @@ def _top_up_reads(url: str) -> tuple[float, float]:
     """What a worker topping up the window reads: the plan's index (now), every case (before)."""
     import time
 
-    from farm.store import SweepStore, connect
+    from farm.distributed.store.sweep_store import SweepStore, connect
 
     store = SweepStore(connect(url))
     sid = store.in_flight_ids()[0]

@@ -382,8 +382,8 @@ class SweepTiming:
 def sweep_in_process(suite: Path, agent: str, *, runs: int, parallel: int, out: Path,
                      broker: str | None = None) -> SweepTiming:
     """``farm test`` as a library call (load, plan, execute, JSONL stream): no interpreter start-up."""
-    from farm.observers import JsonlObserver, Observers
-    from farm.sweep import TestSettings, create_executor, prepare_sweep
+    from farm.api import TestSettings, create_executor, prepare_sweep
+    from farm.sweep.observers import JsonlObserver, Observers
 
     settings = TestSettings(input=str(suite), name=agent, runs=runs, parallel=parallel, outputs=(str(out),),
                             broker=broker, cwd=str(ROOT))

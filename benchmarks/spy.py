@@ -17,7 +17,7 @@ from pathlib import Path
 
 CATEGORIES: Sequence[tuple[str, Sequence[str]]] = (
     ("farm.run task body (workers.runs.run_one)", ("run_one (",)),
-    ("  the run itself (farm.execute.execute_run)", ("execute_run (",)),
+    ("  the run itself (farm.run.execute.execute_run)", ("execute_run (",)),
     ("  Redis: before_run + store_run", ("before_run (", "store_run (")),
     ("farm.aggregate (aggregate_case)", ("aggregate_case (",)),
     ("farm.report (report_sweep)", ("report_sweep (",)),

@@ -16,17 +16,17 @@ import typing
 
 if typing.TYPE_CHECKING:
     from farm.agents.base import AgentContext
-    from farm.lifecycle import SweepStop
+    from farm.api import TestSettings, arun_sweep, run_sweep
     from farm.models import Case, CaseStats, Reply, RunResult, RunStatus, SweepReport
-    from farm.outputs import write_report
+    from farm.reports.outputs import write_report
     from farm.suites import load_input
-    from farm.sweep import TestSettings, arun_sweep, run_sweep
+    from farm.sweep.lifecycle import SweepStop
 
 _HOMES = {
-    "AgentContext": "farm.agents.base", "SweepStop": "farm.lifecycle", "Case": "farm.models",
+    "AgentContext": "farm.agents.base", "SweepStop": "farm.sweep.lifecycle", "Case": "farm.models",
     "CaseStats": "farm.models", "Reply": "farm.models", "RunResult": "farm.models", "RunStatus": "farm.models",
-    "SweepReport": "farm.models", "write_report": "farm.outputs", "load_input": "farm.suites",
-    "TestSettings": "farm.sweep", "arun_sweep": "farm.sweep", "run_sweep": "farm.sweep",
+    "SweepReport": "farm.models", "write_report": "farm.reports.outputs", "load_input": "farm.suites",
+    "TestSettings": "farm.api", "arun_sweep": "farm.api", "run_sweep": "farm.api",
 }
 """Public name → its module, imported on first use (PEP 562): ``import farm.x`` (the CLI, the
 pytest plugin every pytest run loads) must not pay for the whole API (~0.5 s)."""

@@ -1,7 +1,7 @@
 """The farm's exceptions and exit codes.
 
 Only ``farm.cli`` catches these and turns them into one line on stderr and an exit code.
-Per-run failures are never exceptions: they are ``RunResult`` data (see ``farm.execute``).
+Per-run failures are never exceptions: they are ``RunResult`` data (see ``farm.run.execute``).
 
     FarmError
      ├── InputError                  exit 2: bad input, nothing was run
@@ -158,7 +158,7 @@ worker's message, instead of reporting every run as a failed case."""
 
 class FaultKind(enum.StrEnum):
     """What failed on the way to (or back from) the agent under test: the ``kind`` of an
-    ``AgentError``, from which ``farm.failures`` reads the run's failure class (SPEC 14.2)."""
+    ``AgentError``, from which ``farm.run.failures`` reads the run's failure class (SPEC 14.2)."""
 
     #: refused, DNS failure, connect timeout, TLS failure, connection lost or cut midway
     CONNECT = "connect"

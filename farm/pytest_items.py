@@ -81,7 +81,7 @@ class FarmSweeps:
                 self.results[(Path(stats.source).resolve(), stats.id)] = stats
 
     def _sweep(self, suite_arg: Path, ids: set[str]) -> SweepReport:
-        from farm.sweep import TestSettings, run_sweep
+        from farm.api import TestSettings, run_sweep
 
         pattern = "^(?:" + "|".join(re.escape(i) for i in sorted(ids)) + ")$"
         settings = TestSettings(input=str(suite_arg), name=self.agent, runs=self.runs, broker=self.broker,

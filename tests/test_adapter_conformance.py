@@ -22,8 +22,8 @@ from pydantic import TypeAdapter
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import create_agent, parse_reference
-from farm.execute import RunEnvironment, execute_run
 from farm.models import Case, Message, RunResult, RunStatus, StockTest, Turn
+from farm.run.execute import RunEnvironment, execute_run
 from tests.servers import json_agent_server, load_example, openai_server, serve_in_thread
 
 HERE = Path(__file__).resolve().parent

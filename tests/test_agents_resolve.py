@@ -21,8 +21,8 @@ from farm.agents.registry import ADAPTERS
 from farm.agents.resolve import AgentPool, create_agent, parse_reference
 from farm.agents.urls import neuro_san_server, parse_neuro_san_url
 from farm.errors import AgentResolutionError
-from farm.execute import RunEnvironment, execute_run
 from farm.models import Case, Message, Reply, RunStatus, Turn
+from farm.run.execute import RunEnvironment, execute_run
 
 HERE = Path(__file__).resolve().parent
 PY_AGENT = HERE / "agents" / "conformance.py"

@@ -1,4 +1,4 @@
-"""Stored cases deflated with their sweep's dictionary (``farm.case_codec``): exact round trips,
+"""Stored cases deflated with their sweep's dictionary (``farm.plan.case_codec``): exact round trips,
 a fraction of the size for cases alike, plain JSON of an older sweep still read."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import zlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from farm.case_codec import PREFIX, PREFIX_ZLIB, CaseCodec
+from farm.plan.case_codec import PREFIX, PREFIX_ZLIB, CaseCodec
 
 
 def _case(i: int) -> str:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from farm.api import DEFAULT_PARALLEL, TestSettings, prepare_sweep
 from farm.cli import main
-from farm.sweep import DEFAULT_PARALLEL, TestSettings, prepare_sweep
 from tests.servers import ROOT
 
 AGENTS = ROOT / "tests" / "agents" / "basic.py"

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from farm.models import Assertion, Case, CheckOutcome, Message, RunResult, RunStatus, StockTest, Turn
-from farm.replay import report_from_journal
 from farm.reports.summary import render_summary
 from farm.stats import CaseAccumulator, plan_case
 from farm.stats.criteria import criterion_text
+from farm.sweep.replay import report_from_journal
 from tests.browser_fixtures import Opened, headless_chromium
 
 AGENT = "py:tests/agents/scorecard.py:respond"

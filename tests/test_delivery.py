@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import redis
 
-from farm import redis_keys as keys
-from farm.delivery.reconcile import reconcile_sweep
+from farm.distributed.delivery.reconcile import reconcile_sweep
+from farm.distributed.store import keys
+from farm.distributed.store.sweep_store import SweepStore, connect
 from farm.reports import render_report
-from farm.store import SweepStore, connect
 from tests.test_distributed import AGENTS, write_suite
 from tests.waiting import wait_for
 
@@ -171,8 +171,8 @@ def test_runs_lost_by_the_broker_are_published_again_long_before_the_case_timeou
 def test_publishing_reads_the_plans_index_not_its_cases(tmp_path, redis_client, farm_cli):
     """Issue 16: a worker topping up a window reads (id, runs, timeout) per case from the plan's
     index, never every stored case; the same index gives the report's case order."""
-    from farm.delivery.publish import ordered_slots
-    from farm.plan import CaseSlot
+    from farm.distributed.delivery.publish import ordered_slots
+    from farm.plan.sweep_plan import CaseSlot
 
     store = _store(farm_cli.broker)
     suite = write_suite(tmp_path / "i.jsonl", [{"id": "slow one", "input": "x", "timeout": "7s"},
@@ -365,7 +365,7 @@ def test_runs_lost_from_a_full_window_are_published_again(tmp_path, redis_client
 def test_a_publishing_turn_starts_with_a_small_batch(tmp_path, redis_client, farm_cli):
     """The first FIRST_BATCH runs go out before the rest of the first full batch is built, so the
     workers start sooner; then batches of FARM_PUBLISH_BATCH (the cursor advances after each)."""
-    from farm.delivery.publish import FIRST_BATCH
+    from farm.distributed.delivery.publish import FIRST_BATCH
 
     advanced: list[int] = []
     ready = threading.Event()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from farm.delivery.publish import run_slots
-from farm.plan import CaseSlot
+from farm.distributed.delivery.publish import run_slots
+from farm.plan.sweep_plan import CaseSlot
 
 
 def _cases(runs: list[int]) -> list[CaseSlot]:

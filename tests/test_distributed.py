@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from farm import redis_keys as keys
-from farm.store import Settled, SweepStore, Tally, connect
+from farm.distributed.store import keys
+from farm.distributed.store.sweep_store import Settled, SweepStore, Tally, connect
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -171,7 +171,7 @@ def test_fail_fast_stops_runs_once_a_case_cannot_pass(tmp_path, redis_client, fa
 
 def test_the_same_fail_fast_sweep_reports_the_same_way_on_both_executors(tmp_path, redis_client, farm_worker,
                                                                           farm_cli):
-    """One sweep finisher (farm.lifecycle): stop reason, cases not run and totals agree (issue 15's bug:
+    """One sweep finisher (farm.sweep.lifecycle): stop reason, cases not run and totals agree (issue 15's bug:
     the distributed summary said "0 cases not run" and left them out)."""
     doomed = {"id": "doomed", "input": "x", "assert": {"type": "equals", "value": "never"}}
     suite = write_suite(tmp_path / "ff.jsonl", [doomed] + [{"id": f"later{i}", "input": "x"} for i in range(4)])
@@ -246,7 +246,7 @@ def test_store_counts_a_redelivered_run_once(redis_client, redis_server):
 def test_report_latch_expires_before_a_redelivered_aggregate_looks(redis_client, redis_server):
     """An aggregate that died between claiming the latch and queuing farm.report is redelivered
     after the visibility timeout; by then the latch must be gone, or the sweep never reports."""
-    from farm.redis_keys import report_latch_ttl
+    from farm.distributed.store.keys import report_latch_ttl
 
     assert report_latch_ttl(30) == 15 and report_latch_ttl(360) == 120 and report_latch_ttl(1) == 1
     store = SweepStore(connect(redis_server))
@@ -289,7 +289,7 @@ def test_barrier_fires_once_and_again_for_a_redelivery_until_the_case_is_aggrega
 def test_a_runs_marker_is_its_lease_and_its_crash_record_in_one_round_trip(redis_client, redis_server):
     """``begin_run`` sets the run's one marker (when, holder, deaths); a later delivery learns from
     it whether the holder died with the run in flight; the step that settles the run clears it."""
-    from farm import redis_keys as keys
+    from farm.distributed.store import keys
     from farm.models import RunResult, RunStatus
 
     store = SweepStore(connect(redis_server))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from farm import redis_keys as keys
+from farm.distributed.store import keys
 from farm.errors import SettingsError
 from farm.settings import DEFAULT_RESULT_TTL_S, FarmSettings, safe_url, whole_number_env
 from tests.servers import ROOT
@@ -82,9 +82,9 @@ def test_store_url_and_safe_url():
 def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):
     from farm.agents.options import AgentOptions
     from farm.agents.resolve import AgentRef
-    from farm.execute import RunEnvironment
     from farm.models import Case, Message, Turn
-    from farm.plan import PlannedCase, SweepPlan, build_plan
+    from farm.plan.sweep_plan import PlannedCase, SweepPlan, build_plan
+    from farm.run.execute import RunEnvironment
     from farm.stats import CasePlan
 
     case = PlannedCase(case=Case(id="c", format="yao", turns=[Turn(messages=[Message(content="hi")])]),
@@ -98,7 +98,7 @@ def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):
 
 
 def test_a_rabbitmq_broker_needs_a_redis_store_and_gets_no_redis_transport_options():
-    from farm.executors.celery import CeleryExecutor
+    from farm.distributed.submit import CeleryExecutor
 
     with pytest.raises(SettingsError, match="set FARM_STORE_URL"):
         CeleryExecutor(FarmSettings.from_env({}, broker_url="amqp://guest@localhost//"))
@@ -118,7 +118,7 @@ def test_a_rabbitmq_broker_needs_a_redis_store_and_gets_no_redis_transport_optio
 
 
 def test_in_process_farm_never_loads_celery_or_redis():
-    code = ("import sys, farm.cli, farm.executors.local, farm.sweep; "
+    code = ("import sys, farm.cli, farm.sweep.local, farm.api; "
             "bad = [m for m in ('celery', 'redis', 'kombu', 'workers') if m in sys.modules]; "
             "assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)

@@ -88,7 +88,7 @@ def _hocon_timeout(tmp_path: Path, value: Any) -> float | str:
     path = tmp_path / f"case-{abs(hash(str(value)))}.hocon"
     body = {"agent": "a", "timeout_in_seconds": value, "interactions": [{"text": "hi", "response": {}}]}
     path.write_text(json.dumps(body))
-    try:  # the top-level timeout bounds the whole test, all its runs (farm.deadlines)
+    try:  # the top-level timeout bounds the whole test, all its runs (farm.sweep.deadlines)
         return load_input(str(path)).cases[0].test_timeout_s or 0.0
     except SuiteError:
         return "refused"

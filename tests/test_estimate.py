@@ -119,7 +119,7 @@ def test_an_estimate_over_the_budget_exits_4_and_under_it_0(tmp_path: Path, serv
 def test_the_wall_time_follows_lanes_and_never_beats_the_rate_limit() -> None:
     from farm.estimate.forecast import PlannedCalls, forecast
     from farm.estimate.spend import PerRun
-    from farm.fleet.specs import RateLimit
+    from farm.plan.rate_specs import RateLimit
 
     calls = PlannedCalls(runs=100, agent_calls=100, judge_calls=0, by_key={"llm": 100})
     basis = PerRun(runs=10, tokens=50.0, cost_usd=0.01, judge_tokens=None, judge_cost_usd=None, run_ms=1000.0)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from farm.executors.base import Executor
-from farm.executors.celery import CeleryExecutor
-from farm.executors.local import LocalExecutor
+from farm.distributed.submit import CeleryExecutor
 from farm.models import SweepReport
-from farm.observers import Observers
+from farm.sweep.executor import Executor
+from farm.sweep.local import LocalExecutor
+from farm.sweep.observers import Observers
 
 
 class ThreadNamed(Executor):

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from farm.cli import main
 from farm.models import MAX_TRACEBACK_CHARS, MAX_TRACEBACK_FRAMES, RunResult, RunStatus
-from farm.observers import ProgressBar, SweepStart
 from farm.reports.html import render_html
+from farm.sweep.observers import ProgressBar, SweepStart
 from tests.browser_fixtures import case_stats, run, sweep_report
 from tests.servers import ROOT
 from tests.test_reports_html import browser, open_report  # noqa: F401  (fixtures: Chromium and a report page)

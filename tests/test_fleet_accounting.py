@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from farm.executors.adaptive import AdaptiveQueue
-from farm.lifecycle import StopReason, SweepStop
 from farm.models import Case, Message, RunResult, RunStatus, Turn
-from farm.plan import PlannedCase, SweepPlan
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.reports.junit import render_junit
 from farm.reports.markdown import render_markdown
 from farm.reports.summary import render_summary
 from farm.stats import CaseAccumulator, CasePlan, build_report
 from farm.stats.adaptive import AdaptiveRule, Curtailment, Sprt, runs_needed
+from farm.sweep.adaptive import AdaptiveQueue
+from farm.sweep.lifecycle import StopReason, SweepStop
 
 
 def case(case_id: str = "c") -> Case:
@@ -173,7 +173,7 @@ def test_markdown_marks_biased_pass_rates_and_shows_costs_and_unknowns() -> None
 def test_junit_summary_and_terminal_show_costs_and_runs_saved() -> None:
     from rich.console import Console
 
-    from farm.console import print_summary
+    from farm.cli.console import print_summary
 
     report = adaptive_report()
     root = ET.fromstring(render_junit(report))
@@ -191,10 +191,10 @@ def test_junit_summary_and_terminal_show_costs_and_runs_saved() -> None:
 
 def test_the_plan_carries_fleet_settings_through_json_and_no_secret() -> None:
     from farm.fleet.budget import BudgetLimit
-    from farm.fleet.plan import FleetPlan, ReplaySpec
-    from farm.fleet.prices import Price
     from farm.fleet.replay import ReplayMode
-    from farm.fleet.specs import RateLimit
+    from farm.plan.fleet import FleetPlan, ReplaySpec
+    from farm.plan.rate_specs import RateLimit
+    from farm.stats.prices import Price
 
     fleet = FleetPlan(limits={"*": RateLimit(requests_per_s=10.0, concurrency=4)}, budget=BudgetLimit(2.0, None),
                       prices={"local.llm": Price(1.0, 2.0)}, metered=["local.llm"], adaptive=AdaptiveRule(),

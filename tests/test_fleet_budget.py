@@ -15,17 +15,17 @@ import pytest
 
 from farm.agents.base import AgentRequest
 from farm.checks.base import JudgeVerdict
+from farm.distributed.fleet.budget import RedisBudgetBackend
 from farm.errors import BudgetExhaustedError, SettingsError
-from farm.execute import RunEnvironment, execute_run
 from farm.fleet.budget import Budget, BudgetLimit, LocalBudgetBackend, parse_budget
 from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, JudgeRole, Refusal, UsageMeter, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
-from farm.fleet.prices import Price
-from farm.fleet.redis_budget import RedisBudgetBackend
-from farm.fleet.specs import LimitTable, parse_limit
-from farm.fleet.usage import Usage
 from farm.models import Case, Message, Reply, Turn
+from farm.models.usage import Usage
+from farm.plan.rate_specs import LimitTable, parse_limit
+from farm.run.execute import RunEnvironment, execute_run
+from farm.stats.prices import Price
 from tests.servers import openai_server
 
 

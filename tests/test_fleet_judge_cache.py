@@ -14,8 +14,8 @@ import pytest
 from farm.agents.connectors import Connector
 from farm.agents.judge import ConnectorJudge
 from farm.checks.base import JudgeVerdict
+from farm.distributed.fleet.judge_cache import RedisVerdictCache
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, verdict_key
-from farm.fleet.redis_judge_cache import RedisVerdictCache
 from tests.servers import openai_server
 
 CRITERION = 'mentions "Paris"'

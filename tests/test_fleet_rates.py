@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from farm.distributed.fleet.rates import RedisRateBackend
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import CONCURRENCY_POLL_S, EARLY_S, AdaptivePolicy, Decision
-from farm.fleet.redis_rates import RedisRateBackend
-from farm.fleet.specs import RateLimit
+from farm.plan.rate_specs import RateLimit
 
 POLICY = AdaptivePolicy(recovery_per_s=0.05, cooldown_s=1.0, quota_strikes=3, quota_streak_s=1.0, quota_hold_s=5.0)
 T0 = 1_700_000_000_000.0

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from farm.errors import SettingsError
-from farm.fleet.specs import LimitTable, RateLimit, declared_limit, parse_flag, parse_limit
+from farm.plan.rate_specs import LimitTable, RateLimit, declared_limit, parse_flag, parse_limit
 
 
 def test_the_flag_of_the_issue_parses() -> None:

@@ -202,7 +202,7 @@ def test_adaptive_runs_give_the_full_sweeps_verdict_for_every_case(tmp_path: Pat
     suites = _coin_cases(tmp_path)
     settings: dict[str, Any] = {"input": str(suites), "name": COIN, "min_pass_rate": 0.8, "cwd": str(ROOT)}
     full = run_sweep(TestSettings(**settings, runs=None))
-    from farm.fleet.plan import FleetFlags
+    from farm.plan.fleet import FleetFlags
 
     adaptive = run_sweep(TestSettings(**settings, runs=None, fleet=FleetFlags(adaptive="exact")))
     assert [c.id for c in adaptive.results] == [c.id for c in full.results]
@@ -256,10 +256,10 @@ def test_a_shared_rate_limit_holds_in_process(tmp_path: Path) -> None:
 def test_declared_rate_limits_reach_the_plan_and_the_flag_wins(tmp_path: Path, server: Served,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from farm import TestSettings
+    from farm.api import prepare_sweep
     from farm.errors import SettingsError
-    from farm.fleet.plan import FleetFlags
-    from farm.fleet.specs import RateLimit
-    from farm.sweep import prepare_sweep
+    from farm.plan.fleet import FleetFlags
+    from farm.plan.rate_specs import RateLimit
 
     write_connector(tmp_path, server.url, rate_limit="600/m,4conc")
     suite = write_prompt_agent(tmp_path, [{"id": "kw", "input": "limits"}])

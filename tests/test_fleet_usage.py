@@ -10,8 +10,8 @@ import pytest
 
 from farm.agents.neuro_san_stream import token_usage
 from farm.errors import SettingsError
-from farm.fleet.prices import Price, PriceTable, call_cost, cost_per_passing_run
-from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.models.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.stats.prices import Price, PriceTable, call_cost, cost_per_passing_run
 from tests.servers import openai_server
 
 OPENAI_CHAT = {

@@ -87,8 +87,8 @@ def test_a_token_limit_debits_a_python_agents_reported_usage(tmp_path: Path) -> 
 def test_a_whole_test_budget_stops_while_every_run_of_the_case_waits() -> None:
     import time
 
-    from farm.deadlines import TestBudgets
     from farm.models import Case
+    from farm.sweep.deadlines import TestBudgets
 
     case = Case(id="t", format="neuro-san", turns=[], test_timeout_s=60.0)
     budgets = TestBudgets()

@@ -134,7 +134,7 @@ def _nightly(app: Any, suite: Path, queue: str) -> str:
 @pytest.mark.redis
 def test_nightly_sweeps_on_real_workers_are_recorded_compared_and_announced(
         history_url: str, redis_client: Any, farm_worker: Any, farm_cli: Any, tmp_path: Path) -> None:
-    from farm.executors.celery import create_celery_app
+    from farm.distributed.submit import create_celery_app
 
     suite = tmp_path / "nightly.jsonl"
     suite.write_text("\n".join(json.dumps({"id": c, "input": c, "expected": "yes"}) for c in ("a", "b")) + "\n")

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from farm import SweepStop, TestSettings
-from farm.executors.local import LocalExecutor
-from farm.journal import journal_dir
-from farm.lifecycle import StopReason
-from farm.sweep import prepare_sweep
+from farm.api import prepare_sweep
+from farm.sweep.journal import journal_dir
+from farm.sweep.lifecycle import StopReason
+from farm.sweep.local import LocalExecutor
 from tests.servers import ROOT
 
 AGENT = f"py:{ROOT / 'tests' / 'agents' / 'basic.py'}:stalls"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from farm.journal import journal_dir
+from farm.sweep.journal import journal_dir
 from tests.conftest import farm_env
 from tests.servers import ROOT
 

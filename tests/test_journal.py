@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from farm.cli import main
-from farm.journal import journal_dir, prune_journals
+from farm.sweep.journal import journal_dir, prune_journals
 from tests.servers import ROOT
 
 AGENTS = ROOT / "tests" / "agents" / "basic.py"

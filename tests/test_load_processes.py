@@ -1,4 +1,4 @@
-"""A large suite read by several processes (``farm.load_processes``) gives the plan, the ids, the
+"""A large suite read by several processes (``farm.plan.load_processes``) gives the plan, the ids, the
 problems (in order, duplicates last), the notes and the errors one process gives.
 
 Batches of 4 lines and no size threshold here, so that a small suite is split between forked
@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from farm import load_processes, sweep
+from farm import api as sweep
+from farm.api import PreparedSweep, TestSettings, prepare_sweep
 from farm.errors import FarmRuntimeError, InputError, SettingsError, SuiteError
+from farm.plan import load_processes
 from farm.suites import open_input
-from farm.sweep import PreparedSweep, TestSettings, prepare_sweep
 
 AGENT = "py:tests/agents/distributed.py:by_run"
 HOCON = {"success_ratio": "2/3", "interactions": [{"text": "hi", "response": {"text": {"keywords": "hi"}}}]}

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from farm import load_processes, sweep
+from farm import api as sweep
+from farm.api import TestSettings, prepare_sweep
 from farm.cli.load_progress import LoadProgress
-from farm.sweep import TestSettings, prepare_sweep
+from farm.plan import load_processes
 
 ROOT = Path(__file__).parent.parent
 AGENT = "py:tests/agents/distributed.py:by_run"

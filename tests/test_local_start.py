@@ -1,4 +1,4 @@
-"""The in-process executor starts its workers one at a time (``farm.executors.local``): each
+"""The in-process executor starts its workers one at a time (``farm.sweep.local``): each
 worker's first run gets up to its first wait before the next worker starts, so the loop serves
 the first run's I/O (an HTTP agent: its request goes out) while the others are still being made.
 The cap on runs in flight is ``--parallel`` all the same."""

@@ -114,7 +114,7 @@ def test_farm_status_says_when_runs_were_lost_with_a_killed_worker(tmp_path: Pat
                                                                   farm_worker: Any, farm_cli: Any) -> None:
     import time
 
-    from farm import redis_keys
+    from farm.distributed.store import keys as redis_keys
 
     suite = tmp_path / "l.jsonl"
     suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
@@ -145,7 +145,7 @@ def test_the_attached_submitter_says_when_runs_were_lost_with_a_killed_worker(tm
     import signal
     import time
 
-    from farm import redis_keys
+    from farm.distributed.store import keys as redis_keys
 
     suite = tmp_path / "l.jsonl"
     suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")

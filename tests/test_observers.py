@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm import RunStatus, TestSettings, run_sweep
-from farm.observers import JsonlObserver, Observers
+from farm.sweep.observers import JsonlObserver, Observers
 
 AGENTS = Path(__file__).resolve().parent / "agents" / "basic.py"
 
@@ -49,7 +49,7 @@ def _settings(tmp_path: Path) -> TestSettings:
 
 def test_a_crashing_display_observer_is_logged_once_and_the_sweep_goes_on(tmp_path, caplog) -> None:
     bar, stream = BrokenBar(), io.StringIO()
-    with caplog.at_level(logging.ERROR, logger="farm.observers"):
+    with caplog.at_level(logging.ERROR, logger="farm.sweep.observers"):
         report = run_sweep(_settings(tmp_path), Observers(bar, JsonlObserver(stream)))
     assert report.summary.total_runs == 4 and bar.calls == 1  # dropped after its first failure
     events = [json.loads(line) for line in stream.getvalue().splitlines()]

@@ -1,4 +1,4 @@
-"""``prepare_sweep`` reads a suite once, in batches (``farm.sweep.PLAN_BATCH``): here batches of
+"""``prepare_sweep`` reads a suite once, in batches (``farm.api.PLAN_BATCH``): here batches of
 4 cases, so every rule that spans the whole suite is crossed between batches."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from farm import sweep
+from farm import api as sweep
+from farm.api import TestSettings, prepare_sweep
 from farm.errors import InputError, SuiteError
-from farm.sweep import TestSettings, prepare_sweep
 
 AGENT = "py:tests/agents/distributed.py:by_run"
 

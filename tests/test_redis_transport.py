@@ -1,4 +1,4 @@
-"""farm.redis_transport: kombu's Redis transport with one client per channel, on a real Redis."""
+"""farm.distributed.broker.transport: kombu's Redis transport with one client per channel, on a real Redis."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from kombu import Connection, Exchange, Queue
 
-from farm.celery_config import REDIS_TRANSPORT, celery_settings
-from farm.redis_transport import SHARE
+from farm.distributed.broker.celery_config import REDIS_TRANSPORT, celery_settings
+from farm.distributed.broker.transport import SHARE
 
 
 def test_redis_brokers_get_the_farms_transport_and_others_kombus() -> None:
@@ -28,7 +28,7 @@ def test_messages_reserved_and_acknowledged_from_many_threads_reuse_one_client(r
     queue = Queue("farm-transport", Exchange("farm-transport"), routing_key="farm-transport")
     with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
         channel = connection.default_channel
-        assert type(channel).__module__ == "farm.redis_transport"
+        assert type(channel).__module__ == "farm.distributed.broker.transport"
         with connection.Producer(channel) as producer:
             for n in range(40):
                 producer.publish({"n": n}, exchange=queue.exchange, routing_key="farm-transport", declare=[queue])

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from farm.api import TestSettings, prepare_sweep
 from farm.cli import main
-from farm.executors.local import LocalExecutor
-from farm.journal import RunJournal, journal_dir, open_journal
 from farm.models import CaseStats, SweepReport
-from farm.observers import Observers
-from farm.outputs import write_report
 from farm.reports import render_report
 from farm.reports.details import details_source
 from farm.reports.json_report import report_document
-from farm.sweep import TestSettings, prepare_sweep
+from farm.reports.outputs import write_report
+from farm.sweep.journal import RunJournal, journal_dir, open_journal
+from farm.sweep.local import LocalExecutor
+from farm.sweep.observers import Observers
 
 AGENT = '''
 import random

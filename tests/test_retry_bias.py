@@ -115,7 +115,7 @@ def test_retried_runs_that_pass_less_are_flagged_and_fair_ones_are_not(biased_ag
 def test_the_html_report_shows_the_sweep_line_in_chromium(tmp_path: Path) -> None:
     import numpy as np
 
-    from farm.outputs import write_report
+    from farm.reports.outputs import write_report
     from farm.stats.sweep import build_report
     from tests.browser_fixtures import Opened, headless_chromium
     from tests.simulated_retries import SimulatedCase, simulated_stats

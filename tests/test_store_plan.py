@@ -1,4 +1,4 @@
-"""A plan stored the way a big one is: in batches flushed as they fill (``farm.store_plan``).
+"""A plan stored the way a big one is: in batches flushed as they fill (``farm.distributed.store.plans``).
 
 A sweep of 10,000 cases and more is flushed to Redis every 20 chunks so the submitter's buffer
 stays bounded; here the chunk is 2 cases, so 101 cases cross that path three times and end with
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from farm.compact_cases import CompactCases
-from farm.store import SweepStore, connect
-from farm.sweep import TestSettings, prepare_sweep
+from farm.api import TestSettings, prepare_sweep
+from farm.distributed.store.sweep_store import SweepStore, connect
+from farm.plan.compact_cases import CompactCases
 
 pytestmark = [pytest.mark.redis]
 

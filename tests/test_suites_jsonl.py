@@ -168,7 +168,7 @@ def test_a_large_suite_loads_lean_and_as_before(tmp_path: Path) -> None:
     fields sets of equal cases are shared, and nothing of that shows in the cases."""
     import gc
 
-    from farm.sweep import TestSettings, prepare_sweep
+    from farm.api import TestSettings, prepare_sweep
 
     cases = [{"id": f"C{i}", "input": f"say {i}", "assert": {"type": "contains", "value": "x"}} for i in range(50)]
     path = write(tmp_path, *cases[:25], "// a comment", "", *cases[25:])

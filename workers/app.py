@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from farm.celery_config import celery_settings
+from farm.distributed.broker.celery_config import celery_settings
 from farm.settings import FarmSettings
 
 SETTINGS = FarmSettings.from_env()

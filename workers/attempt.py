@@ -1,5 +1,5 @@
 """One attempt of one run on this worker thread: the agent and judges of the thread, the shared run
-guard (``farm.lifecycle.run_guarded``), the sweep's fleet control. Never raises.
+guard (``farm.sweep.lifecycle.run_guarded``), the sweep's fleet control. Never raises.
 
 ``workers.runs`` calls it for every delivery of ``farm.run``, and ``workers.isolated`` for a run
 that must run alone in a process of its own (SPEC 11).
@@ -12,12 +12,12 @@ import socket
 import time
 
 from farm.errors import AGENT_BUILD_FAILED
-from farm.failures import classify_run
 from farm.fleet.control import FleetStoreError
 from farm.fleet.runtime import FleetRuntime
-from farm.lifecycle import run_guarded
 from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.plan import PlannedCase, SweepPlan, utc_now
+from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
+from farm.run.failures import classify_run
+from farm.sweep.lifecycle import run_guarded
 from workers.context import thread_state
 
 

@@ -1,9 +1,9 @@
 """The farm's Celery settings, re-exported for ``config_from_object``-style use and old imports.
 
-They live in ``farm.celery_config`` so that the submitter (``farm``) never imports ``workers``.
+They live in ``farm.distributed.broker.celery_config`` so that the submitter (``farm``) never imports ``workers``.
 """
 
-from farm.celery_config import (
+from farm.distributed.broker.celery_config import (
     DEFAULT_BROKER_URL,
     DEFAULT_NIGHTLY_CRON,
     DEFAULT_QUEUE,

@@ -19,11 +19,11 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import AgentPool
 from farm.checks.base import JudgeResolver
-from farm.fleet.redis_runtime import redis_runtime
+from farm.distributed.fleet.runtime import redis_runtime
+from farm.distributed.store.sweep_store import SweepStore, connect
 from farm.fleet.runtime import FleetRuntime
-from farm.plan import PlannedCase, SweepPlan
-from farm.simulators import SimulatorPool, create_simulator_pool
-from farm.store import SweepStore, connect
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.run.simulators import SimulatorPool, create_simulator_pool
 
 STORE_RETRIES = 10
 """Redis command retries (exponential backoff capped at 4 s: about half a minute of outage)."""
@@ -84,7 +84,7 @@ class SweepCache:
                          lambda: store.load_case(sweep_id, case_id))
 
     def fleet(self, store: SweepStore, sweep: SweepPlan) -> FleetRuntime:
-        """The sweep's fleet control on this worker (``farm.fleet.redis_runtime``), built once."""
+        """The sweep's fleet control on this worker (``farm.distributed.fleet.runtime``), built once."""
         runtime = self._get(self._fleets, sweep.sweep_id, self._limits[0],
                             lambda: redis_runtime(sweep, _store_urls[store], store.ttl))
         assert runtime is not None
@@ -116,7 +116,7 @@ class ThreadState:
         return self.judges[(options, fleet.hooks_key)]
 
     def simulator(self, options: AgentOptions) -> SimulatorPool:
-        """The simulated users of dynamic cases (``farm.simulators``), one pool per thread."""
+        """The simulated users of dynamic cases (``farm.run.simulators``), one pool per thread."""
         if options not in self.simulators:
             self.simulators[options] = create_simulator_pool(options)
         return self.simulators[options]

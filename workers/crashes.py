@@ -29,9 +29,9 @@ import threading
 import uuid
 from typing import Any
 
-from farm.redis_keys import worker_alive_key
+from farm.distributed.store.keys import worker_alive_key
+from farm.distributed.store.sweep_store import SweepStore
 from farm.settings import FarmSettings
-from farm.store import SweepStore
 
 log = logging.getLogger("farm.worker")
 

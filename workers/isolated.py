@@ -23,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from farm.failures import classify_run
-from farm.lifecycle import RUN_GUARD_S
+from farm.agents.reaper import contained
+from farm.distributed.orphans import die_with_parent, how_it_ended
 from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.orphans import die_with_parent, how_it_ended
-from farm.plan import PlannedCase, SweepPlan, utc_now
-from farm.reaper import contained
+from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
+from farm.run.failures import classify_run
+from farm.sweep.lifecycle import RUN_GUARD_S
 
 START_ALLOWANCE_S = 60.0
 """Time for the child to start (imports, Redis) on top of the run's own limit."""
@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return 3
-    with contained():  # the run's leftovers, setsid ones included, end with this process (farm.reaper)
+    with contained():  # the run's leftovers, setsid ones included, end with this process (farm.agents.reaper)
         result = attempt_run(sweep, planned, int(run), CACHE.fleet(store, sweep))
     Path(out).write_text("null" if result is None else result.model_dump_json(), encoding="utf-8")
     return 0

@@ -7,7 +7,7 @@ the local executor's rule); runs already in flight on other workers still finish
 
 Fleet control (SPEC 13): each run is made under the sweep's ``FleetRuntime``; a run whose call
 it refused (budget, quota) is dropped and stops the sweep (``budget``/``quota``), and a run of a
-case its adaptive rule has decided (``farm.fleet.redis_runtime``) is dropped like a stopped one.
+case its adaptive rule has decided (``farm.distributed.fleet.runtime``) is dropped like a stopped one.
 
 Each stored or dropped run settles once in its case's Redis barrier (``SweepStore.store_run`` /
 ``settle``); the run that completes the case calls ``fire`` (``workers.tasks`` enqueues
@@ -24,13 +24,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from farm.fleet.redis_runtime import is_decided, mark_decided
-from farm.lifecycle import StopReason
+from farm.distributed.fleet.runtime import is_decided, mark_decided
+from farm.distributed.store.memory import until_writable
+from farm.distributed.store.sweep_store import Settled, SweepStore
 from farm.models import RunResult, RunStatus
-from farm.plan import PlannedCase, SweepPlan
-from farm.redis_memory import until_writable
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.stats import output_digest
-from farm.store import Settled, SweepStore
+from farm.sweep.lifecycle import StopReason
 from workers.attempt import attempt_run
 from workers.context import CACHE, store_url
 from workers.crashes import ISOLATE_AFTER_DEATHS, holder
@@ -62,7 +62,7 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
             *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire) -> dict[str, Any]:
     """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier.
 
-    While Redis refuses writes for memory, it waits and starts over (``farm.redis_memory``): the
+    While Redis refuses writes for memory, it waits and starts over (``farm.distributed.store.memory``): the
     run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
     """
     return until_writable(lambda: _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire),

@@ -35,12 +35,12 @@ from celery.exceptions import Reject, SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError
 
 from farm import collector
-from farm.delivery.config import Delivery, reconcile_interval
-from farm.delivery.publish import top_up
-from farm.delivery.reconcile import Reconciler
+from farm.distributed.delivery.config import Delivery, reconcile_interval
+from farm.distributed.delivery.publish import top_up
+from farm.distributed.delivery.reconcile import Reconciler
+from farm.distributed.store.keys import report_latch_ttl
+from farm.distributed.store.sweep_store import SweepStore
 from farm.history.worker import record_finished_sweep
-from farm.redis_keys import report_latch_ttl
-from farm.store import SweepStore
 from workers.app import SETTINGS, app
 from workers.context import CACHE, get_store
 from workers.finish import aggregate_case, report_sweep
@@ -89,7 +89,7 @@ def _delivery(max_case_timeout_s: float) -> Delivery:
 
 
 def _top_up(task: Task, store: SweepStore, sweep_id: str) -> None:
-    """Publish the sweep's next window when it runs low and no publisher holds it (``farm.delivery``)."""
+    """Publish the sweep's next window when it runs low and no publisher holds it (``farm.distributed.delivery``)."""
     try:
         sweep = CACHE.sweep(store, sweep_id)
         if sweep is None:
@@ -156,7 +156,7 @@ def ease_collector(sender: Any = None, **_: Any) -> None:
 
 @signals.worker_ready.connect
 def start_reconciler(sender: Any = None, **_: Any) -> None:
-    """Every worker reconciles the sweeps in flight in the background (``farm.delivery``), so a
+    """Every worker reconciles the sweeps in flight in the background (``farm.distributed.delivery``), so a
     sweep finishes with no submitter attached."""
     if _reconcilers:
         return

@@ -6,7 +6,7 @@ anything else as text. A non-zero exit is an error carrying the end of stderr. T
 in its own process group, killed whole when it exits (a child it left behind holding stdout
 neither makes the turn a timeout nor survives it), when the turn's time is up or the run is
 cancelled. A child that left the group (``setsid``) is found by a mark in its environment and
-ended then too (``farm.reaper``).
+ended then too (``farm.agents.reaper``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any
 
 from farm.agents.base import AgentRequest
 from farm.agents.protocol import reply_from_value, request_payload
+from farm.agents.reaper import MARK_VAR, adopt_orphans, end_turn_leftovers, new_mark
 from farm.agents.secrets import excerpt, redact, redact_reply, redact_value
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply
-from farm.reaper import MARK_VAR, adopt_orphans, end_turn_leftovers, new_mark
 
 EXIT_POLL_S = 0.05
 """How often a turn whose program's pipes are still open looks whether the program has exited."""
@@ -98,7 +98,7 @@ class CommandAgent:
                 stdout=out.write_fd,
                 stderr=err.write_fd,
                 cwd=self.cwd,
-                env={**os.environ, MARK_VAR: mark},  # what it leaves behind is found by it (farm.reaper)
+                env={**os.environ, MARK_VAR: mark},  # what it leaves behind is found by it (farm.agents.reaper)
                 start_new_session=True,  # its own process group: kill it with its children
             )
         except OSError as exc:
@@ -175,7 +175,7 @@ async def kill_group(process: Any) -> None:
 
 async def end_turn(process: Any, mark: str) -> None:
     """Kill the program's group, reap it, then end what it left behind outside the group
-    (``setsid`` children, found by ``mark``) and the group's last members (``farm.reaper``)."""
+    (``setsid`` children, found by ``mark``) and the group's last members (``farm.agents.reaper``)."""
     await kill_group(process)
     await asyncio.to_thread(end_turn_leftovers, mark, process.pid)
 
@@ -243,5 +243,5 @@ def create_command_agent(command: str, *, base_dir: Path, agent_id: str | None =
         AgentResolutionError: the program cannot be found.
     """
     argv = resolve_program(command, Path(base_dir))
-    adopt_orphans()  # what its programs leave behind comes back to this process, to be ended (farm.reaper)
+    adopt_orphans()  # what its programs leave behind comes back to this process, to be ended (farm.agents.reaper)
     return CommandAgent(agent_id or f"cmd:{command}", argv, Path(base_dir))

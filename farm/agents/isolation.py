@@ -23,9 +23,9 @@ from typing import Any
 import psutil
 
 from farm.agents.callables import load_callable, to_reply
+from farm.agents.reaper import adopt_orphans, end_descendants
 from farm.errors import AgentError, FaultKind
 from farm.models import Reply
-from farm.reaper import adopt_orphans, end_descendants
 
 MAX_IDLE = 64
 """Idle processes kept per agent; a call past that many in flight starts a new one."""
@@ -39,7 +39,7 @@ def _serve(conn: Connection, spec: str, base_dir: str) -> None:
     """The child: resolve the agent once, then answer calls until the parent goes."""
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the farm's to handle (it stops the sweep)
-    adopt_orphans()  # one call at a time: what a call leaves running is ended after it (farm.reaper)
+    adopt_orphans()  # one call at a time: what a call leaves running is ended after it (farm.agents.reaper)
     fn = load_callable(spec, Path(base_dir))
     while True:
         try:

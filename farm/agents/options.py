@@ -14,7 +14,7 @@ DEFAULT_NEURO_SAN_SERVER = "http://localhost:8080"
 class AgentOptions:
     """Everything agent resolution needs; built by the CLI, passed down explicitly.
 
-    Plain data (pydantic validates it inside ``farm.plan.SweepPlan``) because Celery workers rebuild it.
+    Plain data (pydantic validates it inside ``farm.plan.sweep_plan.SweepPlan``) because Celery workers rebuild it.
     """
 
     cwd: str

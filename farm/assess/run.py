@@ -6,13 +6,13 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm.api import TestSettings, agent_options, prepare_sweep
 from farm.assess.judge import create_mode_judge
 from farm.assess.memory import ModeMemory
 from farm.assess.models import Assessment, CaseAssessment
 from farm.assess.modes import ModeJudge, assess_case
 from farm.models import SweepReport
 from farm.reports import parse_json_report
-from farm.sweep import TestSettings, agent_options, prepare_sweep
 from farm.textfiles import read_utf8
 
 __all__ = ["AssessSettings", "assess_failures", "load_or_run"]
@@ -46,8 +46,8 @@ def load_or_run(settings: AssessSettings) -> SweepReport:
     path = Path(settings.cwd) / settings.source
     if path.suffix.lower() == ".json" and path.is_file():
         return parse_json_report(read_utf8(path, settings.source), str(path))
-    from farm.executors.local import LocalExecutor
-    from farm.observers import Observers
+    from farm.sweep.local import LocalExecutor
+    from farm.sweep.observers import Observers
 
     prepared = prepare_sweep(_test_settings(settings))
     prepared.plan.max_run_details = max(c.plan.runs for c in prepared.plan.cases)

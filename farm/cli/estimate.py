@@ -12,17 +12,17 @@ import click
 
 from farm.durations import format_ms
 from farm.errors import ExitCode
-from farm.estimate.basis import Basis, by_probes, from_history
 from farm.estimate.forecast import Forecast, forecast, plan_calls
-from farm.fleet.plan import agent_ref_key
+from farm.history.estimate_basis import Basis, by_probes, from_history
+from farm.plan.fleet import agent_ref_key
 from farm.reports.fleet import cost_text
 
 if TYPE_CHECKING:
+    from farm.api import PreparedSweep, TestSettings
     from farm.fleet.budget import BudgetLimit
-    from farm.fleet.specs import RateLimit
     from farm.history.session import HistoryOptions
-    from farm.plan import PlannedCase, SweepPlan
-    from farm.sweep import PreparedSweep, TestSettings
+    from farm.plan.rate_specs import RateLimit
+    from farm.plan.sweep_plan import PlannedCase, SweepPlan
 
 
 def _history_basis(prepared: PreparedSweep, history: HistoryOptions | None) -> Basis | None:
@@ -50,8 +50,8 @@ def _history_basis(prepared: PreparedSweep, history: HistoryOptions | None) -> B
 
 
 def _run_locally(plan: SweepPlan) -> Any:
-    from farm.executors.local import LocalExecutor
-    from farm.observers import Observers
+    from farm.sweep.local import LocalExecutor
+    from farm.sweep.observers import Observers
 
     return LocalExecutor().run(plan, Observers())
 

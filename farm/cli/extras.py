@@ -1,6 +1,6 @@
 """``farm test``'s Yao extras around a sweep: their flags, the load notes, ``--collect-only`` and
 ``--dry-run`` (one listing, two shapes), and the global ``--before``/``--after`` hooks
-(``farm.hooks.SweepHooks``).
+(``farm.suites.hooks.SweepHooks``).
 
 ``run_test`` calls ``start_extras`` once the sweep is prepared (before any history or executor:
 a dry run records nothing and starts nothing) and runs the sweep through ``SweepAround.run``, so
@@ -19,13 +19,13 @@ import click
 from rich.console import Console
 
 from farm.agents.base import AgentContext
-from farm.console import say
-from farm.execute import sweep_context
-from farm.hooks import SweepHooks
+from farm.api import PreparedSweep, TestSettings
+from farm.cli.console import say
 from farm.models import JsonValue, SweepReport
-from farm.sweep import PreparedSweep, TestSettings
+from farm.plan.yao_options import dry_run_lines
+from farm.run.execute import sweep_context
+from farm.suites.hooks import SweepHooks
 from farm.wording import plural
-from farm.yao_options import dry_run_lines
 
 __all__ = ["SweepAround", "start_extras", "yao_flags"]
 

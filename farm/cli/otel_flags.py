@@ -1,4 +1,4 @@
-"""``farm test --otel`` and ``--otel-runs``: the OpenTelemetry export of a sweep (``farm.otel``)."""
+"""``farm test --otel`` and ``--otel-runs``: the OpenTelemetry export of a sweep (``farm.reports.otel``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from farm.observers import SweepObserver
-from farm.plan import SweepPlan
+from farm.plan.sweep_plan import SweepPlan
+from farm.sweep.observers import SweepObserver
 
 __all__ = ["OtelFlags", "otel_flags"]
 
@@ -29,7 +29,7 @@ class OtelFlags:
     def observers(self, plan: SweepPlan, broker: str | None, warn: Callable[[str], None]) -> list[SweepObserver]:
         """The exporter of an in-process sweep; a distributed one is exported by the worker that
         closes it, told by the plan when ``--otel`` was given (its endpoint is the worker's)."""
-        from farm.otel import OtelObserver, check_extra
+        from farm.reports.otel import OtelObserver, check_extra
 
         if broker:
             if self.otel:

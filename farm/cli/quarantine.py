@@ -1,6 +1,6 @@
 """``farm quarantine suggest|review``: the history's evidence for the quarantine list (SPEC 18).
 
-``suggest`` lists the cases flaky over the last K recorded sweeps (``farm.quarantine.evidence``);
+``suggest`` lists the cases flaky over the last K recorded sweeps (``farm.history.quarantine_evidence``);
 ``review`` lists the entries of a quarantine file that can go: recovered, expired, or naming no
 case. Both exit 0 (they advise); bad input exits 2.
 """
@@ -26,8 +26,8 @@ def _evidence(history: str | None, last: int, tag: str | None) -> tuple[int, dic
     from farm.history.engine import missing_sqlite_file
     from farm.history.facts import parse_tags
     from farm.history.location import history_url
+    from farm.history.quarantine_evidence import gather
     from farm.history.store import HistoryStore
-    from farm.quarantine.evidence import gather
 
     if last < 1:
         raise SettingsError(f"--last {last}: must be at least 1")
@@ -49,7 +49,7 @@ def _figures(e: Any) -> str:
 
 
 def run_suggest(history: str | None, last: int, tag: str | None, as_json: bool) -> int:
-    from farm.quarantine.evidence import suggest
+    from farm.history.quarantine_evidence import suggest
 
     sweeps, evidence = _evidence(history, last, tag)
     found = suggest(evidence)
@@ -75,7 +75,7 @@ def _entries(path: str | None, quarantine_file: str | None) -> list[Any]:
 
 def run_review(path: str | None, quarantine_file: str | None, history: str | None, last: int, tag: str | None,
                as_json: bool) -> int:
-    from farm.quarantine.evidence import review
+    from farm.history.quarantine_evidence import review
     from farm.quarantine.marks import today_utc
 
     entries = _entries(path, quarantine_file)

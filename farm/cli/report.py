@@ -13,17 +13,17 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from farm.cli.console import print_summary, say
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.cli.worker import broker_option
-from farm.console import print_summary, say
 from farm.errors import BrokerError, InputError, SettingsError
-from farm.journal import journal_path
 from farm.models import SweepReport
-from farm.outputs import plan_outputs, write_report
+from farm.reports.outputs import plan_outputs, write_report
 from farm.settings import FarmSettings
 from farm.stats import exit_code_for
 from farm.suites import looks_like_path
+from farm.sweep.journal import journal_path
 from farm.wording import plural
 
 
@@ -43,14 +43,14 @@ def load_report(source: str, broker: str) -> SweepReport:
     settings = FarmSettings.from_env(broker_url=broker)
     journal = find_journal(source, settings.data_dir)
     if journal is not None:
-        from farm.replay import report_from_journal
-        from farm.stream_report import is_event_stream, report_from_stream
+        from farm.sweep.replay import report_from_journal
+        from farm.sweep.stream_report import is_event_stream, report_from_stream
 
         if is_event_stream(journal):  # a `-o report.jsonl` stream: render the cases it holds
             return report_from_stream(journal)
         return report_from_journal(journal)
-    from farm.replay import report_from_store
-    from farm.store import SweepStore
+    from farm.distributed.store.sweep_store import SweepStore
+    from farm.sweep.replay import report_from_store
 
     store = SweepStore.from_url(settings.store_url, ttl=settings.result_ttl_s)
     try:

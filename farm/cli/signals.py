@@ -20,7 +20,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from farm.errors import ExitCode
-from farm.lifecycle import StopReason, SweepStop
+from farm.sweep.lifecycle import StopReason, SweepStop
 
 EXIT_CODES = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
 """Exit code per signal: 128 + the signal number, as shells report it."""

@@ -1,6 +1,6 @@
 """Commands on distributed sweeps: ``farm results``, ``cancel``, ``status`` and ``flower``.
 
-The work is in ``farm.executors.celery`` and ``farm.store``; these print and return exit
+The work is in ``farm.distributed.submit`` and ``farm.distributed.store.sweep_store``; these print and return exit
 codes.
 """
 
@@ -31,7 +31,7 @@ starts with its run's status: ``failed``, ``error``…); Flower's own default le
 
 
 def _executor(broker: str) -> Any:
-    from farm.executors.celery import CeleryExecutor
+    from farm.distributed.submit import CeleryExecutor
 
     settings = FarmSettings.from_env(broker_url=broker)
     return CeleryExecutor(settings, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
@@ -41,11 +41,11 @@ def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: b
     """``farm results``: follow a sweep (live or finished) into ``-o`` (or JSONL on stdout)."""
     from rich.console import Console
 
-    from farm.console import print_summary, say
-    from farm.observers import JsonlObserver, Observers, ProgressBar, SweepObserver
-    from farm.outputs import write_report
+    from farm.cli.console import print_summary, say
     from farm.reports import format_for_path
+    from farm.reports.outputs import write_report
     from farm.stats import exit_code_for
+    from farm.sweep.observers import JsonlObserver, Observers, ProgressBar, SweepObserver
 
     path = Path(output) if output else None
     fmt = format_for_path(path) if path is not None else "jsonl"
@@ -107,7 +107,7 @@ def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
     """Queues (waiting messages), workers (their queues, active tasks) and sweeps in flight."""
     from kombu.exceptions import OperationalError
 
-    from farm.broker_queues import waiting_messages
+    from farm.distributed.broker.queues import waiting_messages
 
     executor = _executor(broker)
     store = executor.store()
@@ -132,7 +132,7 @@ def collect_status(broker: str, *, timeout: float = 1.0) -> dict[str, Any]:
 
 
 def _lost(store: Any, sweep_id: str, visibility_timeout_s: float) -> dict[str, Any]:
-    from farm.lost_runs import lost_runs
+    from farm.distributed.lost_runs import lost_runs
 
     lost = lost_runs(store, sweep_id, visibility_timeout_s)
     return {"lost_runs": lost.count, "lost_runs_back_epoch": lost.back_epoch} if lost else {}

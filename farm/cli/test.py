@@ -14,7 +14,10 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+from farm.agents.reaper import contained
 from farm.agents.secrets import masking, redact
+from farm.api import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
+from farm.cli.console import FailureDigest, print_summary, say
 from farm.cli.extras import start_extras, yao_flags
 from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
@@ -23,19 +26,16 @@ from farm.cli.options import RATE, StrictCommand
 from farm.cli.otel_flags import OtelFlags, otel_flags
 from farm.cli.run import run_command
 from farm.cli.signals import StopSignals
-from farm.console import FailureDigest, print_summary, say
 from farm.errors import ExitCode, FarmError, ReporterError
-from farm.fleet.plan import FleetFlags
-from farm.journal import RunJournal, open_journal, prune_journals
-from farm.lifecycle import StopReason, SweepStop
 from farm.models import SweepReport
-from farm.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
-from farm.outputs import OutputTarget, write_document, write_report
+from farm.plan.fleet import FleetFlags
 from farm.quarantine.marks import quarantine_lines
-from farm.reaper import contained
+from farm.reports.outputs import OutputTarget, write_document, write_report
 from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 from farm.stats import exit_code_for
-from farm.sweep import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
+from farm.sweep.journal import RunJournal, open_journal, prune_journals
+from farm.sweep.lifecycle import StopReason, SweepStop
+from farm.sweep.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
 
 EXAMPLES = """
 \b
@@ -194,7 +194,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
     with contextlib.ExitStack() as streams:
-        streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.reaper)
+        streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.agents.reaper)
         journal = RunJournal(masking(streams.enter_context(open_journal(farm_settings.data_dir,
                                                                         prepared.plan.sweep_id))), prepared.plan)
         journal_name = str(journal.path)

@@ -5,7 +5,7 @@ so Celery imports it, as ``celery -A workers.app worker`` does, and the ``farm``
 imports ``workers``. Settings are checked first: a bad
 FARM_* value exits 2 with one line, like every other command.
 
-By default it starts one worker process per core under a supervisor (``farm.supervise``) that
+By default it starts one worker process per core under a supervisor (``farm.distributed.supervise``) that
 starts a new one when one dies (an agent's ``os._exit`` or segfault takes one process, never the
 fleet): each child is ``farm worker --no-supervise`` with the same options, named ``NAME-1``,
 ``NAME-2``, … (one child keeps ``NAME``).
@@ -18,11 +18,11 @@ import sys
 
 import click
 
-from farm.celery_config import DEFAULT_BROKER_URL, celery_settings
+from farm.agents.reaper import contained
 from farm.cli.run import run_command
-from farm.reaper import contained
+from farm.distributed.broker.celery_config import DEFAULT_BROKER_URL, celery_settings
+from farm.distributed.supervise import Supervisor, default_processes
 from farm.settings import DEFAULT_QUEUE
-from farm.supervise import Supervisor, default_processes
 
 WORKER_APP = "workers.app"
 """The farm's Celery app, by name: Celery imports it (``-A``), never ``farm``."""
@@ -46,7 +46,7 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     if events:
         os.environ["FARM_TASK_EVENTS"] = "1"
     celery_settings(broker)  # a bad FARM_* value exits 2 here; workers.app reads the same environment
-    with contained():  # this process runs the agents: what they leave behind ends with it (farm.reaper)
+    with contained():  # this process runs the agents: what they leave behind ends with it (farm.agents.reaper)
         return celery_main(["-A", WORKER_APP, *argv])
 
 

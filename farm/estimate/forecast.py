@@ -16,7 +16,7 @@ from typing import Any
 
 from farm.checks import JUDGED_ASSERTIONS, JUDGED_STOCK_TESTS
 from farm.estimate.spend import PerRun
-from farm.fleet.specs import RateLimit
+from farm.plan.rate_specs import RateLimit
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ reservation is refused too and the sweep stops (``BudgetExhaustedError``: ``meta
 what they use beyond their reservations. Settling replaces a reservation by the call's real
 cost and tokens (a cost that cannot be known keeps the reservation as spent).
 
-``LocalBudgetBackend`` keeps sweeps' budgets in this process; ``farm.fleet.redis_budget``
+``LocalBudgetBackend`` keeps sweeps' budgets in this process; ``farm.distributed.fleet.budget``
 shares one among every worker of a distributed sweep.
 """
 

@@ -34,10 +34,10 @@ from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import FleetStop
 from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
-from farm.fleet.prices import Price, call_cost
-from farm.fleet.usage import Usage, UsageTotals, parse_usage, reported_cost
 from farm.fleet.waiting import granted, run_clock, waiting
 from farm.models import JsonValue
+from farm.models.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.stats.prices import Price, call_cost
 
 AGENT, JUDGE = "agent", "judge"
 

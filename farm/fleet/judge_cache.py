@@ -8,7 +8,7 @@ next caller.
 
 Judges are asked about *outputs*, not runs, so no run index is in the key; agent calls are
 never cached this way (see ``farm.fleet.replay``). ``MemoryVerdictCache`` serves one process;
-``farm.fleet.redis_judge_cache`` every worker of the fleet.
+``farm.distributed.fleet.judge_cache`` every worker of the fleet.
 """
 
 from __future__ import annotations

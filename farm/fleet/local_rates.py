@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from farm.fleet import ratestate
 from farm.fleet.ratestate import AdaptivePolicy, Decision, KeyState
-from farm.fleet.specs import RateLimit
+from farm.plan.rate_specs import RateLimit
 
 
 def monotonic_ms() -> float:

@@ -1,5 +1,5 @@
 """One rate-limit key's algorithm, in plain Python: the in-process backend runs it as is and the
-Redis backend (``farm.fleet.redis_rates``) runs the same steps in Lua; one conformance test
+Redis backend (``farm.distributed.fleet.rates``) runs the same steps in Lua; one conformance test
 drives both through the same scenarios on a virtual clock.
 
 Per key, every call must pass four gates, all in one atomic step (nothing is taken unless
@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from farm.fleet.specs import RateLimit
+from farm.plan.rate_specs import RateLimit
 
 EARLY_S = 0.03
 """GCRA's tolerance: a call may come this much (or one emission interval, if longer) before its

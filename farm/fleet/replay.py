@@ -36,8 +36,8 @@ from farm.agents.base import Agent, AgentRequest
 from farm.agents.secrets import redact, redact_reply, redact_value
 from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import AgentError, FaultKind, FleetStop, SettingsError
-from farm.fleet.specs import fleet_name
 from farm.models import JsonValue, Reply
+from farm.plan.rate_specs import fleet_name
 
 T = TypeVar("T")
 FORMAT_VERSION = 2

@@ -1,7 +1,7 @@
 """Fleet control of one sweep in one process: the hooks every adapter gets, a scope per run, costs.
 
 Made from the sweep's ``FleetPlan`` by the in-process executor (``local_runtime``: this
-process's backends) and by each worker (``farm.fleet.redis_runtime``: Redis backends every
+process's backends) and by each worker (``farm.distributed.fleet.runtime``: Redis backends every
 worker shares). Both executors then do the same per run (``FleetRuntime.run``):
 
 - the run's calls are charged to the sweep's budget and metered by role (``fleet_scope``);
@@ -30,7 +30,6 @@ from farm.agents.ref import AgentRef
 from farm.agents.transport import NO_LIMITER, CallLease
 from farm.checks.base import Judge
 from farm.errors import FleetStop
-from farm.failures import classify_run
 from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation
 from farm.fleet.control import (
     JUDGE,
@@ -47,15 +46,16 @@ from farm.fleet.invocations import LimitedAgent
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
-from farm.fleet.plan import agent_ref_key
-from farm.fleet.prices import Price
 from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
-from farm.fleet.specs import LimitTable
-from farm.fleet.usage import Usage
 from farm.fleet.waiting import WaitListener, new_run_clock
 from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.plan import PlannedCase, SweepPlan
+from farm.models.usage import Usage
+from farm.plan.fleet import agent_ref_key
+from farm.plan.rate_specs import LimitTable
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.run.failures import classify_run
+from farm.stats.prices import Price
 
 LEASE_MARGIN_S = 60.0
 """A concurrency lease outlives the longest case timeout by this much: a lease must outlive its call."""

@@ -26,7 +26,7 @@ from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
 from farm.models import SweepReport
-from farm.plan import PlannedCase, SweepPlan
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, check_thresholds, compare, snapshot_of
@@ -147,8 +147,8 @@ class HistorySession:
         plan.metadata.update(sweep_facts(settings=settings, files=files, root=root, tags=tags,
                                          pass_k=opts.pass_k, recorder=recorder))
         if recorder == "submitter":  # farm test journals every run here; farm view renders the report from it
-            from farm.journal import journal_path
             from farm.settings import data_dir
+            from farm.sweep.journal import journal_path
 
             plan.metadata["journal"] = str(journal_path(data_dir(), plan.sweep_id))
 
@@ -226,7 +226,7 @@ def compared_line(ref: str, comparison: Comparison) -> str:
 
 def start_history(options: HistoryOptions | None, settings: Any, prepared: Any,
                   tell: Callable[[str], None]) -> HistorySession:
-    """``farm test``'s session for a prepared sweep (``farm.sweep.PreparedSweep``), started."""
+    """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started."""
     session = HistorySession(options or HistoryOptions(), tell=tell)
     loaded = prepared.loaded
     session.start(prepared.plan, settings=settings, files=loaded.files, root=loaded.root,

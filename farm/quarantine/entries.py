@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.batch_plan import matches_pattern as matches_like_k
 from farm.errors import InputError
+from farm.plan.batch import matches_pattern as matches_like_k
 
 FILE_NAME = "farm-quarantine.toml"
 PROJECT_MARKER = "package.yao"

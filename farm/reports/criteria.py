@@ -4,7 +4,7 @@ and JUnit share, so every format says the same thing in the same words."""
 from __future__ import annotations
 
 from farm.models import CaseStats, SweepReport
-from farm.models_criteria import CriterionStats
+from farm.models.criteria import CriterionStats
 from farm.stats.criteria import failing_criteria
 
 __all__ = ["CRITERIA_HEADER", "criteria_lines", "criterion_row", "failing_text"]

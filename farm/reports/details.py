@@ -3,7 +3,7 @@
 A sweep of 1,000 cases × 100 runs keeps 100 run details per case for the JSON, HTML, Markdown
 and JUnit reports: held in the ``SweepReport`` until it is written, they made memory grow with
 runs (issue 16). A sweep that has them on disk elsewhere (the in-process executor's run
-journal, ``farm.journal``) leaves ``CaseStats.run_details`` empty and attaches a
+journal, ``farm.sweep.journal``) leaves ``CaseStats.run_details`` empty and attaches a
 ``RunDetailsSource`` to the report: the renderers ask it for one case's details at a time, write
 that case, and let them go. Renderers stay pure: they take a callable, not a journal.
 

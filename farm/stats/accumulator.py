@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from farm.failures import classify_run, unreached
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
+from farm.run.failures import classify_run, unreached
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally

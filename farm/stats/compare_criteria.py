@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from farm.models import FarmModel
-from farm.models_criteria import CriterionStats
+from farm.models.criteria import CriterionStats
 
 __all__ = ["CriterionCount", "CriterionMove", "counts_of", "move_text", "moved_criteria"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from farm.fleet.prices import cost_per_passing_run
-from farm.fleet.usage import Usage, UsageTotals
 from farm.models import CaseStats, RunResult, RunStatus
+from farm.models.usage import Usage, UsageTotals
+from farm.stats.prices import cost_per_passing_run
 
 
 def _usage(counts: dict[str, int] | None) -> Usage | None:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 
 from farm.models import Assertion, Case, RunResult, RunStatus, StockTest
-from farm.models_criteria import CriterionStats
+from farm.models.criteria import CriterionStats
 from farm.stats.measures import label_for, percent, wilson_percent
 
 __all__ = ["CriteriaTally", "criterion_text", "failing_criteria"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from farm.failures import failure_message
 from farm.models import CheckpointStats, FailureClassStats, FailureExample, RunResult
+from farm.run.failures import failure_message
 from farm.stats.measures import percent, wilson_percent
 
 __all__ = ["CheckpointTally", "FailureTally", "merge_failure_classes"]

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from farm.models import RunResult
-from farm.models_stats import SemanticCluster, SemanticStatus
+from farm.models.stats import SemanticCluster, SemanticStatus
 from farm.semantic.cluster import Cluster
 from farm.stats.measures import round_half_up
 from farm.stats.outputs import normalise_output, output_digest

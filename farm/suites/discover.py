@@ -181,7 +181,7 @@ class CaseStream:
         ``size`` lines of a JSONL file, or a whole HOCON file (its batch 0). Each holds its cases
         (duplicate ids not checked: ``take``/``take_ids`` do, where every batch meets), its problems and
         its notes. A process loading part of a suite reads its batches with this
-        (``farm.load_processes``); the lines of other batches are skipped unparsed."""
+        (``farm.plan.load_processes``); the lines of other batches are skipped unparsed."""
         forget_parsed_assertions()
         assert self.root is not None
         for number, path in enumerate(self.files):

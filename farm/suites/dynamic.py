@@ -23,7 +23,7 @@ from typing import Any
 from farm.checks.extract import json_type_name
 from farm.checks.spec import Issue, parse_assertions, suggest
 from farm.models import Assertion, Checkpoint, DynamicSpec, SimulatorReply, SimulatorSpec
-from farm.models_dynamic import DEFAULT_MAX_TURNS
+from farm.models.dynamic import DEFAULT_MAX_TURNS
 
 __all__ = ["DYNAMIC_KEYS", "LoadOptions", "parse_dynamic"]
 

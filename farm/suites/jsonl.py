@@ -4,7 +4,7 @@ Blank lines and ``//`` comment lines are skipped but counted, so every problem i
 at the line an editor shows. Every bad line is reported, not only the first.
 
 Besides the design's fields, a line may have what Yao's ``agent/eval`` reads: ``options``
-(passed to the agent), ``before``/``after`` hooks (Python callables, ``farm.hooks``), the
+(passed to the agent), ``before``/``after`` hooks (Python callables, ``farm.suites.hooks``), the
 dynamic fields (``farm.suites.dynamic``), attachments in content parts
 (``farm.suites.attachments``), and the smaller shapes Yao accepts: a message's ``content`` as
 one part object, ``refusal`` on a history message, and the ``name`` Yao's own tests write.
@@ -24,10 +24,10 @@ from farm.checks.extract import json_type_name
 from farm.checks.spec import Issue, parse_assertions, suggest
 from farm.durations import parse_duration
 from farm.errors import Problem
-from farm.hooks import check_hook
 from farm.models import Assertion, Case, Message, Turn
 from farm.suites.attachments import convert_part
 from farm.suites.dynamic import DYNAMIC_KEYS, LoadOptions, parse_dynamic
+from farm.suites.hooks import check_hook
 
 __all__ = ["YAO_KEYS", "input_messages", "iter_jsonl", "load_jsonl"]
 

@@ -134,8 +134,8 @@ class ViewData:
         """The distributed sweeps in flight on the broker's store, with their progress ([] without a broker)."""
         if not self.broker:
             return []
+        from farm.distributed.store.sweep_store import SweepStore
         from farm.settings import FarmSettings
-        from farm.store import SweepStore
 
         store = SweepStore.from_url(FarmSettings.from_env().replace(broker_url=self.broker).store_url)
         try:
@@ -152,14 +152,14 @@ def _report_html(info: SweepInfo) -> str | None:
     Only the path the history recorded, and only when it is this sweep's own farm journal
     (``…/journals/<sweep id>.jsonl``, a regular file whose plan names the sweep): a history row
     written by anyone else cannot make the view read, or show, another file."""
-    from farm.journal import JOURNAL_DIR, JOURNAL_SUFFIX
+    from farm.sweep.journal import JOURNAL_DIR, JOURNAL_SUFFIX
 
     path = Path(info.journal or "")
     if (path.name != f"{info.sweep_id}{JOURNAL_SUFFIX}" or path.parent.name != JOURNAL_DIR or path.is_symlink()
             or not path.is_file()):
         return None
-    from farm.replay import report_from_journal
     from farm.reports import render_report
+    from farm.sweep.replay import report_from_journal
 
     try:
         report = report_from_journal(path)

@@ -1,0 +1,320 @@
+"""``farm test`` as a library: settings → loaded, resolved, planned sweep → outputs.
+
+Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` does that). The
+order matters: load and validate every suite, resolve every agent and check every output path
+*before* the first run, so that bad input exits 2 with nothing run.
+
+The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
+as it is read: a distributed submitter keeps only each case's stored form
+(``farm.plan.compact_cases``), so a million-case plan is never a million ``Case`` objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from farm import collector
+from farm.agents.base import Agent
+from farm.agents.hooks import AgentHooks
+from farm.agents.judge import JudgeResolver, create_judge_resolver
+from farm.agents.notes import manifest_overrides
+from farm.agents.options import AgentOptions
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import create_agent, names_neuro_san_server, parse_reference
+from farm.agents.retry import attempts_from_env
+from farm.agents.transport import client_deferred
+from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
+from farm.models import Case, SweepReport
+from farm.plan.batch import BatchPlanner, PlanKeeps, PlanParts, ReadCounter
+from farm.plan.compact_cases import CompactCases
+from farm.plan.fleet import FleetFlags
+from farm.plan.fleet_keys import plan_fleet
+from farm.plan.load_processes import load_processes, plan_in_processes
+from farm.plan.sweep_plan import SweepPlan, build_plan, new_sweep_id
+from farm.plan.yao_options import load_context_file
+from farm.reports import BUILTIN_REPORTERS
+from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
+from farm.run.execute import RunEnvironment
+from farm.settings import FarmSettings
+from farm.stats import DEFAULT_MAX_RUN_DETAILS
+from farm.suites import CaseStream, LoadOptions, open_input, open_message
+from farm.sweep.executor import Executor
+from farm.sweep.lifecycle import SweepStop
+from farm.sweep.local import LocalExecutor
+from farm.sweep.observers import Observers, SweepObserver
+
+DEFAULT_PARALLEL = 8
+"""Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
+
+
+@dataclass(frozen=True)
+class TestSettings:
+    """Every flag of ``farm test`` (SPEC 3, 10), already parsed."""
+
+    __test__ = False  # not a pytest class
+
+    input: str | None = None
+    """``-i``: a suite file, a directory of suites, or a message that cannot be a path."""
+    message: str | None = None
+    """``-m``: send this text to the agent (direct message mode)."""
+    outputs: tuple[str, ...] = ()
+    """``-o``, repeatable: each format rendered from the same sweep."""
+    name: str | None = None
+    connector: str | None = None
+    user: str | None = None
+    team: str | None = None
+    reporter: str | None = None
+    runs: int | None = None
+    timeout_s: float | None = None
+    parallel: int = DEFAULT_PARALLEL
+    verbose: bool = False
+    fail_fast: bool = False
+    isolate: bool = False
+    """``--isolate``: sync python agents run in a pool of subprocesses (AgentOptions.isolate)."""
+    broker: str | None = None
+    queue: str = "farm"
+    detach: bool = False
+    min_pass_rate: float = 1.0
+    min_overall_pass_rate: float | None = None
+    """Suite-level gate (0–1, run-weighted), on top of the per-case verdicts."""
+    judge: str | None = None
+    server: str | None = None
+    patterns: tuple[str, ...] = ()
+    """``-k``, repeatable: a case runs when its id contains any of them (a glob when it has ``*?[``)."""
+    neuro_san_compat: bool = False
+    run_pattern: str | None = None
+    """``--run REGEX`` (Yao's case filter)."""
+    ctx: str | None = None
+    """``--ctx FILE``: Yao's context file for every call."""
+    collect_only: bool = False
+    """``--collect-only``: validate and list the case ids; call no agent."""
+    dry_run: bool = False
+    """``--dry-run``: as ``collect_only``, listing each case as a JSON line."""
+    simulator: str | None = None
+    """``--simulator REF``: the simulator of every dynamic case."""
+    before: str | None = None
+    after: str | None = None
+    yao_compat: bool = False
+    allow_remote_includes: bool = False
+    """``--allow-remote-includes``: HOCON includes of URLs are fetched (refused otherwise)."""
+    fleet: FleetFlags = field(default_factory=FleetFlags)
+    """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
+    cwd: str = field(default_factory=lambda: str(Path.cwd()))
+
+    @property
+    def lists_only(self) -> bool:
+        """``--collect-only`` or ``--dry-run``: the cases are listed, no agent is called."""
+        return self.collect_only or self.dry_run
+
+
+@dataclass
+class PreparedSweep:
+    """A sweep that passed every input check and is ready to hand to an executor."""
+
+    plan: SweepPlan
+    loaded: CaseStream
+    """Where the cases came from (kind, root, files) and the notes made reading them."""
+    outputs: list[OutputTarget]
+    """Every requested output, checked writable."""
+    listed: list[str] | None = None
+    """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
+
+
+def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions
+                             ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
+    """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
+    built = {ref: create_agent(ref, options) for ref in dict.fromkeys(refs)}
+    resolver = create_judge_resolver(options)
+    for use, case in needed.items():
+        try:
+            resolver(use)
+        except AgentResolutionError as exc:
+            where = f"{case.source}:{case.line}" if case.line else case.source or case.id
+            raise AgentResolutionError(f"{where}: judge {use or '(default)'}: {exc.message}") from None
+    attempts_from_env(4)  # a bad FARM_RETRY_ATTEMPTS is a settings error, not a failure in every run
+    return built, resolver
+
+
+def agent_options(settings: TestSettings) -> AgentOptions:
+    options = AgentOptions.from_env(
+        Path(settings.cwd), connector=settings.connector, judge=settings.judge, neuro_san_server=settings.server
+    )
+    return dataclasses.replace(options, isolate=True) if settings.isolate else options
+
+
+def _open(settings: TestSettings) -> CaseStream:
+    if (settings.input is None) == (settings.message is None):
+        raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
+    if settings.message is not None:
+        return open_message(settings.message, cwd=Path(settings.cwd))
+    # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
+    foreign = settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings)) \
+        is False else None
+    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
+                          allow_remote_includes=settings.allow_remote_includes)
+    return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
+
+
+def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: ReadCounter | None = None
+                  ) -> PreparedSweep:
+    """Load, validate, resolve, check the outputs and plan; raises InputError (exit 2) before
+    anything runs. ``read`` is told the cases read as each batch is planned (a million cases
+    take tens of seconds: the command shows it)."""
+    _check_numbers(settings)
+    with collector.paused():  # half the load time at 100k cases was collections (farm.collector)
+        return _prepare(settings, sweep_id, read or _not_told)
+
+
+def _not_told(cases: int) -> None:
+    return None
+
+
+PLAN_BATCH = 10_000
+"""Cases read, checked and planned together: a suite streams through in batches of this many
+(lines of a file, where several processes read it)."""
+
+
+def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) -> PreparedSweep:
+    """Read the suite once, in batches: select, resolve and plan each batch as it is read, so a
+    distributed submitter holds each planned case only in its stored form (``CompactCases``), and
+    a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
+    the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
+    agents, judges and simulators."""
+    stream = _open(settings)
+    options = agent_options(settings)
+    sid = sweep_id or new_sweep_id()
+    env = RunEnvironment(
+        user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
+        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
+        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
+    )
+    keeps: PlanKeeps = "ids" if settings.collect_only else "compact" if _compact(settings) else "cases"
+    parts = PlanParts(keeps, env)
+    planner = BatchPlanner(
+        keeps=keeps, env=env, options=options, agent_name=settings.name, runs=settings.runs,
+        min_pass_rate=settings.min_pass_rate, adaptive=settings.fleet.adaptive_rule(),
+        run_pattern=settings.run_pattern, patterns=settings.patterns,
+        codec_from=parts.cases if isinstance(parts.cases, CompactCases) else None,
+    )
+    processes = load_processes(stream, by_default=keeps == "ids") if keeps != "cases" else 1
+    if processes > 1:
+        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
+    else:
+        reading = iter(stream)
+        while batch := list(itertools.islice(reading, PLAN_BATCH)):
+            read(len(batch))
+            cases, counts = planner.select(batch)
+            parts.selection.add(counts)
+            if not stream.broken:  # a suite with problems is read on only to list them all
+                parts.merge(planner.plan(cases, selected=True))
+    stream.check()
+    stream.notes += manifest_overrides(parts.agents, settings.name)
+    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
+    outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
+                           cwd=Path(settings.cwd))
+    if parts.refused is not None:
+        raise parts.refused
+    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
+    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
+        built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
+    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
+        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
+    plan = build_plan(
+        sid, parts.cases, env=env, options=options, totals=parts.totals, parallel=settings.parallel,
+        fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
+        fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
+    )
+    return PreparedSweep(plan, stream, outputs, parts.ids if keeps == "ids" else None)
+
+
+def _calls_agents_here(settings: TestSettings) -> bool:
+    """An in-process sweep calls its agents in this process; a distributed or listing one only
+    checks them, so their HTTP client is not loaded here (``client_deferred``)."""
+    return not (settings.broker or settings.lists_only)
+
+
+def _compact(settings: TestSettings) -> bool:
+    """A distributed submitter keeps its cases in their stored form; an in-process sweep runs
+    them, and listing them (``--collect-only``, ``--dry-run``) needs no store."""
+    return bool(settings.broker) and not settings.lists_only
+
+
+def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:
+    """In-process unless a broker is given; Celery is imported only for a distributed sweep."""
+    farm_settings = farm_settings or FarmSettings.from_env()
+    if settings.broker:
+        from farm.distributed.submit import CeleryExecutor
+
+        executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=settings.broker, queue=settings.queue),
+                                            detach=settings.detach)
+        return executor
+    return LocalExecutor(grace_s=farm_settings.stop_grace_s)
+
+
+def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
+              ) -> SweepReport:
+    """``farm test`` from Python: validate, run (in-process or distributed), return the report.
+
+    Writes no file (``farm.write_report`` does); pass an observer (e.g.
+    ``farm.sweep.observers.JsonlObserver``) to follow the runs, a ``SweepStop`` to stop it early.
+    Inside a running event loop (Jupyter, pytest-asyncio, FastAPI) use ``arun_sweep``.
+    """
+    if _loop_running():  # before anything is built: no coroutine left un-awaited
+        raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
+                               "FastAPI): use `await farm.arun_sweep(settings)`")
+    prepared = prepare_sweep(settings)
+    return create_executor(settings).run(prepared.plan, observer or Observers(), stop)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
+                     ) -> SweepReport:
+    """``run_sweep`` for callers inside an event loop: an in-process sweep runs on the caller's
+    loop; a distributed one follows its workers from a thread (its Redis reads block)."""
+    prepared = prepare_sweep(settings)
+    executor = create_executor(settings)
+    return await executor.arun(prepared.plan, observer or Observers(), stop)
+
+
+def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
+        "min_pass_rate": settings.min_pass_rate,
+        "runs": settings.runs,
+        "reporter": settings.reporter,
+        **({"yao_compat": True} if settings.yao_compat else {}),
+        **({"notes": loaded.notes} if loaded.notes else {}),
+    }
+    if settings.min_overall_pass_rate is not None:
+        metadata["min_overall_pass_rate"] = settings.min_overall_pass_rate
+    return metadata
+
+
+def _check_numbers(settings: TestSettings) -> None:
+    if settings.runs is not None and settings.runs < 1:
+        raise SettingsError(f"--runs {settings.runs}: must be at least 1")
+    if settings.parallel < 1:
+        raise SettingsError(f"--parallel {settings.parallel}: must be at least 1")
+    for flag, rate in (("--min-pass-rate", settings.min_pass_rate),
+                       ("--min-overall-pass-rate", settings.min_overall_pass_rate)):
+        if rate is not None and not 0.0 <= rate <= 1.0:
+            raise SettingsError(f"{flag} {rate}: must be between 0 and 1 (or 0% to 100%)")
+    if settings.timeout_s is not None and settings.timeout_s <= 0:
+        raise SettingsError("--timeout: must be positive")
+    if settings.detach and not settings.broker:
+        raise SettingsError("--detach needs --broker (or FARM_BROKER_URL): only a distributed sweep can detach")

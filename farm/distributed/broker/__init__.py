@@ -1,0 +1,1 @@
+"""The broker: Celery's settings, kombu's Redis transport, and queue lengths."""

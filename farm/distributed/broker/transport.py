@@ -1,0 +1,172 @@
+"""kombu's Redis transport: one client per channel, and messages reserved in batches.
+
+Two changes to kombu's (5.7) Redis channel, measured on a farm worker; everything else is kombu's.
+
+**One client per channel.** kombu built a new ``redis.Redis`` client, whose constructor copies
+redis-py's response callbacks (about 200) into a case-insensitive dict, each time a worker
+reserved a message (``QoS.append``) and each time it acknowledged one (``QoS.ack``): 7.6 % of a
+farm worker's time holding the GIL at 300 runs/s (py-spy ``--gil``, 2026-11-23). A redis-py client
+may be shared between threads (it takes a connection from its pool for each command; a pipeline
+is made per use), so each channel keeps one for its synchronous commands, made again when its pool
+changes (kombu drops the pool when it reconnects).
+
+**A batch per read.** kombu's consumer takes one message per ``BRPOP`` and records it unacked
+with a second round trip, each in the worker's main thread, which waits for the GIL behind the
+run threads after each: a worker started about 300 runs a second however many threads it had
+(17–41 of 200 slots busy with 100 ms agents, 2026-11-23). Here, when ``BRPOP`` answers, one Lua
+call records that message unacked and moves more of the same list into the same ``unacked`` hash
+and index (kombu's own keys and format, so its visibility-timeout restore and ``restore_unacked``
+see them); then each is delivered to the consumer in order. It takes no more than the prefetch
+limit leaves room for, and no more than a quarter of what is left in the list (``SHARE``), so a
+short queue is spread over the worker's processes and other workers: taking all the room gave a
+queue of 50 CPU-bound runs whole to one process (2.74 s on one core instead of 1.67 s on two,
+2026-11-24); a quarter, 1.78 s, split 116 / 134. (Dividing by the clients blocked waiting needs
+``INFO``, which the compose file's ACL user may not run.) A long queue still fills the room in
+one read. A message is in the ``unacked`` hash before the consumer sees it, as with kombu; unlike
+kombu's two round trips, no message is ever out of both the list and the hash. Queues consumed
+without acknowledgements (Celery's reply queues) and key-prefixed channels keep kombu's
+one-message read.
+
+``farm.distributed.broker.celery_config.REDIS_TRANSPORT`` selects it for ``redis://`` brokers; ``rediss://``
+(kombu reads its TLS defaults from the URL's scheme) and ``unix://`` keep kombu's own.
+"""
+
+from __future__ import annotations
+
+from queue import Empty
+from time import time
+from typing import Any
+
+from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import loads
+
+BATCH_MAX = 100
+"""At most this many messages per read, whatever the prefetch limit (one read's work stays short)."""
+SHARE = 4
+"""A read takes at most 1/SHARE of what is left in the list after its first message."""
+
+RESERVE_LUA = """
+-- KEYS: the list BRPOP answered from, kombu's unacked hash, its index.
+-- ARGV: the message BRPOP gave, how many more it may take, the time to index them at, SHARE.
+-- At most a share of what is left, so that a short queue is spread over the worker's processes
+-- and other workers instead of going whole to one (SHARE: the module docstring).
+local share = math.ceil(redis.call('LLEN', KEYS[1]) / tonumber(ARGV[4]))
+local function record(item)
+  local properties = cjson.decode(item)['properties']
+  local delivery = properties['delivery_info']
+  local tag = properties['delivery_tag']
+  -- kombu's entry, [payload, exchange, routing key], with the payload's JSON kept as it came
+  redis.call('HSET', KEYS[2], tag,
+    '[' .. item .. ',' .. cjson.encode(delivery['exchange']) .. ',' .. cjson.encode(delivery['routing_key']) .. ']')
+  redis.call('ZADD', KEYS[3], ARGV[3], tag)
+end
+record(ARGV[1])
+local taken = {}
+for _ = 1, math.min(tonumber(ARGV[2]), share) do
+  local item = redis.call('RPOP', KEYS[1])
+  if not item then break end
+  record(item)
+  taken[#taken + 1] = item
+end
+return taken
+"""
+
+
+class QoS(kombu_redis.QoS):
+    """kombu's Redis QoS; a message its channel already recorded unacked is not written again."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        self.recorded: set[Any] = set()
+
+    def append(self, message: Any, delivery_tag: Any) -> None:
+        if delivery_tag in self.recorded:
+            self.recorded.discard(delivery_tag)
+            virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
+        else:
+            super().append(message, delivery_tag)  # type: ignore[no-untyped-call]
+
+
+class Channel(kombu_redis.Channel):
+    QoS = QoS
+    _shared_client: Any = None
+    _reserve: Any = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._no_ack_queues: set[str] = set()
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        if asynchronous:  # the consumer's own client (BRPOP), made once by kombu
+            return super()._create_client(asynchronous=True)  # type: ignore[no-untyped-call]
+        client = self._shared_client
+        if client is None or client.connection_pool is not self.pool:
+            client = self._shared_client = super()._create_client()  # type: ignore[no-untyped-call]
+            self._reserve = client.register_script(RESERVE_LUA)
+        return client
+
+    def basic_consume(self, queue: str, *args: Any, **kwargs: Any) -> Any:
+        no_ack = kwargs.get("no_ack", args[0] if args else False)
+        (self._no_ack_queues.add if no_ack else self._no_ack_queues.discard)(queue)
+        return super().basic_consume(queue, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    def _brpop_read(self, **options: Any) -> bool:
+        """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room."""
+        if self.global_keyprefix:  # the shared client would prefix BRPOP's key again: kombu's read
+            return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
+        try:
+            try:
+                dest__item = self.client.parse_response(self.client.connection, "BRPOP", **options)
+            except self.connection_errors:
+                # a lost connection: disconnect so the next poll reconnects (as kombu does)
+                self.client.connection.disconnect()
+                raise
+            if not dest__item:
+                raise Empty()
+            key, item = bytes_to_str(dest__item[0]), dest__item[1]  # type: ignore[no-untyped-call]
+            dest = key.rsplit(self.sep, 1)[0]
+            self._queue_cycle.rotate(dest)
+            if dest in self._no_ack_queues:
+                self.connection._deliver(_payload(item), dest)  # kombu's read: nothing to record
+                return True
+            payloads = [_payload(raw) for raw in [item, *self._reserve_more(key, item)]]
+            self.qos.recorded.update(p["properties"]["delivery_tag"] for p in payloads)
+            for n, payload in enumerate(payloads):
+                try:
+                    self.connection._deliver(payload, dest)
+                except BaseException:
+                    self._give_back(payloads[n + 1:])
+                    raise
+            return True
+        finally:
+            self._in_poll = None  # type: ignore[assignment]
+            self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
+
+    def _reserve_more(self, key: str, item: bytes) -> list[bytes]:
+        """Record ``item`` unacked and move up to the room left more of ``key`` beside it, at once."""
+        room = self.qos.can_consume_max_estimate()  # counts ``item``'s slot; None: no prefetch limit
+        more = max(min(BATCH_MAX if room is None else room, BATCH_MAX) - 1, 0)
+        client = self._create_client()  # first: it registers ``_reserve`` on a new client
+        taken: list[bytes] = self._reserve(keys=[key, self.qos.unacked_key, self.qos.unacked_index_key],
+                                           args=[item, more, time(), SHARE], client=client)
+        return taken
+
+    def _give_back(self, payloads: list[dict[str, Any]]) -> None:
+        """Messages of a batch the consumer never saw: back to their queue now, not at the timeout."""
+        for payload in reversed(payloads):
+            tag = payload["properties"]["delivery_tag"]
+            self.qos.recorded.discard(tag)
+            self.qos.restore_by_tag(tag)  # to the tail: the next BRPOP takes it first
+
+
+def _payload(item: bytes) -> dict[str, Any]:
+    return loads(bytes_to_str(item))  # type: ignore[no-any-return, no-untyped-call]
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
+
+
+__all__ = ["BATCH_MAX", "SHARE", "Channel", "QoS", "Transport"]

@@ -1,0 +1,195 @@
+"""Reconciliation: what a sweep planned against what is settled, repaired without the submitter.
+
+One pass over a sweep (``reconcile_sweep``), in this order:
+
+1. Finished (report stored) or gone: take it off the in-flight set.
+2. Plan never stored whole (no publish cursor) and no publisher: close it ``abandoned``.
+3. Stopped (cancel, fail-fast, budget…): close it with what ran once it has been idle a while
+   (at once when ``close_stopped``: ``farm results`` on a stopped sweep answers at once).
+4. Publish cursor short of the plan and no publisher holds the lease (it vanished, or left a
+   full window to the workers): take the lease and publish the next window.
+5. Idle for a whole lease (no run started or settled, nothing published): every run neither
+   settled nor started within its lease is published again, its attempt counted; a complete
+   case never aggregated is aggregated, a sweep with every case aggregated gets its report.
+   Sooner when the sweep is merely quiet (``Delivery.quiet_s``) but nothing of it runs and its
+   queue is empty: then no run can be waiting anywhere, and the unsettled ones were lost (a
+   Redis restart cutting a BRPOP short) — waiting out a case timeout would only stall it.
+
+A duplicate is harmless: a run is stored once (the settled bitmap and SET NX), aggregates and
+reports are idempotent. ``Reconciler`` is the thread every worker runs; a Redis lease per sweep
+(SET NX PX) lets one worker at a time reconcile it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from farm.distributed.broker.queues import waiting_messages
+from farm.distributed.delivery.close import aggregate, close, report
+from farm.distributed.delivery.config import Delivery
+from farm.distributed.delivery.publish import Outcome, new_token, ordered_slots, publish_from_cursor, send_runs
+from farm.distributed.store import keys
+from farm.distributed.store.sweep_store import SweepStore
+from farm.plan.sweep_plan import CaseSlot
+from farm.sweep.lifecycle import SweepStatus
+
+log = logging.getLogger("farm.distributed.delivery")
+
+
+def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_timeout_s: float,
+                    close_stopped: bool = False, repair: bool = True, now: float | None = None) -> str:
+    """One reconcile pass over a sweep; returns what it did (for logs and tests)."""
+    now = time.time() if now is None else now
+    sid = sweep_id
+    if store.has_report(sid):
+        store.forget_sweep(sid)
+        return "finished"
+    sweep = store.load_sweep(sid)
+    if sweep is None:
+        store.forget_sweep(sid)
+        return "gone"
+    delivery = Delivery.from_env(visibility_timeout_s, sweep.max_case_timeout_s)
+    cursor = store.cursor(sid)
+    if cursor is None:
+        if store.publisher_alive(sid):
+            return "saving"
+        report(store, sweep, status=SweepStatus.ABANDONED,
+               reason="its submitter vanished before the plan was stored whole; submit it again")
+        log.warning("sweep %s abandoned: its plan was never stored whole", sid)
+        return "abandoned"
+    cases = ordered_slots(store, sweep)
+    total = sum(c.runs for c in cases)
+    idle = now - store.last_activity(sid)
+    if store.stop_reason(sid) is not None:
+        if cursor < total and _take_publisher(store, sid, delivery):  # settles the unpublished rest as dropped
+            publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                                batch=delivery.batch, window=delivery.window)
+        busy = any(now - started < delivery.lease_s for started in store.running(sid).values())
+        if close_stopped or (idle >= 2 * delivery.interval_s and not busy):
+            close(store, sweep, cases)
+            return "closed"
+        return "stopping"
+    if cursor < total:
+        if not _take_publisher(store, sid, delivery):
+            return "publishing"
+        log.info("sweep %s: publishing from run %d of %d", sid, cursor, total)
+        outcome = publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                                      batch=delivery.batch, window=delivery.window)
+        if outcome is not Outcome.PAUSED:  # a full window that does not drain may hold lost runs: repair below
+            return f"published ({outcome.value})"
+        cursor = store.cursor(sid) or 0
+    if not repair:
+        return "alive"
+    if idle >= delivery.lease_s:
+        return _repair(store, app, sid, cases, delivery, now, cursor, lost_after_s=delivery.lease_s)
+    if idle >= delivery.quiet_s and _nothing_anywhere(store, app, sweep.queue, sid, now, delivery):
+        return _repair(store, app, sid, cases, delivery, now, cursor, lost_after_s=delivery.quiet_s)
+    return "alive"
+
+
+def _nothing_anywhere(store: SweepStore, app: Any, queue: str, sid: str, now: float, delivery: Delivery) -> bool:
+    """No run of the sweep started within its lease and none waits in its queue (another
+    sweep's messages there count too: then it may just be waiting its turn)."""
+    if any(now - started < delivery.lease_s for started in store.running(sid).values()):
+        return False
+    try:
+        return waiting_messages(app, [queue]).get(queue, 0) == 0
+    except Exception:  # the broker cannot say: wait for the whole lease instead
+        log.debug("cannot count the messages in queue %s", queue, exc_info=True)
+        return False
+
+
+_TOKEN = new_token()
+"""This process's publisher token when it takes over a sweep's publishing."""
+
+
+def _take_publisher(store: SweepStore, sweep_id: str, delivery: Delivery) -> bool:
+    return store.claim_lease(keys.publisher_key(sweep_id), _TOKEN, delivery.publisher_lease_ms)
+
+
+def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delivery: Delivery, now: float,
+            cursor: int, *, lost_after_s: float) -> str:
+    """Republish the runs published (before ``cursor``) but neither settled nor running (nor
+    published again) within ``lost_after_s``; aggregate complete cases whose aggregate was lost;
+    report a sweep all aggregated."""
+    sweep = store.load_sweep(sid)
+    if sweep is None:
+        return "gone"
+    counts = store.settled_counts(sid, [c.id for c in cases])
+    done = store.cases_done(sid)
+    running, attempts = store.running(sid), store.attempts(sid)
+    resend: list[tuple[CaseSlot, int]] = []
+    lost_aggregates: list[str] = []
+    offset = 0
+    for planned, count in zip(cases, counts, strict=True):
+        first, offset = offset, offset + planned.runs
+        if count >= planned.runs:
+            if planned.id not in done:  # its aggregate was lost (or died): aggregate it here
+                lost_aggregates.append(planned.id)
+            continue
+        if first >= cursor:
+            continue  # not published yet
+        for n in store.unsettled(sid, planned.id, min(planned.runs, cursor - first)):
+            field = keys.run_field(planned.id, n)
+            seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
+            if now - seen >= lost_after_s:
+                resend.append((planned, n))
+    aggregated = 0
+    for full in store.load_cases(sid, lost_aggregates):
+        aggregate(store, sweep, full, final=True)
+        aggregated += 1
+    if resend:
+        fields = [keys.run_field(p.id, n) for p, n in resend]
+        store.note_republished(sid, fields, now)
+        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
+        store.touch(sid, now)
+        log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
+                    sid, len(resend), lost_after_s)
+        return f"republished {len(resend)}"
+    if cursor >= sum(c.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
+        report(store, sweep)
+        return "reported"
+    return f"aggregated {aggregated}" if aggregated else "waiting"
+
+
+class Reconciler(threading.Thread):
+    """A worker's background reconciler: every ``interval_s``, each sweep in flight whose
+    reconciler lease it wins. Never raises: a Redis outage only postpones the next pass."""
+
+    def __init__(self, store_for: Callable[[], SweepStore], app: Any, *, visibility_timeout_s: float,
+                 interval_s: float) -> None:
+        super().__init__(name="farm-reconciler", daemon=True)
+        self.store_for, self.app = store_for, app
+        self.visibility_timeout_s, self.interval_s = visibility_timeout_s, interval_s
+        self.stopping = threading.Event()
+        self.token = new_token()
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.interval_s):
+            try:
+                self.reconcile_all()
+            except Exception:
+                log.warning("reconcile pass failed; retrying in %gs", self.interval_s, exc_info=True)
+
+    def reconcile_all(self) -> None:
+        store = self.store_for()
+        lease_ms = max(1, int(self.interval_s * 1000))
+        for sid in store.in_flight_ids():
+            if self.stopping.is_set():
+                return
+            if not store.claim_lease(keys.reconciler_key(sid), self.token, lease_ms):
+                continue  # another worker reconciles it this round
+            try:
+                outcome = reconcile_sweep(store, self.app, sid, visibility_timeout_s=self.visibility_timeout_s)
+            except Exception:
+                log.warning("cannot reconcile sweep %s", sid, exc_info=True)
+                continue
+            if outcome not in ("alive", "publishing", "stopping", "waiting", "saving", "published (paused)"):
+                log.info("sweep %s reconciled: %s", sid, outcome)
+
+
+__all__ = ["Reconciler", "reconcile_sweep"]

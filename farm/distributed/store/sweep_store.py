@@ -1,0 +1,357 @@
+"""The Redis store of distributed sweeps: the plan, run results, case statistics, events, report.
+
+The submitter, the worker tasks and ``farm results/cancel/status`` all go through ``SweepStore``.
+Every write that must happen once is a Lua script (``farm.distributed.store.lua``), atomic on the server: a
+run result is stored set-if-absent *and* appended to the sweep's event stream in one step, so a
+run delivered twice (its worker died after starting it) is counted and streamed exactly once.
+Keys and TTLs come from ``farm.distributed.store.keys``. The same step sets the run's bit in its case's
+``settled`` bitmap (a dropped run, of a stopped sweep, sets it too): that bitmap is the farm's
+per-case barrier, which fires ``farm.aggregate`` (see ``workers.tasks``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.retry import Retry
+
+from farm.distributed.store import keys
+from farm.distributed.store.answers import Event as Event
+from farm.distributed.store.answers import RunStart as RunStart
+from farm.distributed.store.answers import Settled as Settled
+from farm.distributed.store.answers import SweepProgress as SweepProgress
+from farm.distributed.store.answers import Tally as Tally
+from farm.distributed.store.lua import (
+    BEGIN_RUN_LUA,
+    CURSOR_LUA,
+    RELEASE_LUA,
+    RENEW_LUA,
+    SETTLE_LUA,
+    STORE_CASE_LUA,
+    STORE_REPORT_LUA,
+    STORE_RUN_LUA,
+)
+from farm.distributed.store.plans import PlanStore
+from farm.errors import BrokerError
+from farm.models import CaseStats, RunDetail, RunResult, RunStatus, SweepReport
+from farm.plan.case_codec import CaseCodec
+from farm.reports.details import attach_details
+from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
+
+CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+
+def connect(url: str, *, retries: int = 0) -> redis.Redis:
+    """A Redis client; ``retries`` > 0 retries commands across a short outage (workers)."""
+    retry = Retry(ExponentialBackoff(cap=4.0, base=0.25), retries) if retries else Retry(NoBackoff(), 0)
+    return redis.Redis.from_url(
+        url, decode_responses=True, socket_connect_timeout=5, socket_timeout=30,
+        retry=retry, retry_on_error=list(CONNECTION_ERRORS), health_check_interval=30,
+    )
+
+
+def _begun(marker: str) -> float:
+    """The epoch a running marker was set (``BEGIN_RUN_LUA``)."""
+    try:
+        return float(json.loads(marker)["t"])
+    except (ValueError, KeyError, TypeError):
+        return 0.0
+
+
+class SweepStore(PlanStore):
+    """Reads and writes sweeps in one Redis database (the plan: ``farm.distributed.store.plans``)."""
+
+    def __init__(self, client: redis.Redis, *, ttl: int = DEFAULT_RESULT_TTL_S) -> None:
+        # Any: redis-py types every reply as "value or awaitable" (sync and asyncio share stubs).
+        self.client: Any = client
+        self.ttl = ttl
+        self._store_run = client.register_script(STORE_RUN_LUA)
+        self._settle = client.register_script(SETTLE_LUA)
+        self._begin_run = client.register_script(BEGIN_RUN_LUA)
+        self._store_case = client.register_script(STORE_CASE_LUA)
+        self._store_report = client.register_script(STORE_REPORT_LUA)
+        self._renew = client.register_script(RENEW_LUA)
+        self._release = client.register_script(RELEASE_LUA)
+        self._cursor = client.register_script(CURSOR_LUA)
+        self._codecs: dict[str, CaseCodec] = {}
+
+    @classmethod
+    def from_url(cls, url: str, *, retries: int = 0, ttl: int = DEFAULT_RESULT_TTL_S) -> SweepStore:
+        return cls(connect(url, retries=retries), ttl=ttl)
+
+    def ping(self, what: str = "broker") -> None:
+        """Raise BrokerError naming the server when it does not answer."""
+        try:
+            self.client.ping()
+        except (*CONNECTION_ERRORS, redis.ResponseError, OSError) as exc:
+            url = safe_url(_client_url(self.client))
+            raise BrokerError(f"cannot reach the {what} at {url}: {exc}") from None
+
+    # ---------------------------------------------------------------------------- runs
+
+    def store_run(self, sweep_id: str, result: RunResult) -> tuple[Tally | None, Settled]:
+        """Store a run set-if-absent, stream it and settle it, in one step.
+
+        The tally is None when that run was already counted; the barrier says where its case stands.
+        """
+        cid = result.case_id
+        passed = 1 if RunStatus(result.status) is RunStatus.PASSED else 0
+        args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run,
+                           keys.run_field(cid, result.run), time.time()]
+        names = [keys.run_key(sweep_id, cid, result.run), keys.stream_key(sweep_id), keys.runs_done_key(sweep_id),
+                 keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id),
+                 keys.settled_count_key(sweep_id), keys.running_key(sweep_id), keys.activity_key(sweep_id)]
+        stored, counted, passes, first, settled, done = self._store_run(keys=names, args=args)
+        barrier = Settled(bool(first), int(settled), bool(done))
+        return (Tally(int(counted), int(passes)) if stored else None), barrier
+
+    def settle(self, sweep_id: str, case_id: str, run: int) -> Settled:
+        """Settle a run a worker began without storing it (dropped), or look again at a stored
+        run's barrier; its running marker goes."""
+        first, settled, done = self._settle(keys=self._settle_keys(sweep_id, case_id), args=[
+            run, self.ttl, case_id, keys.run_field(case_id, run), time.time()])
+        return Settled(bool(first), int(settled), bool(done))
+
+    @staticmethod
+    def _settle_keys(sweep_id: str, case_id: str) -> list[str]:
+        return [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id), keys.settled_count_key(sweep_id),
+                keys.running_key(sweep_id), keys.activity_key(sweep_id)]
+
+    def settle_many(self, sweep_id: str, runs: list[tuple[str, int]], *, chunk: int = 1000) -> None:
+        """Settle runs that will never be published (a stopped sweep's rest), pipelined."""
+        for first in range(0, len(runs), chunk):
+            pipe = self.client.pipeline(transaction=False)
+            for case_id, run in runs[first:first + chunk]:
+                self._settle(keys=self._settle_keys(sweep_id, case_id), args=[run, self.ttl, case_id, "", 0],
+                             client=pipe)
+            pipe.execute()
+
+    def get_run(self, sweep_id: str, case_id: str, run: int) -> RunResult | None:
+        text = self.client.get(keys.run_key(sweep_id, case_id, run))
+        return None if text is None else RunResult.model_validate_json(str(text))
+
+    def case_results(self, sweep_id: str, case_id: str, runs: int, *, chunk: int = 500) -> Iterator[RunResult]:
+        """The stored results of a case's runs 1..runs, in order (missing ones left out)."""
+        for first in range(1, runs + 1, chunk):
+            names = [keys.run_key(sweep_id, case_id, n) for n in range(first, min(first + chunk, runs + 1))]
+            for text in self.client.mget(names):
+                if text is not None:
+                    yield RunResult.model_validate_json(str(text))
+
+    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str) -> RunStart:
+        """A worker begins a run, in one round trip: the stop reason, whether the run is stored
+        already, and its marker set (its lease starts now, the sweep is alive; ``holder`` is the
+        worker process's heartbeat token, so a later delivery can tell whether it died with the
+        run in flight). ``store_run`` or ``settle`` clears the marker."""
+        stop, stored, deaths, duplicate = self._begin_run(
+            keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id),
+                  keys.activity_key(sweep_id)],
+            args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), self.ttl, time.time()])
+        return RunStart(stop or None, bool(int(stored)), int(deaths), bool(int(duplicate)))
+
+    # ------------------------------------------------------------------- cases, report
+
+    def store_case(self, sweep_id: str, case_id: str, stats: CaseStats | None) -> int:
+        """Mark a case done (storing and streaming its stats once); returns the cases done."""
+        data = stats.model_dump_json() if stats is not None else ""
+        names = [keys.cases_done_key(sweep_id), keys.stats_key(sweep_id), keys.stream_key(sweep_id)]
+        return int(self._store_case(keys=names, args=[case_id, data, self.ttl]))
+
+    def all_stats(self, sweep_id: str) -> dict[str, CaseStats]:
+        """Every done case's statistics *without* its run details, read a few cases at a time: a
+        report built from them stays small however many runs its cases kept (1,000 cases x 100
+        runs: 100k run details). ``with_run_details`` lets its renderers read them case by case."""
+        found: dict[str, CaseStats] = {}
+        for cid, text in self.client.hscan_iter(keys.stats_key(sweep_id), count=50):
+            data = json.loads(text)
+            data["run_details"] = []
+            found[cid] = CaseStats.model_validate(data)
+        return found
+
+    def case_run_details(self, sweep_id: str, case_id: str) -> list[RunDetail]:
+        """One done case's kept run details (what ``all_stats`` leaves out)."""
+        text = self.client.hget(keys.stats_key(sweep_id), case_id)
+        return [] if not text else CaseStats.model_validate_json(str(text)).run_details
+
+    def with_run_details(self, report: SweepReport) -> SweepReport:
+        """``report``, its renderers reading each case's run details from this store as they write
+        it (``farm.reports.details``); a case that carries its own keeps them."""
+        sweep_id = str(report.metadata.get("sweep_id", ""))
+        attach_details(report, lambda stats: self.case_run_details(sweep_id, stats.id))
+        return report
+
+    def claim_report(self, sweep_id: str, ttl_s: int = keys.REPORT_LATCH_TTL_S) -> bool:
+        """The set-if-absent latch: True for the one caller that should enqueue ``farm.report``.
+
+        It expires after ``ttl_s``: an aggregate that died between claiming and enqueuing is
+        redelivered after the broker's visibility timeout and must find the latch gone by then.
+        """
+        return bool(self.client.set(keys.report_latch_key(sweep_id), "1", nx=True, ex=max(1, ttl_s)))
+
+    def release_report(self, sweep_id: str) -> None:
+        self.client.delete(keys.report_latch_key(sweep_id))
+
+    def store_report(self, sweep_id: str, report: SweepReport) -> bool:
+        """Store the report once, stream ``finish`` and take the sweep off the in-flight set."""
+        names = [keys.report_key(sweep_id), keys.stream_key(sweep_id), keys.SWEEPS_IN_FLIGHT]
+        return bool(self._store_report(keys=names, args=[report.model_dump_json(), self.ttl, sweep_id]))
+
+    def get_report(self, sweep_id: str) -> SweepReport | None:
+        """The stored report (stored without run details: they are read case by case as it is
+        rendered, see ``with_run_details``)."""
+        text = self.client.get(keys.report_key(sweep_id))
+        return None if text is None else self.with_run_details(SweepReport.model_validate_json(str(text)))
+
+    def has_report(self, sweep_id: str) -> bool:
+        """Whether the sweep's report is stored (one EXISTS: the report is not read)."""
+        return bool(self.client.exists(keys.report_key(sweep_id)))
+
+    # ------------------------------------------------- delivery (``farm.distributed.delivery``)
+
+    def claim_lease(self, key: str, token: str, ms: int) -> bool:
+        """Take a lease (SET NX PX): True for its one holder until it expires or is released."""
+        return bool(self.client.set(key, token, nx=True, px=max(1, ms)))
+
+    def renew_lease(self, key: str, token: str, ms: int) -> bool:
+        """Extend a lease still held by ``token``; False when it expired (someone may hold it now)."""
+        return bool(self._renew(keys=[key], args=[token, max(1, ms)]))
+
+    def release_lease(self, key: str, token: str) -> None:
+        self._release(keys=[key], args=[token])
+
+    def publisher_alive(self, sweep_id: str) -> bool:
+        return bool(self.client.exists(keys.publisher_key(sweep_id)))
+
+    def cursor(self, sweep_id: str) -> int | None:
+        """Runs published so far; None when the plan was never stored whole."""
+        value = self.client.get(keys.published_key(sweep_id))
+        return None if value is None else int(value)
+
+    def advance_cursor(self, sweep_id: str, published: int) -> int:
+        return int(self._cursor(keys=[keys.published_key(sweep_id)], args=[published, self.ttl]))
+
+    def settled_total(self, sweep_id: str) -> int:
+        """Runs of the sweep settled so far (stored or dropped, each once)."""
+        return int(self.client.get(keys.settled_count_key(sweep_id)) or 0)
+
+    def publishing_state(self, sweep_id: str) -> tuple[int | None, int, bool]:
+        """(publish cursor, runs settled, whether a publisher holds the lease) in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(keys.published_key(sweep_id))
+        pipe.get(keys.settled_count_key(sweep_id))
+        pipe.exists(keys.publisher_key(sweep_id))
+        cursor, settled, publisher = pipe.execute()
+        return (None if cursor is None else int(cursor)), int(settled or 0), bool(publisher)
+
+    def touch(self, sweep_id: str, epoch: float | None = None) -> None:
+        """Note a sign of life of the sweep (a run started or settled, a batch published)."""
+        self.client.set(keys.activity_key(sweep_id), time.time() if epoch is None else epoch, ex=self.ttl)
+
+    def last_activity(self, sweep_id: str) -> float:
+        return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
+
+    def running(self, sweep_id: str) -> dict[str, float]:
+        """Runs begun and not settled: field → epoch begun (a dead worker's stay until settled)."""
+        return {field: _begun(value) for field, value in self.client.hgetall(keys.running_key(sweep_id)).items()}
+
+    def attempts(self, sweep_id: str) -> dict[str, str]:
+        """The ``attempts`` hash as stored (see ``farm.distributed.store.keys``)."""
+        return dict(self.client.hgetall(keys.attempts_key(sweep_id)))
+
+    def note_republished(self, sweep_id: str, fields: list[str], epoch: float) -> None:
+        """Count one more publication of each run (the first one counts as 1)."""
+        if not fields:
+            return
+        key = keys.attempts_key(sweep_id)
+        pipe = self.client.pipeline(transaction=False)
+        for field in fields:
+            pipe.hsetnx(key, field, 1)
+            pipe.hincrby(key, field, 1)
+            pipe.hset(key, f"{field}@", epoch)
+        pipe.expire(key, self.ttl)
+        pipe.execute()
+
+    def settled_counts(self, sweep_id: str, case_ids: list[str]) -> list[int]:
+        """Runs settled per case (its barrier's BITCOUNT), in the order given."""
+        pipe = self.client.pipeline(transaction=False)
+        for cid in case_ids:
+            pipe.bitcount(keys.settled_key(sweep_id, cid))
+        return [int(n) for n in pipe.execute()]
+
+    def unsettled(self, sweep_id: str, case_id: str, runs: int) -> list[int]:
+        """Run numbers of the case not settled yet."""
+        pipe = self.client.pipeline(transaction=False)
+        for n in range(1, runs + 1):
+            pipe.getbit(keys.settled_key(sweep_id, case_id), n)
+        return [n for n, bit in zip(range(1, runs + 1), pipe.execute(), strict=True) if not bit]
+
+    def cases_done(self, sweep_id: str) -> set[str]:
+        return {str(c) for c in self.client.smembers(keys.cases_done_key(sweep_id))}
+
+    def in_flight_ids(self) -> list[str]:
+        return [str(s) for s in self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1)]
+
+    def forget_sweep(self, sweep_id: str) -> None:
+        """Take a sweep whose data is gone off the in-flight set."""
+        self.client.zrem(keys.SWEEPS_IN_FLIGHT, sweep_id)
+
+    # ------------------------------------------------------------- stop, events, status
+
+    def stop(self, sweep_id: str, reason: str) -> bool:
+        """Drop the runs of a sweep that have not started; False if it was already stopped."""
+        if not self.client.set(keys.stop_key(sweep_id), reason, nx=True, ex=self.ttl):
+            return False
+        self.client.xadd(keys.stream_key(sweep_id), {"type": "stopped", "data": reason})
+        return True
+
+    def stop_reason(self, sweep_id: str) -> str | None:
+        value = self.client.get(keys.stop_key(sweep_id))
+        return None if value is None else str(value)
+
+    def read_events(self, sweep_id: str, after: str, *, block_ms: int | None, count: int = 500) -> list[Event]:
+        """Stream entries after id ``after`` (``0-0``: from the start), waiting up to ``block_ms``."""
+        reply = self.client.xread({keys.stream_key(sweep_id): after}, count=count, block=block_ms)
+        events = []
+        for _stream, entries in reply or []:
+            for entry_id, fields in entries:
+                events.append(Event(entry_id, fields.get("type", ""), fields.get("data")))
+        return events
+
+    def in_flight(self) -> list[SweepProgress]:
+        """Sweeps submitted and not finished, oldest first, with their progress."""
+        ids = self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1, withscores=True)
+        pipe = self.client.pipeline(transaction=False)
+        for sid, _score in ids:
+            pipe.hmget(keys.sweep_key(sid), ["total_cases", "total_runs", "queue", "agent_id"])
+            pipe.get(keys.runs_done_key(sid))
+            pipe.scard(keys.cases_done_key(sid))
+            pipe.get(keys.stop_key(sid))
+            pipe.get(keys.published_key(sid))
+            pipe.exists(keys.publisher_key(sid))
+        replies = pipe.execute()
+        out = []
+        for i, (sid, score) in enumerate(ids):
+            (cases, runs, queue, agent), done, cdone, stop, published, publisher = replies[6 * i:6 * i + 6]
+            if cases is None:  # expired or flushed: forget it
+                self.client.zrem(keys.SWEEPS_IN_FLIGHT, sid)
+                continue
+            out.append(SweepProgress(sid, float(score), agent or "", queue or "", int(done or 0), int(runs or 0),
+                                     int(cdone or 0), int(cases), stop,
+                                     None if published is None else int(published), bool(publisher)))
+        return out
+
+
+def _client_url(client: redis.Redis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}"
+    auth = ":***@" if kwargs.get("password") else ""
+    return f"redis://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+def now_epoch() -> float:
+    return time.time()

@@ -1,0 +1,275 @@
+"""The farm's statistics models: per-case statistics of a sweep, its summary and its report.
+
+``farm.models`` re-exports them; like every model there they round-trip through JSON (a
+worker's ``farm.report`` builds a ``SweepReport`` that the submitter reads back).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+from pydantic import Field
+
+from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
+from farm.models.criteria import CriterionStats
+from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
+
+__all__ = [
+    "CaseStats",
+    "FailureClassStats",
+    "FailureExample",
+    "FailureReason",
+    "RunDetail",
+    "SemanticCluster",
+    "SemanticStatus",
+    "StabilityClass",
+    "SweepReport",
+    "SweepSummary",
+]
+
+
+class StabilityClass(enum.StrEnum):
+    STABLE = "stable"
+    MOSTLY_STABLE = "mostly_stable"
+    UNSTABLE = "unstable"
+    HIGHLY_UNSTABLE = "highly_unstable"
+    BROKEN = "broken"
+    """Every run failed: consistent, not random (SPEC 7); the Yao table's classes are for 0 < rate."""
+
+
+class RunDetail(FarmModel):
+    """One run as kept in a case's statistics (bounded: see ``farm.stats``)."""
+
+    run: int
+    status: RunStatus
+    duration_ms: float
+    output: JsonValue = None
+    error: str | None = None
+    error_type: str | None = None
+    """The exception's class name for an ``error`` run (``ErrorInfo.type``)."""
+    traceback: str | None = None
+    """Bounded traceback, kept once per distinct error of the case (the first run that had it)."""
+    failed_checks: list[CheckOutcome] = Field(default_factory=list)
+    judged_checks: list[CheckOutcome] = Field(default_factory=list)
+    """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
+    retries: int = 0
+    failure_class: str | None = None
+    failed_turn: int | None = None
+    queued_ms: float | None = None
+    """Time the run's calls waited for a slot in fleet control (not in ``duration_ms``, SPEC 15)."""
+    turns: list[TurnRecord] | None = None
+    checkpoints: dict[str, CheckpointResult] | None = None
+
+    @property
+    def error_line(self) -> str:
+        """The error as one line for people: ``ValueError: bad input`` (the type when it says more)."""
+        message = self.error or ""
+        if self.status is RunStatus.ERROR and self.error_type not in (None, "AgentError"):
+            return f"{self.error_type}: {message}"
+        return message
+
+
+class FailureExample(FarmModel):
+    """One failed run standing for its failure class."""
+
+    case_id: str
+    run: int
+    turn: int | None = None
+    message: str = ""
+
+
+class FailureClassStats(FarmModel):
+    """How often a failure class occurred, with the first example seen."""
+
+    count: int
+    example: FailureExample
+
+
+class FailureReason(FarmModel):
+    """Why runs of a case failed, and how many runs failed that way."""
+
+    reason: str
+    """``check: expected …`` for a failed check, ``status: ErrorType: message`` for an error."""
+    count: int
+    failure_class: str | None = None
+    """The failure class of this reason (SPEC 14.2): a reason is a finer grouping of one class."""
+
+
+SemanticStatus = Literal["computed", "not_installed", "not_text"]
+"""Whether a case's (or sweep's) semantic figures were computed, and if not, why (SPEC 16)."""
+
+
+class SemanticCluster(FarmModel):
+    """Answers of one meaning within a case (shaped as ``farm assess``'s modes)."""
+
+    count: int
+    share: float
+    """Of the case's answering runs, 0–1."""
+    example: str
+    """The cluster's most frequent answer (normalised, cut to 2,000 characters)."""
+
+
+class CaseStats(FarmModel):
+    """Per-case statistics of a sweep (SPEC 7)."""
+
+    id: str
+    suite: str = ""
+    source: str = ""
+    input: JsonValue = None
+    expected: JsonValue = None
+    runs: int
+    """Runs that finished (any status, skipped included)."""
+    passed: int
+    failed: int
+    """Failed, error and timeout runs."""
+    errors: int = 0
+    timeouts: int = 0
+    skipped: int = 0
+    pass_rate: float
+    """0–100, of the runs that were not skipped."""
+    pass_rate_ci: tuple[float, float]
+    """95 % Wilson interval of the pass rate, 0–100."""
+    consistency: float
+    stable: bool
+    stability_class: StabilityClass
+    label: Literal["stable", "flaky", "broken", "skipped"]
+    """``flaky``: 0 < pass rate < 100; ``broken``: always fails."""
+    runs_planned: int | None = None
+    """Runs the plan asked for; more than ``runs`` when the sweep stopped before the case finished."""
+    required_passes: int
+    """Passes needed for the case to pass (from ``success_ratio``, ``--min-pass-rate``)."""
+    case_passed: bool
+    """The verdict: passes ≥ required_passes (skipped cases: True, counted neither way)."""
+    avg_duration_ms: float
+    min_duration_ms: float
+    max_duration_ms: float
+    std_deviation_ms: float
+    retries: int = 0
+    unreached: int = 0
+    """Runs that never reached the agent (``infra:connect``, or its credentials refused: HTTP 401/403/407)."""
+    distinct_outputs: int = 0
+    """Distinct normalised outputs among the scored runs (errors and timeouts count as one "no
+    output"); exact up to ``farm.stats.DEFAULT_MAX_DISTINCT_OUTPUTS``, a lower bound beyond."""
+    semantic_consistency: float | None = None
+    """Share (0–1) of the answering runs in the largest cluster of meaning (SPEC 16); null when
+    not computed (see ``semantic_status``)."""
+    semantic_clusters: list[SemanticCluster] | None = None
+    """The clusters of meaning, largest first; null when not computed."""
+    semantic_status: SemanticStatus | None = None
+    """``computed``, ``not_installed`` (the ``[semantic]`` extra is missing where the case was
+    aggregated) or ``not_text`` (structured answers keep exact comparison); null: no answer."""
+    semantic_estimated: bool = False
+    """The case had more distinct answers than ``farm.stats.semantic.SEMANTIC_SAMPLE_CAP``: the
+    semantic figures are over the sampled runs only."""
+    failure_reasons: list[FailureReason] = Field(default_factory=list)
+    """The most frequent reasons runs failed, most frequent first (``farm.stats.reasons``)."""
+    pass_at_k: dict[str, float | None] = Field(default_factory=dict)
+    """Unbiased pass@k by k (as a string): the chance that at least one of k runs passes,
+    1 − C(n−c, k)/C(n, k) over the n scored runs, c passed; None when n < k."""
+    pass_hat_k: dict[str, float | None] = Field(default_factory=dict)
+    """Unbiased pass^k by k: the chance that all of k runs pass, C(c, k)/C(n, k); None when n < k."""
+    usage: dict[str, int] | None = None
+    """The agent's tokens over the case's runs (SPEC 13); None: no run reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost over the case's runs; None: unknown for some run."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of the case's judge calls, apart; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
+    cost_per_passing_run: float | None = None
+    """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
+    adaptive: bool = False
+    """``--adaptive``: the case stopped once its verdict was settled, so its pass rate is biased
+    by stopping (compare such cases on verdicts only)."""
+    decided_after: int | None = None
+    """Adaptive: the run that settled the verdict (runs in flight then still count)."""
+    adaptive_verdict: Literal["pass", "fail", "inconclusive"] | None = None
+    """Adaptive: the rule's verdict; ``inconclusive`` (the SPRT undecided after every planned
+    run) counts as failed."""
+    runs_saved: int = 0
+    """Adaptive: planned runs not made because the verdict was settled."""
+    quarantine: dict[str, JsonValue] | None = None
+    """The ``farm-quarantine.toml`` entry naming the case (case, owner, reason, until, file, line)
+    and its ``status``: ``active`` (the case does not gate) or ``expired`` (SPEC 18)."""
+    retry_bias: dict[str, JsonValue] | None = None
+    """Runs that needed a transient retry against runs that did not: ``retried_runs``,
+    ``retried_pass_rate``, ``clean_pass_rate``, ``q`` (Fisher, BH across cases), ``flagged``."""
+    runs_not_run: int = 0
+    """Planned runs that did not run and were not saved by an adaptive rule: the sweep stopped, or
+    fleet control refused or starved them before their first call (SPEC 15); not in ``runs``."""
+    queued_ms: float = 0.0
+    """Time the case's runs waited for slots in fleet control, summed (not in any duration)."""
+    content_hash: str | None = None
+    """Digest of the case as written (turns, checks, input, settings; not its file or line):
+    comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
+    run_details: list[RunDetail] = Field(default_factory=list)
+    run_details_truncated: int = 0
+    """How many runs were counted but not kept in ``run_details``."""
+    failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
+    """Failed runs by failure class (SPEC 14.2), most frequent first."""
+    checkpoints: list[CheckpointStats] = Field(default_factory=list)
+    """Dynamic cases: each checkpoint's reach rate over the runs, in the case's order."""
+    criteria: list[CriterionStats] = Field(default_factory=list)
+    """Each check of each turn over the runs, in the case's order (SPEC 17; ``farm.stats.criteria``)."""
+
+
+class SweepSummary(FarmModel):
+    """Sweep-wide figures (SPEC 7)."""
+
+    total_cases: int
+    total_runs: int
+    """Runs made: a skipped case's placeholder is counted in ``by_status.skipped`` only."""
+    runs_per_case: int
+    overall_pass_rate: float
+    stable_cases: int
+    unstable_cases: int
+    """Cases that are not stable (Yao's meaning): every flaky and broken case, whatever its
+    ``stability_class``; ``classes`` counts the cases of each class."""
+    passed_cases: int
+    failed_cases: int
+    skipped_cases: int
+    flaky_cases: int
+    broken_cases: int
+    duration_ms: float
+    by_status: dict[str, int]
+    """Run counts by status: passed, failed, error, timeout, skipped."""
+    usage: dict[str, int] | None = None
+    """The agent's tokens over the sweep (SPEC 13); None: no run reported any."""
+    cost_usd: float | None = None
+    """What the agent's calls cost; None: unknown for some case."""
+    judge_usage: dict[str, int] | None = None
+    """Tokens of the judge calls, apart; None: no judge was called."""
+    judge_cost_usd: float | None = None
+    """What the judge calls cost; None: unknown, or no judge was called."""
+    cost_per_passing_run: float | None = None
+    """Agent and judge cost over the passing runs; None: unknown, or no run passed."""
+    runs_saved: int = 0
+    """``--adaptive``: planned runs not made because their cases' verdicts were settled."""
+    runs_not_run: int = 0
+    """Planned runs that did not run (SPEC 15), summed over the cases."""
+    queued_ms: float = 0.0
+    """Time runs waited for slots in fleet control (rate, concurrency, budget), summed."""
+    failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
+    """Failed runs of the whole sweep by failure class, most frequent first."""
+    classes: dict[str, int] = Field(default_factory=dict)
+    """Cases by ``stability_class`` (``stable``, ``mostly_stable``, ``unstable``, ``highly_unstable``,
+    ``broken``), skipped cases left out (SPEC 20)."""
+    semantic: SemanticStatus | None = None
+    """Semantic figures of the sweep (SPEC 16): ``computed`` if any case's were, ``not_installed``
+    (get them with ``pip install 'agent-farm[semantic]'``), ``not_text``; null: no case answered."""
+    skipped_ids: list[str] = Field(default_factory=list)
+    """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
+    no result row, pass rate or stability class (SPEC 10)."""
+
+
+class SweepReport(FarmModel):
+    """The whole report of a sweep: what every renderer takes."""
+
+    summary: SweepSummary
+    environment: dict[str, JsonValue]
+    results: list[CaseStats]
+    """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
+    metadata: dict[str, JsonValue]
+    """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
+    ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""

@@ -1,0 +1,219 @@
+"""One batch of a suite planned: selected (``--run``, ``-k``), its judges, simulators and agents
+checked, each case planned, and what the plan keeps of it.
+
+``farm.api`` plans a suite batch by batch with a ``BatchPlanner``, and merges each
+``BatchPlan`` into the sweep's (``PlanParts.merge``). A large suite's batches may be planned in
+other processes (``farm.plan.load_processes``): a ``BatchPlan`` is then what travels back, so it holds
+only what the plan keeps (ids for ``--collect-only``, stored strings for a distributed
+submitter) and the few cases that errors and judges name. Pure: no Celery, Redis or SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from farm.agents.options import AgentOptions
+from farm.agents.ref import AgentRef
+from farm.agents.resolve import resolve_case_agent
+from farm.checks import judges_needed
+from farm.errors import InputError
+from farm.models import Case
+from farm.plan.compact_cases import CompactCases
+from farm.plan.sweep_plan import PlannedCase, PlanTotals
+from farm.plan.yao_options import compile_run_pattern
+from farm.run.execute import RunEnvironment
+from farm.run.simulators import check_simulators
+from farm.stats import plan_case
+from farm.stats.adaptive import AdaptiveRule
+from farm.wording import plural
+
+PlanKeeps = Literal["cases", "compact", "ids"]
+"""What a plan keeps of each case: the ``PlannedCase`` (an in-process sweep runs it), its stored
+form (a distributed submitter, ``CompactCases``), or its id only (``--collect-only``)."""
+
+AgentKey = tuple[str, str | None, str | None]
+
+
+def _matches(case_id: str, pattern: str) -> bool:
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(case_id, pattern)
+    return pattern in case_id
+
+
+matches_pattern = _matches
+"""Whether a case id matches a `-k` pattern (a substring, or a glob when it has * ? [)."""
+
+
+def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
+    """``-k``: the cases whose id matches any pattern (substring, or glob when it has ``*?[``)."""
+    if not patterns:
+        return cases
+    return [c for c in cases if any(_matches(c.id, p) for p in patterns)]
+
+
+@dataclass
+class SelectionCounts:
+    """What ``--run`` and ``-k`` let through, counted over the whole suite; ``check()`` raises
+    when nothing would run: a sweep that tests nothing must not pass CI (SPEC 10)."""
+
+    matched: int = 0
+    selected: int = 0
+    runnable: int = 0
+    skip_reason: str = ""
+    """The first reason the farm gave for skipping a case (a connection it does not speak)."""
+
+    def add(self, other: SelectionCounts) -> None:
+        self.matched += other.matched
+        self.selected += other.selected
+        self.runnable += other.runnable
+        self.skip_reason = self.skip_reason or other.skip_reason
+
+    def check(self, source: str, run_pattern: str | None, patterns: tuple[str, ...]) -> None:
+        if run_pattern is not None and not self.matched:
+            raise InputError(f"--run {run_pattern!r}: no case id matches")
+        shown = " ".join(f"-k {p!r}" for p in patterns)
+        if not self.selected:
+            raise InputError(f"{source}: no case matches {shown}" if shown else f"{source}: no test cases")
+        if not self.runnable:
+            counted, verb = plural(self.selected, "case"), "is" if self.selected == 1 else "are"
+            which = f"the {counted} matching {shown}" if shown else f"all {counted}" if self.selected > 1 else counted
+            why = f"; e.g. {self.skip_reason}" if self.skip_reason else ""
+            raise InputError(f"{source}: no runnable cases: {which} {verb} skipped (skip: true){why}")
+
+
+@dataclass
+class BatchPlan:
+    """What one batch added to the plan."""
+
+    selection: SelectionCounts = field(default_factory=SelectionCounts)
+    totals: PlanTotals = field(default_factory=PlanTotals)
+    cases: list[PlannedCase] = field(default_factory=list)
+    """``keeps == "cases"``."""
+    stored: list[str] = field(default_factory=list)
+    slot_lines: list[str] = field(default_factory=list)
+    """``keeps == "compact"``: each case's stored form and index line (``CompactCases``)."""
+    ids: list[str] = field(default_factory=list)
+    """``keeps == "ids"``."""
+    judges: dict[str | None, Case] = field(default_factory=dict)
+    """Each judge the batch's checks ask for, with the first case asking."""
+    agents: dict[AgentKey, AgentRef] = field(default_factory=dict)
+    """The agents first resolved in this batch."""
+    refused: InputError | None = None
+    """The batch's first agent, simulator or plan error (raised once the suite's problems are known)."""
+
+
+@dataclass
+class PlanParts:
+    """A sweep's plan as its batches are merged, in suite order."""
+
+    keeps: PlanKeeps
+    env: RunEnvironment
+    selection: SelectionCounts = field(default_factory=SelectionCounts)
+    totals: PlanTotals = field(default_factory=PlanTotals)
+    cases: list[PlannedCase] | CompactCases = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    judges: dict[str | None, Case] = field(default_factory=dict)
+    agents: dict[AgentKey, AgentRef] = field(default_factory=dict)
+    refused: InputError | None = None
+
+    def __post_init__(self) -> None:
+        if self.keeps == "compact":
+            self.cases = CompactCases(self.env)
+
+    def count(self, batch: BatchPlan) -> None:
+        """The selection counts of a batch, planned or not (``--run``, ``-k`` count every case)."""
+        self.selection.add(batch.selection)
+
+    def merge(self, batch: BatchPlan) -> None:
+        """A planned batch's cases, totals, judges and agents (after the batches before it)."""
+        if self.refused is not None:
+            return
+        self.refused = batch.refused
+        for key, ref in batch.agents.items():
+            self.agents.setdefault(key, ref)
+        for use, case in batch.judges.items():
+            self.judges.setdefault(use, case)
+        if batch.refused is not None:
+            return
+        self.totals.merge(batch.totals)
+        if isinstance(self.cases, CompactCases):
+            self.cases.stored += batch.stored
+            self.cases.slot_lines += batch.slot_lines
+        else:
+            self.cases += batch.cases
+        self.ids += batch.ids
+
+
+ReadCounter = Callable[[int], None]
+"""Told, as a suite loads, how many more cases were read (each batch's): a progress display."""
+
+
+class BatchPlanner:
+    """Plans batches of one sweep; the same object (a copy of it, in a forked process) plans
+    every batch, so each agent is resolved once per process."""
+
+    def __init__(self, *, keeps: PlanKeeps, env: RunEnvironment, options: AgentOptions, agent_name: str | None,
+                 runs: int | None, min_pass_rate: float, adaptive: AdaptiveRule | None,
+                 run_pattern: str | None, patterns: tuple[str, ...], codec_from: CompactCases | None = None) -> None:
+        self.keeps, self.env, self.options, self.agent_name = keeps, env, options, agent_name
+        self.runs, self.min_pass_rate, self.adaptive = runs, min_pass_rate, adaptive
+        self.regex = compile_run_pattern(run_pattern)
+        self.patterns = patterns
+        self.codec_from = codec_from
+        """The sweep's compact plan, whose dictionary (its first case) every stored case uses."""
+        self.agents: dict[AgentKey, AgentRef] = {}
+
+    def select(self, cases: list[Case]) -> tuple[list[Case], SelectionCounts]:
+        counts = SelectionCounts()
+        if self.regex is not None:
+            cases = [c for c in cases if self.regex.search(c.id)]
+        counts.matched = len(cases)
+        cases = select_cases(cases, self.patterns)
+        counts.selected = len(cases)
+        counts.runnable = sum(not c.skip for c in cases)
+        counts.skip_reason = next((c.skip_reason for c in cases if c.skip and c.skip_reason), "")
+        return cases, counts
+
+    def plan(self, cases: list[Case], *, selected: bool = False) -> BatchPlan:
+        """Plan ``cases`` (selected first unless ``selected``); an error is kept, not raised."""
+        batch = BatchPlan()
+        if not selected:
+            cases, batch.selection = self.select(cases)
+        try:
+            batch.judges = judges_needed(cases)
+            check_simulators(cases, self.options)
+            for case in cases:
+                self._plan_case(case, batch)
+        except InputError as exc:
+            batch.refused = exc
+        return batch
+
+    def _plan_case(self, case: Case, batch: BatchPlan) -> None:
+        case_plan = plan_case(case, self.runs, self.min_pass_rate, self.adaptive)
+        agent = self._agent(case, batch)
+        batch.totals.add_case(case, case_plan, agent, self.env)
+        if self.keeps == "ids":
+            skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
+            batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
+            return
+        planned = PlannedCase(case=case, plan=case_plan, agent=agent)
+        if self.keeps == "cases":
+            batch.cases.append(planned)
+            return
+        assert self.codec_from is not None
+        stored, slot_line = self.codec_from.encode(planned)
+        batch.stored.append(stored)
+        batch.slot_lines.append(slot_line)
+
+    def _agent(self, case: Case, batch: BatchPlan) -> AgentRef:
+        key = (case.source or case.base_dir, case.agent, case.connection)
+        ref = self.agents.get(key)
+        if ref is None:
+            ref = self.agents[key] = batch.agents[key] = resolve_case_agent(case, self.agent_name, self.options)
+        return ref
+
+
+__all__ = ["BatchPlan", "BatchPlanner", "PlanKeeps", "PlanParts", "ReadCounter", "SelectionCounts", "select_cases"]

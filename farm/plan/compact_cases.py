@@ -1,0 +1,99 @@
+"""A plan's cases held as the store keeps them, for a distributed submitter.
+
+A distributed sweep's submitter only stores its plan; holding a ``PlannedCase`` per case (~3 KB
+of models) bounded its memory at a million cases. ``CompactCases`` keeps each case as its stored
+form instead: the ``PlannedCase`` JSON deflated with the sweep's dictionary (``farm.plan.case_codec``,
+~100 bytes) and its index line (``CaseSlot``). It is filled case by case while the suite is read,
+written to Redis as it is (``farm.distributed.store.plans``), and decodes a case only when one is read (the
+journal, a ``--before`` hook). Pure: no Redis here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar, overload
+
+from farm.plan.case_codec import CaseCodec
+from farm.plan.sweep_plan import CaseSlot, PlannedCase
+from farm.run.execute import RunEnvironment
+
+T = TypeVar("T")
+
+
+class Decoded(Sequence[T]):
+    """Stored strings read as ``T``s, each decoded only when it is read."""
+
+    def __init__(self, stored: list[str], decode: Callable[[str], T]) -> None:
+        self.stored = stored
+        self._decode = decode
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._decode(text) for text in self.stored[i]]
+        return self._decode(self.stored[i])
+
+    def __iter__(self) -> Iterator[T]:
+        return (self._decode(text) for text in self.stored)
+
+
+class CompactCases(Decoded[PlannedCase]):
+    """Planned cases in their stored form, in plan order: ``stored`` holds each case's deflated
+    JSON (as ``farm:sweep:{id}:cases`` does), ``slot_lines`` its encoded ``CaseSlot`` (as
+    ``farm:sweep:{id}:index`` does)."""
+
+    def __init__(self, env: RunEnvironment) -> None:
+        super().__init__([], self._case)
+        self.env = env
+        self.codec = CaseCodec(b"")
+        """The sweep's dictionary: its first case (``farm.plan.case_codec``)."""
+        self.has_dictionary = False
+        self.slot_lines: list[str] = []
+
+    @classmethod
+    def of(cls, cases: Iterable[PlannedCase], env: RunEnvironment) -> CompactCases:
+        compact = cls(env)
+        for planned in cases:
+            compact.append(planned)
+        return compact
+
+    def append(self, planned: PlannedCase) -> None:
+        stored, slot_line = self.encode(planned)
+        self.stored.append(stored)
+        self.slot_lines.append(slot_line)
+
+    def encode(self, planned: PlannedCase) -> tuple[str, str]:
+        """``planned``'s stored form and index line; the first case encoded is the dictionary of
+        every case after it (encoding in other processes starts once it is set)."""
+        text = planned.model_dump_json()
+        if not self.has_dictionary:
+            self.codec, self.has_dictionary = CaseCodec(text.encode()), True
+        return self.codec.encode(text), CaseSlot.of(planned, self.env).encode()
+
+    def json_texts(self) -> Iterator[str]:
+        """Each case's JSON text, inflated but not parsed (the journal's plan line)."""
+        return (self.codec.decode(text) for text in self.stored)
+
+    def slots(self) -> Sequence[CaseSlot]:
+        """The index, each slot decoded when read (publishing reads a window at a time)."""
+        return Decoded(self.slot_lines, CaseSlot.decode)
+
+    def ids(self) -> list[str]:
+        return [text.split(" ", 2)[2] for text in self.slot_lines]
+
+    def _case(self, stored: str) -> PlannedCase:
+        return PlannedCase.model_validate_json(self.codec.decode(stored))
+
+
+def compact(cases: Sequence[PlannedCase], env: RunEnvironment) -> CompactCases:
+    """``cases`` in their stored form (as they are when already compact)."""
+    return cases if isinstance(cases, CompactCases) else CompactCases.of(cases, env)
+
+
+__all__ = ["CompactCases", "Decoded", "compact"]

@@ -1,0 +1,171 @@
+"""A sweep's plan as data: what runs, how often, against which agent, under which settings.
+
+``SweepPlan`` and ``PlannedCase`` are pydantic models (pytest's ``_to_json``/``_from_json``
+idea): the in-process executor reads them directly, and a distributed sweep stores them in
+Redis as JSON, the sweep-wide part once and every case on its own (so a million-case plan
+streams into Redis and a worker reads only the case it runs). The frozen dataclasses they hold
+(``RunEnvironment``, ``AgentOptions``, ``AgentRef``, ``CasePlan``) are validated by pydantic
+too: no hand-written codecs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import Field, SkipValidation
+
+from farm.agents.options import AgentOptions
+from farm.agents.ref import AgentRef
+from farm.models import Case, FarmModel, PerCaseModel
+from farm.plan.fleet import FleetPlan
+from farm.run.execute import RunEnvironment
+from farm.settings import DEFAULT_QUEUE
+from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
+
+
+def new_sweep_id() -> str:
+    """Sortable, readable sweep ids: ``20261122T101500-3f2a9c``."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def utc_now() -> str:
+    """Now, as reports write timestamps: ``2026-11-22T10:15:00Z``."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class PlannedCase(PerCaseModel):
+    """One case of a sweep: the case, its run plan, and the agent it runs against."""
+
+    case: Case
+    plan: CasePlan
+    agent: AgentRef
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+
+class SweepPlan(FarmModel):
+    """A sweep ready to run. ``cases`` is in-process only: Redis stores each case on its own."""
+
+    sweep_id: str
+    env: RunEnvironment
+    options: AgentOptions
+    agent_label: str
+    """How reports name the agent (several agents: their labels joined)."""
+    total_cases: int
+    total_runs: int
+    runs_per_case: int
+    skipped_runs: int = 0
+    """Of ``total_runs``, the placeholders of skipped cases: no run is made for them."""
+    max_case_timeout_s: float
+    """The longest case timeout: bounds how long one run may take."""
+    parallel: int = 8
+    fail_fast: bool = False
+    max_run_details: int = DEFAULT_MAX_RUN_DETAILS
+    """Runs kept per case for the report; 0 when no output shows them (JSONL stream, stdout),
+    which keeps an in-process sweep's memory flat however many runs it has."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Goes into the report's metadata (input, min pass rate, reporter, …)."""
+    queue: str = DEFAULT_QUEUE
+    started_at: str = ""
+    fleet: FleetPlan = Field(default_factory=FleetPlan)
+    """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
+    cases: SkipValidation[Sequence[PlannedCase]] = Field(default_factory=list, exclude=True)
+    """A list, or for a distributed submitter ``farm.plan.compact_cases.CompactCases`` (each case in its
+    stored form); not validated again when the plan is built."""
+
+    @property
+    def case_ids(self) -> list[str]:
+        from farm.plan.compact_cases import CompactCases  # it builds on this module
+
+        return self.cases.ids() if isinstance(self.cases, CompactCases) else [c.id for c in self.cases]
+
+    def slots(self) -> Sequence[CaseSlot]:
+        """What publishing needs of each case, in plan order."""
+        from farm.plan.compact_cases import CompactCases
+
+        if isinstance(self.cases, CompactCases):
+            return self.cases.slots()
+        return [CaseSlot.of(c, self.env) for c in self.cases]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSlot:
+    """What publishing a case's runs needs, and nothing more: its id, its number of runs, its
+    timeout (the runs' Celery time limits). Stored as a compact index beside the cases, so a
+    worker topping up a million-case sweep's window reads ids and numbers, not a million cases."""
+
+    id: str
+    runs: int
+    timeout_s: float
+
+    @classmethod
+    def of(cls, planned: PlannedCase, env: RunEnvironment) -> CaseSlot:
+        return cls(planned.id, planned.plan.runs, env.case_timeout(planned.case))
+
+    def encode(self) -> str:
+        return f"{self.runs} {self.timeout_s!r} {self.id}"
+
+    @classmethod
+    def decode(cls, text: str) -> CaseSlot:
+        runs, timeout, case_id = text.split(" ", 2)
+        return cls(case_id, int(runs), float(timeout))
+
+
+@dataclass
+class PlanTotals:
+    """A plan's totals, counted case by case as its cases are planned (a compact plan is not read
+    again to count them)."""
+
+    labels: set[str] = field(default_factory=set)
+    cases: int = 0
+    runs: int = 0
+    skipped_runs: int = 0
+    most_runs: int = 0
+    longest_timeout_s: float = 0.0
+
+    def add(self, planned: PlannedCase, env: RunEnvironment) -> None:
+        self.add_case(planned.case, planned.plan, planned.agent, env)
+
+    def add_case(self, case: Case, plan: CasePlan, agent: AgentRef, env: RunEnvironment) -> None:
+        self.labels.add(agent.label)
+        self.cases += 1
+        self.runs += plan.runs
+        self.skipped_runs += plan.runs if case.skip else 0
+        self.most_runs = max(self.most_runs, plan.runs)
+        self.longest_timeout_s = max(self.longest_timeout_s, env.case_timeout(case))
+
+    def merge(self, other: PlanTotals) -> None:
+        """Another part of the plan's totals (a batch planned apart)."""
+        self.labels |= other.labels
+        self.cases += other.cases
+        self.runs += other.runs
+        self.skipped_runs += other.skipped_runs
+        self.most_runs = max(self.most_runs, other.most_runs)
+        self.longest_timeout_s = max(self.longest_timeout_s, other.longest_timeout_s)
+
+
+def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironment, options: AgentOptions,
+               totals: PlanTotals | None = None, **settings: Any) -> SweepPlan:
+    """A plan for ``cases`` with its totals (counted now unless given); ``settings``: the other
+    SweepPlan fields."""
+    if totals is None:
+        totals = PlanTotals()
+        for planned in cases:
+            totals.add(planned, env)
+    labels = sorted(totals.labels)
+    return SweepPlan(
+        sweep_id=sweep_id, env=env, options=options, cases=cases,
+        agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
+        total_cases=totals.cases, total_runs=totals.runs, runs_per_case=max(totals.most_runs, 1),
+        skipped_runs=totals.skipped_runs,
+        max_case_timeout_s=totals.longest_timeout_s, **settings,
+    )
+
+
+__all__ = ["CaseSlot", "PlanTotals", "PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]

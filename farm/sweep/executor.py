@@ -1,0 +1,35 @@
+"""The executor seam: a plan in, a report out, events to an observer on the way.
+
+httpx's transport idea: the local executor runs the plan in this process, the Celery executor
+ships it to workers; ``farm.api`` picks one and never branches on which it holds (each
+subclasses ``Executor``, so ``arun`` has a default). Both finish
+the sweep through ``farm.sweep.lifecycle``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from farm.models import SweepReport
+from farm.plan.sweep_plan import SweepPlan
+from farm.sweep.lifecycle import SweepStop
+from farm.sweep.observers import SweepObserver
+
+
+class Executor(Protocol):
+    """Runs a plan to its report (raises FarmRuntimeError when the farm itself fails).
+
+    ``stop`` lets the caller (a signal handler, a budget) stop the sweep early: the executor stops
+    scheduling runs and still returns a report of what ran, marked with the stop reason.
+    """
+
+    def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport: ...
+
+    async def arun(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
+        """``run`` for a caller inside an event loop. By default in a thread (a distributed sweep's
+        Redis reads block); the local executor overrides it to run on the caller's loop."""
+        return await asyncio.to_thread(self.run, plan, observer, stop)
+
+
+__all__ = ["Executor"]

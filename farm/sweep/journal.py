@@ -1,0 +1,171 @@
+"""The run journal: every completed run of a ``farm test`` sweep, on disk as soon as it completes.
+
+Whatever ``-o`` says, each sweep appends its events to ``$FARM_DATA_DIR/journals/<sweep id>.jsonl``
+and flushes every line, so no failure after the sweep (a full disk, a bad path, a crash, a
+kill, a second Ctrl-C) loses a paid run: ``farm report JOURNAL -o FILE…`` renders any format
+from it, complete or partial (``farm.sweep.replay``). Journals older than ``FARM_JOURNAL_DAYS`` are
+pruned when a sweep starts (SPEC 10).
+
+A journal is the JSONL stream of SPEC 8 (``start``, ``result`` per run, ``stability`` per case,
+``summary`` with the report's metadata), plus what makes it self-contained:
+
+    plan      the sweep's plan (settings and every planned case), right after ``start``
+    result    each carries ``run_result``: the full ``RunResult``, so a replay counts exactly
+              what the sweep counted (the Yao fields beside it are for people and ``jq``)
+
+The JSONL writer and the plan model are the ones reports and Redis use: no second codec.
+
+Flat memory for big JSON/HTML/Markdown/JUnit reports (issue 16) builds on this: every run is
+already here in full, in completion order. While writing, the journal records the byte offset of
+each ``result`` line per case (8 bytes a run); ``JournalDetails`` reads one case's runs back and
+feeds them, in the same order, to a fresh ``CaseAccumulator`` with the sweep's
+``max_run_details``, which keeps exactly the details the sweep's own accumulator kept. The
+in-process executor then drops each finished case's details (``journal_for``) and the report's
+renderers ask for them one case at a time (``farm.reports.details``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import weakref
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from farm.errors import SettingsError
+from farm.models import CaseStats, RunDetail, RunResult, SweepReport
+from farm.plan.compact_cases import CompactCases
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.reports.jsonl import JsonlWriter, result_line
+from farm.stats import CaseAccumulator
+from farm.sweep.observers import SweepStart
+
+JOURNAL_DIR = "journals"
+"""Under the data directory (``FARM_DATA_DIR``)."""
+JOURNAL_SUFFIX = ".jsonl"
+
+
+def journal_dir(data_dir: Path) -> Path:
+    return data_dir / JOURNAL_DIR
+
+
+def journal_path(data_dir: Path, sweep_id: str) -> Path:
+    return journal_dir(data_dir) / f"{sweep_id}{JOURNAL_SUFFIX}"
+
+
+def prune_journals(data_dir: Path, days: int, *, now: float | None = None) -> list[Path]:
+    """Delete journals not written to for ``days`` days; returns what was deleted."""
+    cutoff = (time.time() if now is None else now) - days * 86400
+    pruned = []
+    directory = journal_dir(data_dir)
+    for path in directory.glob(f"*{JOURNAL_SUFFIX}") if directory.is_dir() else ():
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                pruned.append(path)
+        except FileNotFoundError:  # another farm pruned it first
+            continue
+    return pruned
+
+
+def open_journal(data_dir: Path, sweep_id: str) -> TextIO:
+    """Create the sweep's journal; SettingsError (exit 2, before any run) when it cannot be."""
+    path = journal_path(data_dir, sweep_id)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("x", encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"cannot write the run journal {path}: {exc.strerror or exc} "
+                            "(set FARM_DATA_DIR to a writable directory)") from None
+
+
+class JournalDetails:
+    """A case's kept run details, read back from the journal (a ``RunDetailsSource``)."""
+
+    def __init__(self, path: Path, plan: SweepPlan) -> None:
+        self.path = path
+        self._plan = plan
+        self.offsets: dict[str, array[int]] = {}
+        """Per case, where each of its ``result`` lines starts, in completion order."""
+        self._cases: dict[str, PlannedCase] | None = None
+
+    def __call__(self, stats: CaseStats) -> list[RunDetail]:
+        if self._cases is None:
+            self._cases = {c.id: c for c in self._plan.cases}
+        planned = self._cases[stats.id]
+        acc = CaseAccumulator(planned.case, planned.plan, max_details=self._plan.max_run_details)
+        with self.path.open("rb") as journal:
+            for offset in self.offsets.get(stats.id, ()):
+                journal.seek(offset)
+                acc.add(RunResult.model_validate(json.loads(journal.readline())["run_result"]))
+        return acc.stats().run_details
+
+
+def case_texts(cases: Sequence[PlannedCase]) -> Iterator[str]:
+    """Each case's JSON (a distributed submitter's compact cases: inflated, never parsed)."""
+    if isinstance(cases, CompactCases):
+        return cases.json_texts()
+    return (c.model_dump_json() for c in cases)
+
+
+_OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()
+
+
+def journal_for(sweep_id: str) -> JournalDetails | None:
+    """The details source of the sweep's journal while its ``RunJournal`` (or a report using it) lives."""
+    return _OPEN.get(sweep_id)
+
+
+class RunJournal:
+    """A sweep observer writing the journal; each line is flushed as it is written."""
+
+    durable = True
+    """Its failure stops the sweep with what ran (``farm.sweep.observers.Observers``)."""
+
+    def __init__(self, stream: TextIO, plan: SweepPlan) -> None:
+        self._writer = JsonlWriter(stream)
+        self._stream = stream
+        self._plan = plan
+        self.path = Path(stream.name) if isinstance(getattr(stream, "name", None), str) else None
+        self.details: JournalDetails | None = None
+        """Reads each case's kept runs back (a file journal only, and only when details are kept)."""
+        if self.path is not None and plan.max_run_details > 0 and stream.seekable():
+            self.details = _OPEN[plan.sweep_id] = JournalDetails(self.path.resolve(), plan)
+
+    def on_start(self, start: SweepStart) -> None:
+        self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
+                           total_runs=start.total_runs, sweep_id=start.sweep_id)
+        self._writer.write_array({"type": "plan", "pid": os.getpid(), "host": socket.gethostname(),
+                                  "plan": self._plan.model_dump(mode="json")},
+                                 "cases", case_texts(self._plan.cases))
+
+    def on_result(self, result: RunResult) -> None:
+        if self.details is not None:
+            offsets = self.details.offsets.get(result.case_id)
+            if offsets is None:
+                offsets = self.details.offsets[result.case_id] = array("q")
+            offsets.append(self._stream.tell())
+        # pydantic's own JSON of the run, spliced in: a third of the cost of dumping it as a dict
+        self._writer.write(result_line(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
+
+    def on_case(self, stats: CaseStats) -> None:
+        self._writer.stability(stats)
+
+    def on_finish(self, report: SweepReport) -> None:
+        self._writer.summary(report)
+
+
+__all__ = [
+    "JOURNAL_DIR",
+    "JournalDetails",
+    "RunJournal",
+    "journal_dir",
+    "journal_for",
+    "journal_path",
+    "open_journal",
+    "prune_journals",
+]

@@ -1,0 +1,168 @@
+"""One sweep lifecycle for both executors: the start event, the run guard, the finish.
+
+inspect_ai's ``eval_results`` idea: the in-process executor and the workers' ``farm.report``
+finish a sweep with the same function, so a stopped sweep reports the same way wherever it ran:
+cases in plan order, ``metadata.status`` (SPEC 11), ``metadata.stopped`` with its typed reason,
+``metadata.not_run`` (cases with no run at all; partly run cases keep their runs beside
+``runs_planned``), totals and duration. The fail-fast rule is ``CasePlan.cannot_pass``.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from farm.agents.base import Agent
+from farm.checks.base import JudgeResolver
+from farm.fleet.waiting import queued_timeout
+from farm.models import Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
+from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.run.dynamic import SimulatorResolver
+from farm.run.execute import RunEnvironment, execute_run
+from farm.run.failures import classify_run
+from farm.stats import build_report
+from farm.sweep.observers import SweepStart
+
+RUN_GUARD_S = 5.0
+"""Grace past the case timeout before a run is cut off from outside (``execute_run`` enforces the
+timeout itself; the guard catches an agent that ignores cancellation, e.g. a blocking call)."""
+
+
+class StopReason(enum.StrEnum):
+    """Why a sweep stopped scheduling runs before its plan was done (``metadata.stopped``)."""
+
+    FAIL_FAST = "fail-fast"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+    BUDGET = "budget"
+    QUOTA = "quota"
+
+
+class SweepStatus(enum.StrEnum):
+    """How a sweep ended (``metadata.status``, SPEC 11)."""
+
+    COMPLETE = "complete"
+    """Every planned run ran."""
+    STOPPED = "stopped"
+    """Stopped early; ``metadata.stopped`` says why."""
+    FAILED = "failed"
+    """The farm could not finish it; ``metadata.reason`` says why."""
+    ABANDONED = "abandoned"
+    """Its publisher vanished before publishing every run, and it was closed."""
+    RUNNING = "running"
+    """Not an end: a report of a sweep still in flight (``farm report`` on a partial journal or
+    a distributed sweep with no report yet)."""
+
+
+class SweepStop:
+    """A request to stop scheduling runs, shared by whoever decides it and the executor that obeys.
+
+    Set from a signal handler (Ctrl-C, SIGTERM), by the fail-fast rule, a budget or a quota; the
+    executor reads it between runs. The first reason wins. Thread-safe (signal handlers, worker
+    threads and the event loop may all touch it).
+    """
+
+    def __init__(self) -> None:
+        self._reason: StopReason | None = None
+        self._lock = threading.Lock()
+        self.event = threading.Event()
+        """Set once a stop is requested: wait on it instead of polling."""
+
+    def request(self, reason: StopReason) -> bool:
+        """Ask the sweep to stop for ``reason``; False when it was already asked to (for another)."""
+        with self._lock:
+            if self._reason is not None:
+                return False
+            self._reason = reason
+        self.event.set()
+        return True
+
+    @property
+    def reason(self) -> StopReason | None:
+        return self._reason
+
+
+def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
+    """The ``start`` event every observer (and the JSONL stream) gets first."""
+    # runs to be made: a skipped case's placeholder is none (the progress bar's total, the stream's start)
+    return SweepStart(plan.sweep_id, plan.agent_label, plan.total_cases, plan.total_runs - plan.skipped_runs,
+                      started_at)
+
+
+def report_metadata(plan: SweepPlan, started_at: str) -> dict[str, Any]:
+    """The report's metadata section before the sweep ends."""
+    from farm import __version__
+
+    return {
+        "sweep_id": plan.sweep_id,
+        "agent_id": plan.agent_label,
+        "connector": plan.env.connector,
+        "started_at": started_at,
+        "version": __version__,
+        "comparison": "neuro-san-compat" if plan.env.neuro_san_compat else "documented",
+        **plan.metadata,
+    }
+
+
+def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: Sequence[str], started_at: str,
+                 duration_ms: float, stopped: StopReason | str | None = None, status: SweepStatus | None = None,
+                 reason: str | None = None) -> SweepReport:
+    """The sweep's report from the statistics of the cases that ran, in plan order.
+
+    ``status`` defaults to ``stopped`` when a stop reason is given, else ``complete``.
+    """
+    status = status or (SweepStatus.STOPPED if stopped else SweepStatus.COMPLETE)
+    metadata = report_metadata(plan, started_at)
+    metadata["completed_at"] = utc_now()
+    metadata["status"] = status.value
+    not_run = [cid for cid in case_ids if cid not in stats]
+    if stopped:
+        metadata["stopped"] = StopReason(stopped).value
+    if stopped or not_run:
+        metadata["not_run"] = not_run
+    if reason:
+        metadata["reason"] = reason
+    return build_report(
+        [stats[cid] for cid in case_ids if cid in stats],
+        duration_ms=round(duration_ms, 1), runs_per_case=plan.runs_per_case,
+        environment=plan.env.describe(), metadata=metadata,
+    )
+
+
+def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
+    result = RunResult(
+        case_id=case.id, run=run, status=RunStatus.TIMEOUT, sweep_id=env.sweep_id, started_at=utc_now(),
+        duration_ms=round((time.monotonic() - started) * 1000, 3),
+        error=ErrorInfo(type="Timeout", message=f"run cut off after {limit:g}s (the case timeout)"),
+    )
+    result.failure_class, result.failed_turn = classify_run(result)  # as execute_run classes its own
+    return result
+
+
+async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *,
+                      judges: JudgeResolver | None = None, simulators: SimulatorResolver | None = None,
+                      not_after: float | None = None) -> RunResult:
+    """``execute_run`` bounded from outside at the case timeout plus ``RUN_GUARD_S``; never raises."""
+    limit = env.case_timeout(case)
+    started = time.monotonic()
+    try:
+        async with queued_timeout(limit + RUN_GUARD_S):  # pushed back by the run's waits for a slot
+            return await execute_run(case, run, agent, env, judges=judges, simulators=simulators,
+                                     not_after=not_after)
+    except TimeoutError:
+        return _cut_off(case, run, env, limit, started)
+
+
+__all__ = [
+    "RUN_GUARD_S",
+    "StopReason",
+    "SweepStatus",
+    "SweepStop",
+    "finish_sweep",
+    "report_metadata",
+    "run_guarded",
+    "start_event",
+]

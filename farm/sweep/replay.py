@@ -1,0 +1,159 @@
+"""Reports rebuilt after the fact: from a run journal, or from a distributed sweep's store.
+
+``farm report`` renders any format from either, complete or partial. The statistics are
+rebuilt with the accumulator the sweep itself used, from the runs it recorded, and the report
+is finished by ``farm.sweep.lifecycle.finish_sweep``, so a rebuilt report reads like the live one.
+A complete journal ends with the sweep's own metadata (``status``, ``stopped``, ``not_run``), which
+the rebuilt report keeps; a journal that stops short (the process was killed, crashed, was
+interrupted twice, or is still running) is reported as ``running`` when the process that writes it
+is alive on this machine, else ``abandoned``; either way every recorded run is in it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from farm.errors import InputError
+from farm.models import CaseStats, RunResult, SweepReport
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
+from farm.sweep.journal_lines import JournalLines
+from farm.sweep.lifecycle import SweepStatus, finish_sweep
+
+if TYPE_CHECKING:
+    from farm.distributed.store.sweep_store import SweepStore
+
+
+def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult]) -> dict[str, CaseStats]:
+    """Statistics of every case with at least one run among ``results`` (each run counted once)."""
+    accumulators = {c.id: CaseAccumulator(c.case, c.plan, max_details=DEFAULT_MAX_RUN_DETAILS) for c in cases}
+    for result in results:
+        acc = accumulators.get(result.case_id)
+        if acc is None:
+            raise InputError(f"run {result.run} of case {result.case_id!r} belongs to no planned case")
+        acc.add(result)
+    return {cid: acc.stats() for cid, acc in accumulators.items() if acc.count}
+
+
+class _Journal:
+    """What a journal file holds, read in one pass (results are streamed, not kept)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events = JournalLines(path)
+        self.start: dict[str, Any] = {}
+        self.plan_event: dict[str, Any] = {}
+        self.summary: dict[str, Any] | None = None
+
+    def read_head(self) -> SweepPlan:
+        for event in self.events:
+            if event.get("type") == "start":
+                self.start = event
+            elif event.get("type") == "plan":
+                self.plan_event = event
+                plan = SweepPlan.model_validate(event["plan"])
+                plan.cases = [PlannedCase.model_validate(c) for c in event.get("cases", [])]
+                return plan
+        unread = f"; {self.events.bad[0]}" if self.events.bad else ""
+        raise InputError(f"{self.path}: not a farm run journal (no plan line{unread}; journals live under "
+                         "$FARM_DATA_DIR/journals/)")
+
+    def results(self) -> Iterator[RunResult]:
+        for event in self.events:
+            if event.get("type") == "result" and "run_result" in event:
+                try:
+                    yield RunResult.model_validate(event["run_result"])
+                except ValueError as exc:  # pydantic's ValidationError: this run is lost, the others are not
+                    self.events.note_bad(event.get("_line"), f"a result that does not validate ({_first(exc)})")
+            elif event.get("type") == "summary":
+                self.summary = event
+
+
+def report_from_journal(path: str | Path) -> SweepReport:
+    """The report of the sweep a journal recorded, complete or partial."""
+    journal = _Journal(Path(path))
+    try:
+        plan = journal.read_head()
+        stats = case_statistics(plan.cases, journal.results())
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise InputError(f"{path}: not a readable farm run journal: {exc}") from None
+    started_at = str(journal.start.get("timestamp") or plan.started_at)
+    if journal.summary is not None:
+        meta = journal.summary.get("metadata") or {}
+        report = finish_sweep(plan, stats, case_ids=plan.case_ids, started_at=started_at,
+                              duration_ms=float(journal.summary.get("duration_ms") or 0.0),
+                              stopped=meta.get("stopped"), status=SweepStatus(meta.get("status", "complete")),
+                              reason=meta.get("reason"))
+        report.metadata.update(meta)  # the sweep's own account: completed_at, not_run, …
+        return _with_bad_lines(report, journal)
+    alive = _writer_alive(journal.plan_event)
+    duration = (Path(path).stat().st_mtime - _epoch(started_at)) * 1000
+    return _with_bad_lines(finish_sweep(
+        plan, stats, case_ids=plan.case_ids, started_at=started_at, duration_ms=max(duration, 0.0),
+        status=SweepStatus.RUNNING if alive else SweepStatus.ABANDONED,
+        reason=None if alive else "the journal ends before the sweep finished: its process was killed, crashed "
+                                  "or was interrupted twice; the report holds every run it recorded",
+    ), journal)
+
+
+def _with_bad_lines(report: SweepReport, journal: _Journal) -> SweepReport:
+    bad = journal.events.summary()
+    if bad is not None:
+        report.metadata["journal_bad_lines"] = bad
+    return report
+
+
+def _first(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return " ".join(lines[:3]) if lines else type(exc).__name__
+
+
+def _writer_alive(plan_event: dict[str, Any]) -> bool:
+    """The process that writes the journal still runs on this machine."""
+    pid = plan_event.get("pid")
+    if not isinstance(pid, int) or plan_event.get("host") != socket.gethostname() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _epoch(timestamp: str) -> float:
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
+def report_from_store(store: SweepStore, sweep_id: str) -> SweepReport:
+    """A distributed sweep's report: the stored one when it finished, else one built from the runs
+    stored so far (``running``, or ``stopped`` when it was stopped and is draining)."""
+    report = store.get_report(sweep_id)
+    if report is not None:
+        return report
+    plan = store.load_sweep(sweep_id)
+    if plan is None:
+        raise InputError(f"no sweep {sweep_id!r} (finished sweeps are kept for FARM_RESULT_TTL, default 7 days)")
+    case_ids = store.case_ids(sweep_id)
+    stats = store.all_stats(sweep_id)
+    for case_id in [cid for cid in case_ids if cid not in stats]:
+        planned = store.load_case(sweep_id, case_id)
+        if planned is not None:
+            stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs))
+    return store.with_run_details(finish_sweep(
+        plan, stats, case_ids=case_ids, started_at=plan.started_at,
+        duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
+        stopped=store.stop_reason(sweep_id), status=SweepStatus.RUNNING))
+
+
+__all__ = ["case_statistics", "report_from_journal", "report_from_store"]
