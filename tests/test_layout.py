@@ -1,8 +1,9 @@
-"""The package's walls, read from the source: what ``farm`` may import, module by module."""
+"""The package's walls, read from the source: what each room of ``farm`` may import, and that nothing circles."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,3 +48,104 @@ def test_farm_never_imports_workers() -> None:
 def test_the_walk_sees_imports_inside_functions_and_import_module_strings() -> None:
     tree = ast.parse("def f():\n    import redis\n    importlib.import_module('workers.app')\n")
     assert list(imported_names(tree)) == [(2, "redis"), (3, "workers.app")]
+
+
+HEAVY = ("redis", "celery", "kombu", "sqlalchemy", "alembic", "psycopg")
+"""Libraries that need a server or a broker: only the walls below may import them."""
+
+WALLS = ("distributed", "history", "cli")
+"""``farm/`` packages that may import ``HEAVY`` (with ``workers/``, outside ``farm``)."""
+
+
+def heavy_imports_outside_the_walls() -> list[str]:
+    """``file:line: module`` for each import of a heavy library by a module of ``farm/`` outside
+    ``WALLS`` (at the top, in a function or under TYPE_CHECKING alike)."""
+    found = []
+    for path in sorted(FARM.rglob("*.py")):
+        if path.relative_to(FARM).parts[0] in WALLS:
+            continue
+        for line, name in imported_names(ast.parse(path.read_text(encoding="utf-8"))):
+            if name.split(".")[0] in HEAVY:
+                found.append(f"{path.relative_to(FARM.parent)}:{line}: {name}")
+    return found
+
+
+def test_only_the_walls_import_redis_celery_kombu_or_the_sql_stack() -> None:
+    """ARCHITECTURE rule 1 as a folder rule: the core reaches Redis, Celery and SQL through the
+    functions of ``distributed/``, ``history/`` and ``cli/``, never by importing them itself."""
+    assert heavy_imports_outside_the_walls() == []
+
+
+def test_the_folder_rule_names_a_leak(tmp_path, monkeypatch) -> None:
+    leaky = tmp_path / "farm"
+    (leaky / "stats").mkdir(parents=True)
+    (leaky / "distributed").mkdir()
+    (leaky / "stats" / "x.py").write_text("def f():\n    import redis\n")
+    (leaky / "distributed" / "y.py").write_text("import redis\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", leaky)
+    assert heavy_imports_outside_the_walls() == ["farm/stats/x.py:2: redis"]
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(FARM.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def load_time_imports() -> dict[str, set[str]]:
+    """Each ``farm`` module → the ``farm`` modules it imports as it loads (top-level statements
+    only: imports in functions and under TYPE_CHECKING run later or never). ``from pkg import
+    sub`` counts ``pkg`` only when it takes a name that is not a submodule: a package is always
+    loaded before its submodules, so only its names can be missing half-way."""
+    modules = {module_name(p): p for p in FARM.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules.keys()
+                found |= subs | ({node.module} if len(subs) < len(node.names) else set())
+        edges[name] = {m for m in found if m in modules and m != name}
+    return edges
+
+
+def import_circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while (top := stack.pop()) != module:
+                group.append(top)
+            if group:
+                circles.append(sorted([module, *group]))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_import_circle_when_modules_load() -> None:
+    assert import_circles(load_time_imports()) == []
+
+
+def test_the_circle_finder_finds_one() -> None:
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_hall_holds_at_most_fifteen_modules() -> None:
+    loose = sorted(p.name for p in FARM.glob("*.py"))
+    assert len(loose) <= 15, loose
