@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, select
 
+from farm.history.tables import case_criteria
 from farm.models import Assertion, Case, CheckOutcome, Message, RunResult, RunStatus, StockTest, Turn
 from farm.replay import report_from_journal
 from farm.reports.summary import render_summary
@@ -83,6 +85,16 @@ def test_history_compare_and_trends_name_the_criterion_that_moved(
         tmp_path: Path, farm_cli: Any, history_url: str) -> None:
     _sweep(farm_cli, tmp_path, history_url, "base.json")
     _sweep(farm_cli, tmp_path, history_url, "head.json", bye_runs=9)
+    engine = create_engine(history_url)
+    try:
+        with engine.connect() as conn:
+            recorded = conn.execute(select(case_criteria.c.sweep, case_criteria.c.criterion_id, case_criteria.c.passed,
+                                           case_criteria.c.runs, case_criteria.c.label)).all()
+    finally:
+        engine.dispose()
+    first = min(row.sweep for row in recorded)
+    in_history = sorted(tuple(r)[1:] for r in recorded if r.sweep == first)
+    assert in_history == [(i, p, n, label) for i, _t, _k, n, p, _r, label in EXPECTED]
     moved = "criterion moved: contains bye 4/10 → 9/10 (+50 points)"
     compared = farm_cli.run("compare", "last~1", "last", "--history", history_url, "-o",
                             str(tmp_path / "cmp.json"), "-o", str(tmp_path / "cmp.md"), local=True)
