@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, select
 
+from farm.history.tables import case_criteria
 from farm.models import Assertion, Case, CheckOutcome, Message, RunResult, RunStatus, StockTest, Turn
 from farm.reports.summary import render_summary
 from farm.stats import CaseAccumulator, plan_case
@@ -83,6 +85,16 @@ def test_history_compare_and_trends_name_the_criterion_that_moved(
         tmp_path: Path, farm_cli: Any, history_url: str) -> None:
     _sweep(farm_cli, tmp_path, history_url, "base.json")
     _sweep(farm_cli, tmp_path, history_url, "head.json", bye_runs=9)
+    engine = create_engine(history_url)
+    try:
+        with engine.connect() as conn:
+            recorded = conn.execute(select(case_criteria.c.sweep, case_criteria.c.criterion_id, case_criteria.c.passed,
+                                           case_criteria.c.runs, case_criteria.c.label)).all()
+    finally:
+        engine.dispose()
+    first = min(row.sweep for row in recorded)
+    in_history = sorted(tuple(r)[1:] for r in recorded if r.sweep == first)
+    assert in_history == [(i, p, n, label) for i, _t, _k, n, p, _r, label in EXPECTED]
     moved = "criterion moved: contains bye 4/10 → 9/10 (+50 points)"
     compared = farm_cli.run("compare", "last~1", "last", "--history", history_url, "-o",
                             str(tmp_path / "cmp.json"), "-o", str(tmp_path / "cmp.md"), local=True)
@@ -168,3 +180,23 @@ def test_criterion_text_says_what_is_checked() -> None:
     long = criterion_text(Assertion(type="equals", value="x" * 200, has_value=True))
     assert len(long) == len("equals ") + 60 and long.endswith("…")
     assert re.fullmatch(r"agent .+", criterion_text(Assertion(type="agent", value="is polite", has_value=True)))
+
+
+@pytest.mark.browser
+def test_compare_and_trend_pages_name_the_criterion_that_moved(
+        tmp_path: Path, farm_cli: Any, sqlite_history_url: str, browser: Any) -> None:
+    _sweep(farm_cli, tmp_path, sqlite_history_url, "base.json")
+    _sweep(farm_cli, tmp_path, sqlite_history_url, "head.json", bye_runs=9)
+    farm_cli.run("compare", str(tmp_path / "base.json"), str(tmp_path / "head.json"), "-o", str(tmp_path / "cmp.html"),
+                 local=True)
+    trend = farm_cli.run("history", "--history", sqlite_history_url, "--html", str(tmp_path / "trend.html"),
+                         local=True)
+    assert trend.returncode == 0, trend.stderr
+    for page_file in ("cmp.html", "trend.html"):
+        opened = Opened(browser, tmp_path / page_file)
+        try:
+            shown = opened.page.get_by_text("criterion moved: contains bye 4/10 → 9/10 (+50 points)")
+            assert shown.count() == 1, page_file
+            assert opened.problems == [] and opened.blocked == []
+        finally:
+            opened.context.close()

@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from farm.agents.options import AgentOptions
+from farm.agents.resolve import resolve_case_agent
+from farm.models import Case, Message, Turn
 from tests.test_neuro_san_genuine import FIXTURE
 
 CASES = FIXTURE / "cases"
@@ -59,3 +62,16 @@ def test_grpc_and_service_only_files_say_which_neuro_san_dropped_them(tmp_path: 
         assert (f"no runnable cases: all 1 cases are skipped (skip: true); e.g. connection '{name}' is not "
                 "spoken: neuro-san's gRPC service") in done.stderr
         assert "neuro-san dropped its gRPC service in 0.6.0 (0.5.68 was the last to serve it" in done.stderr
+
+
+def test_a_neuro_san_agent_named_by_n_is_called_over_the_cases_connection(tmp_path: Path) -> None:
+    """``-n neuro-san://…`` picks the agent; an ``@mcp`` case still calls it as the server's MCP tool
+    (else ``[http, mcp]`` would run twice over HTTP and compare HTTP with itself)."""
+    options = AgentOptions(str(tmp_path), str(tmp_path), str(tmp_path))
+    by_connection = {}
+    for connection in ("http", "mcp"):
+        case = Case(id=f"echo@{connection}", format="neuro-san", connection=connection, agent="echo",
+                    turns=[Turn(messages=[Message(role="user", content="hi")])])
+        by_connection[connection] = resolve_case_agent(case, "neuro-san://127.0.0.1:1/echo", options)
+    assert (by_connection["http"].connection, by_connection["mcp"].connection) == ("", "mcp")
+    assert by_connection["mcp"].label == "http://127.0.0.1:1/echo (mcp)"

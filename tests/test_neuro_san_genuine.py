@@ -70,8 +70,10 @@ def neuro_san_python() -> str:
     if not Path(python).exists():
         if named:
             pytest.fail(f"FARM_NEURO_SAN_PYTHON={python}: no such file")
-        pytest.skip(f"genuine neuro-san not installed: it needs Python 3.12 (pyenv's 3.12.1, which .ci/run builds "
-                    f"its venv from); set FARM_NEURO_SAN_PYTHON or create {DEFAULT_PYTHON}")
+        why = os.environ.get("FARM_NEURO_SAN_MISSING") or (  # .ci/run says why it could not build the venv
+            f"it needs Python 3.12 (pyenv's 3.12.1, which .ci/run builds its venv from); set FARM_NEURO_SAN_PYTHON "
+            f"or create {DEFAULT_PYTHON}")
+        pytest.skip(f"genuine neuro-san not installed: {why}")
     probe = subprocess.run([python, "-c", "import neuro_san"], capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
         if named:

@@ -13,6 +13,7 @@ Adapters are built by the registry (``farm.agents.registry``).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,14 @@ def resolve_case_agent(case: Case, name: str | None, options: AgentOptions) -> A
     """The agent a case runs against; raises AgentResolutionError naming what was tried.
 
     A neuro-san case with an ``http``/``https`` connection always talks to the server: that is
-    what the connection is there to test.
+    what the connection is there to test. With ``-n`` naming a neuro-san agent, an ``mcp`` case
+    calls that agent as its server's MCP tool.
     """
     if name:
-        return parse_reference(name, options)
+        ref = parse_reference(name, options)
+        if ref.kind == "neuro-san" and case.format == "neuro-san" and case.connection == "mcp":
+            return dataclasses.replace(ref, connection="mcp")
+        return ref
     if case.format == "neuro-san" and case.connection in ("http", "https", "mcp"):
         return _on_server(case, options)
     start = Path(case.base_dir) if case.base_dir else Path(options.cwd)
