@@ -146,7 +146,7 @@ class _Programs:
             if since is None or self.starting or process.pid in self.started:
                 return False
         with contextlib.suppress(psutil.Error, OSError):
-            return (process.status() == psutil.STATUS_ZOMBIE and os.getsid(process.pid) == process.pid
+            return bool(process.status() == psutil.STATUS_ZOMBIE and os.getsid(process.pid) == process.pid
                     and process.create_time() >= since)
         return False
 
