@@ -10,7 +10,9 @@ its process group — comes back to them:
   and are ended when the turn ends (``end_turn_leftovers``);
 - an ``--isolate`` process runs one call at a time: everything under it is ended after each call;
 - whatever is still under the process when it finishes (a Python agent's own subprocesses) is
-  ended then (``end_descendants``).
+  ended then (``end_descendants``). One that exits before stays a zombie until then: nothing
+  tells it from the process's own children (Celery's pool processes, asyncio's), whose exits
+  their owners collect by pid; only a turn's ``setsid`` child is known (``PROGRAMS``).
 
 What is not contained: a process that clears its environment and escapes the subreaper's reach
 by other means (a double fork under another subreaper, a systemd unit), and a Python agent's
