@@ -211,21 +211,9 @@ def _end_marked_anywhere(mark: str) -> int:
 
 
 def end_descendants(keep: frozenset[int] = frozenset()) -> int:
-    """SIGKILL everything still running under this process but ``keep`` (at its end, or after an
-    isolated call)."""
-    try:
-        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
-    except psutil.Error:
-        return 0
-    _kill(left)
-    return len(left)
-
-
-def _descendants() -> frozenset[int]:
-    try:
-        return frozenset(p.pid for p in psutil.Process().children(recursive=True))
-    except psutil.Error:
-        return frozenset()
+    """SIGKILL everything still running under this process but its children in ``keep`` and what
+    those started (at its end, or after an isolated call): ``end_strays``."""
+    return end_strays(set(keep))
 
 
 def end_strays(keep: set[int]) -> int:
@@ -246,9 +234,10 @@ def end_strays(keep: set[int]) -> int:
 @contextlib.contextmanager
 def contained() -> Iterator[None]:
     """Inside: this process is a subreaper; at the end, whatever started under it meanwhile and
-    still runs is ended (what ran before is left alone: ``farm test`` called in a test process)."""
+    still runs is ended (its children from before, and theirs, are left alone: ``farm test`` called
+    in a test process)."""
     adopt_orphans()
-    before = _descendants()
+    before = frozenset(_direct_children())
     try:
         yield
     finally:
