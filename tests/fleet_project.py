@@ -80,7 +80,8 @@ def write_prices(root: Path, model: str = MODEL, price: dict[str, float] | None 
 
 def farm_env(root: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "FARM_TEST_OPENAI_KEY": KEY, "FARM_AGENTS_ROOT": str(root / "assistants"),
-           "FARM_CONNECTORS_ROOT": str(root / "connectors")}
+           "FARM_CONNECTORS_ROOT": str(root / "connectors"),
+           "PYTHONPATH": str(ROOT)}  # a worktree's subprocess imports its own code, not the editable install's
     return {**env, **extra}
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from farm.cli.main import main
+from tests.servers import ROOT
 
 ECHO_PROMPT = "- role: system\n  content: You are a barista. Repeat what the customer says.\n"
 
@@ -72,7 +73,8 @@ def farm(project: Project, *args: str, env: dict[str, str] | None = None) -> Res
 def farm_process(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m farm ARGS`` in a process of its own (where this one already runs an event loop)."""
     return subprocess.run([sys.executable, "-m", "farm", *args], cwd=project.root, capture_output=True, text=True,
-                          env={**os.environ, **_environment(project, None)}, timeout=120, check=False)
+                          env={**os.environ, **_environment(project, None), "PYTHONPATH": str(ROOT)},  # own code
+                          timeout=120, check=False)
 
 
 def read_report(path: Path) -> dict[str, Any]:

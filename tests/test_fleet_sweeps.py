@@ -283,7 +283,7 @@ def test_the_cost_and_the_budget_spent_print_one_amount_alike(tmp_path: Path, se
     prices = write_prices(tmp_path, price={"input": 0.37, "output": 0.73})  # USD per million tokens
     out = tmp_path / "report.json"
     proc = run_farm(tmp_path, "-i", str(suite), "--budget", "1", "-o", str(out),
-                    env=farm_env(tmp_path, FARM_PRICES=str(prices), PYTHONPATH=str(ROOT)))
+                    env=farm_env(tmp_path, FARM_PRICES=str(prices)))
     assert proc.returncode == 0, proc.stderr
     report = report_of(out)
     cost = report["summary"]["cost_usd"]

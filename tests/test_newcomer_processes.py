@@ -209,3 +209,72 @@ def test_a_cmd_turn_ends_its_setsid_helper_before_the_next_turn(tmp_path: Path) 
     finally:
         if (tmp_path / "pids").exists():
             kill_all(helpers(tmp_path))
+
+
+CMD_COUNTS_ZOMBIES = """
+import os, sys, time
+
+def zombies_beside_me():
+    kids = []
+    for task in os.listdir(f"/proc/{os.getppid()}/task"):
+        with open(f"/proc/{os.getppid()}/task/{task}/children") as listing:
+            kids += listing.read().split()
+    states = []
+    for pid in kids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                states.append(stat.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            pass
+    return states.count("Z")
+
+sys.stdin.read()
+seen = zombies_beside_me()
+if os.fork() == 0:  # a setsid child that exits at once, never waited for: a zombie of ours, then the farm's
+    os.setsid()
+    os._exit(0)
+time.sleep(0.2)
+print(f"zombies: {seen}")
+"""
+
+
+def test_a_cmd_turns_exited_setsid_child_is_reaped_not_left_a_zombie(tmp_path: Path) -> None:
+    """A subreaper that never waits for what comes back to it piles up zombies in a long-lived
+    worker: each turn's program sees how many the turns before it left beside it."""
+    (tmp_path / "agent.py").write_text(CMD_COUNTS_ZOMBIES)
+    (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "c", "input": "hi"}) + "\n")
+    done = farm("test", "-i", "suite.jsonl", "-n", "cmd:agent.py", "--runs", "3", "--parallel", "1",
+                "--no-progress", "-o", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [case] = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert sorted(d["output"] for d in case["run_details"]) == ["zombies: 0"] * 3
+
+
+CMD_OVERLAPPING = """
+import os, random, subprocess, sys, time
+
+sys.stdin.read()
+helper = subprocess.Popen(["sleep", "600"], start_new_session=True, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+with open("pids", "a") as pids:
+    pids.write(f"{helper.pid}\\n")
+time.sleep(random.uniform(0.0, 0.4))  # the turns overlap: others end while this one still runs
+print("answered" if helper.poll() is None else "my helper was killed by another turn")
+"""
+
+
+def test_a_turns_cleanup_ends_only_its_own_processes(tmp_path: Path) -> None:
+    """Turns of one process overlap: each one's end kills its own program's leftovers, never another
+    turn's program (its run would be a crash) nor its helper, nor farm test itself."""
+    (tmp_path / "agent.py").write_text(CMD_OVERLAPPING)
+    (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "c", "input": "hi"}) + "\n")
+    try:
+        done = farm("test", "-i", "suite.jsonl", "-n", "cmd:agent.py", "--runs", "12", "--parallel", "4",
+                    "--no-progress", "-o", "r.json", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        [case] = json.loads((tmp_path / "r.json").read_text())["results"]
+        assert case["passed"] == 12 and {d["output"] for d in case["run_details"]} == {"answered"}
+        assert len(helpers(tmp_path)) == 12 and gone_soon(helpers(tmp_path))
+    finally:
+        if (tmp_path / "pids").exists():
+            kill_all(helpers(tmp_path))

@@ -110,6 +110,15 @@ def test_adaptive_stars_only_cases_that_stopped_early(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "100.0%*" not in done.stderr and "biased by stopping" not in done.stderr
     assert "\\*" not in (tmp_path / "r.md").read_text()
+    # a case that fails at once stops early: it, and only it, is starred, with the note
+    project(tmp_path, [{"id": "greets", "input": "hello"},
+                       {"id": "fails", "input": "fail please", "assert": {"type": "contains", "value": "hello"}}])
+    done = sweep(tmp_path, "--runs", "20", "--adaptive", "exact", "-o", "r.md", env={"COLUMNS": "200"})
+    assert done.returncode == 1, done.stderr
+    rows = {line.split()[1]: line for line in done.stderr.splitlines() if line.startswith(("pass ", "FAIL "))}
+    assert "0.0%*" in rows["fails"] and "%*" not in rows["greets"], rows
+    assert "biased by stopping" in done.stderr
+    assert (tmp_path / "r.md").read_text().count("\\*") == 2  # the failing case's rate and the note
 
 
 # ------------------------------------------------------------------------------------ Chromium

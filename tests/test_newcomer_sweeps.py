@@ -76,33 +76,66 @@ def test_one_reachable_run_keeps_exit_1(tmp_path: Path) -> None:
     assert "could not be reached" not in done.stderr
 
 
+class _Answers:
+    """A real HTTP agent on 127.0.0.1 answering by the user's message: ``refuse`` 401, ``missing``
+    404, anything else 200 with the message as the reply."""
+
+    def __enter__(self) -> str:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                text = request["messages"][-1]["content"]
+                status = {"refuse": 401, "missing": 404}.get(text, 200)
+                body = json.dumps({"error": "no"} if status != 200 else {"text": text}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/chat"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _sweep(tmp_path: Path, url: str, cases: list[dict[str, Any]]) -> Any:
+    suite = write_suite(tmp_path / "suite.jsonl", cases)
+    return farm("test", "-i", str(suite), "-n", url, "--runs", "2", "--no-progress", "-o", "r.json", cwd=tmp_path)
+
+
 def test_credentials_refused_on_every_run_is_exit_3(tmp_path: Path) -> None:
-    import http.server
-    import threading
-
-    class Refuses(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            body = b'{"error": "bad token"}'
-            self.send_response(401)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuses)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        suite = write_suite(tmp_path / "suite.jsonl", [{"id": "c", "input": "hi"}])
-        done = farm("test", "-i", str(suite), "-n", f"http://127.0.0.1:{server.server_address[1]}/chat",
-                    "--runs", "2", "--no-progress", "-o", "r.json", cwd=tmp_path)
-    finally:
-        server.shutdown()
+    """A skipped case beside them is no run: it does not keep the sweep from exit 3."""
+    with _Answers() as url:
+        done = _sweep(tmp_path, url, [{"id": "c", "input": "refuse"}, {"id": "s", "input": "ok", "skip": True}])
     assert done.returncode == 3, done.stderr
+    assert "the agent could not be reached" in done.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert list(report["summary"]["failure_classes"]) == ["harness:config"]  # the class stays (SPEC 14.2)
+
+
+def test_a_mix_of_refused_and_answered_runs_or_a_404_everywhere_is_not_exit_3(tmp_path: Path) -> None:
+    """Exit 3 only when EVERY run failed to reach the agent: one answered run (failing its check) or
+    a 404 (the test's own mistake, not refused credentials) keep exit 1. (A sweep of skipped cases
+    only is bad input, exit 2: there is no sweep of zero runs to call unreachable.)"""
+    wrong = {"type": "contains", "value": "nope"}
+    sweeps = {"mix": ([{"id": "r", "input": "refuse"}, {"id": "a", "input": "ok", "assert": wrong}], 1),
+              "404": ([{"id": "m", "input": "missing"}], 1)}
+    with _Answers() as url:
+        for name, (cases, code) in sweeps.items():
+            (tmp_path / name).mkdir()
+            done = _sweep(tmp_path / name, url, cases)
+            assert done.returncode == code, (name, done.stderr)
+            assert "could not be reached" not in done.stderr, name
 
 
 def _report_file(path: Path, cases: dict[str, int], **metadata: Any) -> Path:

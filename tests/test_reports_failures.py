@@ -71,7 +71,7 @@ def test_json_and_markdown_carry_classes_and_reach_rates(tmp_path: Path, server:
     markdown = sweep(tmp_path / "md", server.url, "md")[1].read_text()
     assert "## Failure classes" in markdown
     assert "| order | yes | 0/2 | 0.0% | 0.0–65.8% | - | 2 |" in markdown
-    assert "| assertion:checkpoint:order | 2 | run 1, turn 2: checkpoint:order: " in markdown
+    assert "| assertion:checkpoint:order | 2 | run 1, turn 1: checkpoint:order: " in markdown  # a played turn
 
 
 @pytest.mark.browser
@@ -87,7 +87,7 @@ def test_html_shows_classes_checkpoints_and_the_conversation(tmp_path: Path, ser
         detail = page.locator("tr.detail-row")
         cells = detail.locator("table.runs.mini").first.locator("tbody tr").nth(1).locator("td").all_inner_texts()
         assert cells[0] == "order" and cells[2] == "0 / 2" and "95% CI 0–65.8" in cells[3] and cells[5] == "2"
-        assert detail.locator(".fclass", has_text="assertion:checkpoint:order · turn 2").count() == 2
+        assert detail.locator(".fclass", has_text="assertion:checkpoint:order · turn 1").count() == 2
         conversation = detail.locator("details.conversation").first
         assert conversation.locator("summary").inner_text() == "Conversation (1 turn)"
         conversation.locator("summary").click()

@@ -24,7 +24,7 @@ from typing import Any
 
 from farm.agents.base import AgentRequest
 from farm.agents.protocol import reply_from_value, request_payload
-from farm.agents.reaper import MARK_VAR, adopt_orphans, end_turn_leftovers, new_mark
+from farm.agents.reaper import MARK_VAR, PROGRAMS, adopt_orphans, end_turn_leftovers, new_mark
 from farm.agents.secrets import excerpt, redact, redact_reply, redact_value
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply
@@ -92,15 +92,18 @@ class CommandAgent:
 
     async def _start(self, out: _Capture, err: _Capture, mark: str) -> Any:
         try:
-            return await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=out.write_fd,
-                stderr=err.write_fd,
-                cwd=self.cwd,
-                env={**os.environ, MARK_VAR: mark},  # what it leaves behind is found by it (farm.agents.reaper)
-                start_new_session=True,  # its own process group: kill it with its children
-            )
+            with PROGRAMS.start() as started:  # its zombie is asyncio's to reap, not the reaper's
+                process = await asyncio.create_subprocess_exec(
+                    *self.argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=out.write_fd,
+                    stderr=err.write_fd,
+                    cwd=self.cwd,
+                    env={**os.environ, MARK_VAR: mark},  # what it leaves behind is found by it (farm.agents.reaper)
+                    start_new_session=True,  # its own process group: kill it with its children
+                )
+                started.append(process.pid)
+            return process
         except OSError as exc:
             raise AgentError(redact(f"agent {self.id}: cannot start {self.argv[0]}: {exc}"),
                              kind=FaultKind.CONNECT) from None
@@ -146,6 +149,7 @@ class CommandAgent:
             return out.drain(), err.drain()
         finally:
             both.cancel()
+            both.add_done_callback(_retrieved)  # no "exception was never retrieved" for the cancelled wait
 
     def _reply(self, out: str, payload: dict[str, Any], stderr: bytes) -> Reply:
         raw: dict[str, Any] = {
@@ -171,6 +175,11 @@ async def kill_group(process: Any) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         await process.wait()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        future.exception()
 
 
 async def end_turn(process: Any, mark: str) -> None:

@@ -10,7 +10,9 @@ its process group — comes back to them:
   and are ended when the turn ends (``end_turn_leftovers``);
 - an ``--isolate`` process runs one call at a time: everything under it is ended after each call;
 - whatever is still under the process when it finishes (a Python agent's own subprocesses) is
-  ended then (``end_descendants``).
+  ended then (``end_descendants``). One that exits before stays a zombie until then: nothing
+  tells it from the process's own children (Celery's pool processes, asyncio's), whose exits
+  their owners collect by pid; only a turn's ``setsid`` child is known (``PROGRAMS``).
 
 What is not contained: a process that clears its environment and escapes the subreaper's reach
 by other means (a double fork under another subreaper, a systemd unit), and a Python agent's
@@ -25,6 +27,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -112,9 +115,55 @@ def _group_alive(group: int) -> bool:
     return True
 
 
+class _Programs:
+    """The ``cmd:`` programs this process is starting or running. Their exits are asyncio's to
+    collect, so a zombie session leader is reaped here only when it is none of them and none is
+    being started (a program that exits at once is a zombie before its pid is known)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starting = 0
+        self.started: dict[int, float] = {}  # pid -> its start time (psutil's clock)
+
+    @contextlib.contextmanager
+    def start(self) -> Iterator[list[int]]:
+        """Around the start of a program: append its pid to the yielded list once it runs."""
+        pids: list[int] = []
+        with self.lock:
+            self.starting += 1
+        try:
+            yield pids
+        finally:
+            with self.lock:
+                self.starting -= 1
+                for pid in pids:
+                    with contextlib.suppress(psutil.Error):
+                        self.started[pid] = psutil.Process(pid).create_time()
+
+    def adopted_zombie(self, process: psutil.Process, group: int) -> bool:
+        """A zombie session leader (a ``setsid`` child that exited before its parent, then came
+        back to us) started during the turn whose program led ``group``: no one else will reap it."""
+        with self.lock:
+            since = self.started.get(group)
+            if since is None or self.starting or process.pid in self.started:
+                return False
+        with contextlib.suppress(psutil.Error, OSError):
+            return bool(process.status() == psutil.STATUS_ZOMBIE and os.getsid(process.pid) == process.pid
+                    and process.create_time() >= since)
+        return False
+
+    def ended(self, group: int) -> None:
+        with self.lock:
+            self.started.pop(group, None)
+
+
+PROGRAMS = _Programs()
+
+
 def _leftovers(mark: str, group: int) -> list[psutil.Process]:
     """Our children that belong to the turn: members of its program's group (zombies included:
-    they came back to us) or carrying its mark (``setsid`` ones), with what each started."""
+    they came back to us) or carrying its mark (``setsid`` ones), with what each started; and the
+    zombies of the turn's ``setsid`` children that exited on their own."""
     found: dict[int, psutil.Process] = {}
     for pid in _direct_children():
         with contextlib.suppress(psutil.Error, OSError):
@@ -122,7 +171,7 @@ def _leftovers(mark: str, group: int) -> list[psutil.Process]:
             own = _mark_of(process)
             # a zombie of the group (its environment unreadable), or a live process with this turn's mark;
             # never another turn's program, even one given this group's id again after a pid wrap
-            if own == mark or (own is None and os.getpgid(pid) == group):
+            if own == mark or (own is None and (os.getpgid(pid) == group or PROGRAMS.adopted_zombie(process, group))):
                 found[pid] = process
                 found.update((c.pid, c) for c in process.children(recursive=True))
     return list(found.values())
@@ -133,8 +182,13 @@ def end_turn_leftovers(mark: str, group: int) -> int:
     it left behind — its group's last members and every process carrying ``mark``. As a subreaper
     they are all our children once their parents are gone; elsewhere, the marked ones are found
     among all processes. Bounded by ``REAP_S``. Returns how many processes were ended."""
-    if not _SUBREAPER:
-        return _end_marked_anywhere(mark)
+    try:
+        return _end_leftovers(mark, group) if _SUBREAPER else _end_marked_anywhere(mark)
+    finally:
+        PROGRAMS.ended(group)
+
+
+def _end_leftovers(mark: str, group: int) -> int:
     ended: set[int] = set()
     deadline = time.monotonic() + REAP_S
     while True:
@@ -157,21 +211,9 @@ def _end_marked_anywhere(mark: str) -> int:
 
 
 def end_descendants(keep: frozenset[int] = frozenset()) -> int:
-    """SIGKILL everything still running under this process but ``keep`` (at its end, or after an
-    isolated call)."""
-    try:
-        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
-    except psutil.Error:
-        return 0
-    _kill(left)
-    return len(left)
-
-
-def _descendants() -> frozenset[int]:
-    try:
-        return frozenset(p.pid for p in psutil.Process().children(recursive=True))
-    except psutil.Error:
-        return frozenset()
+    """SIGKILL everything still running under this process but its children in ``keep`` and what
+    those started (at its end, or after an isolated call): ``end_strays``."""
+    return end_strays(set(keep))
 
 
 def end_strays(keep: set[int]) -> int:
@@ -192,9 +234,10 @@ def end_strays(keep: set[int]) -> int:
 @contextlib.contextmanager
 def contained() -> Iterator[None]:
     """Inside: this process is a subreaper; at the end, whatever started under it meanwhile and
-    still runs is ended (what ran before is left alone: ``farm test`` called in a test process)."""
+    still runs is ended (its children from before, and theirs, are left alone: ``farm test`` called
+    in a test process)."""
     adopt_orphans()
-    before = _descendants()
+    before = frozenset(_direct_children())
     try:
         yield
     finally:
@@ -212,5 +255,5 @@ def adopt_orphans() -> bool:
     return _SUBREAPER
 
 
-__all__ = ["MARK_VAR", "adopt_orphans", "become_subreaper", "contained", "end_descendants", "end_strays",
+__all__ = ["MARK_VAR", "PROGRAMS", "adopt_orphans", "become_subreaper", "contained", "end_descendants", "end_strays",
            "end_turn_leftovers", "new_mark"]
