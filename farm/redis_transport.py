@@ -33,6 +33,8 @@ one-message read.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from queue import Empty
 from time import time
 from typing import Any
@@ -42,6 +44,8 @@ from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
+ACK_BATCH = 64
+"""Acknowledgements leave Redis together once this many wait (each read and close flush the rest)."""
 BATCH_MAX = 100
 """At most this many messages per read, whatever the prefetch limit (one read's work stays short)."""
 SHARE = 4
@@ -75,11 +79,39 @@ return taken
 
 
 class QoS(kombu_redis.QoS):
-    """kombu's Redis QoS; a message its channel already recorded unacked is not written again."""
+    """kombu's Redis QoS; a message its channel already recorded unacked is not written again, and
+    acknowledgements leave Redis in batches (``ACK_BATCH``, or at the next read, or at close)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self.recorded: set[Any] = set()
+        self._acked: list[Any] = []
+        self._acked_lock = threading.Lock()
+
+    def ack(self, delivery_tag: Any) -> None:
+        """Acknowledged here at once (the prefetch room frees); its entry in kombu's unacked hash
+        and index goes with the batch. A worker killed first leaves those entries: the messages
+        come back after the visibility timeout, find their runs stored and count nothing again."""
+        with self._acked_lock:
+            self._acked.append(delivery_tag)
+            virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+            full = len(self._acked) >= ACK_BATCH
+        if full:
+            self.flush_acks()
+
+    def flush_acks(self) -> None:
+        """The batch's entries out of the unacked hash and index: one transaction, two commands."""
+        with self._acked_lock:
+            tags, self._acked = self._acked, []
+        if not tags:
+            return
+        try:
+            with self.channel.conn_or_acquire() as client:
+                client.pipeline().zrem(self.unacked_index_key, *tags).hdel(self.unacked_key, *tags).execute()
+        except BaseException:
+            with self._acked_lock:
+                self._acked[:0] = tags  # the next flush tries again
+            raise
 
     def append(self, message: Any, delivery_tag: Any) -> None:
         if delivery_tag in self.recorded:
@@ -112,8 +144,17 @@ class Channel(kombu_redis.Channel):
         (self._no_ack_queues.add if no_ack else self._no_ack_queues.discard)(queue)
         return super().basic_consume(queue, *args, **kwargs)  # type: ignore[no-untyped-call]
 
+    def close(self) -> None:
+        if not self.closed:
+            # before kombu drops the pools; on failure they stay in the unacked hash: restored after
+            # the visibility timeout, they find their runs stored and count nothing again
+            with contextlib.suppress(*self.connection_errors):
+                self.qos.flush_acks()
+        super().close()  # type: ignore[no-untyped-call]
+
     def _brpop_read(self, **options: Any) -> bool:
-        """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room."""
+        """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room (and
+        flushing the acknowledgements waiting, so an idle worker holds none for long)."""
         if self.global_keyprefix:  # the shared client would prefix BRPOP's key again: kombu's read
             return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
         try:
@@ -143,6 +184,8 @@ class Channel(kombu_redis.Channel):
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
+            with contextlib.suppress(*self.connection_errors):  # kept for the next read
+                self.qos.flush_acks()
 
     def _reserve_more(self, key: str, item: bytes) -> list[bytes]:
         """Record ``item`` unacked and move up to the room left more of ``key`` beside it, at once."""
