@@ -81,6 +81,25 @@ def test_acknowledgements_leave_redis_in_batches_and_at_close(redis_server: str,
     assert redis_client.hlen("unacked") == 0 and redis_client.zcard("unacked_index") == 0
 
 
+@pytest.mark.redis
+def test_a_producer_batch_goes_to_its_queue_in_one_push_and_in_order(redis_server: str, redis_client: Any) -> None:
+    queue = Queue("farm-pushes", Exchange("farm-pushes"), routing_key="farm-pushes")
+    with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+        with connection.Producer(connection.default_channel) as producer:
+            producer.publish({"n": -1}, exchange=queue.exchange, routing_key="farm-pushes", declare=[queue])
+            redis_client.config_resetstat()
+            with producer.batch(max_size=100):
+                for n in range(30):
+                    producer.publish({"n": n}, exchange=queue.exchange, routing_key="farm-pushes")
+        pushes = redis_client.info("commandstats")["cmdstat_lpush"]["calls"]
+        assert pushes == 1
+        received: list[Any] = []
+        with connection.Consumer(queue, callbacks=[lambda body, message: received.append(body)], accept=["json"]):
+            while len(received) < 31:
+                connection.drain_events(timeout=5)
+        assert [body["n"] for body in received] == list(range(-1, 30))
+
+
 BATCH_QUEUE = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
 
 

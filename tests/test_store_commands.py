@@ -17,8 +17,6 @@ import pytest
 
 from tests.redis_commands import Monitor
 
-pytestmark = [pytest.mark.redis, pytest.mark.slow]
-
 AGENT = "py:tests/agents/distributed.py:by_run"
 CASES, RUNS = 20, 10
 MAX_SENT_PER_RUN = 10.0
@@ -33,6 +31,8 @@ def _suite(tmp_path):
     return path
 
 
+@pytest.mark.redis
+@pytest.mark.slow
 def test_a_run_costs_redis_at_most_ten_commands(tmp_path, redis_factory, farm_worker, farm_cli):
     server = redis_factory()
     farm_worker(broker=server.url)
@@ -53,3 +53,14 @@ def test_a_run_costs_redis_at_most_ten_commands(tmp_path, redis_factory, farm_wo
     by_command = {name: round(n / runs, 2) for name, n in monitor.sent.most_common()}
     assert monitor.sent["evalsha"] >= 2 * runs  # each run begins and settles in a script: the count is real
     assert sent / runs <= MAX_SENT_PER_RUN, (sent / runs, by_command)
+
+
+def test_workers_look_at_the_window_every_few_settled_runs_and_on_unknown_counts():
+    from farm.delivery.publish import TOP_UP_EVERY, top_up_due
+
+    looks = [n for n in range(1, 1001) if top_up_due(n, 10_000)]
+    assert looks == list(range(TOP_UP_EVERY, 1001, TOP_UP_EVERY))
+    assert top_up_due(0, 10_000)  # a redelivered run does not know the count: it looks
+    # a small window is looked at every quarter of it, so a look always comes before it runs dry
+    assert [n for n in range(1, 13) if top_up_due(n, 8)] == [2, 4, 6, 8, 10, 12]
+    assert all(top_up_due(n, 1) for n in range(1, 5))
