@@ -178,15 +178,17 @@ class Channel(kombu_redis.Channel):
         if not self.closed:
             # before kombu drops the pools; on failure they stay in the unacked hash: restored after
             # the visibility timeout, they find their runs stored and count nothing again
-            with contextlib.suppress(*self.connection_errors):
-                self.qos.flush_acks()
+            self._flush_acks_quietly()
         super().close()  # type: ignore[no-untyped-call]
 
     def _brpop_read(self, **options: Any) -> bool:
         """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room (and
         flushing the acknowledgements waiting, so an idle worker holds none for long)."""
         if self.global_keyprefix:  # the shared client would prefix BRPOP's key again: kombu's read
-            return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
+            try:
+                return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
+            finally:
+                self._flush_acks_quietly()
         try:
             try:
                 dest__item = self.client.parse_response(self.client.connection, "BRPOP", **options)
@@ -214,8 +216,11 @@ class Channel(kombu_redis.Channel):
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
-            with contextlib.suppress(*self.connection_errors):  # kept for the next read
-                self.qos.flush_acks()
+            self._flush_acks_quietly()
+
+    def _flush_acks_quietly(self) -> None:
+        with contextlib.suppress(*self.connection_errors):  # kept for the next read
+            self.qos.flush_acks()
 
     def _reserve_more(self, key: str, item: bytes) -> list[bytes]:
         """Record ``item`` unacked and move up to the room left more of ``key`` beside it, at once."""
