@@ -11,7 +11,7 @@ import pytest
 from kombu import Connection, Exchange, Queue
 
 from farm.distributed.broker.celery_config import REDIS_TRANSPORT, celery_settings
-from farm.distributed.broker.transport import SHARE
+from farm.distributed.broker.transport import ACK_BATCH, SHARE
 
 
 def test_redis_brokers_get_the_farms_transport_and_others_kombus() -> None:
@@ -50,11 +50,54 @@ def test_messages_reserved_and_acknowledged_from_many_threads_reuse_one_client(r
             thread.join()
         assert sorted(m.payload["n"] for m in received) == list(range(40))
         assert len(clients) == 1
+        # acknowledged at once (the prefetch room is free), out of Redis together at the next read
+        assert redis_client.hlen("unacked") == 40
+        channel.qos.flush_acks()  # what the next read does
         assert redis_client.hlen("unacked") == 0 and redis_client.zcard("unacked_index") == 0
         shared = channel._create_client()
         channel._pool = None  # what kombu does when it reconnects: the next client uses the new pool
         renewed = channel._create_client()
         assert renewed is not shared and renewed.connection_pool is channel.pool
+
+
+@pytest.mark.redis
+def test_acknowledgements_leave_redis_in_batches_and_at_close(redis_server: str, redis_client: Any) -> None:
+    queue = Queue("farm-acks", Exchange("farm-acks"), routing_key="farm-acks")
+    count = ACK_BATCH + 5
+    with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+        _publish(connection, queue, count)
+        received: list[Any] = []
+        with connection.Consumer(queue, callbacks=[lambda body, message: received.append(message)],
+                                 accept=["json"]):
+            while len(received) < count:
+                connection.drain_events(timeout=5)
+            assert redis_client.hlen("unacked") == count
+            for message in received[:ACK_BATCH]:
+                message.ack()
+            assert redis_client.hlen("unacked") == 5 and redis_client.zcard("unacked_index") == 5  # one batch
+            for message in received[ACK_BATCH:]:
+                message.ack()
+            assert redis_client.hlen("unacked") == 5  # waiting for the next read or the close
+    assert redis_client.hlen("unacked") == 0 and redis_client.zcard("unacked_index") == 0
+
+
+@pytest.mark.redis
+def test_a_producer_batch_goes_to_its_queue_in_one_push_and_in_order(redis_server: str, redis_client: Any) -> None:
+    queue = Queue("farm-pushes", Exchange("farm-pushes"), routing_key="farm-pushes")
+    with Connection(redis_server, transport=REDIS_TRANSPORT) as connection:
+        with connection.Producer(connection.default_channel) as producer:
+            producer.publish({"n": -1}, exchange=queue.exchange, routing_key="farm-pushes", declare=[queue])
+            redis_client.config_resetstat()
+            with producer.batch(max_size=100):
+                for n in range(30):
+                    producer.publish({"n": n}, exchange=queue.exchange, routing_key="farm-pushes")
+        pushes = redis_client.info("commandstats")["cmdstat_lpush"]["calls"]
+        assert pushes == 1
+        received: list[Any] = []
+        with connection.Consumer(queue, callbacks=[lambda body, message: received.append(body)], accept=["json"]):
+            while len(received) < 31:
+                connection.drain_events(timeout=5)
+        assert [body["n"] for body in received] == list(range(-1, 30))
 
 
 BATCH_QUEUE = Queue("farm-batch", Exchange("farm-batch"), routing_key="farm-batch")
@@ -93,12 +136,13 @@ def test_one_read_reserves_as_many_messages_as_the_prefetch_limit_allows(redis_s
             assert in_hash_when_seen == [10] * 10  # each recorded unacked before the consumer saw it
             for message in received[3:]:
                 message.ack()
-            assert redis_client.hlen("unacked") == 3 and redis_client.zcard("unacked_index") == 3
+            assert redis_client.hlen("unacked") == 10  # acknowledged; out of Redis at the next read
             connection.drain_events(timeout=5)  # three still in flight: room for seven
             assert [m.payload["n"] for m in received[10:]] == list(range(10, 17))
             assert redis_client.llen("farm-batch") == 83 and redis_client.hlen("unacked") == 10
             for message in received[:3] + received[10:]:
                 message.ack()
+            channel.qos.flush_acks()  # what the next read does
             assert redis_client.hlen("unacked") == 0 and redis_client.zcard("unacked_index") == 0
 
 
@@ -160,4 +204,5 @@ def test_a_read_takes_at_most_a_share_of_a_short_queue(redis_server: str, redis_
             assert [m.payload["n"] for m in received[6:]] == list(range(6, 11))
             for message in received:
                 message.ack()
+            channel.qos.flush_acks()  # what the next read does
         assert redis_client.hlen("unacked") == 0

@@ -62,19 +62,34 @@ class SweepCache:
         self._cases: OrderedDict[tuple[str, str], PlannedCase] = OrderedDict()
         self._fleets: OrderedDict[str, FleetRuntime] = OrderedDict()
         self._limits = (max_sweeps, max_cases)
+        self._loading: dict[tuple[int, Any], threading.Lock] = {}
 
     def _get(self, table: OrderedDict[Any, T], key: Any, limit: int, load: Callable[[], T | None]) -> T | None:
+        found = self._cached(table, key)
+        if found is not None:
+            return found
+        # one load per key at a time: a case's runs arrive together, and each pool thread loading
+        # it again cost Redis 0.85 reads a run (bench_store.py, 2026-11-25)
+        with self._lock:
+            loading = self._loading.setdefault((id(table), key), threading.Lock())
+        with loading:
+            value = self._cached(table, key)
+            if value is None:
+                value = load()  # outside the cache's lock: other keys load meanwhile
+            with self._lock:
+                self._loading.pop((id(table), key), None)
+                if value is not None:
+                    table[key] = value
+                    while len(table) > limit:
+                        table.popitem(last=False)
+        return value
+
+    def _cached(self, table: OrderedDict[Any, T], key: Any) -> T | None:
         with self._lock:
             if key in table:
                 table.move_to_end(key)
                 return table[key]
-        value = load()  # outside the lock: two threads may load the same thing, harmlessly
-        if value is not None:
-            with self._lock:
-                table[key] = value
-                while len(table) > limit:
-                    table.popitem(last=False)
-        return value
+        return None
 
     def sweep(self, store: SweepStore, sweep_id: str) -> SweepPlan | None:
         return self._get(self._sweeps, sweep_id, self._limits[0], lambda: store.load_sweep(sweep_id))

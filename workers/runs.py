@@ -82,12 +82,12 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         if existing is not None:
             # its first delivery may have died between storing and firing: fire again if still due
             _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
-            return _summary(existing, counted=False)
+            return _summary(existing, counted=False)  # settled before: its count is not known here
     if stop is None and planned.plan.adaptive is not None and is_decided(store, sweep_id, case_id):
         stop = "decided"  # its adaptive rule has decided: the run is not needed
     if stop is not None:
-        _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
-        return _record(sweep_id, case_id, run, status="dropped", reason=stop)
+        state = _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+        return _record(sweep_id, case_id, run, status="dropped", reason=stop, sweep_settled=state.count)
     fleet = CACHE.fleet(store, sweep)
     if begun.deaths >= ISOLATE_AFTER_DEATHS:  # in flight at two worker deaths: once more, alone (SPEC 11)
         log.warning("sweep %s: run %s/%d was in flight when %d worker processes died; it runs alone "
@@ -98,9 +98,10 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     if fleet.stopped is not None and store.stop(sweep_id, fleet.stop_reason):  # a call was refused: the sweep stops
         log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
     if result is None:  # it did not run (refused, or no slot in time, before its first call): dropped
-        _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+        state = _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped",
-                       reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait")
+                       reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait",
+                       sweep_settled=state.count)
     result.sweep_id = sweep_id
     tally, state = store.store_run(sweep_id, result)
     stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)
@@ -110,12 +111,13 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     if tally is not None and rule is not None and rule.decide(tally.passed, tally.counted - tally.passed):
         mark_decided(store, sweep_id, case_id)
     _barrier(state, sweep, planned, fire)
-    return _summary(result, tally is not None)
+    return {**_summary(result, tally is not None), "sweep_settled": state.count}
 
 
-def _barrier(state: Settled, sweep: SweepPlan, planned: PlannedCase, fire: Fire) -> None:
+def _barrier(state: Settled, sweep: SweepPlan, planned: PlannedCase, fire: Fire) -> Settled:
     if state.fires(planned.plan.runs):
         fire(sweep.sweep_id, planned.id, sweep.queue)
+    return state
 
 
 __all__ = ["Fire", "run_one"]

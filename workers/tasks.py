@@ -36,7 +36,7 @@ from kombu.exceptions import OperationalError
 
 from farm import collector
 from farm.distributed.delivery.config import Delivery, reconcile_interval
-from farm.distributed.delivery.publish import top_up
+from farm.distributed.delivery.publish import top_up, top_up_due
 from farm.distributed.delivery.reconcile import Reconciler
 from farm.distributed.store.keys import report_latch_ttl
 from farm.distributed.store.sweep_store import SweepStore
@@ -74,7 +74,7 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any
         store = _store(self)
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
                           fire=_fire_aggregate)
-        _top_up(self, store, sweep_id)
+        _top_up(self, store, sweep_id, int(outcome.get("sweep_settled", 0)))
         return outcome
     except _TRANSIENT as exc:
         # Failing would leave its case short of the barrier forever; requeued, it runs again and
@@ -88,13 +88,16 @@ def _delivery(max_case_timeout_s: float) -> Delivery:
     return Delivery.from_env(SETTINGS.visibility_timeout_s, max_case_timeout_s)
 
 
-def _top_up(task: Task, store: SweepStore, sweep_id: str) -> None:
-    """Publish the sweep's next window when it runs low and no publisher holds it (``farm.distributed.delivery``)."""
+def _top_up(task: Task, store: SweepStore, sweep_id: str, settled: int) -> None:
+    """Publish the sweep's next window when it runs low and no publisher holds it (``farm.distributed.delivery``);
+    looked at after every few runs of the sweep settled (``top_up_due``), not after each."""
     try:
         sweep = CACHE.sweep(store, sweep_id)
         if sweep is None:
             return
         delivery = _delivery(sweep.max_case_timeout_s)
+        if not top_up_due(settled, delivery.window):
+            return
         top_up(task.app, store, sweep, lease_ms=delivery.publisher_lease_ms, batch=delivery.batch,
                window=delivery.window)
     except Exception:  # the run is stored: never requeue it for this; the reconciler tops up later

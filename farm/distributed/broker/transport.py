@@ -1,6 +1,8 @@
-"""kombu's Redis transport: one client per channel, and messages reserved in batches.
+"""kombu's Redis transport: one client per channel, messages reserved, acknowledged and published in batches.
 
-Two changes to kombu's (5.7) Redis channel, measured on a farm worker; everything else is kombu's.
+Changes to kombu's (5.7) Redis channel, measured on a farm worker; everything else is kombu's.
+Besides the two below, acknowledgements leave Redis together (``QoS.ack``) and a producer batch's
+messages onto one queue go in one ``LPUSH`` (``PublishBatch``): bench_store.py counts the commands.
 
 **One client per channel.** kombu built a new ``redis.Redis`` client, whose constructor copies
 redis-py's response callbacks (about 200) into a case-insensitive dict, each time a worker
@@ -33,6 +35,8 @@ one-message read.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from queue import Empty
 from time import time
 from typing import Any
@@ -42,6 +46,8 @@ from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
+ACK_BATCH = 64
+"""Acknowledgements leave Redis together once this many wait (each read and close flush the rest)."""
 BATCH_MAX = 100
 """At most this many messages per read, whatever the prefetch limit (one read's work stays short)."""
 SHARE = 4
@@ -75,11 +81,39 @@ return taken
 
 
 class QoS(kombu_redis.QoS):
-    """kombu's Redis QoS; a message its channel already recorded unacked is not written again."""
+    """kombu's Redis QoS; a message its channel already recorded unacked is not written again, and
+    acknowledgements leave Redis in batches (``ACK_BATCH``, or at the next read, or at close)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self.recorded: set[Any] = set()
+        self._acked: list[Any] = []
+        self._acked_lock = threading.Lock()
+
+    def ack(self, delivery_tag: Any) -> None:
+        """Acknowledged here at once (the prefetch room frees); its entry in kombu's unacked hash
+        and index goes with the batch. A worker killed first leaves those entries: the messages
+        come back after the visibility timeout, find their runs stored and count nothing again."""
+        with self._acked_lock:
+            self._acked.append(delivery_tag)
+            virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+            full = len(self._acked) >= ACK_BATCH
+        if full:
+            self.flush_acks()
+
+    def flush_acks(self) -> None:
+        """The batch's entries out of the unacked hash and index: one transaction, two commands."""
+        with self._acked_lock:
+            tags, self._acked = self._acked, []
+        if not tags:
+            return
+        try:
+            with self.channel.conn_or_acquire() as client:
+                client.pipeline().zrem(self.unacked_index_key, *tags).hdel(self.unacked_key, *tags).execute()
+        except BaseException:
+            with self._acked_lock:
+                self._acked[:0] = tags  # the next flush tries again
+            raise
 
     def append(self, message: Any, delivery_tag: Any) -> None:
         if delivery_tag in self.recorded:
@@ -87,6 +121,31 @@ class QoS(kombu_redis.QoS):
             virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
         else:
             super().append(message, delivery_tag)  # type: ignore[no-untyped-call]
+
+
+class PublishBatch(kombu_redis.PublishBatch):
+    """kombu's publish batch; consecutive ``LPUSH``es onto one list leave as one ``LPUSH`` of all
+    their messages, in the same order (each goes to the head in turn): a published window of runs
+    costs Redis one command, not one a run (bench_store.py)."""
+
+    def flush(self) -> None:
+        self.pipeline.command_stack[:] = merged_pushes(self.pipeline.command_stack)
+        super().flush()  # type: ignore[no-untyped-call]
+
+
+def merged_pushes(stack: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """A pipeline's commands with each run of plain ``LPUSH``es onto one key made one ``LPUSH``."""
+    merged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    for args, options in stack:
+        if merged and _plain_push(args, options) and _plain_push(*merged[-1]) and merged[-1][0][1] == args[1]:
+            merged[-1] = ((*merged[-1][0], *args[2:]), {})
+        else:
+            merged.append((args, options))
+    return merged
+
+
+def _plain_push(args: tuple[Any, ...], options: dict[str, Any]) -> bool:
+    return not options and len(args) >= 3 and str(args[0]).upper() == "LPUSH"
 
 
 class Channel(kombu_redis.Channel):
@@ -107,15 +166,29 @@ class Channel(kombu_redis.Channel):
             self._reserve = client.register_script(RESERVE_LUA)
         return client
 
+    def create_publish_batch(self, max_size: int) -> PublishBatch:
+        return PublishBatch(self, max_size)  # type: ignore[no-untyped-call]
+
     def basic_consume(self, queue: str, *args: Any, **kwargs: Any) -> Any:
         no_ack = kwargs.get("no_ack", args[0] if args else False)
         (self._no_ack_queues.add if no_ack else self._no_ack_queues.discard)(queue)
         return super().basic_consume(queue, *args, **kwargs)  # type: ignore[no-untyped-call]
 
+    def close(self) -> None:
+        if not self.closed:
+            # before kombu drops the pools; on failure they stay in the unacked hash: restored after
+            # the visibility timeout, they find their runs stored and count nothing again
+            self._flush_acks_quietly()
+        super().close()  # type: ignore[no-untyped-call]
+
     def _brpop_read(self, **options: Any) -> bool:
-        """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room."""
+        """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room (and
+        flushing the acknowledgements waiting, so an idle worker holds none for long)."""
         if self.global_keyprefix:  # the shared client would prefix BRPOP's key again: kombu's read
-            return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
+            try:
+                return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]
+            finally:
+                self._flush_acks_quietly()
         try:
             try:
                 dest__item = self.client.parse_response(self.client.connection, "BRPOP", **options)
@@ -143,6 +216,11 @@ class Channel(kombu_redis.Channel):
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
+            self._flush_acks_quietly()
+
+    def _flush_acks_quietly(self) -> None:
+        with contextlib.suppress(*self.connection_errors):  # kept for the next read
+            self.qos.flush_acks()
 
     def _reserve_more(self, key: str, item: bytes) -> list[bytes]:
         """Record ``item`` unacked and move up to the room left more of ``key`` beside it, at once."""

@@ -154,6 +154,21 @@ _published: set[str] = set()
 """Sweeps this process saw fully published (the cursor never goes back): no more look-ups."""
 
 
+TOP_UP_EVERY = 32
+"""A worker looks at a sweep's window after every this many of its runs settled (three commands a
+look: at every run they were a third of what a run cost Redis, bench_store.py 2026-11-25)."""
+
+
+def top_up_due(settled: int, window: int) -> bool:
+    """Look at the window after the run that made the sweep's settled count ``settled``? Every
+    ``step``-th does (each count goes to one run only, so none is missed), and so does a run whose
+    count is unknown (0: a redelivery). ``step`` is at most a quarter of the window: runs in flight
+    when a look finds the window more than half full settle ``step`` more before the next look,
+    which then finds it at most half full."""
+    step = max(1, min(TOP_UP_EVERY, window // 4))
+    return settled <= 0 or settled % step == 0
+
+
 def top_up(app: Any, store: SweepStore, sweep: SweepPlan, *, lease_ms: int, batch: int, window: int) -> Outcome | None:
     """After a run settles on a worker: publish the next runs when the sweep's window is half
     empty and no publisher holds it. One round trip when there is nothing to do."""
@@ -194,4 +209,4 @@ def ordered_slots(store: SweepStore, sweep: SweepPlan) -> list[CaseSlot]:
 
 
 __all__ = ["FIRST_BATCH", "HARD_LIMIT_GRACE_S", "SOFT_LIMIT_GRACE_S", "Outcome", "new_token", "ordered_slots",
-           "publish_from_cursor", "run_slots", "send_runs", "top_up"]
+           "publish_from_cursor", "run_slots", "send_runs", "top_up", "top_up_due"]

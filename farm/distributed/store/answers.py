@@ -5,7 +5,7 @@ Plain values, apart from ``farm.distributed.store.sweep_store`` so its module ho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class Settled:
     """Runs of the case settled so far (each counted once)."""
     case_done: bool
     """The case's ``farm.aggregate`` has stored its statistics."""
+    count: int = field(default=0, compare=False)
+    """Runs of the whole sweep settled, as this call's count returned (0: it settled nothing)."""
 
     def fires(self, runs: int) -> bool:
         """Enqueue ``farm.aggregate``? The run that completes the case does; so does a redelivered

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 SETTLE_LUA = """
 local before = redis.call('SETBIT', KEYS[1], ARGV[1], 1)
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+local count, bits = 0, redis.call('BITCOUNT', KEYS[1])
 if before == 0 then
-  redis.call('INCR', KEYS[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
+  if bits == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+  count = redis.call('INCR', KEYS[3])
+  if count == 1 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
 end
 if ARGV[4] ~= '' then
   redis.call('HDEL', KEYS[4], ARGV[4])
   redis.call('SET', KEYS[5], ARGV[5], 'EX', ARGV[2])
 end
-return {1 - before, redis.call('BITCOUNT', KEYS[1]), redis.call('SISMEMBER', KEYS[2], ARGV[3])}
+return {1 - before, bits, redis.call('SISMEMBER', KEYS[2], ARGV[3]), count}
 """
 """KEYS: settled bitmap, cases-done set, the sweep's settled counter, running hash, activity key;
 ARGV: run number, TTL, case id, the run's running field ('' for runs never started: nothing to
 clear, no sign of life), epoch now. Returns (1 when this call settled the run, runs of the case
-settled, 1 when the case is aggregated already)."""
+settled, 1 when the case is aggregated already, runs of the sweep settled when this call settled
+the run else 0). A key's TTL is set once, by the call that creates it (its first bit, its first
+count), not again per run: TTLs measure from a sweep's first results, which the plan's outlives."""
 
 BEGIN_RUN_LUA = """
 local stop = redis.call('GET', KEYS[1])
@@ -60,30 +63,31 @@ is). Returns (stop reason or '', 1 when the run is stored already, deaths, 1 whe
 
 STORE_RUN_LUA = """
 local settled = redis.call('SETBIT', KEYS[5], ARGV[5], 1)
-redis.call('EXPIRE', KEYS[5], ARGV[2])
+local count, bits = 0, redis.call('BITCOUNT', KEYS[5])
 if settled == 0 then
-  redis.call('INCR', KEYS[7])
-  redis.call('EXPIRE', KEYS[7], ARGV[2])
+  if bits == 1 then redis.call('EXPIRE', KEYS[5], ARGV[2]) end
+  count = redis.call('INCR', KEYS[7])
+  if count == 1 then redis.call('EXPIRE', KEYS[7], ARGV[2]) end
 end
-local barrier = {1 - settled, redis.call('BITCOUNT', KEYS[5]), redis.call('SISMEMBER', KEYS[6], ARGV[3])}
+local barrier = {1 - settled, bits, redis.call('SISMEMBER', KEYS[6], ARGV[3]), count}
 redis.call('HDEL', KEYS[8], ARGV[6])
 redis.call('SET', KEYS[9], ARGV[7], 'EX', ARGV[2])
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[1])
-  redis.call('INCR', KEYS[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
+  if redis.call('INCR', KEYS[3]) == 1 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
   local counted = redis.call('HINCRBY', KEYS[4], ARGV[3] .. ':counted', 1)
   local passed = redis.call('HINCRBY', KEYS[4], ARGV[3] .. ':passed', tonumber(ARGV[4]))
-  redis.call('EXPIRE', KEYS[4], ARGV[2])
-  return {1, counted, passed, barrier[1], barrier[2], barrier[3]}
+  if counted == 1 then redis.call('EXPIRE', KEYS[4], ARGV[2]) end
+  return {1, counted, passed, barrier[1], barrier[2], barrier[3], barrier[4]}
 end
-return {0, 0, 0, barrier[1], barrier[2], barrier[3]}
+return {0, 0, 0, barrier[1], barrier[2], barrier[3], barrier[4]}
 """
 """KEYS: run key, stream, runs-done counter, tally hash, settled bitmap, cases-done set, the
 sweep's settled counter (the publishing window's measure), running hash, activity key; ARGV:
 RunResult JSON, TTL, case id, 1 if the run passed else 0, run number, the run's running field
 (its marker goes: the run is over), epoch now. Returns (1 when counted,
-runs counted, runs passed of the case) followed by SETTLE_LUA's three values."""
+runs counted, runs passed of the case) followed by SETTLE_LUA's four values; TTLs as there (the
+tally hash's when one of its cases counts its first run)."""
 
 STORE_CASE_LUA = """
 local added = redis.call('SADD', KEYS[1], ARGV[1])

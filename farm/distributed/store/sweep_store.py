@@ -105,16 +105,16 @@ class SweepStore(PlanStore):
         names = [keys.run_key(sweep_id, cid, result.run), keys.stream_key(sweep_id), keys.runs_done_key(sweep_id),
                  keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id),
                  keys.settled_count_key(sweep_id), keys.running_key(sweep_id), keys.activity_key(sweep_id)]
-        stored, counted, passes, first, settled, done = self._store_run(keys=names, args=args)
-        barrier = Settled(bool(first), int(settled), bool(done))
+        stored, counted, passes, first, settled, done, count = self._store_run(keys=names, args=args)
+        barrier = Settled(bool(first), int(settled), bool(done), int(count))
         return (Tally(int(counted), int(passes)) if stored else None), barrier
 
     def settle(self, sweep_id: str, case_id: str, run: int) -> Settled:
         """Settle a run a worker began without storing it (dropped), or look again at a stored
         run's barrier; its running marker goes."""
-        first, settled, done = self._settle(keys=self._settle_keys(sweep_id, case_id), args=[
+        first, settled, done, count = self._settle(keys=self._settle_keys(sweep_id, case_id), args=[
             run, self.ttl, case_id, keys.run_field(case_id, run), time.time()])
-        return Settled(bool(first), int(settled), bool(done))
+        return Settled(bool(first), int(settled), bool(done), int(count))
 
     @staticmethod
     def _settle_keys(sweep_id: str, case_id: str) -> list[str]:
