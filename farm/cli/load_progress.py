@@ -9,6 +9,7 @@ where the runs' progress bar would be: stderr a terminal, no ``--no-progress``.
 
 from __future__ import annotations
 
+import os
 import time
 from types import TracebackType
 
@@ -16,15 +17,23 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
 
 SHOW_AFTER_S = 1.0
-"""A load shorter than this shows nothing."""
+"""A load shorter than this shows nothing (``FARM_LOAD_PROGRESS_AFTER`` seconds, when set)."""
+
+
+def show_after_default() -> float:
+    """``FARM_LOAD_PROGRESS_AFTER`` when it is a number of seconds, else ``SHOW_AFTER_S``."""
+    try:
+        return max(0.0, float(os.environ["FARM_LOAD_PROGRESS_AFTER"]))
+    except (KeyError, ValueError):
+        return SHOW_AFTER_S
 
 
 class LoadProgress:
     """``with LoadProgress(console) as read: prepare_sweep(settings, read=read)``."""
 
-    def __init__(self, console: Console, *, show_after_s: float = SHOW_AFTER_S) -> None:
+    def __init__(self, console: Console, *, show_after_s: float | None = None) -> None:
         self._console = console
-        self._show_after_s = show_after_s
+        self._show_after_s = show_after_default() if show_after_s is None else show_after_s
         self._started = time.monotonic()
         self._cases = 0
         self._progress: Progress | None = None
