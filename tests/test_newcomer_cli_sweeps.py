@@ -34,16 +34,20 @@ def test_a_database_of_a_newer_farm_is_refused_and_an_older_one_migrated(tmp_pat
     from farm.history.engine import create_history_engine, migrate
     from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
 
+    from alembic import command
+
+    from farm.history.engine import _alembic_config
+
     older, newer = tmp_path / "older.sqlite", tmp_path / "newer.sqlite"
-    for database in (older, newer):
-        migrate(create_history_engine(f"sqlite:///{database}"))
+    migrate(create_history_engine(f"sqlite:///{newer}"))
     with sqlite3.connect(newer) as conn:
         conn.execute(f"UPDATE {VERSION_TABLE} SET version_num = 'r9999'")
     refused = farm("history", "--history", f"sqlite:///{newer}", cwd=tmp_path)
     assert_one_line_error(refused, "newer agent-farm", "r9999")
-    with sqlite3.connect(older) as conn:  # one revision back: the farm migrates it, as before
-        conn.execute(f"UPDATE {VERSION_TABLE} SET version_num = 'r0001'")
-        conn.execute("DROP TABLE farm_failure_modes")
+    with create_history_engine(f"sqlite:///{older}").begin() as conn:  # an older farm's schema: r0001 only
+        config = _alembic_config()
+        config.attributes["connection"] = conn
+        command.upgrade(config, "r0001")
     migrated = farm("history", "--history", f"sqlite:///{older}", cwd=tmp_path)
     assert migrated.returncode == 0, migrated.stderr
     with sqlite3.connect(older) as conn:
