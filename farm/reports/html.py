@@ -55,13 +55,15 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
     meta = report.metadata
     agent = _text(meta.get("agent_id") or "agent")
     multi_run = summary.runs_per_case > 1
+    cards = _cards(summary) + _fleet_cards(summary, meta) + _semantic_cards(summary)
     page = template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
         verdict=_verdict(summary, meta),
         apart=_apart(report),
         meta_items=_meta_items(meta),
-        cards=_cards(summary) + _fleet_cards(summary, meta) + _semantic_cards(summary),
+        cards=cards,
+        card_columns=card_columns(len(cards)),
         status_bar=_status_bar(summary),
         failure_classes=_failure_classes(summary),
         histogram=_histogram(report.results) if multi_run else None,
@@ -222,6 +224,17 @@ def _semantic_cards(s: SweepSummary) -> list[dict[str, str]]:
         return []
     value = {"computed": "computed", "not_installed": "not installed", "not_text": "not text"}[str(s.semantic)]
     return [_card("Semantic consistency", value, words, "neutral" if s.semantic != "not_installed" else "warn")]
+
+
+CARDS_PER_ROW = 9
+"""The most cards a wide page shows on a row."""
+
+
+def card_columns(cards: int) -> int:
+    """Columns for ``cards`` cards on a wide page: the rows as even as they can be, so no card sits
+    alone on the last one (10 cards are two rows of 5, not 9 and 1)."""
+    rows = max(1, -(-cards // CARDS_PER_ROW))
+    return max(1, -(-cards // rows))
 
 
 def _card(label: str, value: str, caption: str, tone: str) -> dict[str, str]:
