@@ -190,11 +190,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     stream = _open(settings)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
-    env = RunEnvironment(
-        user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
-        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
-        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
-    )
+    env = _environment(settings, sid)
     keeps: PlanKeeps = "ids" if settings.collect_only else "compact" if _compact(settings) else "cases"
     parts = PlanParts(keeps, env)
     planner = BatchPlanner(
@@ -203,17 +199,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
         run_pattern=settings.run_pattern, patterns=settings.patterns,
         codec_from=parts.cases if isinstance(parts.cases, CompactCases) else None,
     )
-    processes = load_processes(stream, by_default=keeps == "ids") if keeps != "cases" else 1
-    if processes > 1:
-        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
-    else:
-        reading = iter(stream)
-        while batch := list(itertools.islice(reading, PLAN_BATCH)):
-            read(len(batch))
-            cases, counts = planner.select(batch)
-            parts.selection.add(counts)
-            if not stream.broken:  # a suite with problems is read on only to list them all
-                parts.merge(planner.plan(cases, selected=True))
+    _read_and_plan(stream, planner, parts, read)
     stream.check()
     stream.notes += manifest_overrides(parts.agents, settings.name)
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
@@ -221,11 +207,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
                            cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
-    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
-        built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
-    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
-        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    built, judges = _check_adapters(settings, parts, options)
     fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases, env=env, options=options, totals=parts.totals, parallel=settings.parallel,
@@ -233,6 +215,42 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
     return PreparedSweep(plan, stream, outputs, parts.ids if keeps == "ids" else None)
+
+
+def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
+    """What every run of the sweep sees: who runs it, the connector, timeouts, Yao's context file."""
+    return RunEnvironment(
+        user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
+        neuro_san_compat=settings.neuro_san_compat, sweep_id=sweep_id, yao_compat=settings.yao_compat,
+        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
+    )
+
+
+def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:
+    """Read the suite batch by batch, selecting and planning each batch into ``parts`` (in a
+    process per core when the plan keeps no ``Case`` objects and the suite is large)."""
+    processes = load_processes(stream, by_default=parts.keeps == "ids") if parts.keeps != "cases" else 1
+    if processes > 1:
+        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
+        return
+    reading = iter(stream)
+    while batch := list(itertools.islice(reading, PLAN_BATCH)):
+        read(len(batch))
+        cases, counts = planner.select(batch)
+        parts.selection.add(counts)
+        if not stream.broken:  # a suite with problems is read on only to list them all
+            parts.merge(planner.plan(cases, selected=True))
+
+
+def _check_adapters(settings: TestSettings, parts: PlanParts, options: AgentOptions
+                    ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
+    """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
+    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
+    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
+        built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
+    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
+        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    return built, judges
 
 
 def _calls_agents_here(settings: TestSettings) -> bool:

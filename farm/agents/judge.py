@@ -19,9 +19,9 @@ from typing import Any
 from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.hooks import NO_HOOKS, AgentHooks
+from farm.agents.limiter import KeyedLimiter
 from farm.agents.options import AgentOptions
 from farm.agents.secrets import redact
-from farm.agents.transport import KeyedLimiter
 from farm.checks.base import Judge, JudgeVerdict
 from farm.checks.judged import parse_verdict
 from farm.errors import AgentResolutionError
