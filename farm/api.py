@@ -5,8 +5,9 @@ order matters: load and validate every suite, resolve every agent and check ever
 *before* the first run, so that bad input exits 2 with nothing run.
 
 The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
-as it is read: a distributed submitter keeps only each case's stored form
-(``farm.plan.compact_cases``), so a million-case plan is never a million ``Case`` objects.
+as it is read into the plan's ``CaseKeeper``, which the executor chooses: a distributed submitter
+keeps only each case's stored form (``farm.distributed.submit.stored_cases``), so a million-case
+plan is never a million ``Case`` objects.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.models import Case, SweepReport
-from farm.plan.batch import BatchPlanner, PlanKeeps, PlanParts, ReadCounter
-from farm.plan.compact_cases import CompactCases
+from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import load_processes, plan_in_processes
-from farm.plan.sweep_plan import SweepPlan, build_plan, new_sweep_id
+from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
@@ -191,13 +191,11 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
-    keeps: PlanKeeps = "ids" if settings.collect_only else "compact" if _compact(settings) else "cases"
-    parts = PlanParts(keeps, env)
+    parts = PlanParts(None if settings.collect_only else _case_keeper(settings, env))
     planner = BatchPlanner(
-        keeps=keeps, env=env, options=options, agent_name=settings.name, runs=settings.runs,
+        keeper=parts.cases, env=env, options=options, agent_name=settings.name, runs=settings.runs,
         min_pass_rate=settings.min_pass_rate, adaptive=settings.fleet.adaptive_rule(),
         run_pattern=settings.run_pattern, patterns=settings.patterns,
-        codec_from=parts.cases if isinstance(parts.cases, CompactCases) else None,
     )
     _read_and_plan(stream, planner, parts, read)
     stream.check()
@@ -210,11 +208,12 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     built, judges = _check_adapters(settings, parts, options)
     fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
     plan = build_plan(
-        sid, parts.cases, env=env, options=options, totals=parts.totals, parallel=settings.parallel,
+        sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
+        totals=parts.totals, parallel=settings.parallel,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs, parts.ids if keeps == "ids" else None)
+    return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None)
 
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
@@ -229,7 +228,8 @@ def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
 def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:
     """Read the suite batch by batch, selecting and planning each batch into ``parts`` (in a
     process per core when the plan keeps no ``Case`` objects and the suite is large)."""
-    processes = load_processes(stream, by_default=parts.keeps == "ids") if parts.keeps != "cases" else 1
+    travels = parts.cases is None or parts.cases.travels
+    processes = load_processes(stream, by_default=parts.cases is None) if travels else 1
     if processes > 1:
         plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
         return
@@ -259,10 +259,15 @@ def _calls_agents_here(settings: TestSettings) -> bool:
     return not (settings.broker or settings.lists_only)
 
 
-def _compact(settings: TestSettings) -> bool:
-    """A distributed submitter keeps its cases in their stored form; an in-process sweep runs
-    them, and listing them (``--collect-only``, ``--dry-run``) needs no store."""
-    return bool(settings.broker) and not settings.lists_only
+def _case_keeper(settings: TestSettings, env: RunEnvironment) -> CaseKeeper:
+    """How the plan holds its cases, as the executor that runs it chooses: a distributed
+    submitter keeps them in their stored form; an in-process sweep runs them, and listing them
+    (``--dry-run``) needs no store."""
+    if settings.broker and not settings.lists_only:
+        from farm.distributed.submit import stored_cases
+
+        return stored_cases(env)
+    return PlannedCases()
 
 
 def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:

@@ -206,3 +206,22 @@ def test_the_size_walk_finds_a_long_function_and_module(tmp_path, monkeypatch) -
     monkeypatch.setattr(sys.modules[__name__], "WORKERS", tmp_path / "workers")
     assert long_functions() == ["farm/big.py:1: long (41)"]
     assert long_modules() == ["farm/big.py: 441"]
+
+
+def every_import(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` → the modules of ``package`` it imports anywhere: at the top, in a
+    function (a lazy import hides a circle, it does not remove it) or under TYPE_CHECKING."""
+    modules = {module_name(p): p for p in (FARM.parent / package.replace(".", "/")).rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found = {imported for _, imported in imported_names(ast.parse(path.read_text(encoding="utf-8")))}
+        edges[name] = {m for m in found if m in modules and m != name}
+    return edges
+
+
+def test_the_plan_imports_no_circle_even_lazily() -> None:
+    """Issue 25 item 1: the plan (``SweepPlan.cases``, a ``CaseSource``) no longer reaches for its
+    compact form (``farm.plan.compact_cases``), which builds on it."""
+    edges = every_import("farm.plan")
+    assert "farm.plan.compact_cases" not in edges["farm.plan.sweep_plan"]
+    assert import_circles(edges) == []
