@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from farm import collector
-from farm.agents.base import Agent
+from farm.agents.built import BuiltAdapters
 from farm.agents.hooks import AgentHooks
-from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.notes import manifest_overrides
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import create_agent, names_neuro_san_server, parse_reference
+from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
@@ -125,21 +124,24 @@ class PreparedSweep:
     """Every requested output, checked writable."""
     listed: list[str] | None = None
     """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
+    adapters: BuiltAdapters | None = None
+    """An in-process sweep's agents and judges, built once as they were checked: its executor runs
+    these (``create_executor``)."""
 
 
-def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions
-                             ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
-    """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
-    built = {ref: create_agent(ref, options) for ref in dict.fromkeys(refs)}
-    resolver = create_judge_resolver(options)
+def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions,
+                             *, replaying: bool) -> BuiltAdapters:
+    """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now (an
+    in-process sweep then runs these)."""
+    built = BuiltAdapters.build(refs, options, replaying=replaying)
     for use, case in needed.items():
         try:
-            resolver(use)
+            built.judges(use)
         except AgentResolutionError as exc:
             where = f"{case.source}:{case.line}" if case.line else case.source or case.id
             raise AgentResolutionError(f"{where}: judge {use or '(default)'}: {exc.message}") from None
     attempts_from_env(4)  # a bad FARM_RETRY_ATTEMPTS is a settings error, not a failure in every run
-    return built, resolver
+    return built
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
@@ -205,15 +207,16 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
                            cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    built, judges = _check_adapters(settings, parts, options)
-    fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
+    built = _check_adapters(settings, parts, options)
+    fleet = plan_fleet(settings.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=settings.parallel,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None)
+    return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None,
+                         built if _calls_agents_here(settings) else None)
 
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
@@ -242,15 +245,15 @@ def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, 
             parts.merge(planner.plan(cases, selected=True))
 
 
-def _check_adapters(settings: TestSettings, parts: PlanParts, options: AgentOptions
-                    ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
+def _check_adapters(settings: TestSettings, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
     """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
     replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
     with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
-        built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
+        built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
+                                         replaying=replaying.replaying)
     if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
         parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    return built, judges
+    return built
 
 
 def _calls_agents_here(settings: TestSettings) -> bool:
@@ -270,8 +273,11 @@ def _case_keeper(settings: TestSettings, env: RunEnvironment) -> CaseKeeper:
     return PlannedCases()
 
 
-def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:
-    """In-process unless a broker is given; Celery is imported only for a distributed sweep."""
+def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None,
+                    adapters: BuiltAdapters | None = None) -> Executor:
+    """In-process unless a broker is given; Celery is imported only for a distributed sweep.
+    ``adapters``: the prepared sweep's (``PreparedSweep.adapters``), which an in-process sweep runs
+    instead of building them again."""
     farm_settings = farm_settings or FarmSettings.from_env()
     if settings.broker:
         from farm.distributed.submit import CeleryExecutor
@@ -279,7 +285,7 @@ def create_executor(settings: TestSettings, farm_settings: FarmSettings | None =
         executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=settings.broker, queue=settings.queue),
                                             detach=settings.detach)
         return executor
-    return LocalExecutor(grace_s=farm_settings.stop_grace_s)
+    return LocalExecutor(grace_s=farm_settings.stop_grace_s, adapters=adapters)
 
 
 def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
@@ -294,7 +300,7 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
         raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
                                "FastAPI): use `await farm.arun_sweep(settings)`")
     prepared = prepare_sweep(settings)
-    return create_executor(settings).run(prepared.plan, observer or Observers(), stop)
+    return create_executor(settings, adapters=prepared.adapters).run(prepared.plan, observer or Observers(), stop)
 
 
 def _loop_running() -> bool:
@@ -310,7 +316,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     """``run_sweep`` for callers inside an event loop: an in-process sweep runs on the caller's
     loop; a distributed one follows its workers from a thread (its Redis reads block)."""
     prepared = prepare_sweep(settings)
-    executor = create_executor(settings)
+    executor = create_executor(settings, adapters=prepared.adapters)
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 

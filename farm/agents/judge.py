@@ -130,6 +130,20 @@ class JudgeResolver:
                 self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
             return ConnectorJudge(self._connectors.get(name))
 
+    def rehooked(self, hooks: AgentHooks) -> JudgeResolver:
+        """This resolver's judges wrapped by ``hooks`` (fleet control's), which also build the
+        judges asked for from now on: a sweep's judges are built once, to be checked, before the
+        fleet plan that wraps them is known (``farm.agents.built``). They share their clients:
+        close one of the two resolvers."""
+        resolver = JudgeResolver(self.options, hooks)
+        with self._lock:
+            resolver._connectors, resolver._agents = self._connectors, self._agents
+            for use, judge in self._judges.items():
+                name = use if use is not None else self.options.judge
+                assert name  # a judge without a name was never built
+                resolver._judges[use] = hooks.wrap_judge(name, judge) if hooks.wrap_judge is not None else judge
+        return resolver
+
     async def aclose(self) -> None:
         if self._connectors is not None:
             await self._connectors.aclose()

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["NO_LIMITER", "CallLease", "CallLimiter", "KeyedLimiter"]
+__all__ = ["NO_LIMITER", "CallLease", "CallLimiter", "KeyedLimiter", "LateLimiter"]
 
 
 class CallLease(Protocol):
@@ -76,3 +76,19 @@ class KeyedLimiter:
 
     async def acquire(self, key: str, *, tokens: int = 0) -> CallLease:
         return await self.limiter.acquire(self.key, tokens=tokens)
+
+
+class LateLimiter:
+    """A limiter bound after the adapters that use it are built: a sweep builds (and so checks)
+    its agents and judges before its fleet plan, which reads them, says how their calls are
+    limited; the executor then binds the fleet's limiter (``farm.agents.built``). Until bound it
+    admits every attempt at once."""
+
+    def __init__(self) -> None:
+        self._limiter: CallLimiter = NO_LIMITER
+
+    def bind(self, limiter: CallLimiter) -> None:
+        self._limiter = limiter
+
+    async def acquire(self, key: str, *, tokens: int = 0) -> CallLease:
+        return await self._limiter.acquire(key, tokens=tokens)

@@ -193,7 +193,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
         return ExitCode.OK
     exporters = otel.observers(prepared.plan, settings.broker, lambda line: say(err, f"farm: {line}"))
     session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
-    executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
+    executor: Any = create_executor(settings, farm_settings, prepared.adapters)  # the Celery one also has submit
     if settings.detach:
         return _submit_detached(executor, prepared, history, err)
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from farm import collector
+from farm.agents.built import BuiltAdapters
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.fleet.runtime import local_runtime
@@ -49,12 +50,17 @@ from farm.sweep.observers import SweepObserver
 class _Sweep:
     """State of one in-process sweep."""
 
-    def __init__(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> None:
+    def __init__(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop,
+                 adapters: BuiltAdapters | None) -> None:
         self.plan = plan
         self.observer = observer
         self.stop = stop
         self.fleet = local_runtime(plan)
-        self.pool = AgentPool(plan.options, self.fleet.hooks)
+        if adapters is not None:  # built (and checked) by prepare_sweep: hooked to fleet control, not built again
+            self.pool, self.judges = adapters.hooked(plan.options, self.fleet.hooks)
+        else:
+            self.pool = AgentPool(plan.options, self.fleet.hooks)
+            self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
         pass_k = pass_ks(plan.metadata)
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k)
@@ -63,7 +69,6 @@ class _Sweep:
         self.finished: dict[str, CaseStats] = {}
         for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
-        self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
         adaptive = any(c.plan.adaptive is not None for c in plan.cases)
         self.adaptive = AdaptiveQueue(plan.cases, self.accumulators, stop) if adaptive else None
         self.simulators = create_simulator_pool(plan.options, self.fleet.hooks)
@@ -143,8 +148,11 @@ class LocalExecutor(Executor):
     ``grace_s`` to finish, then are abandoned (not counted), and the sweep finishes with what ran.
     """
 
-    def __init__(self, *, grace_s: float = DEFAULT_STOP_GRACE_S) -> None:
+    def __init__(self, *, grace_s: float = DEFAULT_STOP_GRACE_S, adapters: BuiltAdapters | None = None) -> None:
         self.grace_s = grace_s
+        self.adapters = adapters
+        """The plan's agents and judges, built when it was prepared (``farm.agents.built``): its
+        first sweep runs them; without them (or for a later sweep) they are built here."""
 
     def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
         box: list[SweepReport] = []
@@ -162,7 +170,8 @@ class LocalExecutor(Executor):
         box.append(await self._run(plan, observer, stop))
 
     async def _run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> SweepReport:
-        sweep = _Sweep(plan, observer, stop)
+        adapters, self.adapters = self.adapters, None  # an adapter serves one sweep: closed at its end
+        sweep = _Sweep(plan, observer, stop, adapters)
         started_at = utc_now()
         observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()
