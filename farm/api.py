@@ -2,7 +2,11 @@
 
 Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` does that). The
 order matters: load and validate every suite, resolve every agent and check every output path
-*before* the first run, so that bad input exits 2 with nothing run.
+*before* the first run, so that bad input exits 2 with nothing run. The agents and judges built
+to be checked are the ones an in-process sweep runs (``PreparedSweep.adapters``). The flags are
+resolved once into what each stage takes (``plan_spec`` for batch planning, ``FleetFlags`` for
+fleet control, the output targets); ``TestSettings`` stays the input of ``farm.api`` and
+``farm.cli`` (and of the facts the history records of a sweep).
 
 The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
 as it is read into the plan's ``CaseKeeper``, which the executor chooses: a distributed submitter
@@ -32,7 +36,7 @@ from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.models import Case, SweepReport
-from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
+from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import load_processes, plan_in_processes
@@ -194,15 +198,11 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
     parts = PlanParts(None if settings.collect_only else _case_keeper(settings, env))
-    planner = BatchPlanner(
-        keeper=parts.cases, env=env, options=options, agent_name=settings.name, runs=settings.runs,
-        min_pass_rate=settings.min_pass_rate, adaptive=settings.fleet.adaptive_rule(),
-        run_pattern=settings.run_pattern, patterns=settings.patterns,
-    )
+    planner = BatchPlanner(plan_spec(settings), keeper=parts.cases, env=env, options=options)
     _read_and_plan(stream, planner, parts, read)
     stream.check()
     stream.notes += manifest_overrides(parts.agents, settings.name)
-    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
+    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
                            cwd=Path(settings.cwd))
     if parts.refused is not None:
@@ -217,6 +217,13 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     )
     return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None,
                          built if _calls_agents_here(settings) else None)
+
+
+def plan_spec(settings: TestSettings) -> PlanSpec:
+    """What batch planning takes of the flags (``farm.plan.batch``)."""
+    return PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
+                    adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
+                    patterns=settings.patterns)
 
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:

@@ -151,6 +151,22 @@ class PlanParts:
         self.ids += batch.ids
 
 
+@dataclass(frozen=True)
+class PlanSpec:
+    """What planning takes of ``farm test``'s flags, resolved once (``farm.api.plan_spec``)."""
+
+    agent_name: str | None = None
+    """``-n``: the agent of every case (else each case's own, or the suite's)."""
+    runs: int | None = None
+    """``--runs``: runs per case (else each case's own, or the default)."""
+    min_pass_rate: float = 1.0
+    adaptive: AdaptiveRule | None = None
+    run_pattern: str | None = None
+    """``--run REGEX``: the case ids it matches (Yao's filter)."""
+    patterns: tuple[str, ...] = ()
+    """``-k``, repeatable."""
+
+
 ReadCounter = Callable[[int], None]
 """Told, as a suite loads, how many more cases were read (each batch's): a progress display."""
 
@@ -159,16 +175,13 @@ class BatchPlanner:
     """Plans batches of one sweep; the same object (a copy of it, in a forked process) plans
     every batch, so each agent is resolved once per process."""
 
-    def __init__(self, *, keeper: CaseKeeper | None, env: RunEnvironment, options: AgentOptions,
-                 agent_name: str | None, runs: int | None, min_pass_rate: float, adaptive: AdaptiveRule | None,
-                 run_pattern: str | None, patterns: tuple[str, ...]) -> None:
+    def __init__(self, spec: PlanSpec, *, keeper: CaseKeeper | None, env: RunEnvironment,
+                 options: AgentOptions) -> None:
         self.keeper = keeper
         """The sweep's (a forked process keeps cases with its copy of it: a compact plan's
         dictionary); None: ``--collect-only`` lists ids."""
-        self.env, self.options, self.agent_name = env, options, agent_name
-        self.runs, self.min_pass_rate, self.adaptive = runs, min_pass_rate, adaptive
-        self.regex = compile_run_pattern(run_pattern)
-        self.patterns = patterns
+        self.spec, self.env, self.options = spec, env, options
+        self.regex = compile_run_pattern(spec.run_pattern)
         self.agents: dict[AgentKey, AgentRef] = {}
 
     def select(self, cases: list[Case]) -> tuple[list[Case], SelectionCounts]:
@@ -176,7 +189,7 @@ class BatchPlanner:
         if self.regex is not None:
             cases = [c for c in cases if self.regex.search(c.id)]
         counts.matched = len(cases)
-        cases = select_cases(cases, self.patterns)
+        cases = select_cases(cases, self.spec.patterns)
         counts.selected = len(cases)
         counts.runnable = sum(not c.skip for c in cases)
         counts.skip_reason = next((c.skip_reason for c in cases if c.skip and c.skip_reason), "")
@@ -197,7 +210,7 @@ class BatchPlanner:
         return batch
 
     def _plan_case(self, case: Case, batch: BatchPlan) -> None:
-        case_plan = plan_case(case, self.runs, self.min_pass_rate, self.adaptive)
+        case_plan = plan_case(case, self.spec.runs, self.spec.min_pass_rate, self.spec.adaptive)
         agent = self._agent(case, batch)
         batch.totals.add_case(case, case_plan, agent, self.env)
         if self.keeper is None:
@@ -210,8 +223,11 @@ class BatchPlanner:
         key = (case.source or case.base_dir, case.agent, case.connection)
         ref = self.agents.get(key)
         if ref is None:
-            ref = self.agents[key] = batch.agents[key] = resolve_case_agent(case, self.agent_name, self.options)
+            ref = self.agents[key] = batch.agents[key] = resolve_case_agent(case, self.spec.agent_name, self.options)
         return ref
 
 
-__all__ = ["BatchPlan", "BatchPlanner", "CaseKeeper", "PlanParts", "ReadCounter", "SelectionCounts", "select_cases"]
+__all__ = [
+    "BatchPlan", "BatchPlanner", "CaseKeeper", "PlanParts", "PlanSpec", "ReadCounter", "SelectionCounts",
+    "select_cases",
+]

@@ -6,7 +6,8 @@ python adapter) never blocks the others. It runs each run through the same guard
 and sweep finish (``farm.sweep.lifecycle``) as the Celery workers. A stop request (``SweepStop``: a
 signal, fail-fast) ends scheduling; an interrupted sweep abandons its runs in flight after a
 grace, and every sweep, stopped or not, ends in a report of what ran. Fleet control
-(``farm.fleet.runtime``) gives the adapters their limiter and wrappers and wraps each run: a run
+(``farm.fleet.runtime``) gives the adapters their limiter and wrappers (those ``prepare_sweep``
+built and checked, ``farm.agents.built``: nothing is built twice) and wraps each run: a run
 whose call it refused (budget, quota) is not counted and stops the sweep. An adaptive sweep takes
 its runs from ``farm.sweep.adaptive`` and finishes a case once it is decided. When the sweep's
 run journal can give the run details back (``farm.sweep.journal.journal_for``), a finished case drops
