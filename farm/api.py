@@ -2,11 +2,16 @@
 
 Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` does that). The
 order matters: load and validate every suite, resolve every agent and check every output path
-*before* the first run, so that bad input exits 2 with nothing run.
+*before* the first run, so that bad input exits 2 with nothing run. The agents and judges built
+to be checked are the ones an in-process sweep runs (``PreparedSweep.adapters``). The flags are
+resolved once into what each stage takes (``plan_spec`` for batch planning, ``FleetFlags`` for
+fleet control, the output targets); ``TestSettings`` stays the input of ``farm.api`` and
+``farm.cli`` (and of the facts the history records of a sweep).
 
 The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
-as it is read: a distributed submitter keeps only each case's stored form
-(``farm.plan.compact_cases``), so a million-case plan is never a million ``Case`` objects.
+as it is read into the plan's ``CaseKeeper``, which the executor chooses: a distributed submitter
+keeps only each case's stored form (``farm.distributed.submit.stored_cases``), so a million-case
+plan is never a million ``Case`` objects.
 """
 
 from __future__ import annotations
@@ -21,23 +26,21 @@ from pathlib import Path
 from typing import Any
 
 from farm import collector
-from farm.agents.base import Agent
+from farm.agents.built import BuiltAdapters
 from farm.agents.hooks import AgentHooks
-from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.notes import manifest_overrides
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import create_agent, names_neuro_san_server, parse_reference
+from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.models import Case, SweepReport
-from farm.plan.batch import BatchPlanner, PlanKeeps, PlanParts, ReadCounter
-from farm.plan.compact_cases import CompactCases
+from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import load_processes, plan_in_processes
-from farm.plan.sweep_plan import SweepPlan, build_plan, new_sweep_id
+from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
@@ -125,21 +128,24 @@ class PreparedSweep:
     """Every requested output, checked writable."""
     listed: list[str] | None = None
     """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
+    adapters: BuiltAdapters | None = None
+    """An in-process sweep's agents and judges, built once as they were checked: its executor runs
+    these (``create_executor``)."""
 
 
-def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions
-                             ) -> tuple[dict[AgentRef, Agent], JudgeResolver]:
-    """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now."""
-    built = {ref: create_agent(ref, options) for ref in dict.fromkeys(refs)}
-    resolver = create_judge_resolver(options)
+def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions,
+                             *, replaying: bool) -> BuiltAdapters:
+    """Build every adapter and judge once, so a bad manifest, connector or key exits 2 now (an
+    in-process sweep then runs these)."""
+    built = BuiltAdapters.build(refs, options, replaying=replaying)
     for use, case in needed.items():
         try:
-            resolver(use)
+            built.judges(use)
         except AgentResolutionError as exc:
             where = f"{case.source}:{case.line}" if case.line else case.source or case.id
             raise AgentResolutionError(f"{where}: judge {use or '(default)'}: {exc.message}") from None
     attempts_from_env(4)  # a bad FARM_RETRY_ATTEMPTS is a settings error, not a failure in every run
-    return built, resolver
+    return built
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
@@ -190,49 +196,71 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     stream = _open(settings)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
-    env = RunEnvironment(
-        user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
-        neuro_san_compat=settings.neuro_san_compat, sweep_id=sid, yao_compat=settings.yao_compat,
-        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
-    )
-    keeps: PlanKeeps = "ids" if settings.collect_only else "compact" if _compact(settings) else "cases"
-    parts = PlanParts(keeps, env)
-    planner = BatchPlanner(
-        keeps=keeps, env=env, options=options, agent_name=settings.name, runs=settings.runs,
-        min_pass_rate=settings.min_pass_rate, adaptive=settings.fleet.adaptive_rule(),
-        run_pattern=settings.run_pattern, patterns=settings.patterns,
-        codec_from=parts.cases if isinstance(parts.cases, CompactCases) else None,
-    )
-    processes = load_processes(stream, by_default=keeps == "ids") if keeps != "cases" else 1
-    if processes > 1:
-        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
-    else:
-        reading = iter(stream)
-        while batch := list(itertools.islice(reading, PLAN_BATCH)):
-            read(len(batch))
-            cases, counts = planner.select(batch)
-            parts.selection.add(counts)
-            if not stream.broken:  # a suite with problems is read on only to list them all
-                parts.merge(planner.plan(cases, selected=True))
+    env = _environment(settings, sid)
+    parts = PlanParts(None if settings.collect_only else _case_keeper(settings, env))
+    planner = BatchPlanner(plan_spec(settings), keeper=parts.cases, env=env, options=options)
+    _read_and_plan(stream, planner, parts, read)
     stream.check()
     stream.notes += manifest_overrides(parts.agents, settings.name)
-    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, settings.patterns)
+    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
     outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
                            cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
-    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
-        built, judges = _check_agents_and_judges(parts.judges, parts.agents.values(), options)
-    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
-        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
-    fleet = plan_fleet(settings.fleet, built, judges, parts.judges, options)
+    built = _check_adapters(settings, parts, options)
+    fleet = plan_fleet(settings.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
-        sid, parts.cases, env=env, options=options, totals=parts.totals, parallel=settings.parallel,
+        sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
+        totals=parts.totals, parallel=settings.parallel,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs, parts.ids if keeps == "ids" else None)
+    return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None,
+                         built if _calls_agents_here(settings) else None)
+
+
+def plan_spec(settings: TestSettings) -> PlanSpec:
+    """What batch planning takes of the flags (``farm.plan.batch``)."""
+    return PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
+                    adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
+                    patterns=settings.patterns)
+
+
+def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
+    """What every run of the sweep sees: who runs it, the connector, timeouts, Yao's context file."""
+    return RunEnvironment(
+        user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
+        neuro_san_compat=settings.neuro_san_compat, sweep_id=sweep_id, yao_compat=settings.yao_compat,
+        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
+    )
+
+
+def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:
+    """Read the suite batch by batch, selecting and planning each batch into ``parts`` (in a
+    process per core when the plan keeps no ``Case`` objects and the suite is large)."""
+    travels = parts.cases is None or parts.cases.travels
+    processes = load_processes(stream, by_default=parts.cases is None) if travels else 1
+    if processes > 1:
+        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
+        return
+    reading = iter(stream)
+    while batch := list(itertools.islice(reading, PLAN_BATCH)):
+        read(len(batch))
+        cases, counts = planner.select(batch)
+        parts.selection.add(counts)
+        if not stream.broken:  # a suite with problems is read on only to list them all
+            parts.merge(planner.plan(cases, selected=True))
+
+
+def _check_adapters(settings: TestSettings, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
+    """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
+    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
+    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
+        built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
+                                         replaying=replaying.replaying)
+    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
+        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    return built
 
 
 def _calls_agents_here(settings: TestSettings) -> bool:
@@ -241,14 +269,22 @@ def _calls_agents_here(settings: TestSettings) -> bool:
     return not (settings.broker or settings.lists_only)
 
 
-def _compact(settings: TestSettings) -> bool:
-    """A distributed submitter keeps its cases in their stored form; an in-process sweep runs
-    them, and listing them (``--collect-only``, ``--dry-run``) needs no store."""
-    return bool(settings.broker) and not settings.lists_only
+def _case_keeper(settings: TestSettings, env: RunEnvironment) -> CaseKeeper:
+    """How the plan holds its cases, as the executor that runs it chooses: a distributed
+    submitter keeps them in their stored form; an in-process sweep runs them, and listing them
+    (``--dry-run``) needs no store."""
+    if settings.broker and not settings.lists_only:
+        from farm.distributed.submit import stored_cases
+
+        return stored_cases(env)
+    return PlannedCases()
 
 
-def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None) -> Executor:
-    """In-process unless a broker is given; Celery is imported only for a distributed sweep."""
+def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None,
+                    adapters: BuiltAdapters | None = None) -> Executor:
+    """In-process unless a broker is given; Celery is imported only for a distributed sweep.
+    ``adapters``: the prepared sweep's (``PreparedSweep.adapters``), which an in-process sweep runs
+    instead of building them again."""
     farm_settings = farm_settings or FarmSettings.from_env()
     if settings.broker:
         from farm.distributed.submit import CeleryExecutor
@@ -256,7 +292,7 @@ def create_executor(settings: TestSettings, farm_settings: FarmSettings | None =
         executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=settings.broker, queue=settings.queue),
                                             detach=settings.detach)
         return executor
-    return LocalExecutor(grace_s=farm_settings.stop_grace_s)
+    return LocalExecutor(grace_s=farm_settings.stop_grace_s, adapters=adapters)
 
 
 def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
@@ -271,7 +307,7 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
         raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
                                "FastAPI): use `await farm.arun_sweep(settings)`")
     prepared = prepare_sweep(settings)
-    return create_executor(settings).run(prepared.plan, observer or Observers(), stop)
+    return create_executor(settings, adapters=prepared.adapters).run(prepared.plan, observer or Observers(), stop)
 
 
 def _loop_running() -> bool:
@@ -287,7 +323,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     """``run_sweep`` for callers inside an event loop: an in-process sweep runs on the caller's
     loop; a distributed one follows its workers from a thread (its Redis reads block)."""
     prepared = prepare_sweep(settings)
-    executor = create_executor(settings)
+    executor = create_executor(settings, adapters=prepared.adapters)
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 

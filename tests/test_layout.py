@@ -149,3 +149,79 @@ def test_the_circle_finder_finds_one() -> None:
 def test_the_hall_holds_at_most_fifteen_modules() -> None:
     loose = sorted(p.name for p in FARM.glob("*.py"))
     assert len(loose) <= 15, loose
+
+
+WORKERS = FARM.parent / "workers"
+MAX_MODULE_LINES = 400
+MAX_LONG_FUNCTIONS = 3
+LONG_FUNCTION_LINES = 40
+
+
+def sources() -> Iterator[Path]:
+    """The modules of ``farm/`` and ``workers/``, Alembic's migrations aside (generated, one per revision)."""
+    for root in (FARM, WORKERS):
+        yield from (p for p in sorted(root.rglob("*.py")) if "migrations" not in p.relative_to(root).parts)
+
+
+def long_modules() -> list[str]:
+    """``file: lines`` for each module over ``MAX_MODULE_LINES``."""
+    found = []
+    for path in sources():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(FARM.parent)}: {lines}")
+    return found
+
+
+def long_functions() -> list[str]:
+    """``file:line: name (lines)`` for each function or method over ``LONG_FUNCTION_LINES``
+    (decorators aside, its docstring included)."""
+    found = []
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > LONG_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(FARM.parent)}:{node.lineno}: {node.name} ({length})")
+    return found
+
+
+def test_no_module_over_four_hundred_lines() -> None:
+    assert long_modules() == []
+
+
+def test_at_most_three_functions_over_forty_lines() -> None:
+    assert len(long_functions()) <= MAX_LONG_FUNCTIONS, long_functions()
+
+
+def test_the_size_walk_finds_a_long_function_and_module(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    (farm / "history" / "migrations").mkdir(parents=True)
+    (tmp_path / "workers").mkdir()
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(40))
+    (farm / "big.py").write_text("def long():\n" + long_body + "\n" * 400)
+    (farm / "history" / "migrations" / "v1.py").write_text("def upgrade():\n" + long_body * 20)
+    (tmp_path / "workers" / "w.py").write_text("async def short():\n    pass\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    monkeypatch.setattr(sys.modules[__name__], "WORKERS", tmp_path / "workers")
+    assert long_functions() == ["farm/big.py:1: long (41)"]
+    assert long_modules() == ["farm/big.py: 441"]
+
+
+def every_import(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` → the modules of ``package`` it imports anywhere: at the top, in a
+    function (a lazy import hides a circle, it does not remove it) or under TYPE_CHECKING."""
+    modules = {module_name(p): p for p in (FARM.parent / package.replace(".", "/")).rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found = {imported for _, imported in imported_names(ast.parse(path.read_text(encoding="utf-8")))}
+        edges[name] = {m for m in found if m in modules and m != name}
+    return edges
+
+
+def test_the_plan_imports_no_circle_even_lazily() -> None:
+    """Issue 25 item 1: the plan (``SweepPlan.cases``, a ``CaseSource``) no longer reaches for its
+    compact form (``farm.plan.compact_cases``), which builds on it."""
+    edges = every_import("farm.plan")
+    assert "farm.plan.compact_cases" not in edges["farm.plan.sweep_plan"]
+    assert import_circles(edges) == []

@@ -31,12 +31,10 @@ def test_a_database_of_another_program_is_refused_with_what_it_holds(tmp_path: P
 def test_a_database_of_a_newer_farm_is_refused_and_an_older_one_migrated(tmp_path: Path) -> None:
     import sqlite3
 
-    from farm.history.engine import create_history_engine, migrate
-    from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
-
     from alembic import command
 
-    from farm.history.engine import _alembic_config
+    from farm.history.engine import _alembic_config, create_history_engine, migrate
+    from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
 
     older, newer = tmp_path / "older.sqlite", tmp_path / "newer.sqlite"
     migrate(create_history_engine(f"sqlite:///{newer}"))

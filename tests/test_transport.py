@@ -26,10 +26,11 @@ from farm.agents.connectors import estimate_tokens, load_connectors
 from farm.agents.hooks import AgentHooks
 from farm.agents.http import create_http_agent
 from farm.agents.judge import create_judge_resolver
+from farm.agents.limiter import NO_LIMITER, CallLease
 from farm.agents.neuro_san import create_neuro_san_agent
 from farm.agents.options import AgentOptions
 from farm.agents.retry import TransientError
-from farm.agents.transport import NO_LIMITER, CallLease, Transport, shared_ssl_context
+from farm.agents.transport import Transport, shared_ssl_context
 from farm.errors import AgentError
 from tests.servers import (
     HOST,

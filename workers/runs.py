@@ -26,7 +26,7 @@ from typing import Any
 
 from farm.distributed.fleet.runtime import is_decided, mark_decided
 from farm.distributed.store.memory import until_writable
-from farm.distributed.store.sweep_store import Settled, SweepStore
+from farm.distributed.store.sweep_store import Settled, SweepStore, Tally
 from farm.models import RunResult, RunStatus
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.stats import output_digest
@@ -104,14 +104,22 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
                        sweep_settled=state.count)
     result.sweep_id = sweep_id
     tally, state = store.store_run(sweep_id, result)
-    stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)
-    if stopping and store.stop(sweep_id, StopReason.FAIL_FAST):
-        log.info("sweep %s: case %s can no longer pass; --fail-fast drops the runs not started", sweep_id, case_id)
-    rule = planned.plan.stopping_rule()
-    if tally is not None and rule is not None and rule.decide(tally.passed, tally.counted - tally.passed):
-        mark_decided(store, sweep_id, case_id)
+    if tally is not None:
+        _judge_the_case(store, sweep, planned, tally)
     _barrier(state, sweep, planned, fire)
     return {**_summary(result, tally is not None), "sweep_settled": state.count}
+
+
+def _judge_the_case(store: SweepStore, sweep: SweepPlan, planned: PlannedCase, tally: Tally) -> None:
+    """After a counted run: --fail-fast stops a case that can no longer pass, an adaptive rule
+    marks its case decided."""
+    if sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed) \
+            and store.stop(sweep.sweep_id, StopReason.FAIL_FAST):
+        log.info("sweep %s: case %s can no longer pass; --fail-fast drops the runs not started",
+                 sweep.sweep_id, planned.id)
+    rule = planned.plan.stopping_rule()
+    if rule is not None and rule.decide(tally.passed, tally.counted - tally.passed):
+        mark_decided(store, sweep.sweep_id, planned.id)
 
 
 def _barrier(state: Settled, sweep: SweepPlan, planned: PlannedCase, fire: Fire) -> Settled:

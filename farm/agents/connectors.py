@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from farm.agents.base import Conversation
+from farm.agents.limiter import CallLimiter
 from farm.agents.retry import call_with_retries
 from farm.agents.secrets import excerpt, expand_env, redact, redact_reply, redact_value, register_secret
-from farm.agents.transport import CallLimiter, Transport
+from farm.agents.transport import Transport
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply, ToolCall
 from farm.yaofile import read_yao_object

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from farm.agents.base import Agent
+    from farm.agents.limiter import CallLimiter
     from farm.agents.ref import AgentRef
-    from farm.agents.transport import CallLimiter
     from farm.checks.base import Judge
 
 AgentWrapper = Callable[["Agent", "AgentRef"], "Agent"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from farm.agents.answers import HttpAnswer
 from farm.agents.base import AgentRequest
+from farm.agents.limiter import CallLimiter
 from farm.agents.protocol import reply_from_answer, request_payload, text_reply
 from farm.agents.retry import call_with_retries
 from farm.agents.secrets import (
@@ -32,7 +33,7 @@ from farm.agents.templates import (
     render_template,
     template_variables,
 )
-from farm.agents.transport import CallLimiter, Transport, read_timeout
+from farm.agents.transport import Transport, read_timeout
 from farm.durations import parse_duration
 from farm.errors import AgentResolutionError
 from farm.models import Reply

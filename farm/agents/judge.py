@@ -19,9 +19,9 @@ from typing import Any
 from farm.agents.base import Agent, consulting_request
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.hooks import NO_HOOKS, AgentHooks
+from farm.agents.limiter import KeyedLimiter
 from farm.agents.options import AgentOptions
 from farm.agents.secrets import redact
-from farm.agents.transport import KeyedLimiter
 from farm.checks.base import Judge, JudgeVerdict
 from farm.checks.judged import parse_verdict
 from farm.errors import AgentResolutionError
@@ -129,6 +129,20 @@ class JudgeResolver:
             if self._connectors is None:
                 self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)
             return ConnectorJudge(self._connectors.get(name))
+
+    def rehooked(self, hooks: AgentHooks) -> JudgeResolver:
+        """This resolver's judges wrapped by ``hooks`` (fleet control's), which also build the
+        judges asked for from now on: a sweep's judges are built once, to be checked, before the
+        fleet plan that wraps them is known (``farm.agents.built``). They share their clients:
+        close one of the two resolvers."""
+        resolver = JudgeResolver(self.options, hooks)
+        with self._lock:
+            resolver._connectors, resolver._agents = self._connectors, self._agents
+            for use, judge in self._judges.items():
+                name = use if use is not None else self.options.judge
+                assert name  # a judge without a name was never built
+                resolver._judges[use] = hooks.wrap_judge(name, judge) if hooks.wrap_judge is not None else judge
+        return resolver
 
     async def aclose(self) -> None:
         if self._connectors is not None:

@@ -19,10 +19,11 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from farm.agents.base import AgentContext, AgentRequest
+from farm.agents.limiter import CallLimiter
 from farm.agents.neuro_san_stream import StreamReader
 from farm.agents.retry import TransientError, call_with_retries
 from farm.agents.secrets import excerpt
-from farm.agents.transport import CallLimiter, Transport
+from farm.agents.transport import Transport
 from farm.agents.urls import neuro_san_server
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import JsonValue, Reply

@@ -15,8 +15,9 @@ import yaml
 
 from farm.agents.base import AgentRequest
 from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
+from farm.agents.limiter import CallLimiter
 from farm.agents.options import AgentOptions
-from farm.agents.transport import CallLimiter, read_timeout
+from farm.agents.transport import read_timeout
 from farm.errors import AgentResolutionError
 from farm.models import Reply
 

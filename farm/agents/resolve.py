@@ -14,6 +14,7 @@ Adapters are built by the registry (``farm.agents.registry``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -159,10 +160,12 @@ class AgentPool:
     attempts, a wrapper around each agent).
     """
 
-    def __init__(self, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> None:
+    def __init__(self, options: AgentOptions, hooks: AgentHooks = NO_HOOKS,
+                 built: Mapping[AgentRef, Agent] | None = None) -> None:
         self._options = options
         self._hooks = hooks
-        self._agents: dict[AgentRef, Agent] = {}
+        self._agents: dict[AgentRef, Agent] = dict(built or {})
+        """``built``: adapters built already, with these hooks (``farm.agents.built``)."""
 
     def get(self, ref: AgentRef) -> Agent:
         agent = self._agents.get(ref)

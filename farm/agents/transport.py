@@ -10,30 +10,9 @@ transient, everything else an ``AgentError``); answers are read whole or line by
 (``farm.agents.answers``); a stream cut after its answer began is an ``AgentError``, never
 retried (the agent may have acted).
 
-Fleet control (issue 13) plugs in through the limiter seam. Every attempt (a retried call is
-several) asks ``CallLimiter.acquire`` before its request and releases the lease when it ends,
-whatever the outcome; the backoff sleeps between attempts hold no lease::
-
-    class CallLimiter(Protocol):
-        async def acquire(self, key: str, *, tokens: int = 0) -> CallLease: ...
-
-    class CallLease(Protocol):
-        async def release(self, *, status: int | None, retry_after_s: float | None,
-                          usage: dict[str, int] | None) -> None: ...
-
-- ``key``: the rate-limit key of the call: the agent id for the agent under test (http,
-  neuro-san), the connector id (``openai.gpt-4o``) for prompt agents and connector judges, and
-  the judge's ``use`` (``agents:reviewer``) for every call of an ``agents:`` judge
-  (``KeyedLimiter``).
-- ``tokens``: the caller's estimate of the tokens the call may use: for chat completions a rough
-  input estimate plus the connector's ``max_tokens`` when set; 0 otherwise.
-- ``status``: the HTTP status, None when no answer came (connection fault, timeout, cancel);
-  ``retry_after_s``: the answer's ``Retry-After`` in seconds (seconds or HTTP-date), else None;
-  ``usage``: the integer token counts the answer reported (OpenAI ``usage``, neuro-san's token
-  accounting), else None.
-
-The default is ``NO_LIMITER``; ``AgentHooks.limiter`` (``farm.agents.hooks``), given to the
-agent pool and the judge resolver, injects another for every adapter they build.
+Fleet control (issue 13) plugs in through the limiter seam (``farm.agents.limiter``): every attempt
+(a retried call is several) asks the transport's ``CallLimiter`` before its request and releases the
+lease when it ends, whatever the outcome.
 aiohttp is imported when the first ``Transport`` is built (an adapter that speaks HTTP), so that
 sweeps without HTTP agents never load it, and a sweep's clock does not count the import (~0.14 s
 with the TLS context) in its first call. Adapters built only to be checked (a distributed
@@ -51,12 +30,12 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from farm.agents.answers import HttpAnswer, Stream
 from farm.agents.faults import client_fault, status_fault
+from farm.agents.limiter import NO_LIMITER, CallLease, CallLimiter
 from farm.agents.retry import parse_retry_after
 from farm.fleet.quota import raise_if_quota_exhausted
 
@@ -64,12 +43,8 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = [
-    "NO_LIMITER",
     "Attempt",
-    "CallLease",
-    "CallLimiter",
     "HttpAnswer",
-    "KeyedLimiter",
     "Stream",
     "Transport",
     "read_timeout",
@@ -84,53 +59,6 @@ DEFAULT_TIMEOUT_S = 300.0
 TURN_TIMEOUT_SLACK_S = 1.0
 """Added to a turn's ``timeout_s``: the caller's deadline (``execute``) fires first and records a
 ``timeout``; ours is only the backstop for callers without one."""
-
-
-# ------------------------------------------------------------------------------ the seam
-
-
-class CallLease(Protocol):
-    """One admitted HTTP attempt; released once when the attempt ends."""
-
-    async def release(
-        self, *, status: int | None, retry_after_s: float | None, usage: dict[str, int] | None
-    ) -> None: ...
-
-
-class CallLimiter(Protocol):
-    """Admits HTTP attempts per rate-limit key (see the module docstring)."""
-
-    async def acquire(self, key: str, *, tokens: int = 0) -> CallLease: ...
-
-
-class _NoLease:
-    async def release(
-        self, *, status: int | None, retry_after_s: float | None, usage: dict[str, int] | None
-    ) -> None:
-        return None
-
-
-class _NoLimiter:
-    """Admits every attempt at once: the default."""
-
-    _lease = _NoLease()
-
-    async def acquire(self, key: str, *, tokens: int = 0) -> CallLease:
-        return self._lease
-
-
-NO_LIMITER: CallLimiter = _NoLimiter()
-
-
-@dataclass(frozen=True)
-class KeyedLimiter:
-    """Sends every attempt to ``limiter`` under one ``key``: all calls of an ``agents:`` judge."""
-
-    limiter: CallLimiter
-    key: str
-
-    async def acquire(self, key: str, *, tokens: int = 0) -> CallLease:
-        return await self.limiter.acquire(self.key, tokens=tokens)
 
 
 def usage_counts(usage: Mapping[str, Any] | None) -> dict[str, int] | None:

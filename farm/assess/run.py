@@ -51,7 +51,7 @@ def load_or_run(settings: AssessSettings) -> SweepReport:
 
     prepared = prepare_sweep(_test_settings(settings))
     prepared.plan.max_run_details = max(c.plan.runs for c in prepared.plan.cases)
-    return LocalExecutor().run(prepared.plan, Observers())
+    return LocalExecutor(adapters=prepared.adapters).run(prepared.plan, Observers())
 
 
 async def _assess(report: SweepReport, judge: ModeJudge | None, memory: ModeMemory) -> list[CaseAssessment]:

@@ -162,6 +162,16 @@ def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings
         say(err, str(bias["line"]))
 
 
+def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:
+    """``--detach``: print the sweep id once the plan is stored; the workers run it."""
+    click.echo(executor.submit(prepared.plan))
+    if prepared.plan.metadata.get("history") == "worker":
+        tags = " ".join(getattr(history, "tags", ())) or "none"
+        say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
+                 f"{prepared.plan.sweep_id}` collects it (and by a worker with FARM_HISTORY_URL)")
+    return ExitCode.OK
+
+
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
              estimate_workers: int | None = None, otel: OtelFlags | None = None) -> int:
     """``farm test``: returns the exit code."""
@@ -183,15 +193,18 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
         return ExitCode.OK
     exporters = otel.observers(prepared.plan, settings.broker, lambda line: say(err, f"farm: {line}"))
     session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
-    executor: Any = create_executor(settings, farm_settings)  # the Celery one also has submit (--detach)
+    executor: Any = create_executor(settings, farm_settings, prepared.adapters)  # the Celery one also has submit
     if settings.detach:
-        click.echo(executor.submit(prepared.plan))
-        if prepared.plan.metadata.get("history") == "worker":
-            tags = " ".join(getattr(history, "tags", ())) or "none"
-            say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
-                     f"{prepared.plan.sweep_id}` collects it (and by a worker with FARM_HISTORY_URL)")
-        return ExitCode.OK
+        return _submit_detached(executor, prepared, history, err)
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
+    return _run_attached(prepared, settings, executor, around, session, exporters,
+                         farm_settings=farm_settings, err=err, progress=progress)
+
+
+def _run_attached(prepared: PreparedSweep, settings: TestSettings, executor: Any, around: Any, session: Any,
+                  exporters: list[SweepObserver], *, farm_settings: FarmSettings, err: Console, progress: bool) -> int:
+    """Run the sweep here (or follow its workers) into the run journal and the outputs; returns
+    the exit code. A stop signal ends it with what ran."""
     stop = SweepStop()
     with contextlib.ExitStack() as streams:
         streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.agents.reaper)

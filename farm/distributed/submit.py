@@ -44,7 +44,9 @@ from farm.errors import (
     WorkerLostError,
 )
 from farm.models import CaseStats, RunResult, SweepReport
+from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url
 from farm.sweep.executor import Executor
 from farm.sweep.lifecycle import StopReason, SweepStop
@@ -67,6 +69,12 @@ def create_celery_app(settings: FarmSettings) -> Any:
     app = Celery("farm", set_as_current=False)
     app.conf.update(celery_settings(settings))
     return app
+
+
+def stored_cases(env: RunEnvironment) -> CompactCases:
+    """How a submitter's plan holds its cases: in their stored form, as the store keeps them
+    (``CompactCases``): a million-case plan is never a million models in the submitter."""
+    return CompactCases(env)
 
 
 def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = DEFAULT_PUBLISH_BATCH) -> None:
@@ -355,4 +363,4 @@ def consumers(app: Any, queue: str, *, timeout: float = 1.0) -> list[str]:
     return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or []))
 
 
-__all__ = ["CeleryExecutor", "consumers", "create_celery_app", "publish"]
+__all__ = ["CeleryExecutor", "consumers", "create_celery_app", "publish", "stored_cases"]

@@ -6,7 +6,7 @@ The transport calls, for every HTTP attempt of every adapter::
     ...send the request...
     await lease.release(status=..., retry_after_s=..., usage=...)
 
-``RateLimiter`` implements that protocol (``farm.agents.transport.CallLimiter``) over a
+``RateLimiter`` implements that protocol (``farm.agents.limiter.CallLimiter``) over a
 backend: ``LocalRateBackend`` in-process, ``RedisRateBackend`` for every worker of the fleet; both run
 ``farm.fleet.ratestate``'s algorithm. Inside one event loop, the callers of one key queue behind
 a local gate, so only the head of the queue asks the backend (one round trip per grant, not one

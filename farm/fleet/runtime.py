@@ -26,8 +26,8 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
 from farm.agents.judge import ConnectorJudge
+from farm.agents.limiter import NO_LIMITER, CallLease
 from farm.agents.ref import AgentRef
-from farm.agents.transport import NO_LIMITER, CallLease
 from farm.checks.base import Judge
 from farm.errors import FleetStop
 from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation

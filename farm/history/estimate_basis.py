@@ -16,6 +16,7 @@ from typing import Any
 from farm.estimate.forecast import case_calls
 from farm.estimate.spend import PerRun, spend_of
 from farm.plan.fleet import agent_ref_key
+from farm.plan.sweep_plan import PlannedCases
 
 HISTORY_LOOKBACK = 200
 """Recorded sweeps searched for one of the same suite."""
@@ -75,7 +76,7 @@ def _weighted(parts: Sequence[tuple[int, PerRun]]) -> PerRun:
 def _probe_figures(plan: Any, planned: Any, run_plan: Any) -> PerRun | None:
     """``planned``'s first turn run once, its figures scaled to one whole run of the case (None: none scored)."""
     probe = _probe_case(planned)
-    sub = plan.model_copy(update={"cases": [probe], "total_cases": 1, "total_runs": 1, "runs_per_case": 1,
+    sub = plan.model_copy(update={"cases": PlannedCases([probe]), "total_cases": 1, "total_runs": 1, "runs_per_case": 1,
                                   "sweep_id": f"{plan.sweep_id}-probe"})
     spent = spend_of(run_plan(sub))
     if spent is None:

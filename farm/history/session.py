@@ -26,7 +26,7 @@ from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
 from farm.models import SweepReport
-from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, check_thresholds, compare, snapshot_of
@@ -142,7 +142,7 @@ class HistorySession:
             finally:
                 resolver.close()
         if opts.order == "failing-first":
-            plan.cases = failing_first(plan.cases, self._last_trouble())
+            plan.cases = PlannedCases(failing_first(list(plan.cases), self._last_trouble()))
         recorder = "off" if not opts.enabled or message_mode else "worker" if settings.detach else "submitter"
         plan.metadata.update(sweep_facts(settings=settings, files=files, root=root, tags=tags,
                                          pass_k=opts.pass_k, recorder=recorder))

@@ -4,16 +4,18 @@ checked, each case planned, and what the plan keeps of it.
 ``farm.api`` plans a suite batch by batch with a ``BatchPlanner``, and merges each
 ``BatchPlan`` into the sweep's (``PlanParts.merge``). A large suite's batches may be planned in
 other processes (``farm.plan.load_processes``): a ``BatchPlan`` is then what travels back, so it holds
-only what the plan keeps (ids for ``--collect-only``, stored strings for a distributed
-submitter) and the few cases that errors and judges name. Pure: no Celery, Redis or SQLAlchemy.
+only what the plan keeps (ids for ``--collect-only``, else what the sweep's ``CaseKeeper`` keeps of
+each case) and the few cases that errors and judges name. The planner plans; how the plan holds
+its cases is the keeper's business, chosen by whoever runs the sweep (``farm.api``: a distributed
+submitter keeps them in their stored form). Pure: no Celery, Redis or SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Protocol
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
@@ -21,8 +23,7 @@ from farm.agents.resolve import resolve_case_agent
 from farm.checks import judges_needed
 from farm.errors import InputError
 from farm.models import Case
-from farm.plan.compact_cases import CompactCases
-from farm.plan.sweep_plan import PlannedCase, PlanTotals
+from farm.plan.sweep_plan import CaseSource, PlannedCase, PlanTotals
 from farm.plan.yao_options import compile_run_pattern
 from farm.run.execute import RunEnvironment
 from farm.run.simulators import check_simulators
@@ -30,9 +31,23 @@ from farm.stats import plan_case
 from farm.stats.adaptive import AdaptiveRule
 from farm.wording import plural
 
-PlanKeeps = Literal["cases", "compact", "ids"]
-"""What a plan keeps of each case: the ``PlannedCase`` (an in-process sweep runs it), its stored
-form (a distributed submitter, ``CompactCases``), or its id only (``--collect-only``)."""
+
+class CaseKeeper(CaseSource, Protocol):
+    """A plan's ``CaseSource`` as planning fills it: ``PlannedCases`` or ``CompactCases``."""
+
+    travels: bool
+    """Whether what it keeps of a case is small enough to plan batches in other processes and
+    send them back (then the first batch is planned here: the rest may depend on it)."""
+
+    def keep(self, planned: PlannedCase) -> Any:
+        """What a batch carries of ``planned`` (picklable); ``add`` takes it in."""
+        ...
+
+    def add(self, kept: Iterable[Any]) -> None: ...
+
+    def shareable(self) -> bool:
+        """Whether other processes can keep cases now (a compact plan: once its dictionary is set)."""
+        ...
 
 AgentKey = tuple[str, str | None, str | None]
 
@@ -90,13 +105,10 @@ class BatchPlan:
 
     selection: SelectionCounts = field(default_factory=SelectionCounts)
     totals: PlanTotals = field(default_factory=PlanTotals)
-    cases: list[PlannedCase] = field(default_factory=list)
-    """``keeps == "cases"``."""
-    stored: list[str] = field(default_factory=list)
-    slot_lines: list[str] = field(default_factory=list)
-    """``keeps == "compact"``: each case's stored form and index line (``CompactCases``)."""
+    kept: list[Any] = field(default_factory=list)
+    """What the sweep's ``CaseKeeper`` keeps of each case planned."""
     ids: list[str] = field(default_factory=list)
-    """``keeps == "ids"``."""
+    """``--collect-only`` (no keeper): each case id as listed."""
     judges: dict[str | None, Case] = field(default_factory=dict)
     """Each judge the batch's checks ask for, with the first case asking."""
     agents: dict[AgentKey, AgentRef] = field(default_factory=dict)
@@ -109,19 +121,14 @@ class BatchPlan:
 class PlanParts:
     """A sweep's plan as its batches are merged, in suite order."""
 
-    keeps: PlanKeeps
-    env: RunEnvironment
+    cases: CaseKeeper | None
+    """Where the planned cases go; None for ``--collect-only``, whose plan keeps ids only."""
     selection: SelectionCounts = field(default_factory=SelectionCounts)
     totals: PlanTotals = field(default_factory=PlanTotals)
-    cases: list[PlannedCase] | CompactCases = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     judges: dict[str | None, Case] = field(default_factory=dict)
     agents: dict[AgentKey, AgentRef] = field(default_factory=dict)
     refused: InputError | None = None
-
-    def __post_init__(self) -> None:
-        if self.keeps == "compact":
-            self.cases = CompactCases(self.env)
 
     def count(self, batch: BatchPlan) -> None:
         """The selection counts of a batch, planned or not (``--run``, ``-k`` count every case)."""
@@ -139,12 +146,25 @@ class PlanParts:
         if batch.refused is not None:
             return
         self.totals.merge(batch.totals)
-        if isinstance(self.cases, CompactCases):
-            self.cases.stored += batch.stored
-            self.cases.slot_lines += batch.slot_lines
-        else:
-            self.cases += batch.cases
+        if self.cases is not None:
+            self.cases.add(batch.kept)
         self.ids += batch.ids
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """What planning takes of ``farm test``'s flags, resolved once (``farm.api.plan_spec``)."""
+
+    agent_name: str | None = None
+    """``-n``: the agent of every case (else each case's own, or the suite's)."""
+    runs: int | None = None
+    """``--runs``: runs per case (else each case's own, or the default)."""
+    min_pass_rate: float = 1.0
+    adaptive: AdaptiveRule | None = None
+    run_pattern: str | None = None
+    """``--run REGEX``: the case ids it matches (Yao's filter)."""
+    patterns: tuple[str, ...] = ()
+    """``-k``, repeatable."""
 
 
 ReadCounter = Callable[[int], None]
@@ -155,15 +175,13 @@ class BatchPlanner:
     """Plans batches of one sweep; the same object (a copy of it, in a forked process) plans
     every batch, so each agent is resolved once per process."""
 
-    def __init__(self, *, keeps: PlanKeeps, env: RunEnvironment, options: AgentOptions, agent_name: str | None,
-                 runs: int | None, min_pass_rate: float, adaptive: AdaptiveRule | None,
-                 run_pattern: str | None, patterns: tuple[str, ...], codec_from: CompactCases | None = None) -> None:
-        self.keeps, self.env, self.options, self.agent_name = keeps, env, options, agent_name
-        self.runs, self.min_pass_rate, self.adaptive = runs, min_pass_rate, adaptive
-        self.regex = compile_run_pattern(run_pattern)
-        self.patterns = patterns
-        self.codec_from = codec_from
-        """The sweep's compact plan, whose dictionary (its first case) every stored case uses."""
+    def __init__(self, spec: PlanSpec, *, keeper: CaseKeeper | None, env: RunEnvironment,
+                 options: AgentOptions) -> None:
+        self.keeper = keeper
+        """The sweep's (a forked process keeps cases with its copy of it: a compact plan's
+        dictionary); None: ``--collect-only`` lists ids."""
+        self.spec, self.env, self.options = spec, env, options
+        self.regex = compile_run_pattern(spec.run_pattern)
         self.agents: dict[AgentKey, AgentRef] = {}
 
     def select(self, cases: list[Case]) -> tuple[list[Case], SelectionCounts]:
@@ -171,7 +189,7 @@ class BatchPlanner:
         if self.regex is not None:
             cases = [c for c in cases if self.regex.search(c.id)]
         counts.matched = len(cases)
-        cases = select_cases(cases, self.patterns)
+        cases = select_cases(cases, self.spec.patterns)
         counts.selected = len(cases)
         counts.runnable = sum(not c.skip for c in cases)
         counts.skip_reason = next((c.skip_reason for c in cases if c.skip and c.skip_reason), "")
@@ -192,28 +210,24 @@ class BatchPlanner:
         return batch
 
     def _plan_case(self, case: Case, batch: BatchPlan) -> None:
-        case_plan = plan_case(case, self.runs, self.min_pass_rate, self.adaptive)
+        case_plan = plan_case(case, self.spec.runs, self.spec.min_pass_rate, self.spec.adaptive)
         agent = self._agent(case, batch)
         batch.totals.add_case(case, case_plan, agent, self.env)
-        if self.keeps == "ids":
+        if self.keeper is None:
             skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
             batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
             return
-        planned = PlannedCase(case=case, plan=case_plan, agent=agent)
-        if self.keeps == "cases":
-            batch.cases.append(planned)
-            return
-        assert self.codec_from is not None
-        stored, slot_line = self.codec_from.encode(planned)
-        batch.stored.append(stored)
-        batch.slot_lines.append(slot_line)
+        batch.kept.append(self.keeper.keep(PlannedCase(case=case, plan=case_plan, agent=agent)))
 
     def _agent(self, case: Case, batch: BatchPlan) -> AgentRef:
         key = (case.source or case.base_dir, case.agent, case.connection)
         ref = self.agents.get(key)
         if ref is None:
-            ref = self.agents[key] = batch.agents[key] = resolve_case_agent(case, self.agent_name, self.options)
+            ref = self.agents[key] = batch.agents[key] = resolve_case_agent(case, self.spec.agent_name, self.options)
         return ref
 
 
-__all__ = ["BatchPlan", "BatchPlanner", "PlanKeeps", "PlanParts", "ReadCounter", "SelectionCounts", "select_cases"]
+__all__ = [
+    "BatchPlan", "BatchPlanner", "CaseKeeper", "PlanParts", "PlanSpec", "ReadCounter", "SelectionCounts",
+    "select_cases",
+]

@@ -46,7 +46,11 @@ class Decoded(Sequence[T]):
 class CompactCases(Decoded[PlannedCase]):
     """Planned cases in their stored form, in plan order: ``stored`` holds each case's deflated
     JSON (as ``farm:sweep:{id}:cases`` does), ``slot_lines`` its encoded ``CaseSlot`` (as
-    ``farm:sweep:{id}:index`` does)."""
+    ``farm:sweep:{id}:index`` does). A ``CaseSource`` (what a plan reads) and a ``CaseKeeper``
+    (what planning fills, ``farm.plan.batch``)."""
+
+    travels = True
+    """A kept case is two short strings: batches are planned in other processes and sent back."""
 
     def __init__(self, env: RunEnvironment) -> None:
         super().__init__([], self._case)
@@ -64,9 +68,20 @@ class CompactCases(Decoded[PlannedCase]):
         return compact
 
     def append(self, planned: PlannedCase) -> None:
-        stored, slot_line = self.encode(planned)
-        self.stored.append(stored)
-        self.slot_lines.append(slot_line)
+        self.add([self.keep(planned)])
+
+    def keep(self, planned: PlannedCase) -> tuple[str, str]:
+        """What a batch carries back of ``planned``: its stored form and index line (``encode``)."""
+        return self.encode(planned)
+
+    def add(self, kept: Iterable[tuple[str, str]]) -> None:
+        for stored, slot_line in kept:
+            self.stored.append(stored)
+            self.slot_lines.append(slot_line)
+
+    def shareable(self) -> bool:
+        """Other processes encode cases once the dictionary (the first case) is set."""
+        return self.has_dictionary
 
     def encode(self, planned: PlannedCase) -> tuple[str, str]:
         """``planned``'s stored form and index line; the first case encoded is the dictionary of
@@ -80,8 +95,9 @@ class CompactCases(Decoded[PlannedCase]):
         """Each case's JSON text, inflated but not parsed (the journal's plan line)."""
         return (self.codec.decode(text) for text in self.stored)
 
-    def slots(self) -> Sequence[CaseSlot]:
-        """The index, each slot decoded when read (publishing reads a window at a time)."""
+    def slots(self, env: RunEnvironment | None = None) -> Sequence[CaseSlot]:
+        """The index, each slot decoded when read (publishing reads a window at a time); each slot
+        was made with the plan's ``env`` as its case was encoded."""
         return Decoded(self.slot_lines, CaseSlot.decode)
 
     def ids(self) -> list[str]:
@@ -91,8 +107,9 @@ class CompactCases(Decoded[PlannedCase]):
         return PlannedCase.model_validate_json(self.codec.decode(stored))
 
 
-def compact(cases: Sequence[PlannedCase], env: RunEnvironment) -> CompactCases:
-    """``cases`` in their stored form (as they are when already compact)."""
+def compact(cases: Iterable[PlannedCase], env: RunEnvironment) -> CompactCases:
+    """``cases`` in their stored form (as they are when already compact): what a distributed
+    submitter stores, whoever planned them."""
     return cases if isinstance(cases, CompactCases) else CompactCases.of(cases, env)
 
 

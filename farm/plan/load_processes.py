@@ -89,13 +89,13 @@ def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanPart
     """Read and plan every batch of ``stream`` into ``parts`` in ``processes`` forked processes,
     taking each batch in suite order as soon as every batch before it is in; ``read`` is told
     each batch's number of cases as it is taken."""
-    first_here = parts.keeps == "compact"  # a compact plan's dictionary is its first case
-    if first_here:
+    first_here = parts.cases is not None  # a kept case may build on the first (a compact plan's dictionary)
+    if parts.cases is not None:
         first = next(stream.read_batches(size, lambda f, b: True if (f, b) == (0, 0) else None), None)
         if first is not None:
             read(len(first.cases))
             _merge(stream, parts, planner.plan(stream.take(first)))
-        if not getattr(parts.cases, "has_dictionary", False):
+        if not parts.cases.shareable():
             processes = 1  # the first batch planned no case: this process reads on, alone
     global _FORKED
     _FORKED = (stream, planner, size, processes, first_here)

@@ -11,12 +11,12 @@ too: no hand-written codecs.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, Protocol
 
-from pydantic import Field, SkipValidation
+from pydantic import Field, PlainValidator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
@@ -49,6 +49,56 @@ class PlannedCase(PerCaseModel):
         return self.case.id
 
 
+class CaseSource(Protocol):
+    """A plan's cases in plan order, however they are held: ``PlannedCases`` (the models, for an
+    in-process sweep) or the stored form a distributed submitter keeps
+    (``farm.plan.compact_cases.CompactCases``). Readers never ask which."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[PlannedCase]: ...
+
+    def ids(self) -> list[str]: ...
+
+    def slots(self, env: RunEnvironment) -> Sequence[CaseSlot]:
+        """What publishing needs of each case (``CaseSlot``), in plan order."""
+        ...
+
+    def json_texts(self) -> Iterator[str]:
+        """Each case's JSON text (the journal's plan line)."""
+        ...
+
+
+class PlannedCases(list[PlannedCase]):
+    """A plan's cases as models: what an in-process sweep runs."""
+
+    travels = False
+    """Too big to plan in other processes and send back (``farm.plan.batch.CaseKeeper``)."""
+
+    def ids(self) -> list[str]:
+        return [c.id for c in self]
+
+    def slots(self, env: RunEnvironment) -> list[CaseSlot]:
+        return [CaseSlot.of(c, env) for c in self]
+
+    def json_texts(self) -> Iterator[str]:
+        return (c.model_dump_json() for c in self)
+
+    def keep(self, planned: PlannedCase) -> PlannedCase:
+        return planned
+
+    def add(self, kept: Iterable[PlannedCase]) -> None:
+        self.extend(kept)
+
+    def shareable(self) -> bool:
+        return False
+
+
+def _case_source(value: Any) -> Any:
+    """A plain list of cases (a test's, a journal's) becomes ``PlannedCases``; a source stays as it is."""
+    return PlannedCases(value) if type(value) in (list, tuple) else value
+
+
 class SweepPlan(FarmModel):
     """A sweep ready to run. ``cases`` is in-process only: Redis stores each case on its own."""
 
@@ -75,23 +125,17 @@ class SweepPlan(FarmModel):
     started_at: str = ""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
-    cases: SkipValidation[Sequence[PlannedCase]] = Field(default_factory=list, exclude=True)
-    """A list, or for a distributed submitter ``farm.plan.compact_cases.CompactCases`` (each case in its
-    stored form); not validated again when the plan is built."""
+    cases: Annotated[CaseSource, PlainValidator(_case_source)] = Field(default_factory=PlannedCases, exclude=True)
+    """The cases (``CaseSource``), held as whoever built the plan chose; not validated again when
+    the plan is built."""
 
     @property
     def case_ids(self) -> list[str]:
-        from farm.plan.compact_cases import CompactCases  # it builds on this module
-
-        return self.cases.ids() if isinstance(self.cases, CompactCases) else [c.id for c in self.cases]
+        return self.cases.ids()
 
     def slots(self) -> Sequence[CaseSlot]:
         """What publishing needs of each case, in plan order."""
-        from farm.plan.compact_cases import CompactCases
-
-        if isinstance(self.cases, CompactCases):
-            return self.cases.slots()
-        return [CaseSlot.of(c, self.env) for c in self.cases]
+        return self.cases.slots(self.env)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +194,8 @@ class PlanTotals:
         self.longest_timeout_s = max(self.longest_timeout_s, other.longest_timeout_s)
 
 
-def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironment, options: AgentOptions,
-               totals: PlanTotals | None = None, **settings: Any) -> SweepPlan:
+def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env: RunEnvironment,
+               options: AgentOptions, totals: PlanTotals | None = None, **settings: Any) -> SweepPlan:
     """A plan for ``cases`` with its totals (counted now unless given); ``settings``: the other
     SweepPlan fields."""
     if totals is None:
@@ -160,7 +204,7 @@ def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironme
             totals.add(planned, env)
     labels = sorted(totals.labels)
     return SweepPlan(
-        sweep_id=sweep_id, env=env, options=options, cases=cases,
+        sweep_id=sweep_id, env=env, options=options, cases=_case_source(cases),
         agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
         total_cases=totals.cases, total_runs=totals.runs, runs_per_case=max(totals.most_runs, 1),
         skipped_runs=totals.skipped_runs,
@@ -168,4 +212,7 @@ def build_plan(sweep_id: str, cases: Sequence[PlannedCase], *, env: RunEnvironme
     )
 
 
-__all__ = ["CaseSlot", "PlanTotals", "PlannedCase", "SweepPlan", "build_plan", "new_sweep_id", "utc_now"]
+__all__ = [
+    "CaseSlot", "CaseSource", "PlanTotals", "PlannedCase", "PlannedCases", "SweepPlan", "build_plan", "new_sweep_id",
+    "utc_now",
+]

@@ -234,12 +234,7 @@ async def _send_turn(
         async with queued_timeout(turn_timeout):  # a wait for a slot in fleet control pushes it back
             reply = await agent.respond(request)
     except TimeoutError:
-        whole = turn_timeout >= remaining
-        what = "run" if whole else f"turn {index}"
-        limit = state.limit(case) if whole else f"{turn.timeout_s:g}s"
-        raise _Outcome(
-            RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=f"{what} timed out after {limit}")
-        ) from None
+        raise _timed_out(case, turn, index, state, whole=turn_timeout >= remaining) from None
     except AgentError as exc:
         state.conversation.retries = max(state.conversation.retries, exc.retries)
         raise _Outcome(RunStatus.ERROR, ErrorInfo.of_agent_error(exc)) from None
@@ -251,6 +246,13 @@ async def _send_turn(
     state.history = [*request.messages, _assistant_message(reply)]
     state.sly_data = _merge(sly, reply.sly_data)
     return reply
+
+
+def _timed_out(case: Case, turn: Turn, index: int, state: _RunState, *, whole: bool) -> _Outcome:
+    """A turn that ran out of time: the whole run's limit, or the turn's own ``timeout_s``."""
+    what = "run" if whole else f"turn {index}"
+    limit = state.limit(case) if whole else f"{turn.timeout_s:g}s"
+    return _Outcome(RunStatus.TIMEOUT, ErrorInfo(type="Timeout", message=f"{what} timed out after {limit}"))
 
 
 async def _check_turn(

@@ -14,7 +14,7 @@ its runs are in flight simply yields nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 
 from farm.plan.sweep_plan import PlannedCase
 from farm.stats import CaseAccumulator
@@ -24,7 +24,7 @@ from farm.sweep.lifecycle import SweepStop
 class AdaptiveQueue:
     """Which run an idle in-process worker starts next, and when a decided case is finished."""
 
-    def __init__(self, cases: Sequence[PlannedCase], accumulators: Mapping[str, CaseAccumulator],
+    def __init__(self, cases: Iterable[PlannedCase], accumulators: Mapping[str, CaseAccumulator],
                  stop: SweepStop) -> None:
         self._open = {c.id: c for c in cases}
         """Cases with runs not started yet and no decision, in plan order."""

@@ -32,13 +32,11 @@ import socket
 import time
 import weakref
 from array import array
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport
-from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.reports.jsonl import JsonlWriter, result_line
 from farm.stats import CaseAccumulator
@@ -105,13 +103,6 @@ class JournalDetails:
         return acc.stats().run_details
 
 
-def case_texts(cases: Sequence[PlannedCase]) -> Iterator[str]:
-    """Each case's JSON (a distributed submitter's compact cases: inflated, never parsed)."""
-    if isinstance(cases, CompactCases):
-        return cases.json_texts()
-    return (c.model_dump_json() for c in cases)
-
-
 _OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()
 
 
@@ -141,7 +132,7 @@ class RunJournal:
                            total_runs=start.total_runs, sweep_id=start.sweep_id)
         self._writer.write_array({"type": "plan", "pid": os.getpid(), "host": socket.gethostname(),
                                   "plan": self._plan.model_dump(mode="json")},
-                                 "cases", case_texts(self._plan.cases))
+                                 "cases", self._plan.cases.json_texts())
 
     def on_result(self, result: RunResult) -> None:
         if self.details is not None:

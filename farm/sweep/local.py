@@ -6,7 +6,8 @@ python adapter) never blocks the others. It runs each run through the same guard
 and sweep finish (``farm.sweep.lifecycle``) as the Celery workers. A stop request (``SweepStop``: a
 signal, fail-fast) ends scheduling; an interrupted sweep abandons its runs in flight after a
 grace, and every sweep, stopped or not, ends in a report of what ran. Fleet control
-(``farm.fleet.runtime``) gives the adapters their limiter and wrappers and wraps each run: a run
+(``farm.fleet.runtime``) gives the adapters their limiter and wrappers (those ``prepare_sweep``
+built and checked, ``farm.agents.built``: nothing is built twice) and wraps each run: a run
 whose call it refused (budget, quota) is not counted and stops the sweep. An adaptive sweep takes
 its runs from ``farm.sweep.adaptive`` and finishes a case once it is decided. When the sweep's
 run journal can give the run details back (``farm.sweep.journal.journal_for``), a finished case drops
@@ -29,6 +30,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from farm import collector
+from farm.agents.built import BuiltAdapters
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.fleet.runtime import local_runtime
@@ -49,12 +51,17 @@ from farm.sweep.observers import SweepObserver
 class _Sweep:
     """State of one in-process sweep."""
 
-    def __init__(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> None:
+    def __init__(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop,
+                 adapters: BuiltAdapters | None) -> None:
         self.plan = plan
         self.observer = observer
         self.stop = stop
         self.fleet = local_runtime(plan)
-        self.pool = AgentPool(plan.options, self.fleet.hooks)
+        if adapters is not None:  # built (and checked) by prepare_sweep: hooked to fleet control, not built again
+            self.pool, self.judges = adapters.hooked(plan.options, self.fleet.hooks)
+        else:
+            self.pool = AgentPool(plan.options, self.fleet.hooks)
+            self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
         pass_k = pass_ks(plan.metadata)
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k)
@@ -63,7 +70,6 @@ class _Sweep:
         self.finished: dict[str, CaseStats] = {}
         for ref in dict.fromkeys(c.agent for c in plan.cases):
             self.pool.get(ref)  # fail on a bad agent before anything runs
-        self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
         adaptive = any(c.plan.adaptive is not None for c in plan.cases)
         self.adaptive = AdaptiveQueue(plan.cases, self.accumulators, stop) if adaptive else None
         self.simulators = create_simulator_pool(plan.options, self.fleet.hooks)
@@ -143,8 +149,11 @@ class LocalExecutor(Executor):
     ``grace_s`` to finish, then are abandoned (not counted), and the sweep finishes with what ran.
     """
 
-    def __init__(self, *, grace_s: float = DEFAULT_STOP_GRACE_S) -> None:
+    def __init__(self, *, grace_s: float = DEFAULT_STOP_GRACE_S, adapters: BuiltAdapters | None = None) -> None:
         self.grace_s = grace_s
+        self.adapters = adapters
+        """The plan's agents and judges, built when it was prepared (``farm.agents.built``): its
+        first sweep runs them; without them (or for a later sweep) they are built here."""
 
     def run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop | None = None) -> SweepReport:
         box: list[SweepReport] = []
@@ -162,7 +171,8 @@ class LocalExecutor(Executor):
         box.append(await self._run(plan, observer, stop))
 
     async def _run(self, plan: SweepPlan, observer: SweepObserver, stop: SweepStop) -> SweepReport:
-        sweep = _Sweep(plan, observer, stop)
+        adapters, self.adapters = self.adapters, None  # an adapter serves one sweep: closed at its end
+        sweep = _Sweep(plan, observer, stop, adapters)
         started_at = utc_now()
         observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()

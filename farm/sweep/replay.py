@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from farm.errors import InputError
 from farm.models import CaseStats, RunResult, SweepReport
-from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
 from farm.sweep.journal_lines import JournalLines
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
@@ -58,7 +58,7 @@ class _Journal:
             elif event.get("type") == "plan":
                 self.plan_event = event
                 plan = SweepPlan.model_validate(event["plan"])
-                plan.cases = [PlannedCase.model_validate(c) for c in event.get("cases", [])]
+                plan.cases = PlannedCases(PlannedCase.model_validate(c) for c in event.get("cases", []))
                 return plan
         unread = f"; {self.events.bad[0]}" if self.events.bad else ""
         raise InputError(f"{self.path}: not a farm run journal (no plan line{unread}; journals live under "

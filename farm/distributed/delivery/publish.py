@@ -124,18 +124,14 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
     size = min(batch, FIRST_BATCH)
     with app.producer_or_acquire() as producer:
         while position < total:
-            if store.stop_reason(sid) is not None:  # the rest would only be dropped: settle it as dropped
-                drop_unpublished(store, sweep, cases, list(slots))
-                store.release_lease(lease, token)
-                return Outcome.STOPPED
+            if store.stop_reason(sid) is not None:
+                return _drop_the_rest(store, sweep, cases, slots, token)
             room = size if window is None else min(size, window - (position - store.settled_total(sid)))
             if room > 0:
-                chunk = list(itertools.islice(slots, room))
-                if not chunk:  # the plan holds fewer runs than its cases say: nothing left to send
+                sent = _publish_next(app, producer, sweep, slots, room)
+                if not sent:  # the plan holds fewer runs than its cases say: nothing left to send
                     break
-                _send(app, producer, sweep, chunk, sweep.queue)
-                size = batch
-                position += len(chunk)
+                position, size = position + sent, batch
                 store.advance_cursor(sid, position)
                 store.touch(sid)
             elif not wait:
@@ -148,6 +144,23 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
                 return Outcome.LOST
     store.release_lease(lease, token)
     return Outcome.DONE
+
+
+def _drop_the_rest(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot],
+                   slots: Iterator[tuple[CaseSlot, int]], token: str) -> Outcome:
+    """A stopped sweep: its unpublished runs would only be dropped, so settle them as dropped now."""
+    drop_unpublished(store, sweep, cases, list(slots))
+    store.release_lease(keys.publisher_key(sweep.sweep_id), token)
+    return Outcome.STOPPED
+
+
+def _publish_next(app: Any, producer: Any, sweep: SweepPlan, slots: Iterator[tuple[CaseSlot, int]],
+                  room: int) -> int:
+    """Send the next ``room`` runs of ``slots`` (fewer when it runs out); returns how many were sent."""
+    chunk = list(itertools.islice(slots, room))
+    if chunk:
+        _send(app, producer, sweep, chunk, sweep.queue)
+    return len(chunk)
 
 
 _published: set[str] = set()

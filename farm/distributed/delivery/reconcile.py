@@ -34,7 +34,7 @@ from farm.distributed.delivery.config import Delivery
 from farm.distributed.delivery.publish import Outcome, new_token, ordered_slots, publish_from_cursor, send_runs
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
-from farm.plan.sweep_plan import CaseSlot
+from farm.plan.sweep_plan import CaseSlot, SweepPlan
 from farm.sweep.lifecycle import SweepStatus
 
 log = logging.getLogger("farm.distributed.delivery")
@@ -55,24 +55,14 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
     delivery = Delivery.from_env(visibility_timeout_s, sweep.max_case_timeout_s)
     cursor = store.cursor(sid)
     if cursor is None:
-        if store.publisher_alive(sid):
-            return "saving"
-        report(store, sweep, status=SweepStatus.ABANDONED,
-               reason="its submitter vanished before the plan was stored whole; submit it again")
-        log.warning("sweep %s abandoned: its plan was never stored whole", sid)
-        return "abandoned"
+        return _abandon_unstored(store, sweep)
     cases = ordered_slots(store, sweep)
     total = sum(c.runs for c in cases)
     idle = now - store.last_activity(sid)
     if store.stop_reason(sid) is not None:
-        if cursor < total and _take_publisher(store, sid, delivery):  # settles the unpublished rest as dropped
-            publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
-                                batch=delivery.batch, window=delivery.window)
-        busy = any(now - started < delivery.lease_s for started in store.running(sid).values())
-        if close_stopped or (idle >= 2 * delivery.interval_s and not busy):
-            close(store, sweep, cases)
-            return "closed"
-        return "stopping"
+        unpublished = cursor < total
+        return _close_stopped(store, app, sweep, cases, delivery, unpublished, now=now, idle=idle,
+                              close_stopped=close_stopped)
     if cursor < total:
         if not _take_publisher(store, sid, delivery):
             return "publishing"
@@ -89,6 +79,31 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
     if idle >= delivery.quiet_s and _nothing_anywhere(store, app, sweep.queue, sid, now, delivery):
         return _repair(store, app, sid, cases, delivery, now, cursor, lost_after_s=delivery.quiet_s)
     return "alive"
+
+
+def _abandon_unstored(store: SweepStore, sweep: SweepPlan) -> str:
+    """Step 2: a plan never stored whole is closed ``abandoned`` unless its publisher still saves it."""
+    if store.publisher_alive(sweep.sweep_id):
+        return "saving"
+    report(store, sweep, status=SweepStatus.ABANDONED,
+           reason="its submitter vanished before the plan was stored whole; submit it again")
+    log.warning("sweep %s abandoned: its plan was never stored whole", sweep.sweep_id)
+    return "abandoned"
+
+
+def _close_stopped(store: SweepStore, app: Any, sweep: SweepPlan, cases: list[CaseSlot], delivery: Delivery,
+                   unpublished: bool, *, now: float, idle: float, close_stopped: bool) -> str:
+    """Step 3: a stopped sweep settles its unpublished rest as dropped, then closes with what ran
+    once it is idle (at once when ``close_stopped``)."""
+    sid = sweep.sweep_id
+    if unpublished and _take_publisher(store, sid, delivery):  # settles the unpublished rest as dropped
+        publish_from_cursor(app, store, sweep, cases, token=_TOKEN, lease_ms=delivery.publisher_lease_ms,
+                            batch=delivery.batch, window=delivery.window)
+    busy = any(now - started < delivery.lease_s for started in store.running(sid).values())
+    if close_stopped or (idle >= 2 * delivery.interval_s and not busy):
+        close(store, sweep, cases)
+        return "closed"
+    return "stopping"
 
 
 def _nothing_anywhere(store: SweepStore, app: Any, queue: str, sid: str, now: float, delivery: Delivery) -> bool:
@@ -119,6 +134,29 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delive
     sweep = store.load_sweep(sid)
     if sweep is None:
         return "gone"
+    resend, lost_aggregates = _lost(store, sid, cases, cursor, now, lost_after_s)
+    aggregated = 0
+    for full in store.load_cases(sid, lost_aggregates):
+        aggregate(store, sweep, full, final=True)
+        aggregated += 1
+    if resend:
+        fields = [keys.run_field(p.id, n) for p, n in resend]
+        store.note_republished(sid, fields, now)
+        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
+        store.touch(sid, now)
+        log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
+                    sid, len(resend), lost_after_s)
+        return f"republished {len(resend)}"
+    if cursor >= sum(c.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
+        report(store, sweep)
+        return "reported"
+    return f"aggregated {aggregated}" if aggregated else "waiting"
+
+
+def _lost(store: SweepStore, sid: str, cases: list[CaseSlot], cursor: int, now: float, lost_after_s: float
+          ) -> tuple[list[tuple[CaseSlot, int]], list[str]]:
+    """The runs published (before ``cursor``) but neither settled nor running (nor published
+    again) within ``lost_after_s``, and the complete cases whose aggregate was lost."""
     counts = store.settled_counts(sid, [c.id for c in cases])
     done = store.cases_done(sid)
     running, attempts = store.running(sid), store.attempts(sid)
@@ -138,22 +176,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delive
             seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
             if now - seen >= lost_after_s:
                 resend.append((planned, n))
-    aggregated = 0
-    for full in store.load_cases(sid, lost_aggregates):
-        aggregate(store, sweep, full, final=True)
-        aggregated += 1
-    if resend:
-        fields = [keys.run_field(p.id, n) for p, n in resend]
-        store.note_republished(sid, fields, now)
-        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
-        store.touch(sid, now)
-        log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
-                    sid, len(resend), lost_after_s)
-        return f"republished {len(resend)}"
-    if cursor >= sum(c.runs for c in cases) and len(store.cases_done(sid)) >= len(cases):
-        report(store, sweep)
-        return "reported"
-    return f"aggregated {aggregated}" if aggregated else "waiting"
+    return resend, lost_aggregates
 
 
 class Reconciler(threading.Thread):
