@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
@@ -49,7 +48,7 @@ from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.waiting import WaitListener, new_run_clock
-from farm.models import ErrorInfo, RunResult, RunStatus
+from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
 from farm.models.usage import Usage
 from farm.plan.fleet import agent_ref_key
 from farm.plan.rate_specs import LimitTable
@@ -234,15 +233,12 @@ class FleetRuntime:
             result.judge_usage = judged.usage.to_dict()
             result.judge_cost_usd = judged.cost_usd
 
-    async def report_metadata(self) -> dict[str, Any]:
-        """What the report's metadata adds: the budget and what was spent, why fleet control stopped."""
-        metadata: dict[str, Any] = {}
-        if self.budget is not None:
-            state = await self.budget.state()
-            metadata |= budget_report(self.budget.limit, state.spent_usd, state.spent_tokens)
-        if self.stopped is not None:
-            metadata["reason"] = self.stopped.message
-        return metadata
+    async def budget_figures(self) -> BudgetFigures | None:
+        """The report's ``budget``: the limits and what was spent (None: the sweep has no budget)."""
+        if self.budget is None:
+            return None
+        state = await self.budget.state()
+        return budget_report(self.budget.limit, state.spent_usd, state.spent_tokens)
 
 
 def _significant(usd: float) -> float:
@@ -267,10 +263,10 @@ def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
     return failed
 
 
-def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
+def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> BudgetFigures:
     """The report's ``metadata.budget``: the limits and what the sweep spent."""
-    return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": _significant(spent_usd),
-                       "spent_tokens": spent_tokens}}
+    return BudgetFigures(max_usd=limit.max_usd, max_tokens=limit.max_tokens, spent_usd=_significant(spent_usd),
+                         spent_tokens=spent_tokens)
 
 
 def local_runtime(sweep: SweepPlan) -> FleetRuntime:
