@@ -101,7 +101,7 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped",
                        reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait")
-    result.sweep_id = sweep_id
+    result = result.model_copy(update={"sweep_id": sweep_id})
     tally, state = store.store_run(sweep_id, result)
     stopping = tally is not None and sweep.fail_fast and planned.plan.cannot_pass(tally.counted, tally.passed)
     if stopping and store.stop(sweep_id, StopReason.FAIL_FAST):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
@@ -53,7 +54,7 @@ from farm.models.usage import Usage
 from farm.plan.fleet import agent_ref_key
 from farm.plan.rate_specs import LimitTable
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
-from farm.run.failures import classify_run
+from farm.run.failures import classified
 from farm.stats.prices import Price
 
 LEASE_MARGIN_S = 60.0
@@ -166,9 +167,8 @@ class FleetRuntime:
         stop), or its first call got no slot within ``--max-queue-wait`` (the sweep goes on)."""
         with new_run_clock(waits) as clock:
             if self._bare:
-                result: RunResult | None = await call()
-                assert result is not None
-                self._account(result, planned, None)
+                made = await call()
+                result: RunResult | None = self._account(made, planned, None)
             else:
                 result = await self._run_scoped(planned, call)
         if clock.starved and clock.calls == 0:
@@ -187,9 +187,9 @@ class FleetRuntime:
                 self.stopped = refused
             if result is None or refused is None or scope.refusal.calls_before <= 0:
                 return None
-            self._account(result, planned, scope.meter)  # refused after an earlier call: its paid calls stay
-            return refused_after_calls(result, refused)
-        self._account(result, planned, scope.meter)
+            # refused after an earlier call: its paid calls stay
+            return refused_after_calls(self._account(result, planned, scope.meter), refused)
+        result = self._account(result, planned, scope.meter)
         if charged and self.budget is not None:
             tokens = Usage(**result.usage).total_tokens if result.usage else None
             try:
@@ -222,16 +222,18 @@ class FleetRuntime:
             raise FleetStoreError("BudgetStoreError", "check the budget before the run", exc) from exc
         return True
 
-    def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> None:
+    def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> RunResult:
+        """``result`` with what it cost (the agent's calls at their price, the judges' calls)."""
         if RunStatus(result.status) is RunStatus.SKIPPED:
-            return
+            return result
+        costs: dict[str, Any] = {}
         price = self.plan.price_of(self.plan.agent_keys.get(agent_ref_key(planned.agent), ""))
         if price is not None:
-            result.cost_usd = priced_cost(result, price)
+            costs["cost_usd"] = priced_cost(result, price)
         judged = meter.totals(JUDGE) if meter is not None else None
         if judged is not None and judged.parts:
-            result.judge_usage = judged.usage.to_dict()
-            result.judge_cost_usd = judged.cost_usd
+            costs |= {"judge_usage": judged.usage.to_dict(), "judge_cost_usd": judged.cost_usd}
+        return result.model_copy(update=costs) if costs else result
 
     async def budget_figures(self) -> BudgetFigures | None:
         """The report's ``budget``: the limits and what was spent (None: the sweep has no budget)."""
@@ -247,10 +249,8 @@ def _significant(usd: float) -> float:
     return float(f"{usd:.12g}")
 def store_failed(result: RunResult, error: FleetStoreError) -> RunResult:
     """``result`` turned into an error run of the farm's (``error.failure_type``), its usage and cost kept."""
-    failed = result.model_copy(update={"status": RunStatus.ERROR,
-                                       "error": ErrorInfo(type=error.failure_type, message=str(error))})
-    failed.failure_class, failed.failed_turn = classify_run(failed)
-    return failed
+    return classified(result.model_copy(update={"status": RunStatus.ERROR,
+                                                "error": ErrorInfo(type=error.failure_type, message=str(error))}))
 
 
 def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
@@ -258,9 +258,7 @@ def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
     stop ``infra:quota``) that keeps what its earlier calls used and cost."""
     kind = "BudgetRefusedError" if refused.stopped == "budget" else type(refused).__name__
     error = ErrorInfo(type=kind, message=refused.message)
-    failed = result.model_copy(update={"status": RunStatus.ERROR, "error": error})
-    failed.failure_class, failed.failed_turn = classify_run(failed)
-    return failed
+    return classified(result.model_copy(update={"status": RunStatus.ERROR, "error": error}))
 
 
 def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> BudgetFigures:

@@ -24,7 +24,7 @@ from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
 from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
-from farm.run.failures import classify_run
+from farm.run.failures import classified
 from farm.stats import build_report
 from farm.sweep.observers import SweepStart
 
@@ -105,13 +105,11 @@ def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: S
 
 
 def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
-    result = RunResult(
+    return classified(RunResult(  # classed as execute_run classes its own
         case_id=case.id, run=run, status=RunStatus.TIMEOUT, sweep_id=env.sweep_id, started_at=utc_now(),
         duration_ms=round((time.monotonic() - started) * 1000, 3),
         error=ErrorInfo(type="Timeout", message=f"run cut off after {limit:g}s (the case timeout)"),
-    )
-    result.failure_class, result.failed_turn = classify_run(result)  # as execute_run classes its own
-    return result
+    ))
 
 
 async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *,
