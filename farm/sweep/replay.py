@@ -108,9 +108,9 @@ def report_from_journal(path: str | Path) -> SweepReport:
 
 def _with_bad_lines(report: SweepReport, journal: _Journal) -> SweepReport:
     bad = journal.events.summary()
-    if bad is not None:
-        report.metadata["journal_bad_lines"] = bad
-    return report
+    if bad is None:
+        return report
+    return report.model_copy(update={"metadata": {**report.metadata, "journal_bad_lines": bad}})
 
 
 def _first(exc: BaseException) -> str:
