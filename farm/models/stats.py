@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, SerializationInfo, field_serializer, model_validator
 
 from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
@@ -278,7 +278,7 @@ class SweepReport(FarmModel):
     metadata: dict[str, JsonValue]
     """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
     ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
-    outcome: SweepOutcome = Field(default_factory=SweepOutcome)
+    outcome: SweepOutcome = Field(default_factory=SweepOutcome, exclude=True)
     """How the sweep ended. Written out (and read back) as keys of ``metadata``: ``status``,
     ``stopped``, ``not_run``, ``reason``, ``budget``; never a key of its own."""
 
@@ -291,15 +291,13 @@ class SweepReport(FarmModel):
             data = {**data, "metadata": metadata, "outcome": outcome}
         return data
 
-    @model_serializer(mode="wrap")
-    def _outcome_into_metadata(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped: dict[str, Any] = handler(self)
-        outcome = dumped.pop("outcome", None) or {}
-        if "metadata" in dumped:
-            dumped["metadata"] = {**dumped["metadata"], **{k: v for k, v in outcome.items() if v is not None}}
-        return dumped
+    @field_serializer("metadata")
+    def _metadata_with_outcome(self, metadata: dict[str, JsonValue], info: SerializationInfo) -> dict[str, Any]:
+        # only this field goes through Python: the results (most of a report) stay on pydantic's fast path
+        outcome = self.outcome.model_dump(mode=info.mode)
+        return {**metadata, **{k: v for k, v in outcome.items() if v is not None}}
 
     def written_metadata(self) -> dict[str, JsonValue]:
         """``metadata`` as the report writes it out: the outcome's keys included (JSON values)."""
-        outcome = self.outcome.model_dump(mode="json")
-        return {**self.metadata, **{k: v for k, v in outcome.items() if v is not None}}
+        written: dict[str, JsonValue] = self.model_dump(mode="json", include={"metadata"})["metadata"]
+        return written
