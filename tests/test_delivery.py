@@ -231,8 +231,8 @@ def test_a_sweep_whose_plan_was_never_stored_whole_is_closed_abandoned(tmp_path,
     store.client.delete(keys.published_key(sweep_id), keys.publisher_key(sweep_id))
     assert reconcile_sweep(store, None, sweep_id, visibility_timeout_s=4) == "abandoned"
     report = store.get_report(sweep_id)
-    assert report is not None and report.metadata["status"] == "abandoned"
-    assert "vanished" in report.metadata["reason"] and report.metadata["not_run"] == ["a0"]
+    assert report is not None and report.outcome.status == "abandoned"
+    assert "vanished" in (report.outcome.reason or "") and report.outcome.not_run == ["a0"]
     assert json.loads(farm_cli.run("status", "--json").stdout)["sweeps"] == []
 
 

@@ -15,7 +15,14 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from farm.cli import main
-from farm.models import MAX_TRACEBACK_CHARS, MAX_TRACEBACK_FRAMES, RunResult, RunStatus
+from farm.models import (
+    MAX_TRACEBACK_CHARS,
+    MAX_TRACEBACK_FRAMES,
+    RunResult,
+    RunStatus,
+    StopReason,
+    SweepOutcome,
+)
 from farm.reports.html import render_html
 from farm.sweep.observers import ProgressBar, SweepStart
 from tests.browser_fixtures import case_stats, run, sweep_report
@@ -136,7 +143,7 @@ def test_the_html_report_shows_the_error_type_traceback_and_skipped_cases(open_r
         case_stats("bad", [run(1, "error", output=None, error="'missing'", error_type="KeyError", traceback=trace)]),
     ])
     report.summary.skipped_ids = ["later"]
-    report.metadata |= {"stopped": "interrupted", "not_run": ["never"]}
+    report = report.model_copy(update={"outcome": SweepOutcome(stopped=StopReason.INTERRUPTED, not_run=["never"])})
     assert "KeyError" in render_html(report)
     page = open_report(report).page
     expect(page.locator("h1 .pill")).to_have_text("Stopped: interrupted")

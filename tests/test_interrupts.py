@@ -149,5 +149,5 @@ def test_a_stop_request_from_another_thread_stops_an_in_process_sweep(tmp_path: 
                 threading.Timer(0.2, stop.request, args=(StopReason.INTERRUPTED,)).start()
 
     report = executor.run(prepared.plan, StopAfterThree(), stop)
-    assert report.metadata["stopped"] == "interrupted" and report.metadata["status"] == "stopped"
-    assert [c.id for c in report.results] == ["fast", "mixed"] and report.metadata["not_run"] == ["stall", "after"]
+    assert report.outcome.stopped == "interrupted" and report.outcome.status == "stopped"
+    assert [c.id for c in report.results] == ["fast", "mixed"] and report.outcome.not_run == ["stall", "after"]

@@ -16,16 +16,15 @@ from farm.fleet.control import FleetStoreError
 from farm.fleet.runtime import FleetRuntime
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
-from farm.run.failures import classify_run
+from farm.run.failures import classified
 from farm.sweep.lifecycle import run_guarded
 from workers.context import thread_state
 
 
-def failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str) -> RunResult:
-    result = RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
-                       error=ErrorInfo(type=kind, message=message))
-    result.failure_class, result.failed_turn = classify_run(result)
-    return result
+def failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str,
+               duration_ms: float = 0.0) -> RunResult:
+    return classified(RunResult(case_id=case_id, run=run, status=status, sweep_id=sweep_id, started_at=utc_now(),
+                                duration_ms=duration_ms, error=ErrorInfo(type=kind, message=message)))
 
 
 def attempt_run(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRuntime, *,
@@ -48,10 +47,9 @@ def attempt_run(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRu
     except interrupts:  # a time limit raised into the loop from outside: start afresh
         state.reset_loop()
         limit = sweep.env.case_timeout(case)
-        result = failed_run(case.id, run, sweep.sweep_id, RunStatus.TIMEOUT, "Timeout",
-                             f"run cut off by the worker after {limit:g}s (task time limit)")
-        result.duration_ms = round((time.monotonic() - started) * 1000, 3)
-        return result
+        return failed_run(case.id, run, sweep.sweep_id, RunStatus.TIMEOUT, "Timeout",
+                          f"run cut off by the worker after {limit:g}s (task time limit)",
+                          duration_ms=round((time.monotonic() - started) * 1000, 3))
     except Exception as exc:  # fleet control's own step failed: an error run, never an acked and lost one
         if isinstance(exc, FleetStoreError):
             return failed_run(case.id, run, sweep.sweep_id, RunStatus.ERROR, exc.failure_type, str(exc))

@@ -27,7 +27,7 @@ from farm.agents.reaper import contained
 from farm.distributed.orphans import die_with_parent, how_it_ended
 from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
-from farm.run.failures import classify_run
+from farm.run.failures import classified
 from farm.sweep.lifecycle import RUN_GUARD_S
 
 START_ALLOWANCE_S = 60.0
@@ -41,10 +41,8 @@ def _death(returncode: int) -> str:
 
 def crashed_run(sweep_id: str, case_id: str, run: int, detail: str) -> RunResult:
     """The error run of a run that killed the process it ran alone in."""
-    result = RunResult(case_id=case_id, run=run, status=RunStatus.ERROR, sweep_id=sweep_id, started_at=utc_now(),
-                       error=ErrorInfo(type="Crashed", kind="crashed", message=detail))
-    result.failure_class, result.failed_turn = classify_run(result)
-    return result
+    return classified(RunResult(case_id=case_id, run=run, status=RunStatus.ERROR, sweep_id=sweep_id,
+                                started_at=utc_now(), error=ErrorInfo(type="Crashed", kind="crashed", message=detail)))
 
 
 def run_isolated(store_url: str, ttl: int, sweep: SweepPlan, planned: PlannedCase, run: int) -> RunResult | None:
@@ -70,12 +68,10 @@ def run_isolated(store_url: str, ttl: int, sweep: SweepPlan, planned: PlannedCas
         value = json.loads(text)
         return None if value is None else RunResult.model_validate(value)
     if returncode is None:
-        result = RunResult(case_id=planned.id, run=run, status=RunStatus.TIMEOUT, sweep_id=sweep.sweep_id,
-                           started_at=utc_now(), error=ErrorInfo(
-                               type="Timeout", message=f"isolated run killed after {limit:g}s"))
-        result.duration_ms = round((time.monotonic() - started) * 1000, 3)
-        result.failure_class, result.failed_turn = classify_run(result)
-        return result
+        return classified(RunResult(
+            case_id=planned.id, run=run, status=RunStatus.TIMEOUT, sweep_id=sweep.sweep_id, started_at=utc_now(),
+            duration_ms=round((time.monotonic() - started) * 1000, 3),
+            error=ErrorInfo(type="Timeout", message=f"isolated run killed after {limit:g}s")))
     detail = (f"the run killed its worker process twice, then the process it ran alone in "
               f"({_death(returncode)})")
     return crashed_run(sweep.sweep_id, planned.id, run, detail)

@@ -114,7 +114,7 @@ def summary_line(report: SweepReport) -> str:
     cases = f"{s.passed_cases} passed, {s.failed_cases} failed of {plural(s.total_cases, 'case')}"
     if s.skipped_cases:
         cases += f" ({s.skipped_cases} skipped)"
-    partial = f"PARTIAL (sweep {report.metadata.get('status')}): " if is_partial(report) else ""
+    partial = f"PARTIAL (sweep {report.outcome.status}): " if is_partial(report) else ""
     return (f"{partial}{cases}; {plural(s.total_runs, 'run')}: {', '.join(runs)} ({s.overall_pass_rate:.1f}% pass "
             f"rate); {s.flaky_cases} flaky, {s.broken_cases} broken; {s.duration_ms / 1000:.1f}s")
 
@@ -134,10 +134,10 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     if report.summary.skipped_ids:
         say(console, f"skipped (skip: true): {_ids(report.summary.skipped_ids)}")
     meta = report.metadata
-    if meta.get("stopped"):
-        not_run = [str(i) for i in meta.get("not_run") or []]
+    if report.outcome.stopped:
+        not_run = report.outcome.not_run or []
         listed = f": {_ids(not_run)}" if not_run else ""
-        say(console, f"stopped early ({meta['stopped']}): {plural(len(not_run), 'case')} not run{listed}")
+        say(console, f"stopped early ({report.outcome.stopped}): {plural(len(not_run), 'case')} not run{listed}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")

@@ -149,12 +149,12 @@ def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings
     write_outputs(prepared.outputs, report, settings, err)
     if any(t.path is not None for t in prepared.outputs):
         print_summary(err, report)
-    if settings.broker and report.metadata.get("stopped") == StopReason.INTERRUPTED:
+    if settings.broker and report.outcome.stopped == StopReason.INTERRUPTED:
         say(err, f"sweep {prepared.plan.sweep_id} cancelled on the workers")
     for target in prepared.outputs:
         if target.path is not None:
             say(err, f"report: {target.path}")
-    if settings.verbose or report.metadata.get("stopped"):
+    if settings.verbose or report.outcome.stopped:
         say(err, f"journal: {journal}")
     for line in quarantine_lines(report.results):
         say(err, line)

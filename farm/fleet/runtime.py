@@ -49,12 +49,12 @@ from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
 from farm.fleet.waiting import WaitListener, new_run_clock
-from farm.models import ErrorInfo, RunResult, RunStatus
+from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
 from farm.models.usage import Usage
 from farm.plan.fleet import agent_ref_key
 from farm.plan.rate_specs import LimitTable
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
-from farm.run.failures import classify_run
+from farm.run.failures import classified
 from farm.stats.prices import Price
 
 LEASE_MARGIN_S = 60.0
@@ -167,9 +167,8 @@ class FleetRuntime:
         stop), or its first call got no slot within ``--max-queue-wait`` (the sweep goes on)."""
         with new_run_clock(waits) as clock:
             if self._bare:
-                result: RunResult | None = await call()
-                assert result is not None
-                self._account(result, planned, None)
+                made = await call()
+                result: RunResult | None = self._account(made, planned, None)
             else:
                 result = await self._run_scoped(planned, call)
         if clock.starved and clock.calls == 0:
@@ -188,9 +187,9 @@ class FleetRuntime:
                 self.stopped = refused
             if result is None or refused is None or scope.refusal.calls_before <= 0:
                 return None
-            self._account(result, planned, scope.meter)  # refused after an earlier call: its paid calls stay
-            return refused_after_calls(result, refused)
-        self._account(result, planned, scope.meter)
+            # refused after an earlier call: its paid calls stay
+            return refused_after_calls(self._account(result, planned, scope.meter), refused)
+        result = self._account(result, planned, scope.meter)
         if charged and self.budget is not None:
             tokens = Usage(**result.usage).total_tokens if result.usage else None
             try:
@@ -223,26 +222,25 @@ class FleetRuntime:
             raise FleetStoreError("BudgetStoreError", "check the budget before the run", exc) from exc
         return True
 
-    def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> None:
+    def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> RunResult:
+        """``result`` with what it cost (the agent's calls at their price, the judges' calls)."""
         if RunStatus(result.status) is RunStatus.SKIPPED:
-            return
+            return result
+        costs: dict[str, Any] = {}
         price = self.plan.price_of(self.plan.agent_keys.get(agent_ref_key(planned.agent), ""))
         if price is not None:
-            result.cost_usd = priced_cost(result, price)
+            costs["cost_usd"] = priced_cost(result, price)
         judged = meter.totals(JUDGE) if meter is not None else None
         if judged is not None and judged.parts:
-            result.judge_usage = judged.usage.to_dict()
-            result.judge_cost_usd = judged.cost_usd
+            costs |= {"judge_usage": judged.usage.to_dict(), "judge_cost_usd": judged.cost_usd}
+        return result.model_copy(update=costs) if costs else result
 
-    async def report_metadata(self) -> dict[str, Any]:
-        """What the report's metadata adds: the budget and what was spent, why fleet control stopped."""
-        metadata: dict[str, Any] = {}
-        if self.budget is not None:
-            state = await self.budget.state()
-            metadata |= budget_report(self.budget.limit, state.spent_usd, state.spent_tokens)
-        if self.stopped is not None:
-            metadata["reason"] = self.stopped.message
-        return metadata
+    async def budget_figures(self) -> BudgetFigures | None:
+        """The report's ``budget``: the limits and what was spent (None: the sweep has no budget)."""
+        if self.budget is None:
+            return None
+        state = await self.budget.state()
+        return budget_report(self.budget.limit, state.spent_usd, state.spent_tokens)
 
 
 def _significant(usd: float) -> float:
@@ -251,10 +249,8 @@ def _significant(usd: float) -> float:
     return float(f"{usd:.12g}")
 def store_failed(result: RunResult, error: FleetStoreError) -> RunResult:
     """``result`` turned into an error run of the farm's (``error.failure_type``), its usage and cost kept."""
-    failed = result.model_copy(update={"status": RunStatus.ERROR,
-                                       "error": ErrorInfo(type=error.failure_type, message=str(error))})
-    failed.failure_class, failed.failed_turn = classify_run(failed)
-    return failed
+    return classified(result.model_copy(update={"status": RunStatus.ERROR,
+                                                "error": ErrorInfo(type=error.failure_type, message=str(error))}))
 
 
 def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
@@ -262,15 +258,13 @@ def refused_after_calls(result: RunResult, refused: FleetStop) -> RunResult:
     stop ``infra:quota``) that keeps what its earlier calls used and cost."""
     kind = "BudgetRefusedError" if refused.stopped == "budget" else type(refused).__name__
     error = ErrorInfo(type=kind, message=refused.message)
-    failed = result.model_copy(update={"status": RunStatus.ERROR, "error": error})
-    failed.failure_class, failed.failed_turn = classify_run(failed)
-    return failed
+    return classified(result.model_copy(update={"status": RunStatus.ERROR, "error": error}))
 
 
-def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> dict[str, Any]:
+def budget_report(limit: BudgetLimit, spent_usd: float, spent_tokens: int) -> BudgetFigures:
     """The report's ``metadata.budget``: the limits and what the sweep spent."""
-    return {"budget": {"max_usd": limit.max_usd, "max_tokens": limit.max_tokens, "spent_usd": _significant(spent_usd),
-                       "spent_tokens": spent_tokens}}
+    return BudgetFigures(max_usd=limit.max_usd, max_tokens=limit.max_tokens, spent_usd=_significant(spent_usd),
+                         spent_tokens=spent_tokens)
 
 
 def local_runtime(sweep: SweepPlan) -> FleetRuntime:

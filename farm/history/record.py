@@ -11,6 +11,7 @@ test``'s recording) is stored once, and a half-recorded sweep never exists.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,8 @@ from sqlalchemy import Connection, Engine, Insert, Table, select
 from farm.estimate.spend import spend_of
 from farm.history.criteria import record_criteria
 from farm.history.tables import case_results, sweep_tags, sweeps
-from farm.models import CaseStats, SweepReport
+from farm.models import CaseStats, SweepOutcome, SweepReport
+from farm.models.outcome import outcome_of
 from farm.stats.compare import is_adaptive
 
 
@@ -61,12 +63,10 @@ def insert_or_ignore(conn: Connection, table: Table) -> Insert:
     return sqlite.insert(table).on_conflict_do_nothing()
 
 
-def sweep_status(metadata: dict[str, Any]) -> str:
-    """SPEC 11's status when the report has one; else ``stopped`` when it says why, else ``complete``."""
-    status = metadata.get("status")
-    if isinstance(status, str) and status:
-        return status
-    return "stopped" if metadata.get("stopped") else "complete"
+def sweep_status(outcome: SweepOutcome | Mapping[str, Any]) -> str:
+    """SPEC 11's status when the report has one; else ``stopped`` when it says why, else ``complete``
+    (of a report's outcome, or of a metadata dict as written out)."""
+    return (outcome if isinstance(outcome, SweepOutcome) else outcome_of(outcome)).sweep_status()
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
     return {
         "sweep_id": str(meta.get("sweep_id") or ""), "started_at": utc(meta.get("started_at")) or recorded_at,
         "finished_at": utc(meta.get("completed_at")), "recorded_at": recorded_at,
-        "status": sweep_status(meta), "stopped": _text(meta.get("stopped")),
+        "status": sweep_status(report.outcome), "stopped": _text(report.outcome.stopped),
         "agent": _text(meta.get("agent_id")), "connector": _text(meta.get("connector")),
         "git_commit": _text(git.get("commit")), "git_branch": _text(git.get("branch")),
         "farm_version": _text(meta.get("version")),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
-from farm.models import SweepReport
+from farm.models import SweepReport, SweepStatus
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
@@ -201,7 +201,7 @@ class HistorySession:
 def record_collected(report: SweepReport, tell: Callable[[str], None]) -> None:
     """``farm results``: a detached sweep is recorded in this machine's history (with its ``--tag``s),
     whether or not a worker with a ``FARM_HISTORY_URL`` recorded it too (recording is idempotent)."""
-    if report.metadata.get("history") != "worker" or report.metadata.get("status") == "running":
+    if report.metadata.get("history") != "worker" or report.outcome.status == SweepStatus.RUNNING:
         return
     session = HistorySession(HistoryOptions(), tell=tell)
     if not session._record(report):  # warned; never raises: the report is written either way

@@ -17,8 +17,13 @@ JsonValue = Any
 
 
 class FarmModel(BaseModel):
-    """Base of all farm models: strict about unknown fields. Not frozen: a ``RunResult`` is completed
-    after ``execute`` returns (attempts on workers, the lifecycle's finish)."""
+    """Base of all farm models: strict about unknown fields.
+
+    Not frozen: a builder fills in the value it makes as it goes (``execute_run`` its ``RunResult``
+    turn by turn, the accumulator a case's statistics). Once a value is handed on it is not
+    assigned to; who needs it changed builds a new one (``model_copy(update=...)``, e.g.
+    ``farm.run.failures.classified``, the fleet's cost accounting, the workers' sweep id). Small
+    values made whole at once are frozen (``SweepOutcome``, ``BudgetFigures``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
 

@@ -7,15 +7,17 @@ worker's ``farm.report`` builds a ``SweepReport`` that the submitter reads back)
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializationInfo, field_serializer, model_validator
 
 from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
+from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 
 __all__ = [
+    "BudgetFigures",
     "CaseStats",
     "FailureClassStats",
     "FailureExample",
@@ -24,7 +26,10 @@ __all__ = [
     "SemanticCluster",
     "SemanticStatus",
     "StabilityClass",
+    "StopReason",
+    "SweepOutcome",
     "SweepReport",
+    "SweepStatus",
     "SweepSummary",
 ]
 
@@ -273,3 +278,26 @@ class SweepReport(FarmModel):
     metadata: dict[str, JsonValue]
     """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
     ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
+    outcome: SweepOutcome = Field(default_factory=SweepOutcome, exclude=True)
+    """How the sweep ended. Written out (and read back) as keys of ``metadata``: ``status``,
+    ``stopped``, ``not_run``, ``reason``, ``budget``; never a key of its own."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_from_metadata(cls, data: Any) -> Any:
+        """A report as written out (or built from a metadata dict) keeps its outcome in ``metadata``."""
+        if isinstance(data, dict) and "outcome" not in data and isinstance(data.get("metadata"), dict):
+            metadata, outcome = split_outcome(data["metadata"])
+            data = {**data, "metadata": metadata, "outcome": outcome}
+        return data
+
+    @field_serializer("metadata")
+    def _metadata_with_outcome(self, metadata: dict[str, JsonValue], info: SerializationInfo) -> dict[str, Any]:
+        # only this field goes through Python: the results (most of a report) stay on pydantic's fast path
+        outcome = self.outcome.model_dump(mode=info.mode)
+        return {**metadata, **{k: v for k, v in outcome.items() if v is not None}}
+
+    def written_metadata(self) -> dict[str, JsonValue]:
+        """``metadata`` as the report writes it out: the outcome's keys included (JSON values)."""
+        written: dict[str, JsonValue] = self.model_dump(mode="json", include={"metadata"})["metadata"]
+        return written

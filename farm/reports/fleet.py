@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from farm.models import CaseStats, SweepReport, SweepSummary
+from farm.models import BudgetFigures, CaseStats, SweepReport, SweepSummary
 
 UNKNOWN = "unknown"
 BIASED = "biased: adaptive"
@@ -64,24 +64,23 @@ def cost_rows(figures: CaseStats | SweepSummary) -> list[tuple[str, str]]:
     return [*rows, ("Cost per passing run", cost_text(figures.cost_per_passing_run))]
 
 
-def sweep_rows(summary: SweepSummary, metadata: dict[str, Any]) -> list[tuple[str, str]]:
+def sweep_rows(summary: SweepSummary, metadata: dict[str, Any], budget: BudgetFigures | None) -> list[tuple[str, str]]:
     """The summary rows of fleet control: costs, runs saved by adaptive runs, the budget."""
     rows = cost_rows(summary)
     if metadata.get("adaptive"):
         rows.append(("Runs saved (adaptive)", f"{summary.runs_saved:,}"))
-    budget = metadata.get("budget")
-    if isinstance(budget, dict):
+    if budget is not None:
         rows.append(("Budget", budget_text(budget)))
     return rows
 
 
-def budget_text(budget: dict[str, Any]) -> str:
+def budget_text(budget: BudgetFigures) -> str:
     """``$0.0123 of $0.05 spent; 1,234 of 5,000 tokens``."""
     parts = []
-    if budget.get("max_usd") is not None:
-        parts.append(f"{cost_text(budget.get('spent_usd'))} of {cost_text(budget['max_usd'])} spent")
-    if budget.get("max_tokens") is not None:
-        parts.append(f"{budget.get('spent_tokens', 0):,} of {budget['max_tokens']:,} tokens")
+    if budget.max_usd is not None:
+        parts.append(f"{cost_text(budget.spent_usd)} of {cost_text(budget.max_usd)} spent")
+    if budget.max_tokens is not None:
+        parts.append(f"{budget.spent_tokens:,} of {budget.max_tokens:,} tokens")
     return "; ".join(parts)
 
 
@@ -113,8 +112,8 @@ def fleet_line(report: SweepReport, *, always: bool) -> str | None:
             parts.append(f"tokens {tokens_text(s.usage)}")
     if meta.get("adaptive"):
         parts.append(f"{s.runs_saved:,} runs saved by --adaptive")
-    if isinstance(meta.get("budget"), dict):
-        parts.append(f"budget {budget_text(meta['budget'])}")
+    if report.outcome.budget is not None:
+        parts.append(f"budget {budget_text(report.outcome.budget)}")
     return "; ".join(parts) or None
 
 

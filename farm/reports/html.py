@@ -17,12 +17,11 @@ from typing import Any, TextIO
 from markupsafe import Markup
 
 from farm.durations import format_ms
-from farm.models import CaseStats, SweepReport, SweepSummary
+from farm.models import BudgetFigures, CaseStats, SweepOutcome, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
 from farm.reports.semantic import semantic_summary
-from farm.stats.sweep import PARTIAL_STATUSES
 from farm.wording import plural
 
 __all__ = ["render_html", "write_html"]
@@ -52,14 +51,14 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
     """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time
     (each case's run details from ``details`` when given)."""
     summary = report.summary
-    meta = report.metadata
+    meta = report.written_metadata()  # the metadata table shows what the JSON report holds
     agent = _text(meta.get("agent_id") or "agent")
     multi_run = summary.runs_per_case > 1
-    cards = _cards(summary) + _fleet_cards(summary, meta) + _semantic_cards(summary)
+    cards = _cards(summary) + _fleet_cards(summary, meta, report.outcome.budget) + _semantic_cards(summary)
     page = template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
-        verdict=_verdict(summary, meta),
+        verdict=_verdict(summary, report.outcome),
         apart=_apart(report),
         meta_items=_meta_items(meta),
         cards=cards,
@@ -88,7 +87,7 @@ def _write_data(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     environment and the metadata (either may hold a ``"results":[]`` of its own): where is found
     from the report dumped without results and metadata. The escapes replace single characters,
     so the pieces escape as the whole did."""
-    bare = report.model_copy(update={"results": [], "metadata": {}}).model_dump_json()
+    bare = report.model_copy(update={"results": [], "metadata": {}, "outcome": SweepOutcome()}).model_dump_json()
     if not bare.endswith(_BARE_END):
         raise AssertionError("SweepReport's fields are no longer summary, environment, results, metadata")
     at = len(bare) - len(_BARE_END) + len(_NO_RESULTS) - 1  # just before the results' closing ]
@@ -144,11 +143,11 @@ def _rows(mapping: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(key), _text(value)) for key, value in mapping.items()]
 
 
-def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
-    if meta.get("status") in PARTIAL_STATUSES:  # a partial journal's report, say: some runs are not in it
-        return {"text": f"Partial: sweep {_text(meta['status'])}", "tone": "warn"}
-    if meta.get("stopped"):
-        return {"text": f"Stopped: {_text(meta['stopped'])}", "tone": "warn"}
+def _verdict(summary: SweepSummary, outcome: SweepOutcome) -> dict[str, str]:
+    if outcome.partial:  # a partial journal's report, say: some runs are not in it
+        return {"text": f"Partial: sweep {_text(outcome.status)}", "tone": "warn"}
+    if outcome.stopped:
+        return {"text": f"Stopped: {_text(outcome.stopped)}", "tone": "warn"}
     if summary.total_cases == 0:
         return {"text": "No cases", "tone": "muted"}
     if summary.failed_cases:
@@ -158,10 +157,10 @@ def _verdict(summary: SweepSummary, meta: dict[str, Any]) -> dict[str, str]:
 
 def _apart(report: SweepReport) -> list[tuple[str, list[str], str]]:
     """Cases listed apart from the results: skipped by the suite, and not run (a stopped sweep)."""
-    not_run = report.metadata.get("not_run")
+    not_run = report.outcome.not_run
     groups = [("Skipped cases", report.summary.skipped_ids, "skip: true in the suite; no pass rate")]
     # the template counts each group's ids ("1 case", "2 cases")
-    if isinstance(not_run, list):
+    if not_run is not None:
         groups.append(("Cases not run", [_text(i) for i in not_run], "the sweep stopped before they ran"))
     return [(title, ids, note) for title, ids, note in groups if ids]
 
@@ -202,18 +201,18 @@ def _cards(s: SweepSummary) -> list[dict[str, str]]:
     ]
 
 
-def _fleet_cards(s: SweepSummary, meta: dict[str, Any]) -> list[dict[str, str]]:
+def _fleet_cards(s: SweepSummary, meta: dict[str, Any], budget: BudgetFigures | None) -> list[dict[str, str]]:
     """Cost (``unknown`` when it is), runs saved by ``--adaptive``, and the budget."""
     per_run = s.cost_per_passing_run
     caption = f"{cost_text(per_run)} per passing run" if per_run is not None else "agent and judge calls"
-    known = s.usage or s.judge_usage is not None or s.cost_usd is not None or isinstance(meta.get("budget"), dict)
+    known = s.usage or s.judge_usage is not None or s.cost_usd is not None or budget is not None
     # no usage reported and no price: an "unknown" card says nothing (and sat alone on a row of its own)
     cards = [_card("Cost", cost_text(total_cost(s)), caption, "neutral")] if known else []
     if meta.get("adaptive"):
         biased = "adaptive: pass rates biased" if s.runs_saved else "adaptive: no case stopped early"
         cards.append(_card("Runs saved", f"{s.runs_saved:,}", biased, "neutral"))
-    if isinstance(meta.get("budget"), dict):
-        cards.append(_card("Budget", budget_text(meta["budget"]), "spent of the limit", "neutral"))
+    if budget is not None:
+        cards.append(_card("Budget", budget_text(budget), "spent of the limit", "neutral"))
     return cards
 
 

@@ -104,7 +104,7 @@ def summary_event(report: SweepReport) -> dict[str, Any]:
     """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts, and
     the report's metadata (a stopped sweep says so here: ``status``, ``stopped``, ``not_run``)."""
     return {"type": "summary", **report.summary.model_dump(mode="json"), **yao_summary_aliases(report),
-            "metadata": report.metadata}
+            "metadata": report.written_metadata()}
 
 
 class JsonlWriter:

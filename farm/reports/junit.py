@@ -161,11 +161,11 @@ def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> No
 def _fleet(report: SweepReport) -> dict[str, Any]:
     """The sweep's cost (``unknown`` when it is), judge cost, runs saved and budget as properties."""
     s, meta = report.summary, report.metadata
-    budget = meta.get("budget")
+    budget = report.outcome.budget
     return {"cost_usd": cost_text(s.cost_usd), "cost_per_passing_run": cost_text(s.cost_per_passing_run),
             "judge_cost_usd": cost_text(s.judge_cost_usd) if s.judge_usage is not None else None,
             "runs_saved": s.runs_saved if meta.get("adaptive") else None,
-            "budget": budget_text(budget) if isinstance(budget, dict) else None}
+            "budget": budget_text(budget) if budget is not None else None}
 
 
 _CASE = "farm-case"
@@ -197,7 +197,8 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
             "hostname": xml_safe(meta.get("hostname") or "localhost"),
         })
         _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
-                                                        "min_pass_rate", "stopped")}, **_fleet(report)})
+                                                        "min_pass_rate")}, "stopped": report.outcome.stopped,
+                            **_fleet(report)})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:

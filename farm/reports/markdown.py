@@ -83,7 +83,7 @@ def _summary(report: SweepReport) -> list[str]:
                        ("sweep_id", "Sweep")):
         if meta.get(key) is not None:
             rows.append((label, md_inline(meta[key])))
-    rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta)]
+    rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta, report.outcome.budget)]
     if isinstance(bias := meta.get("retry_bias"), dict):
         rows.append(("Retry Bias", md_inline(bias.get("line"))))
     if semantic_summary(s) is not None:
@@ -207,10 +207,10 @@ def _case(stats: CaseStats) -> list[str]:
 def _apart(report: SweepReport) -> list[str]:
     """Cases with no result section: skipped by the suite, not run by a stopped sweep."""
     lines: list[str] = []
-    not_run = report.metadata.get("not_run")
+    not_run = report.outcome.not_run
     groups = [("Skipped", report.summary.skipped_ids, "skipped by the suite")]
-    if isinstance(not_run, list):
-        groups.append(("Not run", not_run, f"the sweep stopped ({md_inline(report.metadata.get('stopped'))})"))
+    if not_run is not None:
+        groups.append(("Not run", not_run, f"the sweep stopped ({md_inline(report.outcome.stopped)})"))
     for title, ids, why in groups:
         if ids:
             count = plural(len(ids), "case")

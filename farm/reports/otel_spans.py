@@ -70,7 +70,7 @@ def _sweep_attributes(report: SweepReport) -> dict[str, str | int | float]:
     s, meta = report.summary, report.metadata
     return {
         "farm.sweep.id": str(meta.get("sweep_id", "")), "farm.agent.id": str(meta.get("agent_id", "")),
-        "farm.sweep.status": str(meta.get("status", "")), "farm.sweep.cases": s.total_cases,
+        "farm.sweep.status": str(report.outcome.status or ""), "farm.sweep.cases": s.total_cases,
         "farm.sweep.runs": s.total_runs, "farm.sweep.pass_rate": s.overall_pass_rate,
         "farm.sweep.passed_cases": s.passed_cases, "farm.sweep.failed_cases": s.failed_cases,
         "farm.sweep.flaky_cases": s.flaky_cases, "farm.sweep.broken_cases": s.broken_cases,

@@ -35,7 +35,8 @@ from __future__ import annotations
 from farm.errors import AGENT_BUILD_FAILED, FaultKind
 from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
 
-__all__ = ["CHECKPOINT_PREFIX", "classify_check", "classify_error", "classify_run", "failure_message", "unreached"]
+__all__ = ["CHECKPOINT_PREFIX", "classified", "classify_check", "classify_error", "classify_run", "failure_message",
+           "unreached"]
 
 CHECKPOINT_PREFIX = "checkpoint:"
 """Check outcomes of dynamic runs are named ``checkpoint:<id>``."""
@@ -141,3 +142,10 @@ def failure_message(result: RunResult) -> str:
         text = f"{failed[0].name}: {failed[0].message}" if failed else ""
     text = " ".join(text.split())
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+def classified(result: RunResult, current_turn: int | None = None) -> RunResult:
+    """``result`` with its failure class and failed turn (``classify_run``): a new value, the
+    given one unchanged (results are data once made)."""
+    failure_class, failed_turn = classify_run(result, current_turn)
+    return result.model_copy(update={"failure_class": failure_class, "failed_turn": failed_turn})

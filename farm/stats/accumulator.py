@@ -14,7 +14,7 @@ import math
 from fractions import Fraction
 
 from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
-from farm.run.failures import classify_run, unreached
+from farm.run.failures import classified, unreached
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally
@@ -200,7 +200,7 @@ class CaseAccumulator:
         status = RunStatus(result.status)  # tolerate model_construct'ed plain strings
         if result.failure_class is None and status not in (RunStatus.PASSED, RunStatus.SKIPPED):
             # made before runs were classed (an older journal or report) or by hand: classed here, the same way
-            result.failure_class, result.failed_turn = classify_run(result)
+            result = classified(result)
         self._counted += 1
         self._status[status] += 1
         self._retries += result.retries

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from farm.errors import SettingsError
-from farm.models import CaseStats, FarmModel, SweepReport
+from farm.models import CaseStats, FarmModel, SweepReport, SweepStatus
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
@@ -144,7 +144,7 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
     tags = meta.get("tags") if isinstance(meta.get("tags"), dict) else {}
     return SweepSnapshot(sweep_id=meta.get("sweep_id"), started_at=meta.get("started_at"),
                          tags={str(k): str(v) for k, v in (tags or {}).items()}, cases=cases,
-                         partial=meta.get("status", "complete") != "complete")
+                         partial=report.outcome.status not in (None, SweepStatus.COMPLETE))
 
 
 @dataclass

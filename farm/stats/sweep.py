@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from farm.errors import ExitCode
-from farm.models import CaseStats, RunStatus, StabilityClass, SweepReport, SweepSummary
+from farm.models import CaseStats, RunStatus, StabilityClass, SweepOutcome, SweepReport, SweepSummary
 from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
@@ -77,7 +77,8 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
 
 
 def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: int,
-                 environment: dict[str, Any], metadata: dict[str, Any]) -> SweepReport:
+                 environment: dict[str, Any], metadata: dict[str, Any],
+                 outcome: SweepOutcome | None = None) -> SweepReport:
     """The whole report of a sweep, in the order the cases were given.
 
     Skipped cases count in the summary (``skipped_cases``, ``skipped_ids``) but get no result
@@ -88,11 +89,12 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     flag_retry_bias(stats)
     if (bias := retry_bias_summary(stats)) is not None:
         metadata = {**metadata, "retry_bias": bias}
+    typed = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
         results=[s for s in stats if s.label != "skipped"],
-        metadata=dict(metadata),
+        metadata=dict(metadata), **typed,
     )
 
 
@@ -111,7 +113,7 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     """
     if is_partial(report):
         return ExitCode.RUNTIME_ERROR
-    code = _STOPPED_CODES.get(str(report.metadata.get("stopped")))
+    code = _STOPPED_CODES.get(str(report.outcome.stopped))
     if code is not None:
         return code
     if unreachable(report):
@@ -120,13 +122,9 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
 
 
-PARTIAL_STATUSES = frozenset({"failed", "abandoned", "running"})
-"""``metadata.status`` of a sweep that did not finish: its report holds only some of its runs."""
-
-
 def is_partial(report: SweepReport) -> bool:
     """The report is of an unfinished sweep (a partial journal's, a snapshot of one in flight)."""
-    return report.metadata.get("status") in PARTIAL_STATUSES
+    return report.outcome.partial
 
 
 def unreachable(report: SweepReport) -> bool:

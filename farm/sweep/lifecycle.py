@@ -2,14 +2,15 @@
 
 inspect_ai's ``eval_results`` idea: the in-process executor and the workers' ``farm.report``
 finish a sweep with the same function, so a stopped sweep reports the same way wherever it ran:
-cases in plan order, ``metadata.status`` (SPEC 11), ``metadata.stopped`` with its typed reason,
-``metadata.not_run`` (cases with no run at all; partly run cases keep their runs beside
-``runs_planned``), totals and duration. The fail-fast rule is ``CasePlan.cannot_pass``.
+cases in plan order, and how it ended in ``SweepReport.outcome`` (written out as
+``metadata.status`` (SPEC 11), ``metadata.stopped`` with its typed reason, ``metadata.not_run``
+(cases with no run at all; partly run cases keep their runs beside ``runs_planned``),
+``metadata.reason``, ``metadata.budget``), totals and duration: the finisher takes them all as
+arguments, no caller patches them in afterwards. The fail-fast rule is ``CasePlan.cannot_pass``.
 """
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,43 +19,18 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
 from farm.fleet.waiting import queued_timeout
-from farm.models import Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
+from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
+from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
 from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
-from farm.run.failures import classify_run
+from farm.run.failures import classified
 from farm.stats import build_report
 from farm.sweep.observers import SweepStart
 
 RUN_GUARD_S = 5.0
 """Grace past the case timeout before a run is cut off from outside (``execute_run`` enforces the
 timeout itself; the guard catches an agent that ignores cancellation, e.g. a blocking call)."""
-
-
-class StopReason(enum.StrEnum):
-    """Why a sweep stopped scheduling runs before its plan was done (``metadata.stopped``)."""
-
-    FAIL_FAST = "fail-fast"
-    CANCELLED = "cancelled"
-    INTERRUPTED = "interrupted"
-    BUDGET = "budget"
-    QUOTA = "quota"
-
-
-class SweepStatus(enum.StrEnum):
-    """How a sweep ended (``metadata.status``, SPEC 11)."""
-
-    COMPLETE = "complete"
-    """Every planned run ran."""
-    STOPPED = "stopped"
-    """Stopped early; ``metadata.stopped`` says why."""
-    FAILED = "failed"
-    """The farm could not finish it; ``metadata.reason`` says why."""
-    ABANDONED = "abandoned"
-    """Its publisher vanished before publishing every run, and it was closed."""
-    RUNNING = "running"
-    """Not an end: a report of a sweep still in flight (``farm report`` on a partial journal or
-    a distributed sweep with no report yet)."""
 
 
 class SweepStop:
@@ -109,37 +85,31 @@ def report_metadata(plan: SweepPlan, started_at: str) -> dict[str, Any]:
 
 def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: Sequence[str], started_at: str,
                  duration_ms: float, stopped: StopReason | str | None = None, status: SweepStatus | None = None,
-                 reason: str | None = None) -> SweepReport:
-    """The sweep's report from the statistics of the cases that ran, in plan order.
+                 reason: str | None = None, budget: BudgetFigures | None = None) -> SweepReport:
+    """The sweep's report from the statistics of the cases that ran, in plan order, with how it
+    ended (``SweepReport.outcome``): the one place that says so.
 
     ``status`` defaults to ``stopped`` when a stop reason is given, else ``complete``.
     """
     status = status or (SweepStatus.STOPPED if stopped else SweepStatus.COMPLETE)
     metadata = report_metadata(plan, started_at)
     metadata["completed_at"] = utc_now()
-    metadata["status"] = status.value
     not_run = [cid for cid in case_ids if cid not in stats]
-    if stopped:
-        metadata["stopped"] = StopReason(stopped).value
-    if stopped or not_run:
-        metadata["not_run"] = not_run
-    if reason:
-        metadata["reason"] = reason
+    outcome = SweepOutcome(status=status, stopped=StopReason(stopped) if stopped else None,
+                           not_run=not_run if stopped or not_run else None, reason=reason or None, budget=budget)
     return build_report(
         [stats[cid] for cid in case_ids if cid in stats],
         duration_ms=round(duration_ms, 1), runs_per_case=plan.runs_per_case,
-        environment=plan.env.describe(), metadata=metadata,
+        environment=plan.env.describe(), metadata=metadata, outcome=outcome,
     )
 
 
 def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
-    result = RunResult(
+    return classified(RunResult(  # classed as execute_run classes its own
         case_id=case.id, run=run, status=RunStatus.TIMEOUT, sweep_id=env.sweep_id, started_at=utc_now(),
         duration_ms=round((time.monotonic() - started) * 1000, 3),
         error=ErrorInfo(type="Timeout", message=f"run cut off after {limit:g}s (the case timeout)"),
-    )
-    result.failure_class, result.failed_turn = classify_run(result)  # as execute_run classes its own
-    return result
+    ))
 
 
 async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *,

@@ -184,8 +184,9 @@ class LocalExecutor(Executor):
             await sweep.aclose()
         sweep.flush_partial()
         report = finish_sweep(plan, sweep.finished, case_ids=plan.case_ids, started_at=started_at,
-                              duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason)
-        report.metadata.update(await sweep.fleet.report_metadata())
+                              duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason,
+                              reason=sweep.fleet.stop_message if sweep.fleet.stopped else None,
+                              budget=await sweep.fleet.budget_figures())
         if sweep.details is not None:
             attach_details(report, sweep.details)
         observer.on_finish(report)

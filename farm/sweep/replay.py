@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from farm.errors import InputError
-from farm.models import CaseStats, RunResult, SweepReport
+from farm.models import CaseStats, RunResult, SweepOutcome, SweepReport
+from farm.models.outcome import split_outcome
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
 from farm.sweep.journal_lines import JournalLines
@@ -85,13 +86,16 @@ def report_from_journal(path: str | Path) -> SweepReport:
         raise InputError(f"{path}: not a readable farm run journal: {exc}") from None
     started_at = str(journal.start.get("timestamp") or plan.started_at)
     if journal.summary is not None:
-        meta = journal.summary.get("metadata") or {}
+        meta, recorded = split_outcome(journal.summary.get("metadata") or {})
+        told = SweepOutcome.model_validate(recorded)
         report = finish_sweep(plan, stats, case_ids=plan.case_ids, started_at=started_at,
                               duration_ms=float(journal.summary.get("duration_ms") or 0.0),
-                              stopped=meta.get("stopped"), status=SweepStatus(meta.get("status", "complete")),
-                              reason=meta.get("reason"))
-        report.metadata.update(meta)  # the sweep's own account: completed_at, not_run, …
-        return _with_bad_lines(report, journal)
+                              stopped=told.stopped, status=told.status or SweepStatus.COMPLETE, reason=told.reason,
+                              budget=told.budget)
+        # the sweep's own account: completed_at, not_run, …
+        outcome = SweepOutcome.model_validate(report.outcome.model_dump(exclude_none=True) | recorded)
+        return _with_bad_lines(report.model_copy(update={"metadata": report.metadata | meta, "outcome": outcome}),
+                               journal)
     alive = _writer_alive(journal.plan_event)
     duration = (Path(path).stat().st_mtime - _epoch(started_at)) * 1000
     return _with_bad_lines(finish_sweep(
@@ -104,9 +108,9 @@ def report_from_journal(path: str | Path) -> SweepReport:
 
 def _with_bad_lines(report: SweepReport, journal: _Journal) -> SweepReport:
     bad = journal.events.summary()
-    if bad is not None:
-        report.metadata["journal_bad_lines"] = bad
-    return report
+    if bad is None:
+        return report
+    return report.model_copy(update={"metadata": {**report.metadata, "journal_bad_lines": bad}})
 
 
 def _first(exc: BaseException) -> str:

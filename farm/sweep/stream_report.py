@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import InputError
-from farm.models import CaseStats, SweepReport, SweepSummary
+from farm.models import CaseStats, SweepOutcome, SweepReport, SweepStatus, SweepSummary
 from farm.reports.json_report import SUMMARY_ALIASES
 from farm.reports.jsonl import read_jsonl_events
 from farm.stats import summarize
@@ -61,11 +61,12 @@ def report_from_stream(path: str | Path) -> SweepReport:
 def _partial(start: dict[str, Any], cases: list[CaseStats]) -> SweepReport:
     """A stream that stops before its summary: the cases it holds, flagged as not finished."""
     metadata = {"sweep_id": start.get("sweep_id"), "agent_id": start.get("agent_id"),
-                "started_at": start.get("timestamp"), "status": "running",
-                "reason": "the JSONL stream ends before its summary: the sweep had not finished"}
+                "started_at": start.get("timestamp")}
+    outcome = SweepOutcome(status=SweepStatus.RUNNING,
+                           reason="the JSONL stream ends before its summary: the sweep had not finished")
     runs = max((c.runs_planned or c.runs for c in cases), default=1)
     return SweepReport(summary=summarize(cases, duration_ms=0.0, runs_per_case=runs), environment={},
-                       results=cases, metadata={k: v for k, v in metadata.items() if v is not None})
+                       results=cases, metadata={k: v for k, v in metadata.items() if v is not None}, outcome=outcome)
 
 
 __all__ = ["is_event_stream", "report_from_stream"]

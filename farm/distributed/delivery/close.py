@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from farm.distributed.fleet.runtime import budget_metadata, is_decided
+from farm.distributed.fleet.runtime import budget_figures, is_decided
 from farm.distributed.store.sweep_store import SweepStore
 from farm.models import SweepReport
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
@@ -67,8 +67,8 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
         sweep, store.all_stats(sid), case_ids=store.case_ids(sid), started_at=sweep.started_at,
         duration_ms=max(time.time() - store.submitted_epoch(sid), 0.0) * 1000,
         stopped=store.stop_reason(sid), status=status, reason=reason,
+        budget=budget_figures(store, sweep),  # what a budgeted sweep spent (SPEC 13)
     )
-    built.metadata.update(budget_metadata(store, sweep))  # what a budgeted sweep spent (SPEC 13)
     # stored without run details (all_stats leaves them out); rendering reads them case by case
     stored = store.store_report(sid, built)
     if stored:

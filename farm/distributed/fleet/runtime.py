@@ -6,13 +6,12 @@
 - Adaptive runs: a worker that stores the run deciding its case marks the case decided
   (``mark_decided``); queued runs of a decided case are dropped as those of a stopped sweep are
   (``is_decided``: one round trip, asked only for cases planned with an adaptive rule).
-- ``budget_metadata``: the budget and what was spent, for the report ``farm.report`` builds.
+- ``budget_figures``: the budget and what was spent, for the report ``farm.report`` builds.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from farm.distributed.fleet.budget import RedisBudgetBackend
 from farm.distributed.fleet.client import LoopClients
@@ -21,6 +20,7 @@ from farm.distributed.fleet.rates import RedisRateBackend
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
 from farm.fleet.runtime import FleetRuntime, budget_report
+from farm.models import BudgetFigures
 from farm.plan.sweep_plan import SweepPlan
 
 _lock = threading.Lock()
@@ -57,13 +57,13 @@ def is_decided(store: SweepStore, sweep_id: str, case_id: str) -> bool:
     return bool(store.client.sismember(keys.decided_key(sweep_id), case_id))
 
 
-def budget_metadata(store: SweepStore, sweep: SweepPlan) -> dict[str, Any]:
-    """``{"budget": {max_usd, max_tokens, spent_usd, spent_tokens}}`` of a budgeted sweep, else {}."""
+def budget_figures(store: SweepStore, sweep: SweepPlan) -> BudgetFigures | None:
+    """The limits and what a budgeted sweep spent, for its report; None: the sweep has no budget."""
     limit = sweep.fleet.budget
     if limit is None:
-        return {}
+        return None
     found = store.client.hgetall(keys.budget_key(sweep.sweep_id))
     return budget_report(limit, float(found.get("spent_usd", 0)), int(found.get("spent_tokens", 0)))
 
 
-__all__ = ["budget_metadata", "is_decided", "mark_decided", "redis_runtime"]
+__all__ = ["budget_figures", "is_decided", "mark_decided", "redis_runtime"]
