@@ -236,7 +236,7 @@ def test_a_hung_sync_agent_does_not_keep_the_process_alive(tmp_path: Any) -> Non
         "agent = PythonAgent(lambda messages: time.sleep(3600), 'hung')\n"
         "print(asyncio.run(execute_run(c, 1, agent, RunEnvironment())).status)\n"
     )
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=_this_farm())
     assert done.returncode == 0, done.stderr
     assert "timeout" in done.stdout
 
@@ -274,7 +274,8 @@ def test_sync_agents_work_in_a_forked_child(tmp_path: Any) -> None:
         "    os._exit(0)\n"
         "os.waitpid(pid, 0)\n"
     )
-    done = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, timeout=120,
+                          env=_this_farm())
     assert done.returncode == 0, done.stderr
     assert "parent passed" in done.stdout and "child passed" in done.stdout, done.stdout
 
@@ -289,3 +290,11 @@ def test_a_run_records_when_it_started_in_utc_to_the_millisecond() -> None:
         assert result.started_at is not None and len(result.started_at) == len("2026-11-22T10:15:00.123Z")
         started = datetime.strptime(result.started_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
         assert before - timedelta(milliseconds=1) <= started <= after
+
+
+def _this_farm() -> dict[str, str]:
+    """The environment of a script that imports this checkout's farm (not another installed one)."""
+    import os
+    from pathlib import Path
+
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}

@@ -76,7 +76,8 @@ def _steady_then_throttled(server: CountingServer, started: float) -> None:
     assert throttled / max(1, server.count(first_429, recovered_from)) < 0.3  # no process kept hammering
     # Recovered: back to what this machine reached before the 429s (its own figure, not a floor in
     # requests/s: a loaded machine reaches less of the limit, and the claim is recovery, not speed)
-    reached = 0.75 * max(steady)
+    # (0.6 of it: seconds later the machine may be busier than it was, as a CI run's other tests make it)
+    reached = 0.6 * max(steady)
     deadline = recovered_from + 40
     while time.time() < deadline and server.count(time.time() - 1, time.time()) < reached:
         time.sleep(0.5)  # the shared rate grows back (AIMD: +0.05 of the limit a second)
