@@ -78,11 +78,13 @@ def _steady_then_throttled(server: CountingServer, started: float) -> None:
     # requests/s: a loaded machine reaches less of the limit, and the claim is recovery, not speed)
     # (0.6 of it: seconds later the machine may be busier than it was, as a CI run's other tests make it)
     reached = 0.6 * max(steady)
-    deadline = recovered_from + 40
-    while time.time() < deadline and server.count(time.time() - 1, time.time()) < reached:
-        time.sleep(0.5)  # the shared rate grows back (AIMD: +0.05 of the limit a second)
-    after = server.per_second(recovered_from, time.time())
-    assert max(after) >= reached, (after, steady)
+    deadline, recovered = recovered_from + 40, False
+    while time.time() < deadline and not recovered:
+        # judged on the one measure the loop watches (the last second, sliding): whole-second buckets
+        # can split the same calls and fall just short (56 of 56.4 under a CPU hog)
+        recovered = server.count(time.time() - 1, time.time()) >= reached
+        time.sleep(0 if recovered else 0.5)  # the shared rate grows back (AIMD: +0.05 of the limit a second)
+    assert recovered, (server.per_second(recovered_from, time.time()), steady)
     assert max(server.per_second(started, time.time())) <= LIMIT * 1.05
 
 
