@@ -4,9 +4,10 @@ Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` doe
 order matters: load and validate every suite, resolve every agent and check every output path
 *before* the first run, so that bad input exits 2 with nothing run. The agents and judges built
 to be checked are the ones an in-process sweep runs (``PreparedSweep.adapters``). The flags are
-resolved once into what each stage takes (``plan_spec`` for batch planning, ``FleetFlags`` for
-fleet control, the output targets); ``TestSettings`` stays the input of ``farm.api`` and
-``farm.cli`` (and of the facts the history records of a sweep).
+resolved once into what each stage takes (``farm.sweep.resolve``: a spec for batch planning, fleet
+control, the outputs, the executor, the history's facts and Yao's extras, carried by
+``PreparedSweep.specs``): no stage below ``farm.api`` takes ``TestSettings`` whole, and the CLI,
+having built it, goes on with the specs.
 
 The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
 as it is read into the plan's ``CaseKeeper``, which the executor chooses: a distributed submitter
@@ -36,7 +37,7 @@ from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.models import Case, SweepReport
-from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
+from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import load_processes, plan_in_processes
@@ -48,10 +49,11 @@ from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
-from farm.sweep.executor import Executor
+from farm.sweep.executor import Executor, ExecutorOptions
 from farm.sweep.lifecycle import SweepStop
 from farm.sweep.local import LocalExecutor
 from farm.sweep.observers import Observers, SweepObserver
+from farm.sweep.resolve import SweepSpecs, resolve
 
 DEFAULT_PARALLEL = 8
 """Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
@@ -126,6 +128,10 @@ class PreparedSweep:
     """Where the cases came from (kind, root, files) and the notes made reading them."""
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
+    specs: SweepSpecs
+    """What each stage takes of the flags, resolved once (``farm.sweep.resolve``)."""
+    options: AgentOptions
+    """How agents are resolved (``agent_options``): the sweep's, and a ``-r`` reporter agent's."""
     listed: list[str] | None = None
     """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
     adapters: BuiltAdapters | None = None
@@ -193,37 +199,30 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
+    specs = resolve(settings)
     stream = _open(settings)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
     parts = PlanParts(None if settings.collect_only else _case_keeper(settings, env))
-    planner = BatchPlanner(plan_spec(settings), keeper=parts.cases, env=env, options=options)
+    planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)
     _read_and_plan(stream, planner, parts, read)
     stream.check()
     stream.notes += manifest_overrides(parts.agents, settings.name)
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
-    outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
-                           cwd=Path(settings.cwd))
+    outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
     built = _check_adapters(settings, parts, options)
-    fleet = plan_fleet(settings.fleet, built.agents, built.judges, parts.judges, options)
+    fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=settings.parallel,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None,
-                         built if _calls_agents_here(settings) else None)
-
-
-def plan_spec(settings: TestSettings) -> PlanSpec:
-    """What batch planning takes of the flags (``farm.plan.batch``)."""
-    return PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
-                    adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                    patterns=settings.patterns)
+    return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
+                         adapters=built if _calls_agents_here(settings) else None)
 
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
@@ -280,17 +279,17 @@ def _case_keeper(settings: TestSettings, env: RunEnvironment) -> CaseKeeper:
     return PlannedCases()
 
 
-def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None,
+def create_executor(options: ExecutorOptions, farm_settings: FarmSettings | None = None,
                     adapters: BuiltAdapters | None = None) -> Executor:
     """In-process unless a broker is given; Celery is imported only for a distributed sweep.
     ``adapters``: the prepared sweep's (``PreparedSweep.adapters``), which an in-process sweep runs
     instead of building them again."""
     farm_settings = farm_settings or FarmSettings.from_env()
-    if settings.broker:
+    if options.broker:
         from farm.distributed.submit import CeleryExecutor
 
-        executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=settings.broker, queue=settings.queue),
-                                            detach=settings.detach)
+        executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=options.broker, queue=options.queue),
+                                            detach=options.detach)
         return executor
     return LocalExecutor(grace_s=farm_settings.stop_grace_s, adapters=adapters)
 
@@ -307,7 +306,8 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
         raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
                                "FastAPI): use `await farm.arun_sweep(settings)`")
     prepared = prepare_sweep(settings)
-    return create_executor(settings, adapters=prepared.adapters).run(prepared.plan, observer or Observers(), stop)
+    executor = create_executor(prepared.specs.executor, adapters=prepared.adapters)
+    return executor.run(prepared.plan, observer or Observers(), stop)
 
 
 def _loop_running() -> bool:
@@ -323,7 +323,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     """``run_sweep`` for callers inside an event loop: an in-process sweep runs on the caller's
     loop; a distributed one follows its workers from a thread (its Redis reads block)."""
     prepared = prepare_sweep(settings)
-    executor = create_executor(settings, adapters=prepared.adapters)
+    executor = create_executor(prepared.specs.executor, adapters=prepared.adapters)
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 
