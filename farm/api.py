@@ -4,10 +4,10 @@ Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` doe
 order matters: load and validate every suite, resolve every agent and check every output path
 *before* the first run, so that bad input exits 2 with nothing run. The agents and judges built
 to be checked are the ones an in-process sweep runs (``PreparedSweep.adapters``). The flags are
-resolved once into what each stage takes (``farm.sweep.resolve``: a spec for batch planning, fleet
-control, the outputs, the executor, the history's facts and Yao's extras, carried by
-``PreparedSweep.specs``): no stage below ``farm.api`` takes ``TestSettings`` whole, and the CLI,
-having built it, goes on with the specs.
+resolved once into what each stage takes (``resolve_specs``, into ``farm.sweep.specs``: a spec for
+batch planning, fleet control, the outputs, the executor, the history's facts and Yao's extras,
+carried by ``PreparedSweep.specs``): no stage below ``farm.api`` takes ``TestSettings`` whole, and
+the CLI, having built it, goes on with the specs.
 
 The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
 as it is read into the plan's ``CaseKeeper``, which the executor chooses: a distributed submitter
@@ -36,15 +36,16 @@ from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
+from farm.history.facts import HistoryFacts
 from farm.models import Case, SweepReport
-from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
+from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import load_processes, plan_in_processes
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
-from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
+from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
@@ -53,7 +54,7 @@ from farm.sweep.executor import Executor, ExecutorOptions
 from farm.sweep.lifecycle import SweepStop
 from farm.sweep.local import LocalExecutor
 from farm.sweep.observers import Observers, SweepObserver
-from farm.sweep.resolve import SweepSpecs, resolve
+from farm.sweep.specs import SweepExtras, SweepSpecs
 
 DEFAULT_PARALLEL = 8
 """Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
@@ -129,7 +130,7 @@ class PreparedSweep:
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
     specs: SweepSpecs
-    """What each stage takes of the flags, resolved once (``farm.sweep.resolve``)."""
+    """What each stage takes of the flags, resolved once (``resolve_specs``)."""
     options: AgentOptions
     """How agents are resolved (``agent_options``): the sweep's, and a ``-r`` reporter agent's."""
     listed: list[str] | None = None
@@ -199,7 +200,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
-    specs = resolve(settings)
+    specs = resolve_specs(settings)
     stream = _open(settings)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
@@ -223,6 +224,27 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     )
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
                          adapters=built if _calls_agents_here(settings) else None)
+
+
+def resolve_specs(settings: TestSettings) -> SweepSpecs:
+    """What each stage takes of ``settings`` (``farm.sweep.specs``), read once."""
+    return SweepSpecs(
+        plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
+                      adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
+                      patterns=settings.patterns),
+        fleet=settings.fleet,
+        outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
+        executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
+        history=HistoryFacts(
+            runs=settings.runs, min_pass_rate=settings.min_pass_rate, parallel=settings.parallel,
+            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast, name=settings.name,
+            connector=settings.connector, judge=settings.judge, queue=settings.queue,
+            neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,
+            detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd)),
+        extras=SweepExtras(before=settings.before, after=settings.after, cwd=settings.cwd,
+                           listing="json" if settings.dry_run else "ids" if settings.collect_only else None),
+        verbose=settings.verbose,
+    )
 
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:

@@ -1,7 +1,7 @@
 """``farm test``'s flags resolved once into what each stage takes (issue 25, item 7).
 
-The CLI builds ``TestSettings`` from its flags; ``farm.sweep.resolve`` reads it once into a spec
-per stage, and ``prepare_sweep`` hands those on (``PreparedSweep.specs``): these tests pin the
+The CLI builds ``TestSettings`` from its flags; ``farm.api.resolve_specs`` reads it once into a
+spec per stage, and ``prepare_sweep`` hands those on (``PreparedSweep.specs``): these tests pin the
 mapping, so a flag that stops reaching its stage fails here rather than in a sweep.
 """
 
@@ -12,14 +12,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from farm.api import TestSettings, prepare_sweep
+from farm.api import TestSettings, prepare_sweep, resolve_specs
 from farm.cli.test import test as farm_test
 from farm.history.facts import RECORDED_SETTINGS, HistoryFacts, recorded_settings
 from farm.plan.batch import PlanSpec
 from farm.plan.fleet import FleetFlags
 from farm.reports.outputs import OutputSpec
 from farm.sweep.executor import ExecutorOptions
-from farm.sweep.resolve import SweepExtras, SweepSpecs, resolve
+from farm.sweep.specs import SweepExtras, SweepSpecs
 
 AGENTS = Path(__file__).resolve().parent / "agents" / "basic.py"
 
@@ -37,7 +37,7 @@ def _every_flag(cwd: Path) -> TestSettings:
 
 def test_every_flag_reaches_the_spec_of_its_stage(tmp_path: Path) -> None:
     settings = _every_flag(tmp_path)
-    assert resolve(settings) == SweepSpecs(
+    assert resolve_specs(settings) == SweepSpecs(
         plan=PlanSpec(agent_name="py:agent.py:respond", runs=7, min_pass_rate=0.9,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern="^a", patterns=("smoke", "b-*")),
         fleet=settings.fleet,
@@ -54,17 +54,17 @@ def test_every_flag_reaches_the_spec_of_its_stage(tmp_path: Path) -> None:
 
 
 def test_the_defaults_resolve_to_an_in_process_sweep_with_no_extras(tmp_path: Path) -> None:
-    specs = resolve(TestSettings(input="s.jsonl", cwd=str(tmp_path)))
+    specs = resolve_specs(TestSettings(input="s.jsonl", cwd=str(tmp_path)))
     assert specs.executor == ExecutorOptions(broker=None, queue="farm", detach=False)
     assert specs.extras == SweepExtras(cwd=str(tmp_path), listing=None)
     assert specs.outputs == OutputSpec()
     assert specs.plan == PlanSpec()
-    assert resolve(TestSettings(collect_only=True)).extras.listing == "ids"
-    assert resolve(TestSettings(collect_only=True, dry_run=True)).extras.listing == "json"  # --dry-run wins
+    assert resolve_specs(TestSettings(collect_only=True)).extras.listing == "ids"
+    assert resolve_specs(TestSettings(collect_only=True, dry_run=True)).extras.listing == "json"  # --dry-run wins
 
 
 def test_the_history_keeps_the_same_settings_and_never_the_broker_url(tmp_path: Path) -> None:
-    kept = recorded_settings(resolve(_every_flag(tmp_path)).history)
+    kept = recorded_settings(resolve_specs(_every_flag(tmp_path)).history)
     assert list(kept) == [*RECORDED_SETTINGS, "distributed"]
     assert kept == {"runs": 7, "min_pass_rate": 0.9, "parallel": 3, "timeout_s": 30.0, "fail_fast": True,
                     "pattern": None, "name": "py:agent.py:respond", "connector": "openai.gpt-4o",
@@ -79,7 +79,7 @@ def test_a_prepared_sweep_carries_the_specs_its_stages_were_given(tmp_path: Path
     settings = TestSettings(input=str(suite), name=f"py:{AGENTS}:echo", runs=3, parallel=2, patterns=("c1",),
                             outputs=(str(tmp_path / "r.json"),), fleet=FleetFlags(max_tokens=1000), cwd=str(tmp_path))
     prepared = prepare_sweep(settings)
-    assert prepared.specs == resolve(settings)
+    assert prepared.specs == resolve_specs(settings)
     assert [c.id for c in prepared.plan.cases] == ["c1"] and prepared.plan.total_runs == 3  # the plan spec
     assert prepared.plan.parallel == 2
     assert prepared.plan.fleet.budget is not None and prepared.plan.fleet.budget.max_tokens == 1000  # the fleet flags

@@ -78,7 +78,7 @@ def suite_hashes(files: Sequence[Path], root: Path | None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class HistoryFacts:
-    """What the history keeps of a sweep's flags (``farm.sweep.resolve`` reads them once)."""
+    """What the history keeps of a sweep's flags (``farm.api.resolve_specs`` reads them once)."""
 
     runs: int | None = None
     min_pass_rate: float = 1.0
