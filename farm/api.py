@@ -168,8 +168,8 @@ def _open(settings: TestSettings) -> CaseStream:
     if settings.message is not None:
         return open_message(settings.message, cwd=Path(settings.cwd))
     # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
-    foreign = settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings)) \
-        is False else None
+    foreign = (settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings))
+               is False else None)
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
                           allow_remote_includes=settings.allow_remote_includes)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
@@ -205,7 +205,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
-    parts = PlanParts(None if settings.collect_only else _case_keeper(settings, env))
+    parts = PlanParts(None if settings.collect_only else _case_keeper(specs, env))
     planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)
     _read_and_plan(stream, planner, parts, read)
     stream.check()
@@ -214,7 +214,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    built = _check_adapters(settings, parts, options)
+    built = _check_adapters(specs, parts, options)
     fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
@@ -223,7 +223,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
-                         adapters=built if _calls_agents_here(settings) else None)
+                         adapters=built if _calls_agents_here(specs) else None)
 
 
 def resolve_specs(settings: TestSettings) -> SweepSpecs:
@@ -273,28 +273,29 @@ def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, 
             parts.merge(planner.plan(cases, selected=True))
 
 
-def _check_adapters(settings: TestSettings, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
+def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
     """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
-    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
-    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
+    replaying = AgentHooks(replaying=specs.fleet.replay is not None)  # a replay needs no secret
+    with contextlib.nullcontext() if _calls_agents_here(specs) else client_deferred(), replaying.building():
         built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
                                          replaying=replaying.replaying)
-    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
-        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    reporter = specs.outputs.reporter
+    if reporter and reporter not in BUILTIN_REPORTERS:
+        parse_reference(reporter, options)  # a missing reporter is bad input, found now
     return built
 
 
-def _calls_agents_here(settings: TestSettings) -> bool:
+def _calls_agents_here(specs: SweepSpecs) -> bool:
     """An in-process sweep calls its agents in this process; a distributed or listing one only
     checks them, so their HTTP client is not loaded here (``client_deferred``)."""
-    return not (settings.broker or settings.lists_only)
+    return not (specs.executor.broker or specs.extras.listing)
 
 
-def _case_keeper(settings: TestSettings, env: RunEnvironment) -> CaseKeeper:
+def _case_keeper(specs: SweepSpecs, env: RunEnvironment) -> CaseKeeper:
     """How the plan holds its cases, as the executor that runs it chooses: a distributed
     submitter keeps them in their stored form; an in-process sweep runs them, and listing them
     (``--dry-run``) needs no store."""
-    if settings.broker and not settings.lists_only:
+    if specs.executor.broker and not specs.extras.listing:
         from farm.distributed.submit import stored_cases
 
         return stored_cases(env)
