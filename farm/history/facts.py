@@ -100,8 +100,9 @@ class HistoryFacts:
 
 
 def recorded_settings(facts: HistoryFacts) -> dict[str, Any]:
-    """The settings kept with a sweep, plus whether it ran distributed (``pattern`` has been None
-    since ``-k`` became ``patterns``: the key stays, history rows keep their shape)."""
+    """The settings kept with a sweep, plus whether it ran distributed. ``pattern`` names no flag
+    of today's ``farm test`` (``-k`` is ``patterns``): it is kept as None, as it was recorded, so
+    the history's rows keep one shape."""
     kept = {name: getattr(facts, name, None) for name in RECORDED_SETTINGS}
     kept["distributed"] = facts.distributed
     return kept
