@@ -390,6 +390,6 @@ def sweep_in_process(suite: Path, agent: str, *, runs: int, parallel: int, out: 
     cpu0, wall0 = time.process_time(), time.perf_counter()
     prepared = prepare_sweep(settings)
     with out.open("w", encoding="utf-8") as stream:
-        report = create_executor(settings).run(prepared.plan, Observers(JsonlObserver(stream)))
+        report = create_executor(prepared.specs.executor).run(prepared.plan, Observers(JsonlObserver(stream)))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     return SweepTiming(wall, cpu, report.summary.total_runs, dict(report.summary.by_status))

@@ -4,9 +4,10 @@ Everything here raises ``FarmError`` and never prints or exits (``farm.cli`` doe
 order matters: load and validate every suite, resolve every agent and check every output path
 *before* the first run, so that bad input exits 2 with nothing run. The agents and judges built
 to be checked are the ones an in-process sweep runs (``PreparedSweep.adapters``). The flags are
-resolved once into what each stage takes (``plan_spec`` for batch planning, ``FleetFlags`` for
-fleet control, the output targets); ``TestSettings`` stays the input of ``farm.api`` and
-``farm.cli`` (and of the facts the history records of a sweep).
+resolved once into what each stage takes (``resolve_specs``, into ``farm.sweep.specs``: a spec for
+batch planning, fleet control, the outputs, the executor, the history's facts and Yao's extras,
+carried by ``PreparedSweep.specs``): no stage below ``farm.api`` takes ``TestSettings`` whole, and
+the CLI, having built it, goes on with the specs.
 
 The suite is read once, in batches of ``PLAN_BATCH`` cases, each selected, resolved and planned
 as it is read into the plan's ``CaseKeeper``, which the executor chooses: a distributed submitter
@@ -35,6 +36,7 @@ from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
+from farm.history.facts import HistoryFacts
 from farm.models import Case, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
@@ -43,15 +45,16 @@ from farm.plan.load_processes import load_processes, plan_in_processes
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
-from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
+from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
-from farm.sweep.executor import Executor
+from farm.sweep.executor import Executor, ExecutorOptions
 from farm.sweep.lifecycle import SweepStop
 from farm.sweep.local import LocalExecutor
 from farm.sweep.observers import Observers, SweepObserver
+from farm.sweep.specs import SweepExtras, SweepSpecs
 
 DEFAULT_PARALLEL = 8
 """Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
@@ -126,6 +129,10 @@ class PreparedSweep:
     """Where the cases came from (kind, root, files) and the notes made reading them."""
     outputs: list[OutputTarget]
     """Every requested output, checked writable."""
+    specs: SweepSpecs
+    """What each stage takes of the flags, resolved once (``resolve_specs``)."""
+    options: AgentOptions
+    """How agents are resolved (``agent_options``): the sweep's, and a ``-r`` reporter agent's."""
     listed: list[str] | None = None
     """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
     adapters: BuiltAdapters | None = None
@@ -161,8 +168,8 @@ def _open(settings: TestSettings) -> CaseStream:
     if settings.message is not None:
         return open_message(settings.message, cwd=Path(settings.cwd))
     # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
-    foreign = settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings)) \
-        is False else None
+    foreign = (settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings))
+               is False else None)
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
                           allow_remote_includes=settings.allow_remote_includes)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
@@ -193,37 +200,51 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
+    specs = resolve_specs(settings)
     stream = _open(settings)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
-    parts = PlanParts(None if settings.collect_only else _case_keeper(settings, env))
-    planner = BatchPlanner(plan_spec(settings), keeper=parts.cases, env=env, options=options)
+    parts = PlanParts(None if settings.collect_only else _case_keeper(specs, env))
+    planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)
     _read_and_plan(stream, planner, parts, read)
     stream.check()
     stream.notes += manifest_overrides(parts.agents, settings.name)
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
-    outputs = plan_outputs(settings.outputs, reporter=settings.reporter, root=stream.root, inputs=stream.files,
-                           cwd=Path(settings.cwd))
+    outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
     if parts.refused is not None:
         raise parts.refused
-    built = _check_adapters(settings, parts, options)
-    fleet = plan_fleet(settings.fleet, built.agents, built.judges, parts.judges, options)
+    built = _check_adapters(specs, parts, options)
+    fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=settings.parallel,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
-    return PreparedSweep(plan, stream, outputs, parts.ids if parts.cases is None else None,
-                         built if _calls_agents_here(settings) else None)
+    return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
+                         adapters=built if _calls_agents_here(specs) else None)
 
 
-def plan_spec(settings: TestSettings) -> PlanSpec:
-    """What batch planning takes of the flags (``farm.plan.batch``)."""
-    return PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
-                    adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                    patterns=settings.patterns)
+def resolve_specs(settings: TestSettings) -> SweepSpecs:
+    """What each stage takes of ``settings`` (``farm.sweep.specs``), read once."""
+    return SweepSpecs(
+        plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
+                      adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
+                      patterns=settings.patterns),
+        fleet=settings.fleet,
+        outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
+        executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
+        history=HistoryFacts(
+            runs=settings.runs, min_pass_rate=settings.min_pass_rate, parallel=settings.parallel,
+            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast, name=settings.name,
+            connector=settings.connector, judge=settings.judge, queue=settings.queue,
+            neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,
+            detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd)),
+        extras=SweepExtras(before=settings.before, after=settings.after, cwd=settings.cwd,
+                           listing="json" if settings.dry_run else "ids" if settings.collect_only else None),
+        verbose=settings.verbose,
+    )
 
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
@@ -252,45 +273,46 @@ def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, 
             parts.merge(planner.plan(cases, selected=True))
 
 
-def _check_adapters(settings: TestSettings, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
+def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
     """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
-    replaying = AgentHooks(replaying=settings.fleet.replay is not None)  # a replay needs no secret
-    with contextlib.nullcontext() if _calls_agents_here(settings) else client_deferred(), replaying.building():
+    replaying = AgentHooks(replaying=specs.fleet.replay is not None)  # a replay needs no secret
+    with contextlib.nullcontext() if _calls_agents_here(specs) else client_deferred(), replaying.building():
         built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
                                          replaying=replaying.replaying)
-    if settings.reporter and settings.reporter not in BUILTIN_REPORTERS:
-        parse_reference(settings.reporter, options)  # a missing reporter is bad input, found now
+    reporter = specs.outputs.reporter
+    if reporter and reporter not in BUILTIN_REPORTERS:
+        parse_reference(reporter, options)  # a missing reporter is bad input, found now
     return built
 
 
-def _calls_agents_here(settings: TestSettings) -> bool:
+def _calls_agents_here(specs: SweepSpecs) -> bool:
     """An in-process sweep calls its agents in this process; a distributed or listing one only
     checks them, so their HTTP client is not loaded here (``client_deferred``)."""
-    return not (settings.broker or settings.lists_only)
+    return not (specs.executor.broker or specs.extras.listing)
 
 
-def _case_keeper(settings: TestSettings, env: RunEnvironment) -> CaseKeeper:
+def _case_keeper(specs: SweepSpecs, env: RunEnvironment) -> CaseKeeper:
     """How the plan holds its cases, as the executor that runs it chooses: a distributed
     submitter keeps them in their stored form; an in-process sweep runs them, and listing them
     (``--dry-run``) needs no store."""
-    if settings.broker and not settings.lists_only:
+    if specs.executor.broker and not specs.extras.listing:
         from farm.distributed.submit import stored_cases
 
         return stored_cases(env)
     return PlannedCases()
 
 
-def create_executor(settings: TestSettings, farm_settings: FarmSettings | None = None,
+def create_executor(options: ExecutorOptions, farm_settings: FarmSettings | None = None,
                     adapters: BuiltAdapters | None = None) -> Executor:
     """In-process unless a broker is given; Celery is imported only for a distributed sweep.
     ``adapters``: the prepared sweep's (``PreparedSweep.adapters``), which an in-process sweep runs
     instead of building them again."""
     farm_settings = farm_settings or FarmSettings.from_env()
-    if settings.broker:
+    if options.broker:
         from farm.distributed.submit import CeleryExecutor
 
-        executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=settings.broker, queue=settings.queue),
-                                            detach=settings.detach)
+        executor: Executor = CeleryExecutor(farm_settings.replace(broker_url=options.broker, queue=options.queue),
+                                            detach=options.detach)
         return executor
     return LocalExecutor(grace_s=farm_settings.stop_grace_s, adapters=adapters)
 
@@ -307,7 +329,8 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
         raise FarmRuntimeError("run_sweep() cannot run inside a running event loop (Jupyter, pytest-asyncio, "
                                "FastAPI): use `await farm.arun_sweep(settings)`")
     prepared = prepare_sweep(settings)
-    return create_executor(settings, adapters=prepared.adapters).run(prepared.plan, observer or Observers(), stop)
+    executor = create_executor(prepared.specs.executor, adapters=prepared.adapters)
+    return executor.run(prepared.plan, observer or Observers(), stop)
 
 
 def _loop_running() -> bool:
@@ -323,7 +346,7 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     """``run_sweep`` for callers inside an event loop: an in-process sweep runs on the caller's
     loop; a distributed one follows its workers from a thread (its Redis reads block)."""
     prepared = prepare_sweep(settings)
-    executor = create_executor(settings, adapters=prepared.adapters)
+    executor = create_executor(prepared.specs.executor, adapters=prepared.adapters)
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 

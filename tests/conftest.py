@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ROOT, free_port, stop_process
+from tests.servers import ROOT, free_port, stop_process, stop_processes
 
 pytest_plugins = ["tests.history_fixtures"]  # PostgreSQL and SQLite databases of the history tests
 
@@ -212,9 +212,8 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
 
     try:
         yield create
-    finally:
-        for worker in started:
-            worker.stop()
+    finally:  # all at once: each worker's warm shutdown finishes its tasks, and they need not queue
+        stop_processes([worker.process for worker in started], grace=10.0)
 
 
 @dataclass

@@ -107,10 +107,20 @@ class Served:
 
 def stop_process(process: subprocess.Popen[Any], grace: float = 5.0) -> None:
     """Terminate, then kill after ``grace`` seconds."""
-    if process.poll() is None:
+    stop_processes([process], grace)
+
+
+def stop_processes(processes: list[subprocess.Popen[Any]], grace: float = 5.0) -> None:
+    """``stop_process`` for several at once: each is told to stop before any is waited for, so their
+    graceful ends (a Celery worker's warm shutdown finishing its tasks) overlap; each still gets
+    ``grace`` seconds from its own SIGTERM before it is killed."""
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
         process.terminate()
+    deadline = time.monotonic() + grace
+    for process in running:
         try:
-            process.wait(timeout=grace)
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=grace)

@@ -145,9 +145,11 @@ def test_farm_status_says_when_runs_were_lost_with_a_killed_worker(tmp_path: Pat
 def test_the_attached_submitter_says_when_runs_were_lost_with_a_killed_worker(tmp_path: Path, redis_client: Any,
                                                                              farm_worker: Any, farm_cli: Any) -> None:
     import signal
+    import threading
     import time
 
     from farm.distributed.store import keys as redis_keys
+    from tests.waiting import wait_for
 
     suite = tmp_path / "l.jsonl"
     suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
@@ -155,6 +157,11 @@ def test_the_attached_submitter_says_when_runs_were_lost_with_a_killed_worker(tm
     submitter = farm_cli.popen("test", "--no-progress", "--no-history", "-i", str(suite), "-n",
                                "py:tests/agents/distributed.py:slow", "--runs", "2", "--queue", "lostq2",
                                "-o", str(tmp_path / "r.json"))
+    said: list[str] = []  # the submitter's stderr as it comes, read while it runs
+    reader = threading.Thread(target=lambda: said.extend(iter(submitter.stderr.readline, "")), daemon=True)
+    reader.start()
+    threading.Thread(target=submitter.stdout.read, daemon=True).start()  # drained, so it never blocks on it
+    told = "2 runs lost with a worker that died: published again by"
     try:
         deadline = time.monotonic() + 120
         while not any(redis_client.hlen(k) >= 2 for k in redis_client.scan_iter(redis_keys.running_key("*"))):
@@ -165,9 +172,12 @@ def test_the_attached_submitter_says_when_runs_were_lost_with_a_killed_worker(tm
         while "lost with a worker" not in farm_cli.run("status").stdout:  # the dead worker's heartbeat expired
             assert time.monotonic() < deadline
             time.sleep(1)
-        time.sleep(3 * 5.0)  # then the submitter's worker check (every WORKER_CHECK_S = 5 s) tells it
+        # then the submitter's worker check (every WORKER_CHECK_S = 5 s) tells it: waited for, not slept
+        wait_for(lambda: told in "".join(said) or submitter.poll() is not None, 120, "the submitter to say so")
     finally:
         submitter.send_signal(signal.SIGINT)
         submitter.send_signal(signal.SIGINT)
-        _, stderr = submitter.communicate(timeout=120)
-    assert "2 runs lost with a worker that died: published again by" in stderr, stderr
+        submitter.wait(timeout=120)
+        reader.join(timeout=30)
+    stderr = "".join(said)
+    assert told in stderr, stderr

@@ -18,7 +18,7 @@ from farm.plan.fleet import agent_ref_key
 from farm.reports.fleet import cost_text
 
 if TYPE_CHECKING:
-    from farm.api import PreparedSweep, TestSettings
+    from farm.api import PreparedSweep
     from farm.fleet.budget import BudgetLimit
     from farm.history.session import HistoryOptions
     from farm.plan.rate_specs import RateLimit
@@ -81,16 +81,15 @@ def lines(result: Forecast, basis: Basis, cases: int) -> list[str]:
     ]
 
 
-def run_estimate(prepared: PreparedSweep, settings: TestSettings, history: HistoryOptions | None,
-                 workers: int) -> int:
+def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, workers: int) -> int:
     """Estimate, print, and say whether it fits the budget (see the module docstring)."""
     plan = prepared.plan
     basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
     calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c))
-    result = forecast(calls, basis.per_run, parallel=settings.parallel, workers=workers, limits=_limits(plan))
+    result = forecast(calls, basis.per_run, parallel=plan.parallel, workers=workers, limits=_limits(plan))
     for line in lines(result, basis, plan.total_cases):
         click.echo(line)
-    budget = settings.fleet.budget()
+    budget = plan.fleet.budget
     if budget is None:
         return int(ExitCode.OK)
     over = _over_budget(result, budget)

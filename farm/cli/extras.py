@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 
 from farm.agents.base import AgentContext
-from farm.api import PreparedSweep, TestSettings
+from farm.api import PreparedSweep
 from farm.cli.console import say
 from farm.models import JsonValue, SweepReport
 from farm.plan.yao_options import dry_run_lines
@@ -96,7 +96,7 @@ def write_lines(lines: Iterable[str]) -> None:
     sys.stdout.flush()
 
 
-def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround | None:
+def start_extras(prepared: PreparedSweep) -> SweepAround | None:
     """Print the load notes; for ``--collect-only`` and ``--dry-run`` list the cases and return
     None (nothing runs); else resolve the hooks and run ``--before``.
 
@@ -104,15 +104,15 @@ def start_extras(prepared: PreparedSweep, settings: TestSettings) -> SweepAround
         SettingsError: a hook reference that does not resolve (exit 2).
         FarmRuntimeError: ``--before`` raised (exit 3, nothing ran).
     """
-    err = Console(stderr=True)
+    err, extras = Console(stderr=True), prepared.specs.extras
     for note in prepared.loaded.notes:
         say(err, f"farm: note: {note}")
-    if settings.lists_only:
-        write_lines(dry_run_lines(prepared.plan.cases) if settings.dry_run else prepared.listed or [])
+    if extras.listing is not None:
+        write_lines(dry_run_lines(prepared.plan.cases) if extras.listing == "json" else prepared.listed or [])
         plan = prepared.plan
         say(err, f"collected {plural(plan.total_cases, 'case')} ({plural(plan.total_runs, 'run')})")
         return None
-    hooks = SweepHooks.resolve(settings.before, settings.after, settings.cwd)
+    hooks = SweepHooks.resolve(extras.before, extras.after, extras.cwd)
     context = sweep_context(prepared.plan.env)
     before_data = hooks.before_all(context, lambda: [c.case for c in prepared.plan.cases])
     return SweepAround(hooks, context, before_data, err)

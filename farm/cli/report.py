@@ -19,7 +19,7 @@ from farm.cli.run import run_command
 from farm.cli.worker import broker_option
 from farm.errors import BrokerError, InputError, SettingsError
 from farm.models import SweepReport
-from farm.reports.outputs import plan_outputs, write_report
+from farm.reports.outputs import OutputSpec, plan_outputs, write_report
 from farm.settings import FarmSettings
 from farm.stats import exit_code_for
 from farm.suites import looks_like_path
@@ -65,7 +65,7 @@ def render_reports(source: str, outputs: tuple[str, ...], broker: str) -> int:
     """``farm report``: write every ``-o``, print the summary, return the verdict's exit code."""
     if not outputs:
         raise SettingsError("farm report needs at least one -o FILE (.jsonl .json .md .html .xml)")
-    targets = plan_outputs(outputs, reporter=None, root=None, inputs=[], cwd=Path.cwd())
+    targets = plan_outputs(OutputSpec(outputs), root=None, inputs=[], cwd=Path.cwd())
     report = load_report(source, broker)
     for target in targets:
         assert target.path is not None

@@ -14,9 +14,10 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+from farm.agents.options import AgentOptions
 from farm.agents.reaper import contained
 from farm.agents.secrets import masking, redact
-from farm.api import DEFAULT_PARALLEL, PreparedSweep, TestSettings, agent_options, create_executor, prepare_sweep
+from farm.api import DEFAULT_PARALLEL, PreparedSweep, TestSettings, create_executor, prepare_sweep
 from farm.cli.console import FailureDigest, print_summary, say
 from farm.cli.extras import start_extras, yao_flags
 from farm.cli.fleet import fleet_flags
@@ -30,9 +31,10 @@ from farm.errors import ExitCode, FarmError, ReporterError
 from farm.models import SweepReport
 from farm.plan.fleet import FleetFlags
 from farm.quarantine.marks import quarantine_lines
-from farm.reports.outputs import OutputTarget, write_document, write_report
+from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
 from farm.settings import DEFAULT_QUEUE, FarmSettings, safe_url
 from farm.stats import exit_code_for
+from farm.sweep.executor import ExecutorOptions
 from farm.sweep.journal import RunJournal, open_journal, prune_journals
 from farm.sweep.lifecycle import StopReason, SweepStop
 from farm.sweep.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
@@ -75,13 +77,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc)) from None
 
 
-def _render(target: OutputTarget, report: SweepReport, settings: TestSettings) -> None:
+def _render(target: OutputTarget, report: SweepReport, spec: OutputSpec, options: AgentOptions) -> None:
     if target.format == "reporter":
         from farm.reports.agent import render_with_agent, reporter_format
 
-        assert settings.reporter is not None and target.path is not None
-        content = render_with_agent(report, settings.reporter, reporter_format(target.path.suffix),
-                                    agent_options(settings), verbose=settings.verbose)
+        assert spec.reporter is not None and target.path is not None
+        content = render_with_agent(report, spec.reporter, reporter_format(target.path.suffix), options,
+                                    verbose=spec.verbose)
         write_document(target.path, content)
     elif target.path is None:  # a literal message with -r report.*: the report goes to stdout
         from farm.reports import render_report
@@ -91,15 +93,16 @@ def _render(target: OutputTarget, report: SweepReport, settings: TestSettings) -
         write_report(report, target.path, target.format)
 
 
-def write_outputs(targets: list[OutputTarget], report: SweepReport, settings: TestSettings, err: Console) -> None:
+def write_outputs(prepared: PreparedSweep, report: SweepReport, err: Console) -> None:
     """Every requested report that is not streamed; one failing leaves the others written, then
     raises ReporterError (exit 3)."""
+    targets, spec = prepared.outputs, prepared.specs.outputs
     failed: list[str] = []
     for target in targets:
         if target.format in ("jsonl", "stdout"):
             continue  # streamed while the sweep ran
         try:
-            _render(target, report, settings)
+            _render(target, report, spec, prepared.options)
         except FarmError as exc:
             say(err, f"farm: {exc.message}")
             failed.append(str(target.path))
@@ -107,8 +110,8 @@ def write_outputs(targets: list[OutputTarget], report: SweepReport, settings: Te
         raise ReporterError(f"could not write {', '.join(failed)} (the other reports were written)")
 
 
-def _observers(prepared: PreparedSweep, settings: TestSettings, err: Console, streams: contextlib.ExitStack,
-               journal: RunJournal, progress: bool) -> list[SweepObserver]:
+def _observers(prepared: PreparedSweep, err: Console, streams: contextlib.ExitStack, journal: RunJournal,
+               progress: bool) -> list[SweepObserver]:
     observers: list[SweepObserver] = [journal]
     for target in prepared.outputs:
         if target.format == "jsonl" and target.path is not None:
@@ -118,14 +121,14 @@ def _observers(prepared: PreparedSweep, settings: TestSettings, err: Console, st
             observers.append(StdoutPrinter(err))
     if progress and err.is_terminal:
         observers.append(ProgressBar(err))
-    if settings.verbose:
+    if prepared.specs.verbose:
         observers.append(FailureDigest(err))
     return observers
 
 
-def _notices(prepared: PreparedSweep, settings: TestSettings, grace_s: float, journal: str) -> dict[str, str]:
+def _notices(prepared: PreparedSweep, grace_s: float, journal: str) -> dict[str, str]:
     sid = prepared.plan.sweep_id
-    if settings.broker:
+    if prepared.specs.executor.broker:
         first = (f"interrupted: stopping sweep {sid} (cancelled on the workers: runs not started are dropped); "
                  "press Ctrl-C again to quit at once")
     else:
@@ -135,26 +138,26 @@ def _notices(prepared: PreparedSweep, settings: TestSettings, grace_s: float, jo
     return {"first_notice": first, "second_notice": second}
 
 
-def _announce(prepared: PreparedSweep, settings: TestSettings, err: Console) -> None:
+def _announce(prepared: PreparedSweep, executor: ExecutorOptions, err: Console) -> None:
     """A distributed sweep's id as it starts: ``farm status`` and Flower find it by that."""
     sid = prepared.plan.sweep_id
-    say(err, f"sweep {sid} on {safe_url(str(settings.broker))} (queue {settings.queue}): "
+    say(err, f"sweep {sid} on {safe_url(str(executor.broker))} (queue {executor.queue}): "
              f"farm status; farm results {sid}; farm cancel {sid}")
     flower = os.environ.get("FARM_FLOWER_URL")
     if flower:
         say(err, f"flower: {flower.rstrip('/')}/tasks (search {sid})")
 
 
-def _finish(prepared: PreparedSweep, report: SweepReport, settings: TestSettings, err: Console, journal: str) -> None:
-    write_outputs(prepared.outputs, report, settings, err)
+def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal: str) -> None:
+    write_outputs(prepared, report, err)
     if any(t.path is not None for t in prepared.outputs):
         print_summary(err, report)
-    if settings.broker and report.outcome.stopped == StopReason.INTERRUPTED:
+    if prepared.specs.executor.broker and report.outcome.stopped == StopReason.INTERRUPTED:
         say(err, f"sweep {prepared.plan.sweep_id} cancelled on the workers")
     for target in prepared.outputs:
         if target.path is not None:
             say(err, f"report: {target.path}")
-    if settings.verbose or report.outcome.stopped:
+    if prepared.specs.verbose or report.outcome.stopped:
         say(err, f"journal: {journal}")
     for line in quarantine_lines(report.results):
         say(err, line)
@@ -184,24 +187,25 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
         prepared = prepare_sweep(settings, read=read)
     attach_quarantine(prepared, quarantine)  # a bad entry is exit 2 before anything runs
-    if estimate_workers is not None and not settings.lists_only:  # --estimate: nothing else runs
+    specs = prepared.specs  # what follows takes these, never ``settings`` whole
+    if estimate_workers is not None and specs.extras.listing is None:  # --estimate: nothing else runs
         from farm.cli.estimate import run_estimate
 
-        return run_estimate(prepared, settings, history, estimate_workers)
-    around = start_extras(prepared, settings)  # None: --dry-run listed the cases
+        return run_estimate(prepared, history, estimate_workers)
+    around = start_extras(prepared)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
-    exporters = otel.observers(prepared.plan, settings.broker, lambda line: say(err, f"farm: {line}"))
-    session = start_history(history, settings, prepared, lambda line: click.echo(f"farm: {line}", err=True))
-    executor: Any = create_executor(settings, farm_settings, prepared.adapters)  # the Celery one also has submit
-    if settings.detach:
+    exporters = otel.observers(prepared.plan, specs.executor.broker, lambda line: say(err, f"farm: {line}"))
+    session = start_history(history, specs.history, prepared, lambda line: click.echo(f"farm: {line}", err=True))
+    executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
+    if specs.executor.detach:
         return _submit_detached(executor, prepared, history, err)
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
-    return _run_attached(prepared, settings, executor, around, session, exporters,
+    return _run_attached(prepared, executor, around, session, exporters,
                          farm_settings=farm_settings, err=err, progress=progress)
 
 
-def _run_attached(prepared: PreparedSweep, settings: TestSettings, executor: Any, around: Any, session: Any,
+def _run_attached(prepared: PreparedSweep, executor: Any, around: Any, session: Any,
                   exporters: list[SweepObserver], *, farm_settings: FarmSettings, err: Console, progress: bool) -> int:
     """Run the sweep here (or follow its workers) into the run journal and the outputs; returns
     the exit code. A stop signal ends it with what ran."""
@@ -211,11 +215,11 @@ def _run_attached(prepared: PreparedSweep, settings: TestSettings, executor: Any
         journal = RunJournal(masking(streams.enter_context(open_journal(farm_settings.data_dir,
                                                                         prepared.plan.sweep_id))), prepared.plan)
         journal_name = str(journal.path)
-        observers = _observers(prepared, settings, err, streams, journal, progress)
+        observers = _observers(prepared, err, streams, journal, progress)
         observers += exporters
-        if settings.broker:
-            _announce(prepared, settings, err)
-        with StopSignals(stop, **_notices(prepared, settings, farm_settings.stop_grace_s, journal_name)) as signals:
+        if prepared.specs.executor.broker:
+            _announce(prepared, prepared.specs.executor, err)
+        with StopSignals(stop, **_notices(prepared, farm_settings.stop_grace_s, journal_name)) as signals:
             try:
                 report = around.run(lambda: executor.run(prepared.plan, Observers(*observers), stop))
             except Exception:  # the farm failed (or crashed): what ran is still on disk
@@ -225,7 +229,7 @@ def _run_attached(prepared: PreparedSweep, settings: TestSettings, executor: Any
             streams.close()  # the JSONL reports are complete: close them before the rest is written
             report = session.finish(report)
             try:
-                _finish(prepared, report, settings, err, journal_name)
+                _finish(prepared, report, err, journal_name)
             except ReporterError:
                 if signals.exit_code is None:
                     raise

@@ -12,6 +12,7 @@ import hashlib
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,22 +76,47 @@ def suite_hashes(files: Sequence[Path], root: Path | None) -> dict[str, str]:
     return hashes
 
 
-def recorded_settings(settings: Any) -> dict[str, Any]:
-    """The settings kept with a sweep, plus whether it ran distributed."""
-    kept = {name: getattr(settings, name, None) for name in RECORDED_SETTINGS}
-    kept["distributed"] = bool(getattr(settings, "broker", None))
+@dataclass(frozen=True)
+class HistoryFacts:
+    """What the history keeps of a sweep's flags (``farm.api.resolve_specs`` reads them once)."""
+
+    runs: int | None = None
+    min_pass_rate: float = 1.0
+    parallel: int = 8
+    timeout_s: float | None = None
+    fail_fast: bool = False
+    name: str | None = None
+    connector: str | None = None
+    judge: str | None = None
+    queue: str = "farm"
+    neuro_san_compat: bool = False
+    user: str | None = None
+    team: str | None = None
+    detach: bool = False
+    distributed: bool = False
+    """``--broker`` was given (the URL itself is never kept)."""
+    cwd: Path = Path(".")
+    """Where ``farm test`` ran: the git checkout of a ``-m`` sweep (a suite's is its root's)."""
+
+
+def recorded_settings(facts: HistoryFacts) -> dict[str, Any]:
+    """The settings kept with a sweep, plus whether it ran distributed. ``pattern`` names no flag
+    of today's ``farm test`` (``-k`` is ``patterns``): it is kept as None, as it was recorded, so
+    the history's rows keep one shape."""
+    kept = {name: getattr(facts, name, None) for name in RECORDED_SETTINGS}
+    kept["distributed"] = facts.distributed
     return kept
 
 
-def sweep_facts(*, settings: Any, files: Sequence[Path], root: Path | None, tags: dict[str, str],
+def sweep_facts(*, facts: HistoryFacts, files: Sequence[Path], root: Path | None, tags: dict[str, str],
                 pass_k: Sequence[int], recorder: str) -> dict[str, Any]:
     """The metadata a sweep carries for its history (``recorder``: ``submitter``, ``worker`` or ``off``)."""
-    checkout = root if root is not None else Path(getattr(settings, "cwd", "."))
+    checkout = root if root is not None else facts.cwd
     return {
         "tags": dict(tags),
         "git": git_facts(checkout),
         "suites": suite_hashes(files, root),
-        "settings": recorded_settings(settings),
+        "settings": recorded_settings(facts),
         "pass_k": sorted(set(pass_k)),
         "history": recorder,
     }

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from farm.errors import ExitCode, FarmError, SettingsError
-from farm.history.facts import parse_tags, sweep_facts
+from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
 from farm.models import SweepReport, SweepStatus
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
@@ -118,7 +118,8 @@ class HistorySession:
 
         return HistoryStore.open(self.url)
 
-    def start(self, plan: SweepPlan, *, settings: Any, files: Sequence[Any], root: Any, message_mode: bool) -> None:
+    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Any], root: Any, message_mode: bool
+              ) -> None:
         """Before any run: check the flags, resolve the baseline, order the cases, add the sweep facts."""
         opts = self.options
         tags = parse_tags(opts.tags)
@@ -129,7 +130,7 @@ class HistorySession:
             # a bad --history URL is bad input: exit 2 before anything runs. The default (the
             # farm's own SQLite file) is not checked: SQLAlchemy would load before the first run
             parse_url(self.url)
-        if opts.baseline and settings.detach:
+        if opts.baseline and facts.detach:
             raise SettingsError("--baseline waits for the sweep to compare it: not with --detach")
         if opts.gate is not None and not opts.baseline:
             raise SettingsError("--gate needs --baseline REF")
@@ -143,8 +144,8 @@ class HistorySession:
                 resolver.close()
         if opts.order == "failing-first":
             plan.cases = PlannedCases(failing_first(list(plan.cases), self._last_trouble()))
-        recorder = "off" if not opts.enabled or message_mode else "worker" if settings.detach else "submitter"
-        plan.metadata.update(sweep_facts(settings=settings, files=files, root=root, tags=tags,
+        recorder = "off" if not opts.enabled or message_mode else "worker" if facts.detach else "submitter"
+        plan.metadata.update(sweep_facts(facts=facts, files=files, root=root, tags=tags,
                                          pass_k=opts.pass_k, recorder=recorder))
         if recorder == "submitter":  # farm test journals every run here; farm view renders the report from it
             from farm.settings import data_dir
@@ -224,11 +225,11 @@ def compared_line(ref: str, comparison: Comparison) -> str:
     return f"{line}; regressed: {shown}" if regressed else line
 
 
-def start_history(options: HistoryOptions | None, settings: Any, prepared: Any,
+def start_history(options: HistoryOptions | None, facts: HistoryFacts, prepared: Any,
                   tell: Callable[[str], None]) -> HistorySession:
     """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started."""
     session = HistorySession(options or HistoryOptions(), tell=tell)
     loaded = prepared.loaded
-    session.start(prepared.plan, settings=settings, files=loaded.files, root=loaded.root,
+    session.start(prepared.plan, facts=facts, files=loaded.files, root=loaded.root,
                   message_mode=loaded.kind == "message")
     return session

@@ -153,7 +153,7 @@ class PlanParts:
 
 @dataclass(frozen=True)
 class PlanSpec:
-    """What planning takes of ``farm test``'s flags, resolved once (``farm.api.plan_spec``)."""
+    """What planning takes of ``farm test``'s flags, resolved once (``farm.api.resolve_specs``)."""
 
     agent_name: str | None = None
     """``-n``: the agent of every case (else each case's own, or the suite's)."""

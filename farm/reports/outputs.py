@@ -28,6 +28,18 @@ _REPORTER_SUFFIX = {"json": ".json", "markdown": ".md", "html": ".html", "summar
 
 
 @dataclass(frozen=True)
+class OutputSpec:
+    """The reports asked of a sweep, as given (``plan_outputs`` checks them into targets)."""
+
+    outputs: tuple[str, ...] = ()
+    """``-o``, repeatable."""
+    reporter: str | None = None
+    """``-r``: a built-in report format, or an agent that writes the document."""
+    verbose: bool = False
+    """``-v``: a reporter agent's call is told to be verbose."""
+
+
+@dataclass(frozen=True)
 class OutputTarget:
     """One requested output of a sweep."""
 
@@ -49,13 +61,13 @@ def default_output_path(root: Path, now: datetime | None = None, suffix: str = "
     return path
 
 
-def plan_outputs(outputs: Sequence[str], *, reporter: str | None, root: Path | None, inputs: Sequence[Path],
-                 cwd: Path) -> list[OutputTarget]:
+def plan_outputs(spec: OutputSpec, *, root: Path | None, inputs: Sequence[Path], cwd: Path) -> list[OutputTarget]:
     """The outputs of a sweep, each checked writable; raises SettingsError (exit 2) otherwise.
 
     ``root`` is the ``-i`` root (None in message mode); ``inputs`` are the suite files, which an
     output must not overwrite.
     """
+    outputs, reporter = spec.outputs, spec.reporter
     builtin = BUILTIN_REPORTERS.get(reporter) if reporter else None
     if not outputs:
         return [_default_target(reporter, builtin, root)]
@@ -145,6 +157,7 @@ def keeps_run_details(targets: Sequence[OutputTarget]) -> bool:
 
 __all__ = [
     "NO_RUN_DETAILS",
+    "OutputSpec",
     "OutputTarget",
     "check_writable",
     "default_output_path",

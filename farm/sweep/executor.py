@@ -9,10 +9,12 @@ the sweep through ``farm.sweep.lifecycle``.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Protocol
 
 from farm.models import SweepReport
 from farm.plan.sweep_plan import SweepPlan
+from farm.settings import DEFAULT_QUEUE
 from farm.sweep.lifecycle import SweepStop
 from farm.sweep.observers import SweepObserver
 
@@ -32,4 +34,14 @@ class Executor(Protocol):
         return await asyncio.to_thread(self.run, plan, observer, stop)
 
 
-__all__ = ["Executor"]
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Which executor runs a sweep (``farm.api.create_executor``): in this process, or on the
+    workers of ``broker`` through ``queue``; ``detach``: submit the plan and return."""
+
+    broker: str | None = None
+    queue: str = DEFAULT_QUEUE
+    detach: bool = False
+
+
+__all__ = ["Executor", "ExecutorOptions"]
