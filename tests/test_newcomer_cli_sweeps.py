@@ -17,9 +17,9 @@ from tests.test_newcomer import AGENTS, assert_one_line_error, farm
 
 def _markers(redis_client: Any, key: str) -> int:
     """Runs begun in a running hash (its sentinel field is no run's)."""
-    from farm.distributed.store.keys import RUNNING_SENTINEL
+    from farm.distributed.store.keys import SENTINEL
 
-    return sum(1 for field in redis_client.hkeys(key) if field != RUNNING_SENTINEL)
+    return sum(1 for field in redis_client.hkeys(key) if field != SENTINEL)
 
 
 def test_a_database_of_another_program_is_refused_with_what_it_holds(tmp_path: Path) -> None:

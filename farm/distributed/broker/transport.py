@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from queue import Empty
-from time import time
+from time import monotonic, time
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
@@ -49,7 +49,12 @@ from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
 ACK_BATCH = 64
-"""Acknowledgements leave Redis together once this many wait (each read and close flush the rest)."""
+"""Acknowledgements leave Redis together once this many wait (a read flushes the rest once the
+oldest has waited ``ACK_WAIT_S``; close flushes all)."""
+ACK_WAIT_S = 0.5
+"""A read flushes the acknowledgements waiting only when the oldest has waited this long (at every
+read, small reads cost two commands each: issue 32); an idle worker's poll returns within a
+second or so, so none waits much longer."""
 BATCH_MAX = 100
 """At most this many messages per read, whatever the prefetch limit (one read's work stays short)."""
 SHARE = 4
@@ -89,24 +94,33 @@ return taken
 
 class QoS(kombu_redis.QoS):
     """kombu's Redis QoS; a message its channel already recorded unacked is not written again, and
-    acknowledgements leave Redis in batches (``ACK_BATCH``, or at the next read, or at close)."""
+    acknowledgements leave Redis in batches (``ACK_BATCH``, or at a read once the oldest waited
+    ``ACK_WAIT_S``, or at close)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self.recorded: set[Any] = set()
         self._acked: list[Any] = []
         self._acked_lock = threading.Lock()
+        self._oldest = 0.0
 
     def ack(self, delivery_tag: Any) -> None:
         """Acknowledged here at once (the prefetch room frees); its entry in kombu's unacked hash
         and index goes with the batch. A worker killed first leaves those entries: the messages
         come back after the visibility timeout, find their runs stored and count nothing again."""
         with self._acked_lock:
+            if not self._acked:
+                self._oldest = monotonic()
             self._acked.append(delivery_tag)
             virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
             full = len(self._acked) >= ACK_BATCH
         if full:
             self.flush_acks()
+
+    def flush_due(self) -> bool:
+        """Has the oldest acknowledgement waiting waited ``ACK_WAIT_S``?"""
+        with self._acked_lock:
+            return bool(self._acked) and monotonic() - self._oldest >= ACK_WAIT_S
 
     def flush_acks(self) -> None:
         """The batch's entries out of the unacked hash and index: two commands, one round trip, no
@@ -227,7 +241,8 @@ class Channel(kombu_redis.Channel):
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
-            self._flush_acks_quietly()
+            if self.qos.flush_due():
+                self._flush_acks_quietly()
 
     def _flush_acks_quietly(self) -> None:
         with contextlib.suppress(*self.connection_errors):  # kept for the next read

@@ -10,7 +10,8 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:index           list: "runs timeout id" per case in plan order (the report's
                                     order and publishing's index: ``farm.plan.sweep_plan.CaseSlot``)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
-    farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX)
+    farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX); made with the plan (its
+                                    TTL set once) with the sentinel field ``SENTINEL``
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
     farm:sweep:{id}:dropped         counter: runs settled without being stored (runs stored, the
                                     progress ``farm status`` shows, = settled-count minus this)
@@ -28,8 +29,8 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:reconciler      string: the reconciler's lease (one worker at a time per sweep)
     farm:sweep:{id}:running         hash: "{case}:{run}" → marker of a run a worker began and has not
                                     settled: {"t": epoch begun, "h": holder token, "d": deaths};
-                                    made with the plan (its TTL set once) with a sentinel field
-                                    ``RUNNING_SENTINEL`` so that it never empties
+                                    made with the plan (its TTL set once) with the sentinel field
+                                    ``SENTINEL`` so that it never empties
     farm:sweep:{id}:attempts        hash: "{case}:{run}" → publications of the run (1 = first) and
                                     "{case}:{run}@" → epoch of its last republication
     farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life written on its own
@@ -143,9 +144,10 @@ def reconciler_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:reconciler"
 
 
-RUNNING_SENTINEL = "*"
-"""The running hash's field that is no run's: the hash never empties, so its TTL, set with the
-plan, lasts (no EXPIRE per run)."""
+SENTINEL = ""
+"""The field of the running and stats hashes that is no run's and no case's (empty: no case id
+is): made with the plan, with the hash's TTL, it keeps the hash from emptying, so that TTL lasts
+(no EXPIRE per run or per case)."""
 
 
 def running_key(sweep_id: str) -> str:

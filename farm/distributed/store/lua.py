@@ -15,8 +15,10 @@ CASE_HEAD_BITS = 96
 two HINCRBY of a tally hash)."""
 
 _BARRIER = """
-local function barrier_done(settled)
-  if tonumber(ARGV[#ARGV]) <= settled then return redis.call('SISMEMBER', KEYS[2], ARGV[3]) end
+-- is the case aggregated already? Asked only of a complete case and a call that did not settle
+-- the run (one that did fires the aggregate whatever the answer: ``Settled.fires``)
+local function barrier_done(settled, first)
+  if first == 0 and tonumber(ARGV[#ARGV]) <= settled then return redis.call('SISMEMBER', KEYS[2], ARGV[3]) end
   return 0
 end
 """
@@ -38,18 +40,18 @@ if ARGV[4] ~= '' then
   redis.call('HDEL', KEYS[4], ARGV[4])
   redis.call('SET', KEYS[5], ARGV[5], 'EX', ARGV[2])
 end
-return {1 - before, settled, barrier_done(settled), count}
+return {1 - before, settled, barrier_done(settled, 1 - before), count}
 """
 """A run settled without being stored (dropped), or a stored run's barrier looked at again. KEYS:
 the case's settled bitfield, cases-done set, the sweep's settled counter, running hash, activity
 key, the sweep's dropped counter; ARGV: run number, TTL, case id, the run's running field ('' for
 runs never started: nothing to clear, no sign of life), epoch now, the case's planned runs.
 Returns (1 when this call settled the run, runs of the case settled, 1 when the case is
-aggregated already — asked only once the case is complete —, runs of the sweep settled when this
-call settled the run else 0). A key's TTL is set once, by the call that creates it (its first
-run, its first count), not again per run: TTLs measure from a sweep's first results, which the
-plan's outlives. A drop is this path's only sign of life written (a stored run's is its stream
-entry, a started run's its marker)."""
+aggregated already — asked only of a complete case by a call that did not settle the run, else
+0 —, runs of the sweep settled when this call settled the run else 0). A key's TTL is set once,
+by the call that creates it (its first run, its first count), not again per run: TTLs measure
+from a sweep's first results, which the plan's outlives. A drop is this path's only sign of life
+written (a stored run's is its stream entry, a started run's its marker)."""
 
 BEGIN_RUN_LUA = """
 local stop, stored = '', 0
@@ -81,7 +83,7 @@ republished message: a first delivery's run cannot be), '1' to read the stop key
 caches it a moment per process: ``SweepStore.begin_run``). The common path is one HSETNX: the
 run's marker, ``{"t": started, "h": holder, "d": deaths}``, is its lease (for the reconciler),
 its sign of life (``SweepStore.last_activity``) and its crash record (``workers.crashes``); the
-running hash is made with the plan, with its TTL, and never empties (``keys.RUNNING_SENTINEL``), so
+running hash is made with the plan, with its TTL, and never empties (``keys.SENTINEL``), so
 no per-run EXPIRE. A marker already there is read: of a dead holder, the run was in flight when
 that process died (deaths + 1); of a live holder elsewhere, a concurrent duplicate (left as it
 is). Returns (stop reason or '' (also when not read), 1 when the run is stored already, deaths, 1
@@ -92,7 +94,7 @@ local offset = 96 + tonumber(ARGV[5])
 redis.call('HDEL', KEYS[4], ARGV[6])
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   local settled = redis.call('BITFIELD', KEYS[3], 'GET', 'u32', '#0')[1]
-  return {0, 0, 0, 0, settled, barrier_done(settled), 0}
+  return {0, 0, 0, 0, settled, barrier_done(settled, 0), 0}
 end
 redis.call('XADD', KEYS[6], '*', 'type', 'result', 'data', ARGV[1])
 local got = redis.call('BITFIELD', KEYS[3], 'SET', 'u1', offset, 1, 'INCRBY', 'u32', '#0', 1,
@@ -107,7 +109,7 @@ else
   count = redis.call('INCR', KEYS[5])
   if count == 1 then redis.call('EXPIRE', KEYS[5], ARGV[2]) end
 end
-return {1, got[3], got[4], 1 - before, settled, barrier_done(settled), count}
+return {1, got[3], got[4], 1 - before, settled, barrier_done(settled, 1 - before), count}
 """
 """KEYS: run key, cases-done set, the case's settled bitfield, running hash, the sweep's settled
 counter (the publishing window's measure; runs stored = it minus the dropped counter), stream,
@@ -123,14 +125,13 @@ local done = redis.call('SCARD', KEYS[1])
 if added == 1 and done == 1 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
 if added == 1 and ARGV[2] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  redis.call('EXPIRE', KEYS[2], ARGV[3])
   redis.call('XADD', KEYS[3], '*', 'type', 'case', 'data', ARGV[2])
 end
 return done
 """
 """KEYS: cases-done set, stats hash, stream; ARGV: case id, CaseStats JSON ('' when no run
 counted), TTL. Returns the number of cases done (the sweep's done-counter). The set's TTL is set
-once, by the call that creates it."""
+once, by the call that creates it; the stats hash's with the plan (``keys.SENTINEL``)."""
 
 STORE_REPORT_LUA = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then

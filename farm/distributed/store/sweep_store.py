@@ -56,7 +56,7 @@ def connect(url: str, *, retries: int = 0) -> redis.Redis:
     )
 
 
-STOP_FRESH_S = 0.2
+STOP_FRESH_S = 0.5
 """A worker process reads a sweep's stop key at most this often as its runs begin (``begin_run``):
 a run that begins within this of a stop elsewhere still runs, and counts, as one begun just
 before the stop does."""
@@ -75,7 +75,7 @@ def _begun(marker: str) -> float:
 
 def _markers(found: dict[str, str]) -> dict[str, float]:
     """The running hash's runs (its sentinel left out): field → epoch begun."""
-    return {field: _begun(value) for field, value in found.items() if field != keys.RUNNING_SENTINEL}
+    return {field: _begun(value) for field, value in found.items() if field != keys.SENTINEL}
 
 
 class SweepStore(PlanStore, ProgressStore):
@@ -199,6 +199,8 @@ class SweepStore(PlanStore, ProgressStore):
         runs: 100k run details). ``with_run_details`` lets its renderers read them case by case."""
         found: dict[str, CaseStats] = {}
         for cid, text in self.client.hscan_iter(keys.stats_key(sweep_id), count=50):
+            if cid == keys.SENTINEL:
+                continue
             data = json.loads(text)
             data["run_details"] = []
             found[cid] = CaseStats.model_validate(data)
