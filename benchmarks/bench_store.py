@@ -120,6 +120,8 @@ def main() -> None:
     print(f"\nSent by clients (MONITOR, a second sweep): {sent:.2f} per run; run inside scripts: "
           f"{sum(last['in_lua'].values()):.2f} per run\n")
     print(harness.table(["sent command", "per run"], _rows(last["sent"])))
+    print()
+    print(harness.table(["run inside scripts", "per run"], _rows(last["in_lua"])))
     print("\nWhere they go (command, first key with ids blanked)\n")
     print(harness.table(["sent to", "per run"], _rows(last["where"])))
     print(f"\ncommands per run (commandstats, scripts' own included): {harness.spread(per_run)}; one Redis core "

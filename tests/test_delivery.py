@@ -59,7 +59,7 @@ def _report_while_progressing(store: SweepStore, sweep_id: str, stall: float = 1
     for ``stall`` seconds (a fleet stuck, not a slow machine), however long the whole sweep takes."""
     done, last_change = -1, time.monotonic()
     while store.get_report(sweep_id) is None:
-        now_done = int(store.client.get(keys.runs_done_key(sweep_id)) or 0)
+        now_done = store.runs_done(sweep_id)
         if now_done != done:
             done, last_change = now_done, time.monotonic()
         assert time.monotonic() - last_change < stall, f"sweep {sweep_id}: no run settled for {stall:.0f} s at {done}"
@@ -91,7 +91,7 @@ def test_repeated_sigkills_of_a_busy_worker_lose_no_run_and_count_none_twice(tmp
     trials = 10
     for trial in range(trials):
         sweep_id = _submit(farm_cli, suite, 20, "kills", env)
-        wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 30, 120,  # noqa: B023
+        wait_for(lambda: store.runs_done(sweep_id) >= 30, 120,  # noqa: B023
                   f"trial {trial} to be under way")
         victim = workers[trial % 2]
         victim.kill()
@@ -113,7 +113,7 @@ def test_killing_one_of_three_workers_every_two_seconds_loses_nothing(tmp_path, 
     rng, kills = random.Random(11), 0
     while store.get_report(sweep_id) is None:
         time.sleep(2)
-        done = int(store.client.get(keys.runs_done_key(sweep_id)) or 0)
+        done = store.runs_done(sweep_id)
         if done >= 2000 or kills > 200:
             break  # let the end of the sweep happen without kills (recovery is then the lease)
         index = rng.randrange(3)
@@ -286,7 +286,7 @@ def test_ctrl_c_on_the_submitter_cancels_and_reports_what_ran(tmp_path, redis_cl
                                "--broker", farm_cli.broker, "--no-progress", "-o", str(out), env=env)
     try:
         sweep_id = wait_for(lambda: next(iter(store.in_flight_ids()), None), 60, "the sweep to be stored")
-        wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 4, 120, "some runs")
+        wait_for(lambda: store.runs_done(sweep_id) >= 4, 120, "some runs")
         submitter.send_signal(sig)
         _stdout, stderr = submitter.communicate(timeout=120)
     finally:
@@ -337,7 +337,7 @@ def test_a_cancelled_windowed_sweep_is_closed_by_the_workers_with_what_ran(tmp_p
     suite = write_suite(tmp_path / "cw.jsonl", [{"id": f"cw{i}", "input": "x"} for i in range(10)])
     sweep_id = _submit(farm_cli, suite, 20, "cwin", env)
     farm_worker(queue="cwin", concurrency=2, env=env)
-    wait_for(lambda: int(store.client.get(keys.runs_done_key(sweep_id)) or 0) >= 25, 120, "some runs")
+    wait_for(lambda: store.runs_done(sweep_id) >= 25, 120, "some runs")
     assert farm_cli.run("cancel", sweep_id).returncode == 0
     report = _report(store, sweep_id, timeout=120)
     assert report["metadata"]["status"] == "stopped" and report["metadata"]["stopped"] == "cancelled"

@@ -12,7 +12,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import redis
 
 from tests.tcp_fault import FaultProxy
 from tests.test_distributed import AGENTS, write_suite
@@ -69,9 +68,10 @@ def test_redis_restart_mid_sweep_completes(tmp_path, redis_factory, farm_worker,
     out = tmp_path / "r.json"
     sweep = farm_cli.popen("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "6", "--queue", "restart",
                            "-o", str(out), "--broker", server.url, "--no-progress", env=env)
-    client = redis.Redis.from_url(server.url)
-    wait_for(lambda: any(int(client.get(k) or 0) >= 3 for k in client.scan_iter("farm:sweep:*:runs-done")),
-              60, "some runs to finish")
+    from farm.distributed.store.sweep_store import SweepStore, connect
+
+    store = SweepStore(connect(server.url))
+    wait_for(lambda: any(store.runs_done(sid) >= 3 for sid in store.in_flight_ids()), 60, "some runs to finish")
     server.kill()
     time.sleep(2)
     server.start()

@@ -59,34 +59,38 @@ def _summary(result: RunResult, counted: bool) -> dict[str, Any]:
 
 
 def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
-            *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire) -> dict[str, Any]:
+            *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire,
+            again: bool = True) -> dict[str, Any]:
     """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier.
 
     While Redis refuses writes for memory, it waits and starts over (``farm.distributed.store.memory``): the
     run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
+    ``again``: the message was delivered before or published again (its run may be stored already).
     """
-    return until_writable(lambda: _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire),
+    return until_writable(lambda: _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire,
+                                           again=again),
                           f"run {case_id}/{run} of sweep {sweep_id}")
 
 
 def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
-             *, interrupts: tuple[type[BaseException], ...], fire: Fire) -> dict[str, Any]:
+             *, interrupts: tuple[type[BaseException], ...], fire: Fire, again: bool) -> dict[str, Any]:
     sweep = CACHE.sweep(store, sweep_id)
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return _record(sweep_id, case_id, run, status="dropped", reason="sweep or case not found (expired?)")
-    begun = store.begin_run(sweep_id, case_id, run, holder(store))
+    runs = planned.plan.runs
+    begun = store.begin_run(sweep_id, case_id, run, holder(store), again=again)
     stop = begun.stop
     if begun.stored:  # a redelivery of a run that finished: do not call the agent again
         existing = store.get_run(sweep_id, case_id, run)
         if existing is not None:
             # its first delivery may have died between storing and firing: fire again if still due
-            _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+            _barrier(store.settle(sweep_id, case_id, run, runs), sweep, planned, fire)
             return _summary(existing, counted=False)  # settled before: its count is not known here
     if stop is None and planned.plan.adaptive is not None and is_decided(store, sweep_id, case_id):
         stop = "decided"  # its adaptive rule has decided: the run is not needed
     if stop is not None:
-        state = _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+        state = _barrier(store.settle(sweep_id, case_id, run, runs), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped", reason=stop, sweep_settled=state.count)
     fleet = CACHE.fleet(store, sweep)
     if begun.deaths >= ISOLATE_AFTER_DEATHS:  # in flight at two worker deaths: once more, alone (SPEC 11)
@@ -98,12 +102,12 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     if fleet.stopped is not None and store.stop(sweep_id, fleet.stop_reason):  # a call was refused: the sweep stops
         log.warning("sweep %s: %s; the runs not started are dropped", sweep_id, fleet.stop_message)
     if result is None:  # it did not run (refused, or no slot in time, before its first call): dropped
-        state = _barrier(store.settle(sweep_id, case_id, run), sweep, planned, fire)
+        state = _barrier(store.settle(sweep_id, case_id, run, runs), sweep, planned, fire)
         return _record(sweep_id, case_id, run, status="dropped",
                        reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait",
                        sweep_settled=state.count)
     result = result.model_copy(update={"sweep_id": sweep_id})
-    tally, state = store.store_run(sweep_id, result)
+    tally, state = store.store_run(sweep_id, result, runs)
     if tally is not None:
         _judge_the_case(store, sweep, planned, tally)
     _barrier(state, sweep, planned, fire)

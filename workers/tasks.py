@@ -13,7 +13,7 @@ one pub/sub channel per run and never let go (88 → 378 MB at 10k → 100k runs
 ``farm.run`` now stores nothing in the result backend (``ignore_result``).
 
 The barrier: storing a run (or dropping it, when the sweep is stopped) sets its bit in the
-case's ``settled`` bitmap in the same atomic Lua step that stores it once, so a redelivered run
+case's ``settled`` bitfield in the same atomic Lua step that stores it once, so a redelivered run
 never counts twice. The call that sets the case's last bit enqueues ``farm.aggregate`` before its
 message is acked. If its worker dies between counting and enqueuing, the message comes back
 (acks late) and finds the run settled already: a redelivered run re-enqueues the aggregate
@@ -65,15 +65,19 @@ def _fire_aggregate(sweep_id: str, case_id: str, queue: str) -> None:
 
 
 @app.task(name="farm.run", bind=True, ignore_result=True)
-def run_task(self: Task, sweep_id: str, case_id: str, run: int) -> dict[str, Any]:
+def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = False) -> dict[str, Any]:
     """One run of one case; never fails: when Redis stays away, the message goes back on the queue.
 
     The run's marker is set as it begins (``SweepStore.begin_run``: its lease, for the
-    reconciler, starts then) and cleared by the step that settles it."""
+    reconciler, starts then) and cleared by the step that settles it. Only a message delivered
+    before (the broker's ``redelivered``) or published again by the reconciler (``again``) asks
+    whether its run is stored already: a first delivery's run cannot be (bar a rare duplicate
+    publication, which SET NX counts once)."""
     try:
         store = _store(self)
+        redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
-                          fire=_fire_aggregate)
+                          fire=_fire_aggregate, again=again or redelivered)
         _top_up(self, store, sweep_id, int(outcome.get("sweep_settled", 0)))
         return outcome
     except _TRANSIENT as exc:
@@ -105,9 +109,12 @@ def _top_up(task: Task, store: SweepStore, sweep_id: str, settled: int) -> None:
 
 
 @app.task(name="farm.aggregate", bind=True, autoretry_for=_TRANSIENT, retry_backoff=True,
-          max_retries=AGGREGATE_MAX_RETRIES)
+          max_retries=AGGREGATE_MAX_RETRIES, ignore_result=True)
 def aggregate_task(self: Task, sweep_id: str, case_id: str) -> dict[str, Any]:
-    """Callback of one case (fired by the barrier): its statistics; the last case enqueues ``farm.report``."""
+    """Callback of one case (fired by the barrier): its statistics; the last case enqueues ``farm.report``.
+
+    Nothing reads its return value from the result backend (Flower shows it from task events), so
+    none is stored there: it cost Redis MULTI SETEX PUBLISH EXEC a case (bench_store.py)."""
     store = _store(self)
     final = self.request.retries >= AGGREGATE_MAX_RETRIES
     outcome = aggregate_case(store, sweep_id, case_id, final=final)

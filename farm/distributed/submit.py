@@ -82,6 +82,12 @@ def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = DEFAULT_PUBLI
     send_runs(app, plan.model_copy(update={"queue": queue}), run_slots(plan.slots()), queue, batch=batch)
 
 
+FOLLOW_BATCH, FOLLOW_PAUSE_S = 50, 0.05
+"""After a read of fewer than FOLLOW_BATCH events the submitter waits FOLLOW_PAUSE_S before the
+next: at hundreds of runs a second one XREAD carries dozens of results, not one (issue 32), and
+an event is shown at most that much later."""
+
+
 @dataclass
 class _Watch:
     """Stall detection state while following a sweep."""
@@ -251,6 +257,8 @@ class CeleryExecutor(Executor):
                 report = self._dispatch(store, sweep_id, event, observer)
                 if report is not None:
                     return report
+            if len(events) < FOLLOW_BATCH:  # a few: let more gather, so one read carries many at high rates
+                time.sleep(FOLLOW_PAUSE_S)
 
     def _dispatch(self, store: SweepStore, sweep_id: str, event: Event, observer: SweepObserver
                   ) -> SweepReport | None:

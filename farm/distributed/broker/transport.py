@@ -24,7 +24,9 @@ short queue is spread over the worker's processes and other workers: taking all 
 queue of 50 CPU-bound runs whole to one process (2.74 s on one core instead of 1.67 s on two,
 2026-11-24); a quarter, 1.78 s, split 116 / 134. (Dividing by the clients blocked waiting needs
 ``INFO``, which the compose file's ACL user may not run.) A long queue still fills the room in
-one read. A message is in the ``unacked`` hash before the consumer sees it, as with kombu; unlike
+one read. The batch leaves the list in one ``RPOP`` with a count and enters the hash and the index
+in one ``HSET`` and one ``ZADD`` (Redis 6.2 or later): six commands a batch, not three a message.
+A message is in the ``unacked`` hash before the consumer sees it, as with kombu; unlike
 kombu's two round trips, no message is ever out of both the list and the hash. Queues consumed
 without acknowledgements (Celery's reply queues) and key-prefixed channels keep kombu's
 one-message read.
@@ -38,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from queue import Empty
-from time import time
+from time import monotonic, time
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
@@ -47,7 +49,12 @@ from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
 ACK_BATCH = 64
-"""Acknowledgements leave Redis together once this many wait (each read and close flush the rest)."""
+"""Acknowledgements leave Redis together once this many wait (a read flushes the rest once the
+oldest has waited ``ACK_WAIT_S``; close flushes all)."""
+ACK_WAIT_S = 0.5
+"""A read flushes the acknowledgements waiting only when the oldest has waited this long (at every
+read, small reads cost two commands each: issue 32); an idle worker's poll returns within a
+second or so, so none waits much longer."""
 BATCH_MAX = 100
 """At most this many messages per read, whatever the prefetch limit (one read's work stays short)."""
 SHARE = 4
@@ -59,57 +66,75 @@ RESERVE_LUA = """
 -- At most a share of what is left, so that a short queue is spread over the worker's processes
 -- and other workers instead of going whole to one (SHARE: the module docstring).
 local share = math.ceil(redis.call('LLEN', KEYS[1]) / tonumber(ARGV[4]))
+local entries, index = {}, {}
 local function record(item)
   local properties = cjson.decode(item)['properties']
   local delivery = properties['delivery_info']
   local tag = properties['delivery_tag']
   -- kombu's entry, [payload, exchange, routing key], with the payload's JSON kept as it came
-  redis.call('HSET', KEYS[2], tag,
-    '[' .. item .. ',' .. cjson.encode(delivery['exchange']) .. ',' .. cjson.encode(delivery['routing_key']) .. ']')
-  redis.call('ZADD', KEYS[3], ARGV[3], tag)
+  entries[#entries + 1] = tag
+  entries[#entries + 1] = '[' .. item .. ',' .. cjson.encode(delivery['exchange']) .. ','
+    .. cjson.encode(delivery['routing_key']) .. ']'
+  index[#index + 1] = ARGV[3]
+  index[#index + 1] = tag
 end
 record(ARGV[1])
 local taken = {}
-for _ = 1, math.min(tonumber(ARGV[2]), share) do
-  local item = redis.call('RPOP', KEYS[1])
-  if not item then break end
-  record(item)
-  taken[#taken + 1] = item
+local more = math.min(tonumber(ARGV[2]), share)
+if more > 0 then
+  taken = redis.call('RPOP', KEYS[1], more) or {}
+  for _, item in ipairs(taken) do record(item) end
 end
+-- the whole batch in one HSET and one ZADD (issue 32: they were one each a message)
+redis.call('HSET', KEYS[2], unpack(entries))
+redis.call('ZADD', KEYS[3], unpack(index))
 return taken
 """
 
 
 class QoS(kombu_redis.QoS):
     """kombu's Redis QoS; a message its channel already recorded unacked is not written again, and
-    acknowledgements leave Redis in batches (``ACK_BATCH``, or at the next read, or at close)."""
+    acknowledgements leave Redis in batches (``ACK_BATCH``, or at a read once the oldest waited
+    ``ACK_WAIT_S``, or at close)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self.recorded: set[Any] = set()
         self._acked: list[Any] = []
         self._acked_lock = threading.Lock()
+        self._oldest = 0.0
 
     def ack(self, delivery_tag: Any) -> None:
         """Acknowledged here at once (the prefetch room frees); its entry in kombu's unacked hash
         and index goes with the batch. A worker killed first leaves those entries: the messages
         come back after the visibility timeout, find their runs stored and count nothing again."""
         with self._acked_lock:
+            if not self._acked:
+                self._oldest = monotonic()
             self._acked.append(delivery_tag)
             virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
             full = len(self._acked) >= ACK_BATCH
         if full:
             self.flush_acks()
 
+    def flush_due(self) -> bool:
+        """Has the oldest acknowledgement waiting waited ``ACK_WAIT_S``?"""
+        with self._acked_lock:
+            return bool(self._acked) and monotonic() - self._oldest >= ACK_WAIT_S
+
     def flush_acks(self) -> None:
-        """The batch's entries out of the unacked hash and index: one transaction, two commands."""
+        """The batch's entries out of the unacked hash and index: two commands, one round trip, no
+        transaction (MULTI/EXEC were two more commands a flush): cut off between them, an entry is
+        left in the hash without its index entry, which kombu's restore never reads (never a
+        message restored that was acked)."""
         with self._acked_lock:
             tags, self._acked = self._acked, []
         if not tags:
             return
         try:
             with self.channel.conn_or_acquire() as client:
-                client.pipeline().zrem(self.unacked_index_key, *tags).hdel(self.unacked_key, *tags).execute()
+                client.pipeline(transaction=False).zrem(self.unacked_index_key, *tags).hdel(
+                    self.unacked_key, *tags).execute()
         except BaseException:
             with self._acked_lock:
                 self._acked[:0] = tags  # the next flush tries again
@@ -216,7 +241,8 @@ class Channel(kombu_redis.Channel):
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
-            self._flush_acks_quietly()
+            if self.qos.flush_due():
+                self._flush_acks_quietly()
 
     def _flush_acks_quietly(self) -> None:
         with contextlib.suppress(*self.connection_errors):  # kept for the next read

@@ -48,10 +48,10 @@ def aggregate(store: SweepStore, sweep: SweepPlan, planned: PlannedCase, *, fina
     acc = CaseAccumulator(planned.case, planned.plan, pass_k=pass_ks(sweep.metadata))
     for result in store.case_results(sid, cid, planned.plan.runs):
         acc.add(result)
-    stop = store.stop_reason(sid)
-    decided = not acc.done and planned.plan.adaptive is not None and is_decided(store, sid, cid)
-    if not acc.done and stop is None and not decided and not final:  # a decided case's other runs were dropped
-        return Aggregated(False, 0, sweep.total_cases, sweep.queue)
+    if not acc.done and not final:  # the stop key is read only when runs are missing
+        decided = planned.plan.adaptive is not None and is_decided(store, sid, cid)
+        if store.stop_reason(sid) is None and not decided:  # a decided case's other runs were dropped
+            return Aggregated(False, 0, sweep.total_cases, sweep.queue)
     done = store.store_case(sid, cid, acc.stats() if acc.count else None)
     return Aggregated(True, done, sweep.total_cases, sweep.queue)
 

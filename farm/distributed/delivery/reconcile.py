@@ -15,7 +15,7 @@ One pass over a sweep (``reconcile_sweep``), in this order:
    queue is empty: then no run can be waiting anywhere, and the unsettled ones were lost (a
    Redis restart cutting a BRPOP short) — waiting out a case timeout would only stall it.
 
-A duplicate is harmless: a run is stored once (the settled bitmap and SET NX), aggregates and
+A duplicate is harmless: a run is stored once (the settled bitfield and SET NX), aggregates and
 reports are idempotent. ``Reconciler`` is the thread every worker runs; a Redis lease per sweep
 (SET NX PX) lets one worker at a time reconcile it.
 """
@@ -142,7 +142,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delive
     if resend:
         fields = [keys.run_field(p.id, n) for p, n in resend]
         store.note_republished(sid, fields, now)
-        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
+        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch, again=True)
         store.touch(sid, now)
         log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
                     sid, len(resend), lost_after_s)

@@ -58,7 +58,8 @@ class Settled:
     settled: int
     """Runs of the case settled so far (each counted once)."""
     case_done: bool
-    """The case's ``farm.aggregate`` has stored its statistics."""
+    """The case's ``farm.aggregate`` has stored its statistics (asked of Redis only when it matters:
+    the case complete and this call not the one that settled the run; else False)."""
     count: int = field(default=0, compare=False)
     """Runs of the whole sweep settled, as this call's count returned (0: it settled nothing)."""
 

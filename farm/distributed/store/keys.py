@@ -10,11 +10,14 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:index           list: "runs timeout id" per case in plan order (the report's
                                     order and publishing's index: ``farm.plan.sweep_plan.CaseSlot``)
     farm:sweep:{id}:run:{case}:{n}  string: the full RunResult JSON of run n (SET NX)
-    farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX)
+    farm:sweep:{id}:stats           hash: case id → CaseStats JSON (HSETNX); made with the plan (its
+                                    TTL set once) with the sentinel field ``SENTINEL``
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
-    farm:sweep:{id}:runs-done       counter: runs stored (progress for ``farm status``)
-    farm:sweep:{id}:tally           hash: "{case}:counted" / "{case}:passed" run counts (fail-fast)
-    farm:sweep:{id}:settled:{case}  bitmap: bit n set once run n is stored or dropped (the barrier)
+    farm:sweep:{id}:dropped         counter: runs settled without being stored (runs stored, the
+                                    progress ``farm status`` shows, = settled-count minus this)
+    farm:sweep:{id}:settled:{case}  bitfield: u32 counters of the case's runs settled (#0), counted
+                                    (#1, stored) and passed (#2, for fail-fast), then bit 96 + n set
+                                    once run n is stored or dropped (the barrier)
     farm:sweep:{id}:events          stream: start, result, case, finish, stopped events
     farm:sweep:{id}:report          string: the SweepReport JSON (SET NX)
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
@@ -25,10 +28,15 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:publisher       string: the publisher's lease (a token, expiring unless renewed)
     farm:sweep:{id}:reconciler      string: the reconciler's lease (one worker at a time per sweep)
     farm:sweep:{id}:running         hash: "{case}:{run}" → marker of a run a worker began and has not
-                                    settled: {"t": epoch begun, "h": holder token, "d": deaths}
+                                    settled: {"t": epoch begun, "h": holder token, "d": deaths};
+                                    made with the plan (its TTL set once) with the sentinel field
+                                    ``SENTINEL`` so that it never empties
     farm:sweep:{id}:attempts        hash: "{case}:{run}" → publications of the run (1 = first) and
                                     "{case}:{run}@" → epoch of its last republication
-    farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life
+    farm:sweep:{id}:activity        string: epoch of the sweep's last sign of life written on its own
+                                    (submitted, a batch published, a run dropped); a run started
+                                    (its marker) or stored (its stream entry) is one too, read
+                                    from there (``SweepStore.last_activity``)
     farm:sweep:{id}:settled-count   counter: runs settled (stored or dropped), each once
     farm:worker-alive:{token}       string: a worker process's heartbeat (expires when it dies)
     farm:sweeps                     sorted set: sweeps in flight, scored by submit time
@@ -88,12 +96,9 @@ def cases_done_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:cases-done"
 
 
-def runs_done_key(sweep_id: str) -> str:
-    return f"{sweep_key(sweep_id)}:runs-done"
-
-
-def tally_key(sweep_id: str) -> str:
-    return f"{sweep_key(sweep_id)}:tally"
+def dropped_key(sweep_id: str) -> str:
+    """Runs of the sweep settled without being stored."""
+    return f"{sweep_key(sweep_id)}:dropped"
 
 
 def settled_key(sweep_id: str, case_id: str) -> str:
@@ -139,6 +144,12 @@ def reconciler_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:reconciler"
 
 
+SENTINEL = ""
+"""The field of the running and stats hashes that is no run's and no case's (empty: no case id
+is): made with the plan, with the hash's TTL, it keeps the hash from emptying, so that TTL lasts
+(no EXPIRE per run or per case)."""
+
+
 def running_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:running"
 
@@ -169,7 +180,7 @@ def worker_alive_key(token: str) -> str:
 def sweep_keys(sweep_id: str) -> list[str]:
     """The sweep's fixed keys (run keys excluded: there is one per run)."""
     return [sweep_key(sweep_id), cases_key(sweep_id), stats_key(sweep_id),
-            cases_done_key(sweep_id), runs_done_key(sweep_id), tally_key(sweep_id), stream_key(sweep_id),
+            cases_done_key(sweep_id), dropped_key(sweep_id), stream_key(sweep_id),
             report_key(sweep_id), stop_key(sweep_id), budget_key(sweep_id),
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
             running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),

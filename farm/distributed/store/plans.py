@@ -58,6 +58,12 @@ class PlanStore:
             pipe.expire(key, self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
         pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
+        # the running and stats hashes, with their TTL, once per sweep: the sentinel field keeps
+        # each (and its TTL) as markers come and go, so beginning a run is one HSETNX and storing a
+        # case's stats no EXPIRE (``farm.distributed.store.lua``)
+        for key in (keys.running_key(sid), keys.stats_key(sid)):
+            pipe.hset(key, keys.SENTINEL, "0")
+            pipe.expire(key, self.ttl)
         pipe.set(keys.published_key(sid), 0, ex=self.ttl)
         pipe.execute()
 

@@ -5,7 +5,7 @@ Every write that must happen once is a Lua script (``farm.distributed.store.lua`
 run result is stored set-if-absent *and* appended to the sweep's event stream in one step, so a
 run delivered twice (its worker died after starting it) is counted and streamed exactly once.
 Keys and TTLs come from ``farm.distributed.store.keys``. The same step sets the run's bit in its case's
-``settled`` bitmap (a dropped run, of a stopped sweep, sets it too): that bitmap is the farm's
+``settled`` bitfield (a dropped run, of a stopped sweep, sets it too): that bitfield is the farm's
 per-case barrier, which fires ``farm.aggregate`` (see ``workers.tasks``).
 """
 
@@ -28,6 +28,7 @@ from farm.distributed.store.answers import SweepProgress as SweepProgress
 from farm.distributed.store.answers import Tally as Tally
 from farm.distributed.store.lua import (
     BEGIN_RUN_LUA,
+    CASE_HEAD_BITS,
     CURSOR_LUA,
     RELEASE_LUA,
     RENEW_LUA,
@@ -37,6 +38,7 @@ from farm.distributed.store.lua import (
     STORE_RUN_LUA,
 )
 from farm.distributed.store.plans import PlanStore
+from farm.distributed.store.progress import ProgressStore
 from farm.errors import BrokerError
 from farm.models import CaseStats, RunDetail, RunResult, RunStatus, SweepReport
 from farm.plan.case_codec import CaseCodec
@@ -54,6 +56,15 @@ def connect(url: str, *, retries: int = 0) -> redis.Redis:
     )
 
 
+STOP_FRESH_S = 0.5
+"""A worker process reads a sweep's stop key at most this often as its runs begin (``begin_run``):
+a run that begins within this of a stop elsewhere still runs, and counts, as one begun just
+before the stop does."""
+
+NEVER = 2**31
+"""A planned-runs count no case reaches: the barrier's cases-done look is skipped."""
+
+
 def _begun(marker: str) -> float:
     """The epoch a running marker was set (``BEGIN_RUN_LUA``)."""
     try:
@@ -62,7 +73,12 @@ def _begun(marker: str) -> float:
         return 0.0
 
 
-class SweepStore(PlanStore):
+def _markers(found: dict[str, str]) -> dict[str, float]:
+    """The running hash's runs (its sentinel left out): field → epoch begun."""
+    return {field: _begun(value) for field, value in found.items() if field != keys.SENTINEL}
+
+
+class SweepStore(PlanStore, ProgressStore):
     """Reads and writes sweeps in one Redis database (the plan: ``farm.distributed.store.plans``)."""
 
     def __init__(self, client: redis.Redis, *, ttl: int = DEFAULT_RESULT_TTL_S) -> None:
@@ -78,6 +94,7 @@ class SweepStore(PlanStore):
         self._release = client.register_script(RELEASE_LUA)
         self._cursor = client.register_script(CURSOR_LUA)
         self._codecs: dict[str, CaseCodec] = {}
+        self._stops: dict[str, tuple[float, str | None]] = {}
 
     @classmethod
     def from_url(cls, url: str, *, retries: int = 0, ttl: int = DEFAULT_RESULT_TTL_S) -> SweepStore:
@@ -93,40 +110,41 @@ class SweepStore(PlanStore):
 
     # ---------------------------------------------------------------------------- runs
 
-    def store_run(self, sweep_id: str, result: RunResult) -> tuple[Tally | None, Settled]:
+    def store_run(self, sweep_id: str, result: RunResult, runs: int = 0) -> tuple[Tally | None, Settled]:
         """Store a run set-if-absent, stream it and settle it, in one step.
 
-        The tally is None when that run was already counted; the barrier says where its case stands.
+        The tally is None when that run was already counted; the barrier says where its case stands
+        (whether the case is aggregated is asked only once its ``runs`` settled; 0: always).
         """
         cid = result.case_id
         passed = 1 if RunStatus(result.status) is RunStatus.PASSED else 0
         args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run,
-                           keys.run_field(cid, result.run), time.time()]
-        names = [keys.run_key(sweep_id, cid, result.run), keys.stream_key(sweep_id), keys.runs_done_key(sweep_id),
-                 keys.tally_key(sweep_id), keys.settled_key(sweep_id, cid), keys.cases_done_key(sweep_id),
-                 keys.settled_count_key(sweep_id), keys.running_key(sweep_id), keys.activity_key(sweep_id)]
+                           keys.run_field(cid, result.run), runs]
+        names = [keys.run_key(sweep_id, cid, result.run), keys.cases_done_key(sweep_id),
+                 keys.settled_key(sweep_id, cid), keys.running_key(sweep_id), keys.settled_count_key(sweep_id),
+                 keys.stream_key(sweep_id), keys.dropped_key(sweep_id)]
         stored, counted, passes, first, settled, done, count = self._store_run(keys=names, args=args)
         barrier = Settled(bool(first), int(settled), bool(done), int(count))
         return (Tally(int(counted), int(passes)) if stored else None), barrier
 
-    def settle(self, sweep_id: str, case_id: str, run: int) -> Settled:
+    def settle(self, sweep_id: str, case_id: str, run: int, runs: int = 0) -> Settled:
         """Settle a run a worker began without storing it (dropped), or look again at a stored
-        run's barrier; its running marker goes."""
+        run's barrier; its running marker goes (``runs``: as ``store_run``)."""
         first, settled, done, count = self._settle(keys=self._settle_keys(sweep_id, case_id), args=[
-            run, self.ttl, case_id, keys.run_field(case_id, run), time.time()])
+            run, self.ttl, case_id, keys.run_field(case_id, run), time.time(), runs])
         return Settled(bool(first), int(settled), bool(done), int(count))
 
     @staticmethod
     def _settle_keys(sweep_id: str, case_id: str) -> list[str]:
         return [keys.settled_key(sweep_id, case_id), keys.cases_done_key(sweep_id), keys.settled_count_key(sweep_id),
-                keys.running_key(sweep_id), keys.activity_key(sweep_id)]
+                keys.running_key(sweep_id), keys.activity_key(sweep_id), keys.dropped_key(sweep_id)]
 
     def settle_many(self, sweep_id: str, runs: list[tuple[str, int]], *, chunk: int = 1000) -> None:
         """Settle runs that will never be published (a stopped sweep's rest), pipelined."""
         for first in range(0, len(runs), chunk):
             pipe = self.client.pipeline(transaction=False)
             for case_id, run in runs[first:first + chunk]:
-                self._settle(keys=self._settle_keys(sweep_id, case_id), args=[run, self.ttl, case_id, "", 0],
+                self._settle(keys=self._settle_keys(sweep_id, case_id), args=[run, self.ttl, case_id, "", 0, NEVER],
                              client=pipe)
             pipe.execute()
 
@@ -142,16 +160,30 @@ class SweepStore(PlanStore):
                 if text is not None:
                     yield RunResult.model_validate_json(str(text))
 
-    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str) -> RunStart:
-        """A worker begins a run, in one round trip: the stop reason, whether the run is stored
-        already, and its marker set (its lease starts now, the sweep is alive; ``holder`` is the
-        worker process's heartbeat token, so a later delivery can tell whether it died with the
-        run in flight). ``store_run`` or ``settle`` clears the marker."""
+    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str, *, again: bool = True) -> RunStart:
+        """A worker begins a run, in one round trip: its marker set (its lease starts now, the sweep
+        is alive; ``holder`` is the worker process's heartbeat token, so a later delivery can tell
+        whether it died with the run in flight), the stop reason and, when ``again`` (a redelivered
+        or republished message), whether the run is stored already. The stop reason is read at most
+        every ``STOP_FRESH_S`` per sweep in this process (a stop is final: once seen, kept; one
+        this process sets is seen at once). ``store_run`` or ``settle`` clears the marker."""
+        seen = self._stops.get(sweep_id)
+        now = time.monotonic()
+        read = seen is None or (seen[1] is None and now - seen[0] >= STOP_FRESH_S)
         stop, stored, deaths, duplicate = self._begin_run(
-            keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id),
-                  keys.activity_key(sweep_id)],
-            args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), self.ttl, time.time()])
+            keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id)],
+            args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), time.time(),
+                  "1" if again else "0", "1" if read else "0"])
+        if read:
+            self._seen_stop(sweep_id, stop or None, now)
+        else:
+            stop = seen[1] if seen is not None else None
         return RunStart(stop or None, bool(int(stored)), int(deaths), bool(int(duplicate)))
+
+    def _seen_stop(self, sweep_id: str, reason: str | None, now: float) -> None:
+        if len(self._stops) > 4096:
+            self._stops.clear()
+        self._stops[sweep_id] = (now, reason)
 
     # ------------------------------------------------------------------- cases, report
 
@@ -167,6 +199,8 @@ class SweepStore(PlanStore):
         runs: 100k run details). ``with_run_details`` lets its renderers read them case by case."""
         found: dict[str, CaseStats] = {}
         for cid, text in self.client.hscan_iter(keys.stats_key(sweep_id), count=50):
+            if cid == keys.SENTINEL:
+                continue
             data = json.loads(text)
             data["run_details"] = []
             found[cid] = CaseStats.model_validate(data)
@@ -252,11 +286,20 @@ class SweepStore(PlanStore):
         self.client.set(keys.activity_key(sweep_id), time.time() if epoch is None else epoch, ex=self.ttl)
 
     def last_activity(self, sweep_id: str) -> float:
-        return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
+        """The sweep's last sign of life: the latest of its activity key (submitted, published,
+        a run dropped), its last stream entry (a run stored: the id is Redis's clock in ms) and
+        its runs' markers (a run started). Read here, not written at every run."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(keys.activity_key(sweep_id))
+        pipe.xrevrange(keys.stream_key(sweep_id), count=1)
+        pipe.hgetall(keys.running_key(sweep_id))
+        activity, last, markers = pipe.execute()
+        streamed = int(str(last[0][0]).split("-")[0]) / 1000 if last else 0.0
+        return max([float(activity or 0.0), streamed, *_markers(markers).values()])
 
     def running(self, sweep_id: str) -> dict[str, float]:
         """Runs begun and not settled: field → epoch begun (a dead worker's stay until settled)."""
-        return {field: _begun(value) for field, value in self.client.hgetall(keys.running_key(sweep_id)).items()}
+        return _markers(self.client.hgetall(keys.running_key(sweep_id)))
 
     def attempts(self, sweep_id: str) -> dict[str, str]:
         """The ``attempts`` hash as stored (see ``farm.distributed.store.keys``)."""
@@ -276,17 +319,17 @@ class SweepStore(PlanStore):
         pipe.execute()
 
     def settled_counts(self, sweep_id: str, case_ids: list[str]) -> list[int]:
-        """Runs settled per case (its barrier's BITCOUNT), in the order given."""
+        """Runs settled per case (its barrier's counter), in the order given."""
         pipe = self.client.pipeline(transaction=False)
         for cid in case_ids:
-            pipe.bitcount(keys.settled_key(sweep_id, cid))
-        return [int(n) for n in pipe.execute()]
+            pipe.execute_command("BITFIELD_RO", keys.settled_key(sweep_id, cid), "GET", "u32", "#0")
+        return [int(n[0]) for n in pipe.execute()]
 
     def unsettled(self, sweep_id: str, case_id: str, runs: int) -> list[int]:
         """Run numbers of the case not settled yet."""
         pipe = self.client.pipeline(transaction=False)
         for n in range(1, runs + 1):
-            pipe.getbit(keys.settled_key(sweep_id, case_id), n)
+            pipe.getbit(keys.settled_key(sweep_id, case_id), CASE_HEAD_BITS + n)
         return [n for n, bit in zip(range(1, runs + 1), pipe.execute(), strict=True) if not bit]
 
     def cases_done(self, sweep_id: str) -> set[str]:
@@ -304,7 +347,9 @@ class SweepStore(PlanStore):
     def stop(self, sweep_id: str, reason: str) -> bool:
         """Drop the runs of a sweep that have not started; False if it was already stopped."""
         if not self.client.set(keys.stop_key(sweep_id), reason, nx=True, ex=self.ttl):
+            self._stops.pop(sweep_id, None)  # stopped by someone else: read it again at the next run
             return False
+        self._seen_stop(sweep_id, reason, time.monotonic())
         self.client.xadd(keys.stream_key(sweep_id), {"type": "stopped", "data": reason})
         return True
 
@@ -320,29 +365,6 @@ class SweepStore(PlanStore):
             for entry_id, fields in entries:
                 events.append(Event(entry_id, fields.get("type", ""), fields.get("data")))
         return events
-
-    def in_flight(self) -> list[SweepProgress]:
-        """Sweeps submitted and not finished, oldest first, with their progress."""
-        ids = self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1, withscores=True)
-        pipe = self.client.pipeline(transaction=False)
-        for sid, _score in ids:
-            pipe.hmget(keys.sweep_key(sid), ["total_cases", "total_runs", "queue", "agent_id"])
-            pipe.get(keys.runs_done_key(sid))
-            pipe.scard(keys.cases_done_key(sid))
-            pipe.get(keys.stop_key(sid))
-            pipe.get(keys.published_key(sid))
-            pipe.exists(keys.publisher_key(sid))
-        replies = pipe.execute()
-        out = []
-        for i, (sid, score) in enumerate(ids):
-            (cases, runs, queue, agent), done, cdone, stop, published, publisher = replies[6 * i:6 * i + 6]
-            if cases is None:  # expired or flushed: forget it
-                self.client.zrem(keys.SWEEPS_IN_FLIGHT, sid)
-                continue
-            out.append(SweepProgress(sid, float(score), agent or "", queue or "", int(done or 0), int(runs or 0),
-                                     int(cdone or 0), int(cases), stop,
-                                     None if published is None else int(published), bool(publisher)))
-        return out
 
 
 def _client_url(client: redis.Redis) -> str:
