@@ -20,7 +20,7 @@ from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
-from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
+from farm.stats.measures import label_for, percent, round_ratio_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -267,7 +267,7 @@ class CaseAccumulator:
     def _consistency(self, scored: int) -> float:
         if scored <= 1:
             return 1.0
-        return round_half_up(Fraction(self._outputs.mode_count(), scored), 3)
+        return round_ratio_half_up(self._outputs.mode_count(), scored, 3)
 
     def run_details(self) -> list[RunDetail]:
         """The kept run details alone (the rest of ``stats`` is not computed)."""

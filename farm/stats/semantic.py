@@ -10,13 +10,12 @@ the semantic figures are null and the status ``not_text``.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from farm.models import RunResult
 from farm.models.stats import SemanticCluster, SemanticStatus
 from farm.semantic.cluster import Cluster
-from farm.stats.measures import round_half_up
+from farm.stats.measures import round_ratio_half_up
 from farm.stats.outputs import normalise_output, output_digest
 
 SEMANTIC_SAMPLE_CAP = 200
@@ -126,7 +125,7 @@ def np_stack(rows: list[Any]) -> Any:
 
 def round_half_up_share(part: int, whole: int) -> float:
     """``part / whole`` rounded to 3 places (half up), as ``consistency`` is."""
-    return round_half_up(Fraction(part, whole), 3) if whole else 0.0
+    return round_ratio_half_up(part, whole, 3) if whole else 0.0
 
 
 def sweep_semantic_status(statuses: list[SemanticStatus | None]) -> SemanticStatus | None:
