@@ -107,6 +107,10 @@ def summary_event(report: SweepReport) -> dict[str, Any]:
             "metadata": report.written_metadata()}
 
 
+_json_key = json.encoder.encode_basestring_ascii
+"""``json.dumps`` of a str, without building an encoder (the journal's key of every run line)."""
+
+
 class JsonlWriter:
     """Writes events to a text stream, one line each, flushed at once (readers tail the file)."""
 
@@ -118,7 +122,7 @@ class JsonlWriter:
         spliced in as they are."""
         line = event if isinstance(event, str) else _dumps(event)
         if raw:
-            line = line[:-1] + "".join(f", {json.dumps(key)}: {text}" for key, text in raw.items()) + "}"
+            line = line[:-1] + "".join(f", {_json_key(key)}: {text}" for key, text in raw.items()) + "}"
         self.stream.write(line + "\n")
         self.stream.flush()
 

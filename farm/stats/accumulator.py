@@ -212,8 +212,11 @@ class CaseAccumulator:
         if status is not RunStatus.SKIPPED:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
-            self._outputs.add(output_digest(output))
-            self._meanings.add(None if status in _NO_OUTPUT else semantic_text(result))
+            digest = output_digest(output)
+            self._outputs.add(digest)
+            if status not in _NO_OUTPUT:
+                meaning = semantic_text(result)  # a one-turn run's: its output itself, whose digest is made
+                self._meanings.add(meaning, digest if meaning is output else None)
             self._reasons.add(result)
             self._costs.add_run(result)
         self._details.offer(result)

@@ -79,7 +79,7 @@ def _ratio(value: Fraction | int | float) -> tuple[int, int]:
 def round_ratio_half_up(numerator: int, denominator: int, digits: int) -> float:
     """``numerator / denominator`` (denominator > 0) rounded half-up to ``digits`` decimals, exactly:
     floor(x · 10^d + 1/2) in integers."""
-    scale = 10**digits
+    scale: int = 10**digits
     return ((2 * numerator * scale + denominator) // (2 * denominator)) / scale
 
 
@@ -91,14 +91,14 @@ def round_half_up(value: Fraction | int, digits: int) -> float:
 def floor_to(value: Fraction | int | float, digits: int) -> float:
     """``value`` (a float taken at its exact binary value) rounded down to ``digits`` decimals, exactly."""
     numerator, denominator = _ratio(value)
-    scale = 10**digits
+    scale: int = 10**digits
     return ((numerator * scale) // denominator) / scale
 
 
 def ceil_to(value: Fraction | int | float, digits: int) -> float:
     """``value`` (a float taken at its exact binary value) rounded up to ``digits`` decimals, exactly."""
     numerator, denominator = _ratio(value)
-    scale = 10**digits
+    scale: int = 10**digits
     return (-((-numerator * scale) // denominator)) / scale
 
 

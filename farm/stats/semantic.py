@@ -53,14 +53,16 @@ class SemanticSample:
         self._embeddings: Any = None
         self._installed: bool | None = None
 
-    def add(self, value: Any) -> None:
-        """Count one run's answer (``semantic_text``'s value); None (no answer) is not counted."""
+    def add(self, value: Any, digest: bytes | None = None) -> None:
+        """Count one run's answer (``semantic_text``'s value); None (no answer) is not counted.
+        ``digest``: ``output_digest(value)`` when the caller has it already (the accumulator's, of
+        the same output)."""
         if value is None:
             return
         if not isinstance(value, str):
             self.not_text += 1
             return
-        key = output_digest(value)
+        key = output_digest(value) if digest is None else digest
         if key in self.counts:
             self.counts[key] += 1
         elif len(self.counts) < self.cap:
