@@ -26,12 +26,18 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
+"""What ``json.dumps(…, ensure_ascii=False, default=str, allow_nan=False)`` builds on every call."""
+
+
 def _dumps(event: dict[str, Any]) -> str:
     try:
-        line = json.dumps(event, ensure_ascii=False, default=str, allow_nan=False)
+        line = _ENCODER.encode(event)
     except ValueError:  # rare: an agent answered NaN or Infinity
         event = _finite(event)
         line = json.dumps(event, ensure_ascii=False, default=str)
+    if line.isascii():  # the common case: nothing to encode to find out
+        return line
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from an agent: escape rather than crash
