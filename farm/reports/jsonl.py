@@ -106,6 +106,20 @@ def stability_event(s: CaseStats) -> dict[str, Any]:
     return {"type": "stability", **s.model_dump(mode="json", exclude={"run_details"})}
 
 
+_last_stability: tuple[CaseStats | None, str] = (None, "")
+"""As ``_last_result``: the journal and a ``-o`` stream write the same ``stability`` line of each case."""
+
+
+def stability_line(s: CaseStats) -> str:
+    """``stability_event(s)`` as one JSON text (no newline)."""
+    global _last_stability
+    last, line = _last_stability
+    if last is not s:
+        line = _dumps(stability_event(s))
+        _last_stability = (s, line)
+    return line
+
+
 def summary_event(report: SweepReport) -> dict[str, Any]:
     """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts, and
     the report's metadata (a stopped sweep says so here: ``status``, ``stopped``, ``not_run``)."""
@@ -151,7 +165,7 @@ class JsonlWriter:
 
     def stability(self, s: CaseStats) -> None:
         if s.label != "skipped":  # a skipped case has no statistics (SPEC 10): summary.skipped_ids lists it
-            self.write(stability_event(s))
+            self.write(stability_line(s))
 
     def summary(self, report: SweepReport) -> None:
         self.write(summary_event(report))
