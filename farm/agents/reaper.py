@@ -31,8 +31,10 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil  # imported where a process is looked at: a sweep whose agents leave none never loads it
 
 PR_SET_CHILD_SUBREAPER = 36
 MARK_VAR = "FARM_AGENT_MARK"
@@ -59,6 +61,8 @@ def new_mark() -> str:
 def _mark_of(process: psutil.Process) -> str | None:
     """The process's mark; ``""`` when it has none, None when its environment cannot be read (a
     zombie, gone, or not ours)."""
+    import psutil
+
     try:
         return str(process.environ().get(MARK_VAR, ""))
     except (psutil.Error, OSError):
@@ -70,6 +74,10 @@ def _marked(process: psutil.Process, mark: str) -> bool:
 
 
 def _kill(processes: list[psutil.Process]) -> None:
+    if not processes:
+        return
+    import psutil
+
     for process in processes:
         with contextlib.suppress(psutil.Error, OSError):
             process.send_signal(signal.SIGKILL)
@@ -86,6 +94,8 @@ def _reap(pids: set[int]) -> None:
                 if os.waitpid(pid, os.WNOHANG)[0] == pid:
                     pids.discard(pid)
             except ChildProcessError:  # not (yet) ours: gone, or its dying parent's still
+                import psutil
+
                 if not psutil.pid_exists(pid):
                     pids.discard(pid)
         if pids:
@@ -100,6 +110,8 @@ def _direct_children() -> list[int]:
             with open(f"{task.path}/children", encoding="ascii") as listing:
                 pids += [int(p) for p in listing.read().split()]
     except OSError:
+        import psutil
+
         with contextlib.suppress(psutil.Error):
             return [c.pid for c in psutil.Process().children()]
     return pids
@@ -137,6 +149,8 @@ class _Programs:
             with self.lock:
                 self.starting -= 1
                 for pid in pids:
+                    import psutil
+
                     with contextlib.suppress(psutil.Error):
                         self.started[pid] = psutil.Process(pid).create_time()
 
@@ -147,6 +161,8 @@ class _Programs:
             since = self.started.get(group)
             if since is None or self.starting or process.pid in self.started:
                 return False
+        import psutil
+
         with contextlib.suppress(psutil.Error, OSError):
             return bool(process.status() == psutil.STATUS_ZOMBIE and os.getsid(process.pid) == process.pid
                     and process.create_time() >= since)
@@ -164,6 +180,8 @@ def _leftovers(mark: str, group: int) -> list[psutil.Process]:
     """Our children that belong to the turn: members of its program's group (zombies included:
     they came back to us) or carrying its mark (``setsid`` ones), with what each started; and the
     zombies of the turn's ``setsid`` children that exited on their own."""
+    import psutil
+
     found: dict[int, psutil.Process] = {}
     for pid in _direct_children():
         with contextlib.suppress(psutil.Error, OSError):
@@ -202,6 +220,8 @@ def _end_leftovers(mark: str, group: int) -> int:
 
 
 def _end_marked_anywhere(mark: str) -> int:
+    import psutil
+
     try:
         found = [p for p in psutil.process_iter() if _marked(p, mark)]
     except psutil.Error:
@@ -223,6 +243,8 @@ def end_strays(keep: set[int]) -> int:
     for pid in _direct_children():
         if pid in keep:
             continue
+        import psutil
+
         with contextlib.suppress(psutil.Error):
             process = psutil.Process(pid)
             strays[pid] = process

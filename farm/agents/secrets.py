@@ -40,6 +40,8 @@ def register_secret(value: str | None) -> None:
 
 def redact(text: str) -> str:
     """``text`` with every registered secret replaced by ``***`` (longest first)."""
+    if not _secrets:  # the common case, read without the lock (a set's size is read atomically): nothing to mask
+        return text
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)
     for secret in secrets:

@@ -198,6 +198,12 @@ def bound_actual(value: Any, limit: int = MAX_ACTUAL) -> JsonValue:
     """``value`` itself when small; a truncated string form when its JSON exceeds ``limit``."""
     if value is MISSING:
         return None
+    # Its JSON fits whatever it holds (null, false: 5 chars; a character escapes to at most 6): not written
+    if value is None or isinstance(value, bool):
+        if limit >= 5:
+            return value
+    elif isinstance(value, str) and 6 * len(value) + 2 <= limit:
+        return value
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):

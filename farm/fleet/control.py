@@ -27,7 +27,7 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from farm.checks.base import Judge, JudgeVerdict
@@ -101,14 +101,22 @@ _SCOPE: ContextVar[FleetScope | None] = ContextVar("farm_fleet_scope", default=N
 _ROLE: ContextVar[str] = ContextVar("farm_fleet_role", default=AGENT)
 
 
-@contextlib.contextmanager
-def fleet_scope(scope: FleetScope) -> Iterator[FleetScope]:
+class fleet_scope:  # lower case: used as ``with fleet_scope(scope):``, once per run (no generator's cost)
     """Charge the calls made inside the block (and tasks started in it) to ``scope``."""
-    token = _SCOPE.set(scope)
-    try:
-        yield scope
-    finally:
-        _SCOPE.reset(token)
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, scope: FleetScope) -> None:
+        self._scope = scope
+        self._token: Token[FleetScope | None] | None = None
+
+    def __enter__(self) -> FleetScope:
+        self._token = _SCOPE.set(self._scope)
+        return self._scope
+
+    def __exit__(self, *_exc: object) -> None:
+        assert self._token is not None
+        _SCOPE.reset(self._token)
 
 
 def refuse(error: FleetStop, *, answered: bool = False) -> FleetStop:

@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from types import TracebackType
 from typing import Protocol
 
 
@@ -100,27 +101,50 @@ def run_clock() -> RunClock | None:
     return _CLOCK.get()
 
 
-@contextlib.contextmanager
-def new_run_clock(listener: WaitListener | None = None) -> Iterator[RunClock]:
-    """A clock for the run made inside the block (``listener``: told of its waits)."""
-    clock = RunClock(listener)
-    token = _CLOCK.set(clock)
-    try:
-        yield clock
-    finally:
-        _CLOCK.reset(token)
+class new_run_clock:  # lower case: a context manager used as a function, ``with new_run_clock() as clock``
+    """A clock for the run made inside the block (``listener``: told of its waits).
+
+    A class rather than a generator context manager, as ``queued_timeout``: one of each per run."""
+
+    __slots__ = ("_clock", "_token")
+
+    def __init__(self, listener: WaitListener | None = None) -> None:
+        self._clock = RunClock(listener)
+        self._token: Token[RunClock | None] | None = None
+
+    def __enter__(self) -> RunClock:
+        self._token = _CLOCK.set(self._clock)
+        return self._clock
+
+    def __exit__(self, *_exc: object) -> None:
+        assert self._token is not None
+        _CLOCK.reset(self._token)
 
 
-@contextlib.asynccontextmanager
-async def queued_timeout(seconds: float) -> AsyncIterator[asyncio.Timeout]:
-    """``asyncio.timeout(seconds)``, pushed back by the run's waits for capacity inside it."""
-    async with asyncio.timeout(seconds) as timeout:
-        clock = _CLOCK.get()
-        if clock is None:
-            yield timeout
-        else:
-            with clock.counting(timeout):
-                yield timeout
+class queued_timeout:  # lower case: used as ``async with queued_timeout(seconds) as timeout``
+    """``asyncio.timeout(seconds)``, pushed back by the run's waits for capacity inside it.
+
+    A class rather than an ``asynccontextmanager``: every run enters two (its guard, its turn),
+    and the generator's machinery cost more than the timeout itself."""
+
+    __slots__ = ("_clock", "_timeout")
+
+    def __init__(self, seconds: float) -> None:
+        self._timeout = asyncio.timeout(seconds)
+        self._clock: RunClock | None = None
+
+    async def __aenter__(self) -> asyncio.Timeout:
+        timeout = await self._timeout.__aenter__()
+        clock = self._clock = _CLOCK.get()
+        if clock is not None:
+            clock._timeouts.append(timeout)  # as ``RunClock.counting`` does, without its generator
+        return timeout
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if self._clock is not None:
+            self._clock._timeouts.remove(self._timeout)
+        await self._timeout.__aexit__(kind, exc, tb)  # raises TimeoutError when it expired; never suppresses
 
 
 @contextlib.asynccontextmanager

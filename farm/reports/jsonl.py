@@ -26,12 +26,18 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
+"""What ``json.dumps(…, ensure_ascii=False, default=str, allow_nan=False)`` builds on every call."""
+
+
 def _dumps(event: dict[str, Any]) -> str:
     try:
-        line = json.dumps(event, ensure_ascii=False, default=str, allow_nan=False)
+        line = _ENCODER.encode(event)
     except ValueError:  # rare: an agent answered NaN or Infinity
         event = _finite(event)
         line = json.dumps(event, ensure_ascii=False, default=str)
+    if line.isascii():  # the common case: nothing to encode to find out
+        return line
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from an agent: escape rather than crash
@@ -100,11 +106,29 @@ def stability_event(s: CaseStats) -> dict[str, Any]:
     return {"type": "stability", **s.model_dump(mode="json", exclude={"run_details"})}
 
 
+_last_stability: tuple[CaseStats | None, str] = (None, "")
+"""As ``_last_result``: the journal and a ``-o`` stream write the same ``stability`` line of each case."""
+
+
+def stability_line(s: CaseStats) -> str:
+    """``stability_event(s)`` as one JSON text (no newline)."""
+    global _last_stability
+    last, line = _last_stability
+    if last is not s:
+        line = _dumps(stability_event(s))
+        _last_stability = (s, line)
+    return line
+
+
 def summary_event(report: SweepReport) -> dict[str, Any]:
     """The ``summary`` line: sweep figures plus Yao's ``total``/``passed``/``failed`` counts, and
     the report's metadata (a stopped sweep says so here: ``status``, ``stopped``, ``not_run``)."""
     return {"type": "summary", **report.summary.model_dump(mode="json"), **yao_summary_aliases(report),
             "metadata": report.written_metadata()}
+
+
+_json_key = json.encoder.encode_basestring_ascii
+"""``json.dumps`` of a str, without building an encoder (the journal's key of every run line)."""
 
 
 class JsonlWriter:
@@ -118,7 +142,7 @@ class JsonlWriter:
         spliced in as they are."""
         line = event if isinstance(event, str) else _dumps(event)
         if raw:
-            line = line[:-1] + "".join(f", {json.dumps(key)}: {text}" for key, text in raw.items()) + "}"
+            line = line[:-1] + "".join(f", {_json_key(key)}: {text}" for key, text in raw.items()) + "}"
         self.stream.write(line + "\n")
         self.stream.flush()
 
@@ -141,7 +165,7 @@ class JsonlWriter:
 
     def stability(self, s: CaseStats) -> None:
         if s.label != "skipped":  # a skipped case has no statistics (SPEC 10): summary.skipped_ids lists it
-            self.write(stability_event(s))
+            self.write(stability_line(s))
 
     def summary(self, report: SweepReport) -> None:
         self.write(summary_event(report))

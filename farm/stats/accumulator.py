@@ -20,7 +20,7 @@ from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
-from farm.stats.measures import label_for, percent, round_half_up, stability_class, wilson_percent
+from farm.stats.measures import label_for, percent, round_ratio_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -212,8 +212,11 @@ class CaseAccumulator:
         if status is not RunStatus.SKIPPED:
             self._durations.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
-            self._outputs.add(output_digest(output))
-            self._meanings.add(None if status in _NO_OUTPUT else semantic_text(result))
+            digest = output_digest(output)
+            self._outputs.add(digest)
+            if status not in _NO_OUTPUT:
+                meaning = semantic_text(result)  # a one-turn run's: its output itself, whose digest is made
+                self._meanings.add(meaning, digest if meaning is output else None)
             self._reasons.add(result)
             self._costs.add_run(result)
         self._details.offer(result)
@@ -267,7 +270,7 @@ class CaseAccumulator:
     def _consistency(self, scored: int) -> float:
         if scored <= 1:
             return 1.0
-        return round_half_up(Fraction(self._outputs.mode_count(), scored), 3)
+        return round_ratio_half_up(self._outputs.mode_count(), scored, 3)
 
     def run_details(self) -> list[RunDetail]:
         """The kept run details alone (the rest of ``stats`` is not computed)."""

@@ -35,7 +35,7 @@ def wilson_percent(successes: int, n: int) -> tuple[float, float]:
     """The 95 % Wilson interval in percent, one decimal, rounded outward so it never claims more
     than it knows (``pass_rate_ci``, checkpoint reach rates)."""
     low, high = wilson_interval(successes, n)
-    return (floor_to(Fraction(low * 100), 1), ceil_to(Fraction(high * 100), 1))
+    return (floor_to(low * 100, 1), ceil_to(high * 100, 1))
 
 
 def stability_class(pass_rate: float | Fraction) -> StabilityClass:
@@ -66,22 +66,40 @@ def label_for(passed: int, counted: int) -> Label:
     return "flaky"
 
 
+def _ratio(value: Fraction | int | float) -> tuple[int, int]:
+    """``value`` exactly as numerator and (positive) denominator: no ``Fraction`` is built (a case's
+    statistics round a dozen figures; the ``Fraction`` arithmetic was most of their cost)."""
+    if isinstance(value, int):
+        return value, 1
+    if isinstance(value, float):
+        return value.as_integer_ratio()
+    return value.numerator, value.denominator
+
+
+def round_ratio_half_up(numerator: int, denominator: int, digits: int) -> float:
+    """``numerator / denominator`` (denominator > 0) rounded half-up to ``digits`` decimals, exactly:
+    floor(x · 10^d + 1/2) in integers."""
+    scale: int = 10**digits
+    return ((2 * numerator * scale + denominator) // (2 * denominator)) / scale
+
+
 def round_half_up(value: Fraction | int, digits: int) -> float:
     """``value`` rounded half-up to ``digits`` decimals, computed exactly (66.666… → 66.7)."""
-    scale = 10**digits
-    return float(math.floor(Fraction(value) * scale + Fraction(1, 2)) / scale)
+    return round_ratio_half_up(*_ratio(value), digits)
 
 
-def floor_to(value: Fraction | int, digits: int) -> float:
-    """``value`` rounded down to ``digits`` decimals, exactly."""
-    scale = 10**digits
-    return float(math.floor(Fraction(value) * scale) / scale)
+def floor_to(value: Fraction | int | float, digits: int) -> float:
+    """``value`` (a float taken at its exact binary value) rounded down to ``digits`` decimals, exactly."""
+    numerator, denominator = _ratio(value)
+    scale: int = 10**digits
+    return ((numerator * scale) // denominator) / scale
 
 
-def ceil_to(value: Fraction | int, digits: int) -> float:
-    """``value`` rounded up to ``digits`` decimals, exactly."""
-    scale = 10**digits
-    return float(math.ceil(Fraction(value) * scale) / scale)
+def ceil_to(value: Fraction | int | float, digits: int) -> float:
+    """``value`` (a float taken at its exact binary value) rounded up to ``digits`` decimals, exactly."""
+    numerator, denominator = _ratio(value)
+    scale: int = 10**digits
+    return (-((-numerator * scale) // denominator)) / scale
 
 
 def percent(part: int, whole: int) -> float:
@@ -91,7 +109,7 @@ def percent(part: int, whole: int) -> float:
     """
     if whole == 0:
         return 0.0
-    value = round_half_up(Fraction(100 * part, whole), 1)
+    value = round_ratio_half_up(100 * part, whole, 1)
     if value == 100 and part != whole:
         return 99.9
     if value == 0 and part != 0:

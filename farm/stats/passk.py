@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from fractions import Fraction
 from typing import Any
 
-from farm.stats.measures import round_half_up
+from farm.stats.measures import round_ratio_half_up
 
 DEFAULT_PASS_K: tuple[int, ...] = (1, 5)
 """k = 1 anchors the figures (it equals the pass rate); k = 5 is the usual "five attempts"
@@ -31,7 +30,8 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
     _check(n, c, k)
     if n < k:
         return None
-    return round_half_up(1 - Fraction(math.comb(n - c, k), math.comb(n, k)), PASS_K_DIGITS)
+    total = math.comb(n, k)
+    return round_ratio_half_up(total - math.comb(n - c, k), total, PASS_K_DIGITS)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
@@ -39,7 +39,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     _check(n, c, k)
     if n < k:
         return None
-    return round_half_up(Fraction(math.comb(c, k), math.comb(n, k)), PASS_K_DIGITS)
+    return round_ratio_half_up(math.comb(c, k), math.comb(n, k), PASS_K_DIGITS)
 
 
 def pass_k_figures(n: int, c: int, ks: Iterable[int]) -> tuple[dict[str, float | None], dict[str, float | None]]:

@@ -10,13 +10,12 @@ the semantic figures are null and the status ``not_text``.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from farm.models import RunResult
 from farm.models.stats import SemanticCluster, SemanticStatus
 from farm.semantic.cluster import Cluster
-from farm.stats.measures import round_half_up
+from farm.stats.measures import round_ratio_half_up
 from farm.stats.outputs import normalise_output, output_digest
 
 SEMANTIC_SAMPLE_CAP = 200
@@ -54,14 +53,16 @@ class SemanticSample:
         self._embeddings: Any = None
         self._installed: bool | None = None
 
-    def add(self, value: Any) -> None:
-        """Count one run's answer (``semantic_text``'s value); None (no answer) is not counted."""
+    def add(self, value: Any, digest: bytes | None = None) -> None:
+        """Count one run's answer (``semantic_text``'s value); None (no answer) is not counted.
+        ``digest``: ``output_digest(value)`` when the caller has it already (the accumulator's, of
+        the same output)."""
         if value is None:
             return
         if not isinstance(value, str):
             self.not_text += 1
             return
-        key = output_digest(value)
+        key = output_digest(value) if digest is None else digest
         if key in self.counts:
             self.counts[key] += 1
         elif len(self.counts) < self.cap:
@@ -126,7 +127,7 @@ def np_stack(rows: list[Any]) -> Any:
 
 def round_half_up_share(part: int, whole: int) -> float:
     """``part / whole`` rounded to 3 places (half up), as ``consistency`` is."""
-    return round_half_up(Fraction(part, whole), 3) if whole else 0.0
+    return round_ratio_half_up(part, whole, 3) if whole else 0.0
 
 
 def sweep_semantic_status(statuses: list[SemanticStatus | None]) -> SemanticStatus | None:
