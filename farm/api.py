@@ -34,7 +34,6 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
-from farm.agents.transport import client_deferred
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
 from farm.models import Case, SweepReport
@@ -276,13 +275,23 @@ def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, 
 def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
     """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
     replaying = AgentHooks(replaying=specs.fleet.replay is not None)  # a replay needs no secret
-    with contextlib.nullcontext() if _calls_agents_here(specs) else client_deferred(), replaying.building():
+    with _client_here_or_deferred(specs), replaying.building():
         built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
                                          replaying=replaying.replaying)
     reporter = specs.outputs.reporter
     if reporter and reporter not in BUILTIN_REPORTERS:
         parse_reference(reporter, options)  # a missing reporter is bad input, found now
     return built
+
+
+def _client_here_or_deferred(specs: SweepSpecs) -> contextlib.AbstractContextManager[None]:
+    """Nothing when the agents are called here, else ``client_deferred``: the transport module is
+    imported only by a sweep that builds HTTP agents it will not call (a plain sweep never does)."""
+    if _calls_agents_here(specs):
+        return contextlib.nullcontext()
+    from farm.agents.transport import client_deferred
+
+    return client_deferred()
 
 
 def _calls_agents_here(specs: SweepSpecs) -> bool:

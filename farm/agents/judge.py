@@ -14,10 +14,9 @@ import threading
 from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.agents.base import Agent, consulting_request
-from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.limiter import KeyedLimiter
 from farm.agents.options import AgentOptions
@@ -26,6 +25,9 @@ from farm.checks.base import Judge, JudgeVerdict
 from farm.checks.judged import parse_verdict
 from farm.errors import AgentResolutionError
 from farm.models import JsonValue, Reply
+
+if TYPE_CHECKING:
+    from farm.agents.connectors import Connector, ConnectorRegistry
 
 AGENT_PREFIX = "agents:"
 NO_JUDGE = "no judge: pass --judge CONNECTOR"
@@ -125,6 +127,8 @@ class JudgeResolver:
         return AgentJudge(agent)
 
     def _connector_judge(self, name: str) -> Judge:
+        from farm.agents.connectors import load_connectors  # its HTTP transport, only when a judge is named
+
         with self.hooks.building():
             if self._connectors is None:
                 self._connectors = load_connectors(Path(self.options.connectors_root), limiter=self.hooks.limiter)

@@ -6,6 +6,9 @@ backoff and jitter (at most ``max_delay``, 10 s), waits at least what ``Retry-Af
 for (up to ``MAX_RETRY_AFTER_S``, 120 s), counts every retry on the
 conversation (reports show them) and, when the attempts run out, raises ``AgentError`` naming
 the last fault. Any other exception passes through at once.
+
+tenacity is imported on the first transient fault, not with this module: every sweep imports
+this module, few retry, and tenacity imports tornado whenever tornado is installed (20 ms).
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
-from typing import TypeVar
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_exponential, wait_random
+from typing import TYPE_CHECKING, TypeVar
 
 from farm.agents.base import Conversation
 from farm.errors import AgentError, FaultKind
 from farm.settings import whole_number_env
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 T = TypeVar("T")
 
@@ -76,6 +79,8 @@ class _BackoffHonouringRetryAfter:
     def __init__(self, base_delay: float, max_delay: float, max_retry_after: float = MAX_RETRY_AFTER_S) -> None:
         self.max_delay = max_delay
         self.max_retry_after = max_retry_after
+        from tenacity.wait import wait_exponential, wait_random  # on a retry only (module docstring)
+
         self.backoff = wait_exponential(multiplier=base_delay, max=max_delay) + wait_random(0, base_delay)
 
     def __call__(self, state: RetryCallState) -> float:
@@ -119,6 +124,8 @@ async def _retry_after_first(
     fn: Callable[[], Awaitable[T]], first: TransientError, conversation: Conversation | None,
     attempts: int, wait: _BackoffHonouringRetryAfter,
 ) -> T:
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt  # module docstring
+
     retries = 0
     pending = [first]  # attempt 1 already ran: tenacity sees its fault, waits and counts as usual
 

@@ -38,6 +38,7 @@ from farm.agents.faults import client_fault, status_fault
 from farm.agents.limiter import NO_LIMITER, CallLease, CallLimiter
 from farm.agents.retry import parse_retry_after
 from farm.fleet.quota import raise_if_quota_exhausted
+from farm.models.usage import usage_counts
 
 if TYPE_CHECKING:
     import aiohttp
@@ -59,14 +60,6 @@ DEFAULT_TIMEOUT_S = 300.0
 TURN_TIMEOUT_SLACK_S = 1.0
 """Added to a turn's ``timeout_s``: the caller's deadline (``execute``) fires first and records a
 ``timeout``; ours is only the backstop for callers without one."""
-
-
-def usage_counts(usage: Mapping[str, Any] | None) -> dict[str, int] | None:
-    """The integer token counts of a reply's usage (cost and other figures left out)."""
-    if not usage:
-        return None
-    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return counts or None
 
 
 # ------------------------------------------------------------------------------- TLS, timeouts

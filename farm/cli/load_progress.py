@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 SHOW_AFTER_S = 1.0
 """A load shorter than this shows nothing (``FARM_LOAD_PROGRESS_AFTER`` seconds, when set)."""
@@ -49,6 +51,8 @@ class LoadProgress:
         # The seconds since the load began (a bar's elapsed column would count from when it is drawn).
         counted, seconds = f"{self._cases:,}", f"{time.monotonic() - self._started:.0f}"
         if self._progress is None:
+            from rich.progress import Progress, SpinnerColumn, TextColumn  # a load this long only
+
             self._progress = Progress(SpinnerColumn(), TextColumn("reading the suite: {task.fields[cases]} cases, "
                                                                   "{task.fields[seconds]} s"),
                                       console=self._console, transient=True)

@@ -10,10 +10,10 @@ agent without ``max_tokens``. Budgets charge these agents per run (``FleetRuntim
 from __future__ import annotations
 
 from farm.agents.base import Agent, AgentRequest
-from farm.agents.transport import usage_counts
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.waiting import granted, waiting
 from farm.models import Reply
+from farm.models.usage import usage_counts
 
 
 class LimitedAgent:

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 
 
+def usage_counts(usage: Mapping[str, Any] | None) -> dict[str, int] | None:
+    """The integer token counts of a reply's usage (cost and other figures left out)."""
+    if not usage:
+        return None
+    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return counts or None
+
+
 @dataclass(frozen=True)
 class Usage:
     """Tokens of one call, turn, run or total; None: not reported."""

@@ -11,12 +11,13 @@ key (SPEC 13): an unpriced one is named with the fix.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 from farm.agents.base import Agent
-from farm.agents.connectors import Connector
 from farm.agents.judge import AgentJudge, ConnectorJudge, JudgeResolver
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
@@ -27,6 +28,9 @@ from farm.plan.fleet import FleetFlags, FleetPlan, ReplaySpec, agent_ref_key
 from farm.plan.rate_specs import RateLimit, declared_limit
 from farm.stats.prices import PRICES_ENV, Price, PriceTable
 from farm.yaofile import read_yao_object
+
+if TYPE_CHECKING:
+    from farm.agents.connectors import Connector
 
 UNMETERED_TYPES = ("python", "command")
 """Adapters whose calls never pass the transport: the farm sees their usage only in their replies.
@@ -65,11 +69,18 @@ class _Keys:
         return connector.id
 
 
+def _is_connector(value: object) -> TypeGuard[Connector]:
+    """Whether ``value`` is a connector. None exists until ``farm.agents.connectors`` is imported
+    (by whatever built it), and a sweep without one does not import that module (its transport)."""
+    module = sys.modules.get("farm.agents.connectors")
+    return module is not None and isinstance(value, module.Connector)
+
+
 def _agent_key(keys: _Keys, ref: AgentRef, agent: Agent, options: AgentOptions) -> tuple[str, bool]:
     """The key of the agent's calls, and whether they bypass the transport (unmetered)."""
     spec = adapter_spec(ref, options)
     connector = getattr(agent, "connector", None)
-    if spec.type == "prompt" and isinstance(connector, Connector):
+    if spec.type == "prompt" and _is_connector(connector):
         key = keys.connector(connector, f"agent {agent.id}")
         keys.declare(key, spec.manifest, spec.where, wins=False)
         return key, False
@@ -83,7 +94,7 @@ def _judge_key(keys: _Keys, name: str, judge: object) -> None:
         keys.connector(judge.connector, f"judge {name}")
     elif isinstance(judge, AgentJudge):
         inner = getattr(judge.agent, "connector", None)
-        names = (inner.id, inner.model) if isinstance(inner, Connector) else ()
+        names = (inner.id, inner.model) if _is_connector(inner) else ()
         keys.price(name, f"judge {name}", judge.agent.id, *names)
         keys.metered.add(name)
 

@@ -19,15 +19,18 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from farm.agents.base import Agent, consulting_request
-from farm.agents.connectors import Connector, ConnectorRegistry, load_connectors
 from farm.agents.hooks import NO_HOOKS, AgentHooks
 from farm.agents.options import AgentOptions
 from farm.agents.resolve import AgentPool, parse_reference
 from farm.errors import AgentResolutionError
 from farm.models import Case, JsonValue, Reply, SimulatorSpec
 from farm.run.dynamic import ScriptedSimulator, Simulator
+
+if TYPE_CHECKING:
+    from farm.agents.connectors import Connector, ConnectorRegistry
 
 __all__ = ["LLM_PREFIX", "SIMULATOR_PROMPT", "SimulatorPool", "check_simulators", "create_simulator_pool"]
 
@@ -106,6 +109,8 @@ class SimulatorPool:
             raise AgentResolutionError(f"simulator {spec.use}: {exc.message}") from None
 
     def _connector(self, name: str) -> Connector:
+        from farm.agents.connectors import load_connectors  # its HTTP transport, only for an llm: simulator
+
         try:
             with self.hooks.building():
                 if self._connectors is None:

@@ -12,13 +12,14 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +134,18 @@ class ProgressBar:
     """A progress bar with pass/fail counts, the running pass rate and an ETA."""
 
     def __init__(self, console: Console) -> None:
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
-                       "{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
+        # rich.progress only when a bar is drawn: --no-progress and pipes never import it.
+        from rich import progress as bar
+
+        self._progress = bar.Progress(
+            bar.TextColumn("[bold]{task.description}"),
+            bar.BarColumn(),
+            bar.MofNCompleteColumn(),
+            bar.TextColumn("[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
+                           "{task.fields[rate]}"),
+            bar.TimeElapsedColumn(),
+            bar.TextColumn("eta"),
+            bar.TimeRemainingColumn(),
             console=console,
             transient=True,
         )
