@@ -18,7 +18,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from farm.cli.main import COMMANDS, main
+from farm.cli.main import COMMANDS, SUMMARIES, main
 from tests.servers import ROOT
 
 HEAVY = ("pyhocon", "pyparsing", "jinja2", "sqlalchemy", "celery", "kombu", "redis", "aiohttp", "yaml", "scipy")
@@ -39,6 +39,28 @@ def test_every_command_is_listed_and_loads_by_its_name() -> None:
         command = main.get_command(click.Context(main), name)
         assert command is not None and command.name == name
         assert CliRunner().invoke(main, [name, "--help"]).exit_code == 0
+
+
+HELP_PROBE = """
+import atexit, click, sys
+from farm.cli.main import COMMANDS, main
+atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("farm.cli.")), file=sys.stderr))
+if sys.argv[1] == "load":
+    for name in COMMANDS:
+        main.get_command(click.Context(main), name)
+main(["--help"], prog_name="farm")
+"""
+
+
+def test_farm_help_lists_every_command_as_it_says_itself_without_importing_one() -> None:
+    """``farm --help`` lists the commands from ``SUMMARIES``: the same listing as with every
+    command imported, and no command module loaded (all of them cost about 0.5 s)."""
+    assert set(SUMMARIES) == set(COMMANDS)
+    plain, loaded = (subprocess.run([sys.executable, "-c", HELP_PROBE, mode], cwd=ROOT, capture_output=True,
+                                    text=True, check=True) for mode in ("plain", "load"))
+    assert plain.stdout == loaded.stdout and "Commands:" in plain.stdout
+    assert plain.stderr.strip() == "['farm.cli.main']"
+    assert "farm.cli.assess" in loaded.stderr  # the probe sees what a command imports
 
 
 def test_an_unknown_command_is_a_usage_error() -> None:
@@ -79,6 +101,25 @@ def test_a_history_url_given_is_still_checked_before_anything_runs(tmp_path: Pat
     assert done.returncode == 2
     assert "unsupported database 'mysql'" in done.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+UNUSED_BY_A_PLAIN_SWEEP = ("tenacity", "tornado", "rich.progress", "farm.agents.connectors", "farm.agents.transport",
+                           "farm.fleet.quota", "farm.cli.estimate", "farm.distributed")
+
+
+def test_a_plain_sweep_imports_no_retry_judge_transport_or_progress_bar(tmp_path: Path) -> None:
+    """A python agent, no judge named, ``--no-progress``: tenacity (which imports tornado) waits for
+    a transient fault, the connectors and their HTTP transport for a judge or ``llm:`` simulator,
+    rich.progress for a bar that is drawn (issue 32: every ``farm`` process pays its imports)."""
+    (tmp_path / "agent.py").write_text("def respond(messages):\n    return 'hi'\n", encoding="utf-8")
+    (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi", "expected": "hi"}\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "farm", "test", "-i", "suite.jsonl",
+                           "-n", "py:agent.py:respond", "-o", "out.jsonl", "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert {"farm.sweep.observers", "farm.agents.retry", "farm.agents.judge", "rich.console"} <= loaded  # seen
+    assert sorted(m for m in loaded if m.startswith(UNUSED_BY_A_PLAIN_SWEEP)) == []
 
 
 def test_a_command_leaves_its_objects_out_of_the_last_collections() -> None:
