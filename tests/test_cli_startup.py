@@ -104,13 +104,15 @@ def test_a_history_url_given_is_still_checked_before_anything_runs(tmp_path: Pat
 
 
 UNUSED_BY_A_PLAIN_SWEEP = ("tenacity", "tornado", "rich.progress", "farm.agents.connectors", "farm.agents.transport",
-                           "farm.fleet.quota", "farm.cli.estimate", "farm.distributed")
+                           "farm.fleet.quota", "farm.agents.isolation", "psutil", "farm.cli.estimate",
+                           "farm.distributed")
 
 
 def test_a_plain_sweep_imports_no_retry_judge_transport_or_progress_bar(tmp_path: Path) -> None:
     """A python agent, no judge named, ``--no-progress``: tenacity (which imports tornado) waits for
     a transient fault, the connectors and their HTTP transport for a judge or ``llm:`` simulator,
-    rich.progress for a bar that is drawn (issue 32: every ``farm`` process pays its imports)."""
+    rich.progress for a bar that is drawn, the subprocess pool (psutil) for ``--isolate``
+    (issue 32: every ``farm`` process pays its imports)."""
     (tmp_path / "agent.py").write_text("def respond(messages):\n    return 'hi'\n", encoding="utf-8")
     (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi", "expected": "hi"}\n', encoding="utf-8")
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "farm", "test", "-i", "suite.jsonl",

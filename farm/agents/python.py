@@ -17,12 +17,14 @@ import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.agents.base import AgentRequest
 from farm.agents.callables import load_callable, to_reply
-from farm.agents.isolation import IsolatedCalls
 from farm.models import Reply
+
+if TYPE_CHECKING:
+    from farm.agents.isolation import IsolatedCalls
 
 
 def _wants_context(fn: Callable[..., Any]) -> bool:
@@ -168,5 +170,9 @@ class PythonAgent:
 def create_python_agent(spec: str, *, base_dir: Path, agent_id: str | None = None,
                         isolate: bool = False) -> PythonAgent:
     fn = load_callable(spec, base_dir)
-    isolated = IsolatedCalls(spec, base_dir) if isolate else None
+    if not isolate:
+        return PythonAgent(fn, agent_id or f"py:{spec}")
+    from farm.agents.isolation import IsolatedCalls  # multiprocessing and psutil: --isolate only
+
+    isolated = IsolatedCalls(spec, base_dir)
     return PythonAgent(fn, agent_id or f"py:{spec}", isolated=isolated)
