@@ -172,12 +172,16 @@ class PlanTotals:
     skipped_runs: int = 0
     most_runs: int = 0
     longest_timeout_s: float = 0.0
+    _last_agent: AgentRef | None = field(default=None, repr=False, compare=False)
+    """The agent whose label was added last."""
 
     def add(self, planned: PlannedCase, env: RunEnvironment) -> None:
         self.add_case(planned.case, planned.plan, planned.agent, env)
 
     def add_case(self, case: Case, plan: CasePlan, agent: AgentRef, env: RunEnvironment) -> None:
-        self.labels.add(agent.label)
+        if agent is not self._last_agent:  # a batch's cases mostly share one agent: its label once
+            self.labels.add(agent.label)
+            self._last_agent = agent
         self.cases += 1
         self.runs += plan.runs
         self.skipped_runs += plan.runs if case.skip else 0
