@@ -128,3 +128,20 @@ def test_checked_fills_defaults_and_factories_and_refuses_unknown_fields() -> No
     with pytest.raises(TypeError, match="missing"):
         Turn.checked(assertions=[])
     assert Assertion.checked(type="contains", value="x") == Assertion(type="contains", value="x")
+
+
+def test_a_planned_case_and_its_index_line_as_built_before() -> None:
+    from farm.agents.ref import AgentRef
+    from farm.plan.sweep_plan import CaseSlot, PlannedCase
+    from farm.run.execute import RunEnvironment
+    from farm.stats import plan_case
+
+    case = Case(id="c 1", format="yao", turns=[Turn(messages=[Message(content="x")])], timeout_s=2.5)
+    plan, agent = plan_case(case, 3, 0.5), AgentRef("python", "m:f")
+    checked, validated = PlannedCase.checked(case=case, plan=plan, agent=agent), PlannedCase(case=case, plan=plan,
+                                                                                                 agent=agent)
+    assert checked == validated and checked.model_dump_json() == validated.model_dump_json()
+    for env in (RunEnvironment(), RunEnvironment(timeout_s=7)):
+        for planned in (checked, PlannedCase.checked(case=case.model_copy(update={"timeout_s": None}), plan=plan,
+                                                     agent=agent)):
+            assert CaseSlot.line_of(planned, env) == CaseSlot.of(planned, env).encode()

@@ -224,7 +224,7 @@ class BatchPlanner:
             skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
             batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
             return
-        batch.kept.append(self.keeper.keep(PlannedCase(case=case, plan=case_plan, agent=agent)))
+        batch.kept.append(self.keeper.keep(PlannedCase.checked(case=case, plan=case_plan, agent=agent)))
 
     def _agent(self, case: Case, batch: BatchPlan) -> AgentRef:
         key = (case.source or case.base_dir, case.agent, case.connection)

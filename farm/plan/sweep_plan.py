@@ -155,6 +155,12 @@ class CaseSlot:
     def encode(self) -> str:
         return f"{self.runs} {self.timeout_s!r} {self.id}"
 
+    @staticmethod
+    def line_of(planned: PlannedCase, env: RunEnvironment) -> str:
+        """``CaseSlot.of(planned, env).encode()`` without the slot (a submitter encodes a million)."""
+        case = planned.case
+        return f"{planned.plan.runs} {env.case_timeout(case)!r} {case.id}"
+
     @classmethod
     def decode(cls, text: str) -> CaseSlot:
         runs, timeout, case_id = text.split(" ", 2)
