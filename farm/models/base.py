@@ -8,7 +8,8 @@ on them without importing ``farm.models``, which re-exports both (no import cycl
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,13 +43,76 @@ class PerCaseModel(FarmModel):
     """
 
     def model_post_init(self, context: Any, /) -> None:
-        fields = self.__pydantic_fields_set__
-        shared = _SHARED_FIELD_SETS.get(frozenset(fields))
-        if shared is None:
-            if len(_SHARED_FIELD_SETS) >= _MAX_SHARED_FIELD_SETS:
-                return
-            shared = _SHARED_FIELD_SETS.setdefault(frozenset(fields), set(fields))
-        object.__setattr__(self, "__pydantic_fields_set__", shared)
+        object.__setattr__(self, "__pydantic_fields_set__", _shared_fields(self.__pydantic_fields_set__))
+
+    @classmethod
+    def checked(cls, **values: Any) -> Self:
+        """The model of ``values`` checked already as validation would check them, built without
+        validating them again: pydantic's ``model_construct``, lean (a million-case suite's loader
+        builds a Case, a Turn and a Message per line; validating them again was a third of its
+        time). Only for values of their fields' exact types, as ``cls(**values)`` would hold them
+        (``farm.suites.jsonl`` checks them by hand first): the result equals ``cls(**values)``,
+        fields set included (``tests/test_suites_jsonl.py`` compares them)."""
+        given = tuple(values)
+        fields, factories, fields_set, extra = _RECIPES.get((cls, given)) or _recipe(cls, given)
+        fields = fields.copy()
+        fields.update(values)
+        if factories:
+            for name, factory in factories:
+                fields[name] = factory()
+        model = _new(cls)
+        _set_dict(model, fields)
+        _set_fields_set(model, fields_set)
+        _set_extra(model, None if extra is None else {})
+        _set_private(model, None)
+        return model
+
+
+def _shared_fields(fields: Iterable[str]) -> set[str]:
+    """The one set of these field names every instance shares (``PerCaseModel``)."""
+    key = frozenset(fields)
+    shared = _SHARED_FIELD_SETS.get(key)
+    if shared is None:
+        if len(_SHARED_FIELD_SETS) >= _MAX_SHARED_FIELD_SETS:
+            return set(key)
+        shared = _SHARED_FIELD_SETS.setdefault(key, set(key))
+    return shared
+
+
+_Recipe = tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...], set[str], object]
+_RECIPES: dict[tuple[type, tuple[str, ...]], _Recipe] = {}
+_IMMUTABLE = (str, int, float, bool, type(None), tuple, frozenset)
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _recipe(cls: type[BaseModel], given: tuple[str, ...]) -> _Recipe:
+    """How ``checked`` builds a ``cls`` from the fields ``given``: every field in order with its
+    default (None where ``given`` or a factory fills it), the default factories of the fields not
+    given, the shared fields set, and ``{}`` if ``cls`` allows extra fields."""
+    found = _RECIPES.get((cls, given))
+    if found is not None:
+        return found
+    fields = cls.model_fields
+    missing = [name for name, info in fields.items() if info.is_required() and name not in given]
+    if missing or not set(given) <= fields.keys():
+        raise TypeError(f"{cls.__name__}.checked: missing {missing} or unknown fields in {list(given)}")
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    for name, info in fields.items():
+        defaults[name] = None if info.is_required() or info.default_factory is not None else info.default
+        if info.default_factory is not None and name not in given:
+            factories.append((name, cast(Callable[[], Any], info.default_factory)))
+        elif not isinstance(defaults[name], _IMMUTABLE):
+            raise TypeError(f"{cls.__name__}.{name}: a mutable default would be shared")
+    extra: dict[str, Any] | None = {} if cls.model_config.get("extra") == "allow" else None
+    if len(_RECIPES) >= _MAX_SHARED_FIELD_SETS:
+        _RECIPES.clear()
+    found = _RECIPES[(cls, given)] = (defaults, tuple(factories), _shared_fields(given), extra)
+    return found
 
 
 class Assertion(PerCaseModel):

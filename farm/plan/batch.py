@@ -27,7 +27,7 @@ from farm.plan.sweep_plan import CaseSource, PlannedCase, PlanTotals
 from farm.plan.yao_options import compile_run_pattern
 from farm.run.execute import RunEnvironment
 from farm.run.simulators import check_simulators
-from farm.stats import plan_case
+from farm.stats import CasePlan, plan_case
 from farm.stats.adaptive import AdaptiveRule
 from farm.wording import plural
 
@@ -183,6 +183,8 @@ class BatchPlanner:
         self.spec, self.env, self.options = spec, env, options
         self.regex = compile_run_pattern(spec.run_pattern)
         self.agents: dict[AgentKey, AgentRef] = {}
+        self._plain: CasePlan | None = None
+        """The plan of a case neither skipped nor with a success ratio, once one is planned."""
 
     def select(self, cases: list[Case]) -> tuple[list[Case], SelectionCounts]:
         counts = SelectionCounts()
@@ -210,14 +212,19 @@ class BatchPlanner:
         return batch
 
     def _plan_case(self, case: Case, batch: BatchPlan) -> None:
-        case_plan = plan_case(case, self.spec.runs, self.spec.min_pass_rate, self.spec.adaptive)
+        if case.skip or case.success_ratio is not None or self._plain is None:
+            case_plan = plan_case(case, self.spec.runs, self.spec.min_pass_rate, self.spec.adaptive)
+            if not (case.skip or case.success_ratio is not None):
+                self._plain = case_plan
+        else:  # every other case's plan depends on the flags only (``plan_case``): planned once
+            case_plan = self._plain
         agent = self._agent(case, batch)
         batch.totals.add_case(case, case_plan, agent, self.env)
         if self.keeper is None:
             skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
             batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
             return
-        batch.kept.append(self.keeper.keep(PlannedCase(case=case, plan=case_plan, agent=agent)))
+        batch.kept.append(self.keeper.keep(PlannedCase.checked(case=case, plan=case_plan, agent=agent)))
 
     def _agent(self, case: Case, batch: BatchPlan) -> AgentRef:
         key = (case.source or case.base_dir, case.agent, case.connection)

@@ -89,7 +89,7 @@ class CompactCases(Decoded[PlannedCase]):
         text = planned.model_dump_json()
         if not self.has_dictionary:
             self.codec, self.has_dictionary = CaseCodec(text.encode()), True
-        return self.codec.encode(text), CaseSlot.of(planned, self.env).encode()
+        return self.codec.encode(text), CaseSlot.line_of(planned, self.env)
 
     def json_texts(self) -> Iterator[str]:
         """Each case's JSON text, inflated but not parsed (the journal's plan line)."""

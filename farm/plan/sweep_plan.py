@@ -155,6 +155,12 @@ class CaseSlot:
     def encode(self) -> str:
         return f"{self.runs} {self.timeout_s!r} {self.id}"
 
+    @staticmethod
+    def line_of(planned: PlannedCase, env: RunEnvironment) -> str:
+        """``CaseSlot.of(planned, env).encode()`` without the slot (a submitter encodes a million)."""
+        case = planned.case
+        return f"{planned.plan.runs} {env.case_timeout(case)!r} {case.id}"
+
     @classmethod
     def decode(cls, text: str) -> CaseSlot:
         runs, timeout, case_id = text.split(" ", 2)
@@ -172,12 +178,16 @@ class PlanTotals:
     skipped_runs: int = 0
     most_runs: int = 0
     longest_timeout_s: float = 0.0
+    _last_agent: AgentRef | None = field(default=None, repr=False, compare=False)
+    """The agent whose label was added last."""
 
     def add(self, planned: PlannedCase, env: RunEnvironment) -> None:
         self.add_case(planned.case, planned.plan, planned.agent, env)
 
     def add_case(self, case: Case, plan: CasePlan, agent: AgentRef, env: RunEnvironment) -> None:
-        self.labels.add(agent.label)
+        if agent is not self._last_agent:  # a batch's cases mostly share one agent: its label once
+            self.labels.add(agent.label)
+            self._last_agent = agent
         self.cases += 1
         self.runs += plan.runs
         self.skipped_runs += plan.runs if case.skip else 0
