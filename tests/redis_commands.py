@@ -24,6 +24,8 @@ class Monitor:
         self.sent: Counter[str] = Counter()
         self.in_lua: Counter[str] = Counter()
         self.keys: Counter[str] = Counter()
+        self.order: list[str] = []
+        """Every command clients sent, in the order the server received them (by name)."""
         self._monitor = self.client.monitor()
         self._monitor.__enter__()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -38,6 +40,7 @@ class Monitor:
                 lua = event.get("client_type") == "lua"
                 (self.in_lua if lua else self.sent)[name] += 1
                 if not lua:
+                    self.order.append(name)
                     self.keys[f"{name} {_shape(str(event['command']))}"] += 1
         except Exception:  # the connection closed: stop reading
             return

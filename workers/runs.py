@@ -65,11 +65,17 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
 
     While Redis refuses writes for memory, it waits and starts over (``farm.distributed.store.memory``): the
     run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
-    ``again``: the message was delivered before or published again (its run may be stored already).
+    ``again``: the message was delivered before or published again (its run may be stored already);
+    a start over asks too, whatever ``again`` says (the run may have been stored before the refusal).
     """
-    return until_writable(lambda: _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire,
-                                           again=again),
-                          f"run {case_id}/{run} of sweep {sweep_id}")
+    tries = 0
+
+    def attempt() -> dict[str, Any]:
+        nonlocal tries
+        tries += 1  # a start over after a refused write may follow a stored run: it asks
+        return _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire, again=again or tries > 1)
+
+    return until_writable(attempt, f"run {case_id}/{run} of sweep {sweep_id}")
 
 
 def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,

@@ -132,6 +132,7 @@ class CeleryExecutor(Executor):
         if self._store is None:
             self._store = SweepStore.from_url(self.store_url, ttl=self.settings.result_ttl_s)
             self._store.ping()
+            self._store.require_version()
         return self._store
 
     # ------------------------------------------------------------------ submitting

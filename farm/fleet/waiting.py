@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Protocol
@@ -82,15 +82,6 @@ class RunClock:
     def left(self, deadline: float) -> float:
         """Seconds left before a monotonic ``deadline`` set before the run queued."""
         return deadline + self.queued_s - time.monotonic()
-
-    @contextlib.contextmanager
-    def counting(self, timeout: asyncio.Timeout) -> Iterator[asyncio.Timeout]:
-        """Push ``timeout`` back by the waits inside the block."""
-        self._timeouts.append(timeout)
-        try:
-            yield timeout
-        finally:
-            self._timeouts.remove(timeout)
 
 
 _CLOCK: ContextVar[RunClock | None] = ContextVar("farm_run_clock", default=None)

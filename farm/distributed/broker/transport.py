@@ -208,7 +208,8 @@ class Channel(kombu_redis.Channel):
 
     def _brpop_read(self, **options: Any) -> bool:
         """kombu's ``_brpop_read``, taking a batch where the prefetch limit leaves room (and
-        flushing the acknowledgements waiting, so an idle worker holds none for long)."""
+        flushing the acknowledgements waiting once the oldest of them is due, so an idle worker
+        holds none for long)."""
         if self.global_keyprefix:  # the shared client would prefix BRPOP's key again: kombu's read
             try:
                 return super()._brpop_read(**options)  # type: ignore[no-any-return, no-untyped-call]

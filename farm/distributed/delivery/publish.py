@@ -131,11 +131,17 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
                 return _drop_the_rest(store, sweep, cases, slots, token)
             room = size if window is None else min(size, window - (position - store.settled_total(sid)))
             if room > 0:
-                sent = _publish_next(app, producer, sweep, slots, room)
-                if not sent:  # the plan holds fewer runs than its cases say: nothing left to send
+                chunk = list(itertools.islice(slots, room))
+                if not chunk:  # the plan holds fewer runs than its cases say: nothing left to send
                     break
-                position, size = position + sent, batch
+                # the cursor moves before the runs go (write-ahead): a publisher that dies between
+                # the two leaves runs published and unsent, which the reconciler's repair sends
+                # again (``again``: asked whether stored); the other order would let the next
+                # publisher send them a second time as first deliveries, whose agent call nobody
+                # checks against a stored run
+                position, size = position + len(chunk), batch
                 store.advance_cursor(sid, position)
+                _send(app, producer, sweep, chunk, sweep.queue)
                 store.touch(sid)
             elif not wait:
                 store.release_lease(lease, token)
@@ -155,15 +161,6 @@ def _drop_the_rest(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot
     drop_unpublished(store, sweep, cases, list(slots))
     store.release_lease(keys.publisher_key(sweep.sweep_id), token)
     return Outcome.STOPPED
-
-
-def _publish_next(app: Any, producer: Any, sweep: SweepPlan, slots: Iterator[tuple[CaseSlot, int]],
-                  room: int) -> int:
-    """Send the next ``room`` runs of ``slots`` (fewer when it runs out); returns how many were sent."""
-    chunk = list(itertools.islice(slots, room))
-    if chunk:
-        _send(app, producer, sweep, chunk, sweep.queue)
-    return len(chunk)
 
 
 _published: set[str] = set()

@@ -15,7 +15,7 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:cases-done      set: case ids aggregated; SCARD is the sweep's done-counter
     farm:sweep:{id}:dropped         counter: runs settled without being stored (runs stored, the
                                     progress ``farm status`` shows, = settled-count minus this)
-    farm:sweep:{id}:settled:{case}  bitfield: u32 counters of the case's runs settled (#0), counted
+    farm:sweep:{id}:barrier:{case}  bitfield: u32 counters of the case's runs settled (#0), counted
                                     (#1, stored) and passed (#2, for fail-fast), then bit 96 + n set
                                     once run n is stored or dropped (the barrier)
     farm:sweep:{id}:events          stream: start, result, case, finish, stopped events
@@ -102,7 +102,7 @@ def dropped_key(sweep_id: str) -> str:
 
 
 def settled_key(sweep_id: str, case_id: str) -> str:
-    return f"{sweep_key(sweep_id)}:settled:{case_id}"
+    return f"{sweep_key(sweep_id)}:barrier:{case_id}"
 
 
 def stream_key(sweep_id: str) -> str:

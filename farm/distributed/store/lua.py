@@ -23,8 +23,10 @@ local function barrier_done(settled, first)
 end
 """
 
-SETTLE_LUA = _BARRIER + """
-local offset = 96 + tonumber(ARGV[1])
+_OFFSET = f"local offset = {CASE_HEAD_BITS} + tonumber(ARGV[%d])\n"
+"""A run's bit in its case's bitfield, after the counters (ARGV[n] is the run number)."""
+
+SETTLE_LUA = _BARRIER + _OFFSET % 1 + """
 local before = redis.call('BITFIELD', KEYS[1], 'SET', 'u1', offset, 1)[1]
 local settled, count = 0, 0
 if before == 0 then
@@ -50,8 +52,9 @@ Returns (1 when this call settled the run, runs of the case settled, 1 when the 
 aggregated already — asked only of a complete case by a call that did not settle the run, else
 0 —, runs of the sweep settled when this call settled the run else 0). A key's TTL is set once,
 by the call that creates it (its first run, its first count), not again per run: TTLs measure
-from a sweep's first results, which the plan's outlives. A drop is this path's only sign of life
-written (a stored run's is its stream entry, a started run's its marker)."""
+from a sweep's first results, which the plan's outlives. A run settled here writes the activity
+key (a drop, or a redelivered stored run clearing its marker): a stored run's sign of life is
+its stream entry, a started run's its marker."""
 
 BEGIN_RUN_LUA = """
 local stop, stored = '', 0
@@ -89,13 +92,15 @@ that process died (deaths + 1); of a live holder elsewhere, a concurrent duplica
 is). Returns (stop reason or '' (also when not read), 1 when the run is stored already, deaths, 1
 when duplicate)."""
 
-STORE_RUN_LUA = _BARRIER + """
-local offset = 96 + tonumber(ARGV[5])
-redis.call('HDEL', KEYS[4], ARGV[6])
+STORE_RUN_LUA = _BARRIER + _OFFSET % 5 + """
+-- SET NX is the first write: while Redis refuses writes for memory the script stops here,
+-- before any other write (one write lets a script's later commands past maxmemory)
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  redis.call('HDEL', KEYS[4], ARGV[6])
   local settled = redis.call('BITFIELD', KEYS[3], 'GET', 'u32', '#0')[1]
   return {0, 0, 0, 0, settled, barrier_done(settled, 0), 0}
 end
+redis.call('HDEL', KEYS[4], ARGV[6])
 redis.call('XADD', KEYS[6], '*', 'type', 'result', 'data', ARGV[1])
 local got = redis.call('BITFIELD', KEYS[3], 'SET', 'u1', offset, 1, 'INCRBY', 'u32', '#0', 1,
                        'INCRBY', 'u32', '#1', 1, 'INCRBY', 'u32', '#2', tonumber(ARGV[4]))
@@ -103,7 +108,7 @@ local before, settled, count = got[1], got[2], 0
 if before == 1 then
   -- settled before as dropped (a stop raced this run): still settled once; no longer a drop
   settled = redis.call('BITFIELD', KEYS[3], 'INCRBY', 'u32', '#0', -1)[1]
-  redis.call('DECR', KEYS[7])
+  if redis.call('EXISTS', KEYS[7]) == 1 then redis.call('DECR', KEYS[7]) end  -- never a key without TTL
 else
   if settled == 1 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
   count = redis.call('INCR', KEYS[5])
@@ -116,7 +121,7 @@ counter (the publishing window's measure; runs stored = it minus the dropped cou
 the sweep's dropped counter; ARGV: RunResult JSON, TTL, case id, 1 if the run passed else 0, run
 number, the run's running field (its marker goes: the run is over), the case's planned runs.
 Returns (1 when counted, runs counted, runs passed of the case) followed by SETTLE_LUA's four
-values; TTLs as there. Common path, inside: HDEL, SET NX, XADD, BITFIELD, INCR — the stream
+values; TTLs as there. Common path, inside: SET NX, HDEL, XADD, BITFIELD, INCR — the stream
 entry's id (a timestamp) is the sweep's sign of life."""
 
 STORE_CASE_LUA = """
@@ -137,12 +142,15 @@ STORE_REPORT_LUA = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   redis.call('XADD', KEYS[2], '*', 'type', 'finish')
   redis.call('ZREM', KEYS[3], ARGV[3])
+  for i = 4, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[2]) end
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
   return 1
 end
 return 0
 """
-"""KEYS: report, stream, sweeps in flight; ARGV: report JSON, TTL, sweep id. 1 when this call
-stored the report."""
+"""KEYS: report, stream, sweeps in flight, then the keys the report is read with later (the
+stats hash, cases-done set; with the stream, their TTLs were set once, early: they now run as long
+as the report's, once per sweep); ARGV: report JSON, TTL, sweep id. 1 when this call stored the report."""
 
 RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end

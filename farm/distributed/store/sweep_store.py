@@ -46,6 +46,14 @@ from farm.reports.details import attach_details
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+MIN_REDIS = (6, 2)
+"""The oldest Redis the store and the worker's transport run on (``RPOP key count``)."""
+
+
+def too_old(version: str) -> bool:
+    """Whether a ``redis_version`` (``7.0.15``) is older than ``MIN_REDIS``."""
+    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
+    return tuple(parts + [0] * (2 - len(parts))) < MIN_REDIS
 
 def connect(url: str, *, retries: int = 0) -> redis.Redis:
     """A Redis client; ``retries`` > 0 retries commands across a short outage (workers)."""
@@ -107,6 +115,16 @@ class SweepStore(PlanStore, ProgressStore):
         except (*CONNECTION_ERRORS, redis.ResponseError, OSError) as exc:
             url = safe_url(_client_url(self.client))
             raise BrokerError(f"cannot reach the {what} at {url}: {exc}") from None
+
+    def require_version(self) -> None:
+        """Raise BrokerError unless the server is Redis ``MIN_REDIS`` or later (the worker's
+        reservation takes a batch with ``RPOP key count``, a run settles with ``BITFIELD``): a
+        sweep never starts on a server that would refuse its steps half-way."""
+        version = str(self.client.info("server").get("redis_version", "0"))
+        if too_old(version):
+            url = safe_url(_client_url(self.client))
+            raise BrokerError(f"the Redis at {url} is {version}; the farm needs Redis "
+                              f"{'.'.join(map(str, MIN_REDIS))} or later")
 
     # ---------------------------------------------------------------------------- runs
 
@@ -231,7 +249,8 @@ class SweepStore(PlanStore, ProgressStore):
 
     def store_report(self, sweep_id: str, report: SweepReport) -> bool:
         """Store the report once, stream ``finish`` and take the sweep off the in-flight set."""
-        names = [keys.report_key(sweep_id), keys.stream_key(sweep_id), keys.SWEEPS_IN_FLIGHT]
+        names = [keys.report_key(sweep_id), keys.stream_key(sweep_id), keys.SWEEPS_IN_FLIGHT,
+                 keys.stats_key(sweep_id), keys.cases_done_key(sweep_id)]
         return bool(self._store_report(keys=names, args=[report.model_dump_json(), self.ttl, sweep_id]))
 
     def get_report(self, sweep_id: str) -> SweepReport | None:
