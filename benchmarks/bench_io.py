@@ -15,8 +15,10 @@ what the HTTP stack and the farm's per-run path cost.
 
 Distributed (one private redis-server): ``farm worker -c 100`` (threads) and ``farm test
 --broker`` against the same agent, vs raw Celery ``-P threads -c 100`` running 1,000 tasks
-that sleep 100 ms. The farm's sweep time over raw's; also ``farm worker`` with its default
-concurrency (64), for reference.
+that make the same POST to the same agent server on a keep-alive connection per thread (issue
+32's reference; ``benchmarks/raw_celery.py``'s ``post``), and, as before, 1,000 tasks that sleep
+100 ms. The farm's sweep time over raw's, and the whole processes' walls (the farm's ``farm
+test`` against raw's submitter); also ``farm worker`` with its default concurrency (64).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ IDEAL_S = CASES * RUNS * LATENCY_MS / 1000 / CONCURRENCY
 CPU_CALLS, CPU_CONCURRENCY = 3000, 50
 FARM_IN_PROCESS = "in-process farm test --parallel 100"
 RAW_AIOHTTP = "raw aiohttp client, one session"
+RAW_POST = "raw celery, threads 100, the same POST (keep-alive)"
 RAW_AIOHTTP_COLD = "raw aiohttp, connections opened in the timed calls"
 RAW_HTTPX = "raw httpx, 10 clients x 10 connections"
 RAW_CLIENTS = {RAW_AIOHTTP: "aiohttp", RAW_AIOHTTP_COLD: "aiohttp-cold", RAW_HTTPX: "httpx"}
@@ -99,11 +102,16 @@ def on_worker(procs: harness.Processes, broker: str, name: str, start: Callable[
 def distributed(procs: harness.Processes, url: str, tmp: Any, repeat: int) -> dict[str, list[cluster.SweepRun]]:
     broker = harness.start_redis(procs)
     suite, out = tmp / "suite.jsonl", tmp / "out.jsonl"
-    results: dict[str, list[cluster.SweepRun]] = {"raw celery, threads 100, sleep 100 ms": [],
+    results: dict[str, list[cluster.SweepRun]] = {RAW_POST: [], "raw celery, threads 100, sleep 100 ms": [],
                                                   "farm worker -c 100": [], "farm worker (default -c 64)": []}
     farm = lambda: cluster.farm_sweep(suite, url, RUNS, out, broker=broker)  # noqa: E731
     warm = lambda: cluster.warm_up(suite, url, out, broker)  # noqa: E731
     for rep in range(repeat):
+        results[RAW_POST].append(on_worker(
+            procs, broker, f"rawp{rep}",
+            lambda n: cluster.raw_worker(procs, broker, n, pool="threads", concurrency=100),
+            lambda: cluster.raw_sweep(broker, "post", CASES * RUNS, url=url),
+            lambda: cluster.raw_sweep(broker, "post", CASES, url=url)))
         results["raw celery, threads 100, sleep 100 ms"].append(on_worker(
             procs, broker, f"raw{rep}", lambda n: cluster.raw_worker(procs, broker, n, pool="threads", concurrency=100),
             lambda: cluster.raw_sweep(broker, "sleep", CASES * RUNS, LATENCY_MS),
@@ -143,7 +151,8 @@ def _reference(results: dict[str, list[cluster.SweepRun]], name: str) -> float |
 def print_figures(results: dict[str, list[cluster.SweepRun]], cpu: dict[str, list[float]],
                   repeat: int) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    raw_celery = _reference(results, "raw celery, threads 100, sleep 100 ms")
+    raw_celery = _reference(results, RAW_POST)
+    raw_wall = [r.wall_s for r in results.get(RAW_POST, [])]
     raw_aiohttp = _reference(results, RAW_AIOHTTP)
     raw_cold = _reference(results, RAW_AIOHTTP_COLD)
     rows = []
@@ -154,18 +163,24 @@ def print_figures(results: dict[str, list[cluster.SweepRun]], cpu: dict[str, lis
         ratio_raw = harness.median(sweep_s) / reference if reference else None
         figures[name] = {"sweep_s": sweep_s, "wall_s": [r.wall_s for r in runs], "cpu_s": [r.cpu_s for r in runs],
                          "x_ideal": ratio_ideal, "x_raw": ratio_raw}
+        if name.startswith("farm worker") and raw_wall:
+            figures[name]["x_raw_wall"] = harness.median([r.wall_s for r in runs]) / harness.median(raw_wall)
         if name == FARM_IN_PROCESS and raw_cold:
             figures[name]["x_raw_cold"] = harness.median(sweep_s) / raw_cold
         rows.append([name, harness.spread(sweep_s), f"{ratio_ideal:.2f}", f"{ratio_raw:.2f}" if ratio_raw else "",
                      harness.spread([r.wall_s for r in runs]), harness.spread([r.cpu_s for r in runs])])
     print(f"\n{CASES * RUNS} runs x {LATENCY_MS:g} ms at concurrency {CONCURRENCY} (ideal {IDEAL_S:g} s; "
-          f"median of {repeat}; min-max). x raw: in-process over raw aiohttp, workers over raw Celery\n")
+          f"median of {repeat}; min-max). x raw: in-process over raw aiohttp, workers over raw Celery's POST\n")
     print(harness.table(["setup", "sweep s", "x ideal", "x raw", "process wall s", "process CPU s"], rows))
     print(f"\nCPU per call, agent answering at once: {CPU_CALLS} calls at {CPU_CONCURRENCY} (us; median, min-max)\n")
     print(harness.table(["client", "CPU us/call"], [[name, harness.spread(us)] for name, us in cpu.items()]))
     if FARM_IN_PROCESS in figures and "x_raw_cold" in figures[FARM_IN_PROCESS]:
         print(f"\nin-process farm over raw aiohttp opening its connections in the timed calls: "
               f"{figures[FARM_IN_PROCESS]['x_raw_cold']:.2f}")
+    for name in ("farm worker -c 100", "farm worker (default -c 64)"):
+        if name in figures and "x_raw_wall" in figures[name]:
+            print(f"\n{name}: whole farm test over raw Celery's whole submitter ({RAW_POST}): "
+                  f"{figures[name]['x_raw_wall']:.2f}")
     figures["cpu_us_per_call"] = cpu
     return figures
 

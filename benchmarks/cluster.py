@@ -129,10 +129,10 @@ def _last_summary(path: Path) -> dict[str, Any]:
     raise RuntimeError(f"{path}: no summary line")
 
 
-def raw_sweep(broker: str, task: str, n: int, ms: float = 0.0) -> SweepRun:
-    """raw_celery.py's submitter in a child process."""
+def raw_sweep(broker: str, task: str, n: int, ms: float = 0.0, url: str = "") -> SweepRun:
+    """raw_celery.py's submitter in a child process (``url``: the agent server of ``--task post``)."""
     m = harness.measure([harness.PYTHON, str(harness.BENCH / "raw_celery.py"), "--broker", broker,
-                         "--task", task, "--n", str(n), "--ms", str(ms)])
+                         "--task", task, "--n", str(n), "--ms", str(ms), "--url", url])
     if m.returncode != 0:
         raise RuntimeError(f"raw submitter exited {m.returncode}:\n{m.stderr_tail}")
     figures = json.loads(m.extra["stdout"].strip().splitlines()[-1])
