@@ -85,3 +85,31 @@ def test_the_cursor_moves_before_a_batch_is_sent(tmp_path: Path, redis_client: A
     order = [name for name in monitor.order if name in {"evalsha", "lpush"}]
     assert "lpush" in order and "evalsha" in order
     assert order.index("evalsha") < order.index("lpush"), order
+
+
+@pytest.mark.redis
+def test_a_stop_is_seen_at_once_where_it_was_set_and_after_the_read_interval_elsewhere(
+        redis_server: str) -> None:
+    """The stop key is read at most every ``STOP_FRESH_S`` per process (issue 32); the process
+    that stops a sweep sees it at its next run, another one after that interval at the latest."""
+    from farm.distributed.store.sweep_store import STOP_FRESH_S
+
+    here, elsewhere = SweepStore(connect(redis_server), ttl=600), SweepStore(connect(redis_server), ttl=600)
+    assert elsewhere.begin_run("S1", "C1", 1, "h").stop is None  # read now: not stopped
+    assert here.stop("S1", "cancel")
+    assert here.begin_run("S1", "C1", 2, "h").stop == "cancel"
+    time.sleep(STOP_FRESH_S + 0.05)
+    assert elsewhere.begin_run("S1", "C1", 3, "h").stop == "cancel"
+    assert not elsewhere.stop("S1", "fail-fast")  # stopped already: the first reason stays
+    assert elsewhere.begin_run("S1", "C1", 4, "h").stop == "cancel"
+
+
+@pytest.mark.redis
+def test_only_a_run_delivered_again_asks_whether_it_is_stored(redis_server: str) -> None:
+    from farm.models import RunResult, RunStatus
+
+    store = SweepStore(connect(redis_server), ttl=600)
+    assert not store.begin_run("S2", "C1", 1, "h", again=False).stored
+    store.store_run("S2", RunResult(sweep_id="S2", case_id="C1", run=1, status=RunStatus.PASSED), runs=1)
+    assert store.begin_run("S2", "C1", 1, "h", again=True).stored
+    assert not store.begin_run("S2", "C1", 1, "h", again=False).stored  # a first delivery does not ask
