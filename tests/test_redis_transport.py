@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
 from kombu import Connection, Exchange, Queue
 
 from farm.distributed.broker.celery_config import REDIS_TRANSPORT, celery_settings
-from farm.distributed.broker.transport import ACK_BATCH, SHARE
+from farm.distributed.broker.transport import ACK_BATCH, ACK_WAIT_S, SHARE
 
 
 def test_redis_brokers_get_the_farms_transport_and_others_kombus() -> None:
@@ -136,7 +137,8 @@ def test_one_read_reserves_as_many_messages_as_the_prefetch_limit_allows(redis_s
             assert in_hash_when_seen == [10] * 10  # each recorded unacked before the consumer saw it
             for message in received[3:]:
                 message.ack()
-            assert redis_client.hlen("unacked") == 10  # acknowledged; out of Redis at the next read
+            assert redis_client.hlen("unacked") == 10  # acknowledged; out of Redis at a read once due
+            time.sleep(ACK_WAIT_S + 0.05)  # the oldest acknowledgement is due: the next read flushes them
             connection.drain_events(timeout=5)  # three still in flight: room for seven
             assert [m.payload["n"] for m in received[10:]] == list(range(10, 17))
             assert redis_client.llen("farm-batch") == 83 and redis_client.hlen("unacked") == 10

@@ -47,7 +47,7 @@ from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
 
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 MIN_REDIS = (6, 2)
-"""The oldest Redis the store and the worker's transport run on (``RPOP key count``)."""
+"""The oldest Redis the store and the worker's transport run on (``RPOP key count``, ``BITFIELD``)."""
 
 
 def too_old(version: str) -> bool:
@@ -117,10 +117,12 @@ class SweepStore(PlanStore, ProgressStore):
             raise BrokerError(f"cannot reach the {what} at {url}: {exc}") from None
 
     def require_version(self) -> None:
-        """Raise BrokerError unless the server is Redis ``MIN_REDIS`` or later (the worker's
-        reservation takes a batch with ``RPOP key count``, a run settles with ``BITFIELD``): a
-        sweep never starts on a server that would refuse its steps half-way."""
-        version = str(self.client.info("server").get("redis_version", "0"))
+        """Raise BrokerError unless the server is Redis ``MIN_REDIS`` or later: a sweep never
+        starts on a server that would refuse its steps half-way (``RPOP key count``)."""
+        try:
+            version = str(self.client.info("server").get("redis_version", "0"))
+        except redis.ResponseError:  # an ACL user without INFO (the compose file's): the steps tell
+            return
         if too_old(version):
             url = safe_url(_client_url(self.client))
             raise BrokerError(f"the Redis at {url} is {version}; the farm needs Redis "
