@@ -34,10 +34,11 @@ SIMPLE_PER_CORE_S = 100_000
 """Simple commands (GET, SET, INCR) one Redis core answers a second, the usual rule of thumb."""
 
 
-def commandstats(client: Any) -> dict[str, int]:
-    """Calls per command since the last ``CONFIG RESETSTAT`` (``cmdstat_evalsha`` → ``evalsha``)."""
+def commandstats(client: Any, field: str = "calls") -> dict[str, int]:
+    """Calls (or ``usec``, time spent) per command since the last ``CONFIG RESETSTAT``
+    (``cmdstat_evalsha`` → ``evalsha``; a script's time includes the commands it runs)."""
     stats = client.info("commandstats")
-    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+    return {name.removeprefix("cmdstat_"): int(value[field]) for name, value in stats.items()}
 
 
 def redis_cpu_s(client: Any) -> float:
@@ -58,10 +59,12 @@ def counted(url: str) -> Iterator[dict[str, Any]]:
         yield found
         cpu1 = redis_cpu_s(client)
         calls = commandstats(client)
+        usec = commandstats(client, "usec")
         # this script's own INFO/CONFIG calls are not the sweep's
         for own in ("info", "config|resetstat", "config"):
             calls.pop(own, None)
-        found.update(calls=calls, cpu_s=cpu1 - cpu0)
+            usec.pop(own, None)
+        found.update(calls=calls, usec=usec, cpu_s=cpu1 - cpu0)
     finally:
         client.close()
 
@@ -127,11 +130,14 @@ def main() -> None:
     print(f"\ncommands per run (commandstats, scripts' own included): {harness.spread(per_run)}; one Redis core "
           f"at {SIMPLE_PER_CORE_S:,} simple commands/s carries ~{SIMPLE_PER_CORE_S / harness.median(per_run):,.0f} "
           "runs/s")
-    print(f"Redis CPU per run: {harness.spread(cpu_us)} µs (indicative on a shared machine); "
+    spent = {name: us / last["runs"] for name, us in last["usec"].items()}
+    print("\nRedis time in commands, µs a run (commandstats usec; a script's includes the commands it ran)\n")
+    print(harness.table(["command", "µs per run"], _rows(spent)))
+    print(f"\nRedis CPU per run: {harness.spread(cpu_us)} µs (indicative on a shared machine); "
           f"~{1e6 / harness.median(cpu_us):,.0f} runs/s per Redis core")
     harness.emit("store", {"commands_per_run": per_run, "sent_per_run": sent, "sent": last["sent"],
                            "in_lua": last["in_lua"], "where": last["where"], "redis_cpu_us_per_run": cpu_us,
-                           "by_command": dict(rows), "runs": last["runs"], "cases": args.cases,
+                           "by_command": dict(rows), "usec_per_run": spent, "runs": last["runs"], "cases": args.cases,
                            "workers": args.workers}, args.json_path)
 
 
