@@ -85,13 +85,16 @@ def start_view(project: Path) -> Iterator[Callable[..., str]]:
 
 def _record_two_sweeps(project: Path) -> list[str]:
     env = _env(project / "data")
+    ids: list[str] = []
     for tag in ("env=first", "env=second"):
         done = _farm(project, "test", "-i", "s.jsonl", "-n", "py:agent.py:respond", "--runs", "3", "--tag", tag,
                      env=env)
         assert done.returncode == 1, done.stderr  # the hostile case fails on purpose
-    journals = sorted((project / "data" / "journals").glob("*.jsonl"))
-    assert len(journals) == 2
-    return [j.stem for j in journals]
+        # Two sweeps started in one second have ids ordered by their random tails, not by time.
+        new = {j.stem for j in (project / "data" / "journals").glob("*.jsonl")} - set(ids)
+        assert len(new) == 1, new
+        ids.append(new.pop())
+    return ids
 
 
 def _watch(page: Any) -> list[str]:
