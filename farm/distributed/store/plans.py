@@ -2,8 +2,9 @@
 sweep's dictionary, ``farm.plan.case_codec``) and their index in plan order (``CaseSlot``: id, runs,
 timeout), which is both the report's case order and what publishing reads.
 
-Written by the submitter in one pipelined pass (flushed every few thousand cases, so its buffer
-stays bounded), the publish cursor last; read by the workers, one case or one chunk at a time.
+Written by the submitter in one pipelined pass (the cases packed here and sent every few thousand,
+so its buffer stays bounded: ``farm.distributed.store.packed``), the publish cursor last; read by
+the workers, one case or one chunk at a time.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from farm.distributed.store import keys
+from farm.distributed.store.packed import PackedSender, command
 from farm.plan.case_codec import CaseCodec
-from farm.plan.compact_cases import compact
+from farm.plan.compact_cases import CompactCases, compact
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
 
 
@@ -42,16 +44,10 @@ class PlanStore:
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
             "zdict": cases.codec.text(),
         })
+        pipe.expire(keys.sweep_key(sid), self.ttl)
+        pipe.execute()  # the publisher's lease and the sweep first, then its cases
+        self._save_cases(sid, cases, chunk)
         plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid))
-        for i in range(0, len(cases), chunk):
-            slot_lines = cases.slot_lines[i:i + chunk]  # the ids a chunk at a time: a million at once held 70 MB
-            ids = [line.split(" ", 2)[2] for line in slot_lines]
-            pipe.hset(keys.cases_key(sid), mapping=dict(zip(ids, cases.stored[i:i + chunk], strict=True)))
-            pipe.rpush(keys.index_key(sid), *slot_lines)
-            if (i // chunk) % 20 == 19:  # a bounded buffer: the submitter's memory does not grow with the plan
-                for key in plan_keys:  # what is flushed expires even if this submitter dies before the end
-                    pipe.expire(key, self.ttl)
-                pipe.execute()
         start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
                  "total_runs": plan.total_runs, "timestamp": plan.started_at}
         pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
@@ -67,6 +63,26 @@ class PlanStore:
             pipe.expire(key, self.ttl)
         pipe.set(keys.published_key(sid), 0, ex=self.ttl)
         pipe.execute()
+
+    def _save_cases(self, sid: str, cases: CompactCases, chunk: int) -> None:
+        """The cases and their index, ``chunk`` cases a command, 20 chunks a batch packed here
+        (``farm.distributed.store.packed``): the submitter's buffer stays bounded, and what is sent
+        expires even if this submitter dies before the end."""
+        cases_key, index_key = keys.cases_key(sid).encode(), keys.index_key(sid).encode()
+        expire = b"".join(command([b"EXPIRE", key.encode(), b"%d" % self.ttl])
+                          for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid)))
+        with PackedSender(self.client) as sender:
+            for first in range(0, len(cases), chunk * 20):
+                payload: list[bytes] = []
+                commands = 0
+                for i in range(first, min(first + chunk * 20, len(cases)), chunk):
+                    slot_lines = [line.encode() for line in cases.slot_lines[i:i + chunk]]
+                    fields = [b"HSET", cases_key]
+                    for line, stored in zip(slot_lines, cases.stored[i:i + chunk], strict=True):
+                        fields += (line.split(b" ", 2)[2], stored.encode())
+                    payload += (command(fields), command([b"RPUSH", index_key, *slot_lines]))
+                    commands += 2
+                sender.send(b"".join([*payload, expire]), commands + 3)
 
     def load_sweep(self, sweep_id: str) -> SweepPlan | None:
         """The sweep-wide plan (``cases`` left empty: read them one by one with ``load_case``)."""
