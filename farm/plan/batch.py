@@ -23,7 +23,7 @@ from farm.agents.resolve import resolve_case_agent
 from farm.checks import judges_needed
 from farm.errors import InputError
 from farm.models import Case
-from farm.plan.sweep_plan import CaseSource, PlannedCase, PlanTotals
+from farm.plan.sweep_plan import CaseSource, PlanTotals
 from farm.plan.yao_options import compile_run_pattern
 from farm.run.execute import RunEnvironment
 from farm.run.simulators import check_simulators
@@ -39,8 +39,9 @@ class CaseKeeper(CaseSource, Protocol):
     """Whether what it keeps of a case is small enough to plan batches in other processes and
     send them back (then the first batch is planned here: the rest may depend on it)."""
 
-    def keep(self, planned: PlannedCase) -> Any:
-        """What a batch carries of ``planned`` (picklable); ``add`` takes it in."""
+    def keep(self, case: Case, plan: CasePlan, agent: AgentRef) -> Any:
+        """What a batch carries of the ``PlannedCase`` of ``case``, ``plan``, ``agent`` (picklable; a
+        compact plan never builds the model); ``add`` takes it in."""
         ...
 
     def add(self, kept: Iterable[Any]) -> None: ...
@@ -224,7 +225,7 @@ class BatchPlanner:
             skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
             batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
             return
-        batch.kept.append(self.keeper.keep(PlannedCase.checked(case=case, plan=case_plan, agent=agent)))
+        batch.kept.append(self.keeper.keep(case, case_plan, agent))
 
     def _agent(self, case: Case, batch: BatchPlan) -> AgentRef:
         key = (case.source or case.base_dir, case.agent, case.connection)

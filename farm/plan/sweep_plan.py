@@ -84,8 +84,8 @@ class PlannedCases(list[PlannedCase]):
     def json_texts(self) -> Iterator[str]:
         return (c.model_dump_json() for c in self)
 
-    def keep(self, planned: PlannedCase) -> PlannedCase:
-        return planned
+    def keep(self, case: Case, plan: CasePlan, agent: AgentRef) -> PlannedCase:
+        return PlannedCase.checked(case=case, plan=plan, agent=agent)
 
     def add(self, kept: Iterable[PlannedCase]) -> None:
         self.extend(kept)
@@ -158,8 +158,12 @@ class CaseSlot:
     @staticmethod
     def line_of(planned: PlannedCase, env: RunEnvironment) -> str:
         """``CaseSlot.of(planned, env).encode()`` without the slot (a submitter encodes a million)."""
-        case = planned.case
-        return f"{planned.plan.runs} {env.case_timeout(case)!r} {case.id}"
+        return CaseSlot.line(planned.case, planned.plan, env)
+
+    @staticmethod
+    def line(case: Case, plan: CasePlan, env: RunEnvironment) -> str:
+        """``line_of`` the ``PlannedCase`` of ``case``, ``plan``, without it."""
+        return f"{plan.runs} {env.case_timeout(case)!r} {case.id}"
 
     @classmethod
     def decode(cls, text: str) -> CaseSlot:
