@@ -3,19 +3,22 @@
 A distributed sweep's submitter only stores its plan; holding a ``PlannedCase`` per case (~3 KB
 of models) bounded its memory at a million cases. ``CompactCases`` keeps each case as its stored
 form instead: the ``PlannedCase`` JSON deflated with the sweep's dictionary (``farm.plan.case_codec``,
-~100 bytes) and its index line (``CaseSlot``). It is filled case by case while the suite is read,
+~50 characters) and its index line (``CaseSlot``), a batch's joined in one string
+(``farm.plan.joined_texts``). It is filled case by case while the suite is read,
 written to Redis as it is (``farm.distributed.store.plans``), and decodes a case only when one is read (the
 journal, a ``--before`` hook). Pure: no Redis here.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar, overload
 
 from farm.agents.ref import AgentRef
 from farm.models import Case
 from farm.plan.case_codec import CaseCodec
+from farm.plan.joined_texts import JoinedTexts
 from farm.plan.sweep_plan import CaseSlot, PlannedCase
 from farm.run.execute import RunEnvironment
 from farm.stats import CasePlan
@@ -23,12 +26,15 @@ from farm.stats import CasePlan
 T = TypeVar("T")
 _HEAD = '{"case":'
 """How a ``PlannedCase``'s JSON starts: its first field, the case."""
+ADD_BATCH = 10_000
+"""Cases held joined in one string (a planned batch's, ``farm.api.PLAN_BATCH``)."""
+"""How a ``PlannedCase``'s JSON starts: its first field, the case."""
 
 
 class Decoded(Sequence[T]):
     """Stored strings read as ``T``s, each decoded only when it is read."""
 
-    def __init__(self, stored: list[str], decode: Callable[[str], T]) -> None:
+    def __init__(self, stored: Sequence[str], decode: Callable[[str], T]) -> None:
         self.stored = stored
         self._decode = decode
 
@@ -58,24 +64,21 @@ class CompactCases(Decoded[PlannedCase]):
     """A kept case is two short strings: batches are planned in other processes and sent back."""
 
     def __init__(self, env: RunEnvironment) -> None:
-        super().__init__([], self._case)
+        self.stored: JoinedTexts = JoinedTexts()
+        super().__init__(self.stored, self._case)
         self.env = env
         self.codec = CaseCodec(b"")
         """The sweep's dictionary: its first case (``farm.plan.case_codec``)."""
         self.has_dictionary = False
-        self.slot_lines: list[str] = []
+        self.slot_lines = JoinedTexts()
         self._tail: tuple[CasePlan | None, AgentRef | None, str] = (None, None, "")
         """The last plan and agent encoded, and the JSON that follows a case's with them (``_json``)."""
 
     @classmethod
     def of(cls, cases: Iterable[PlannedCase], env: RunEnvironment) -> CompactCases:
         compact = cls(env)
-        for planned in cases:
-            compact.append(planned)
+        compact.add(compact.keep(planned.case, planned.plan, planned.agent) for planned in cases)
         return compact
-
-    def append(self, planned: PlannedCase) -> None:
-        self.add([self.keep(planned.case, planned.plan, planned.agent)])
 
     def keep(self, case: Case, plan: CasePlan, agent: AgentRef) -> tuple[str, str]:
         """What a batch carries back of the ``PlannedCase`` of ``case``, ``plan``, ``agent``: its
@@ -87,9 +90,11 @@ class CompactCases(Decoded[PlannedCase]):
         return self.codec.encode(text), CaseSlot.line(case, plan, self.env)
 
     def add(self, kept: Iterable[tuple[str, str]]) -> None:
-        for stored, slot_line in kept:
-            self.stored.append(stored)
-            self.slot_lines.append(slot_line)
+        """Cases kept (``keep``), joined ``ADD_BATCH`` at a time (``farm.plan.joined_texts``)."""
+        items = iter(kept)
+        while batch := list(itertools.islice(items, ADD_BATCH)):
+            self.stored.extend([stored for stored, _ in batch])
+            self.slot_lines.extend([slot_line for _, slot_line in batch])
 
     def shareable(self) -> bool:
         """Other processes encode cases once the dictionary (the first case) is set."""

@@ -9,6 +9,7 @@ the workers, one case or one chunk at a time.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -71,18 +72,17 @@ class PlanStore:
         cases_key, index_key = keys.cases_key(sid).encode(), keys.index_key(sid).encode()
         expire = b"".join(command([b"EXPIRE", key.encode(), b"%d" % self.ttl])
                           for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid)))
+        lines, stored = iter(cases.slot_lines), iter(cases.stored)
         with PackedSender(self.client) as sender:
             for first in range(0, len(cases), chunk * 20):
                 payload: list[bytes] = []
-                commands = 0
-                for i in range(first, min(first + chunk * 20, len(cases)), chunk):
-                    slot_lines = [line.encode() for line in cases.slot_lines[i:i + chunk]]
+                for _ in range(first, min(first + chunk * 20, len(cases)), chunk):
+                    slot_lines = [line.encode() for line in itertools.islice(lines, chunk)]
                     fields = [b"HSET", cases_key]
-                    for line, stored in zip(slot_lines, cases.stored[i:i + chunk], strict=True):
-                        fields += (line.split(b" ", 2)[2], stored.encode())
+                    for line, text in zip(slot_lines, itertools.islice(stored, chunk), strict=True):
+                        fields += (line.split(b" ", 2)[2], text.encode())
                     payload += (command(fields), command([b"RPUSH", index_key, *slot_lines]))
-                    commands += 2
-                sender.send(b"".join([*payload, expire]), commands + 3)
+                sender.send(b"".join([*payload, expire]), len(payload) + 3)
 
     def load_sweep(self, sweep_id: str) -> SweepPlan | None:
         """The sweep-wide plan (``cases`` left empty: read them one by one with ``load_case``)."""
