@@ -38,7 +38,8 @@ class PackedSender:
 
     def send(self, payload: bytes, replies: int) -> None:
         """Send ``payload`` (``replies`` commands), then read the replies of the batch before it."""
-        self._connection.send_packed_command([payload])
+        # no health check (a PING) while replies are due: it would read one of them as its answer
+        self._connection.send_packed_command([payload], check_health=not self._due)
         self._read()
         self._due = replies
 
