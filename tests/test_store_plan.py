@@ -59,3 +59,17 @@ def test_a_plan_stored_in_flushed_batches_reads_back_whole_and_every_key_expires
     stored = redis_client.keys(f"*{sid}*")
     assert len(stored) >= 5, stored  # sweep, cases, index, stream, cursor (and the activity mark)
     assert all(0 < redis_client.ttl(key) <= 600 for key in stored), {k: redis_client.ttl(k) for k in stored}
+
+
+def test_a_compact_case_is_the_json_of_its_planned_case_byte_for_byte(tmp_path: Path, redis_server: str) -> None:
+    """A compact plan encodes a case without building its ``PlannedCase``: what it stores inflates
+    to that model's own JSON, skipped cases (a plan of their own) among the rest."""
+    suite = tmp_path / "mixed.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"M{i}", "input": f"ping {i}", "timeout": 3 + i % 4,
+                                         **({"skip": True} if i % 5 == 2 else {}),
+                                         "assert": {"type": "contains", "value": "ok"}}) + "\n"
+                             for i in range(25)), encoding="utf-8")
+    local = prepare_sweep(TestSettings(input=str(suite), name=AGENT), sweep_id="same").plan
+    remote = prepare_sweep(TestSettings(input=str(suite), name=AGENT, broker=redis_server), sweep_id="same").plan
+    assert list(remote.cases.json_texts()) == [c.model_dump_json() for c in local.cases]
+    assert list(remote.slots()) == list(local.slots())
