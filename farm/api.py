@@ -170,7 +170,7 @@ def _open(settings: TestSettings) -> CaseStream:
     foreign = (settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings))
                is False else None)
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
-                          allow_remote_includes=settings.allow_remote_includes)
+                          allow_remote_includes=settings.allow_remote_includes, listing=settings.collect_only)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
 
 

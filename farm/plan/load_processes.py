@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import multiprocessing
 import multiprocessing.process
+import operator
 import os
 import sys
 import traceback
@@ -78,6 +79,7 @@ class LoadedBatch:
     plan: BatchPlan
 
 
+_ID, _LINE = operator.attrgetter("id"), operator.attrgetter("line")
 _FORKED: tuple[CaseStream, BatchPlanner, int, int, bool] | None = None
 """What the forked processes inherit (set just before forking)."""
 POLL_S = 1.0
@@ -122,7 +124,7 @@ def _loaded(part: int) -> Iterator[LoadedBatch]:
     for batch in stream.read_batches(size, lambda f, b: (f + b) % processes == part
                                      and not (first_done and (f, b) == (0, 0))):
         cases, batch.cases = batch.cases, []
-        yield LoadedBatch(batch, [c.id for c in cases], [c.line for c in cases],
+        yield LoadedBatch(batch, list(map(_ID, cases)), list(map(_LINE, cases)),
                           [skip_note(c) for c in cases if c.skip_reason or c.load_note], planner.plan(cases))
 
 
