@@ -188,9 +188,11 @@ def _not_told(cases: int) -> None:
     return None
 
 
-PLAN_BATCH = 10_000
+PLAN_BATCH = 2_000
 """Cases read, checked and planned together: a suite streams through in batches of this many
-(lines of a file, where several processes read it)."""
+(lines of a file, where several processes read it). Planning walks a batch's cases several times
+(selection, judges, simulators, plans, ids): 2,000 stay in the CPU's cache between the walks,
+10,000 did not (a million cases listed: 0.86x the CPU)."""
 
 
 def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) -> PreparedSweep:
