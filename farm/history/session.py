@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from farm import collector
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
@@ -114,7 +115,8 @@ class HistorySession:
         self.comparison: Comparison | None = None
 
     def _open(self) -> HistoryStore:
-        from farm.history.store import HistoryStore
+        with collector.paused():  # SQLAlchemy's modules: nothing to collect (farm.collector)
+            from farm.history.store import HistoryStore
 
         return HistoryStore.open(self.url)
 
