@@ -134,8 +134,8 @@ def test_a_plain_sweep_imports_no_retry_judge_transport_or_progress_bar(tmp_path
     """A python agent, no judge named, ``--no-progress``: tenacity (which imports tornado) waits for
     a transient fault, the connectors and their HTTP transport for a judge or ``llm:`` simulator,
     rich.progress for a bar that is drawn, the subprocess pool (psutil) for ``--isolate``,
-    jsonpath-ng for a ``json_path`` check, json5 for a manifest (issue 32: every ``farm`` process
-    pays its imports)."""
+    jsonpath-ng for a ``json_path`` check, json5 for a manifest, the comparison of sweeps for a
+    baseline, recorded sweeps read back (issue 32: every ``farm`` process pays its imports)."""
     (tmp_path / "agent.py").write_text("def respond(messages):\n    return 'hi'\n", encoding="utf-8")
     (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi", "expected": "hi"}\n', encoding="utf-8")
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "farm", "test", "-i", "suite.jsonl",
@@ -145,6 +145,7 @@ def test_a_plain_sweep_imports_no_retry_judge_transport_or_progress_bar(tmp_path
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert {"farm.sweep.observers", "farm.agents.retry", "farm.agents.judge", "rich.console"} <= loaded  # seen
     assert sorted(m for m in loaded if m.startswith(UNUSED_BY_A_PLAIN_SWEEP)) == []
+    assert "farm.stats.compare" not in loaded  # its terms (farm.stats.compare_terms) are
 
 
 def test_a_command_leaves_its_objects_out_of_the_last_collections() -> None:

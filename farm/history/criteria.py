@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 from farm.history.tables import case_criteria
 from farm.models import SweepReport
-from farm.stats.compare import DEFAULT_MIN_DROP
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, moved_criteria
+from farm.stats.compare_terms import DEFAULT_MIN_DROP
 
 __all__ = ["criteria_counts", "criteria_moves", "criteria_rows", "record_criteria"]
 

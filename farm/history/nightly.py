@@ -32,7 +32,8 @@ from farm.history.facts import NIGHTLY_TAG
 from farm.history.store import HistoryStore, SweepInfo
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantined_ids
-from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, compare
+from farm.stats.compare import Comparison, compare
+from farm.stats.compare_terms import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 
 log = logging.getLogger("farm.history")
 
