@@ -85,6 +85,18 @@ def test_a_command_is_imported_without_collecting_garbage() -> None:
     assert int(collections) <= 1 and enabled == "True"
 
 
+def test_farm_test_help_loads_its_flags_not_the_sweep() -> None:
+    """``farm test --help`` imports the command's flags and their defaults (``farm.defaults``), not
+    what runs a sweep (``farm.cli.test_run``: pydantic, rich, the planner; ~0.3 s of CPU)."""
+    probe = ("import sys; from farm.cli.main import main\n"
+             "try:\n    main(['test', '--help'], prog_name='farm')\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(m for m in ('farm.cli.test_run', 'farm.api', 'farm.models', 'pydantic', 'rich') "
+             "if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "--parallel INTEGER" in done.stdout and "--sprt P0,P1,ALPHA,BETA" in done.stdout
+    assert done.stderr.split() == []
+
+
 def test_an_unknown_command_is_a_usage_error() -> None:
     done = CliRunner().invoke(main, ["tset"])
     assert done.exit_code == 2

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from farm.cli.run import run_command
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, InputError, SettingsError
-from farm.stats.compare_terms import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.wording import plural
 
 if TYPE_CHECKING:

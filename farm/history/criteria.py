@@ -11,10 +11,10 @@ from sqlalchemy import Connection, Engine, select
 if TYPE_CHECKING:
     from farm.history.store import SweepInfo
 
+from farm.defaults import DEFAULT_MIN_DROP
 from farm.history.tables import case_criteria
 from farm.models import SweepReport
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, moved_criteria
-from farm.stats.compare_terms import DEFAULT_MIN_DROP
 
 __all__ = ["criteria_counts", "criteria_moves", "criteria_rows", "record_criteria"]
 

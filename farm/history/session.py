@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from farm import collector
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
@@ -30,7 +31,7 @@ from farm.models import SweepReport, SweepStatus
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
-from farm.stats.compare_terms import DEFAULT_ALPHA, DEFAULT_MIN_DROP, check_thresholds
+from farm.stats.compare_terms import check_thresholds
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not with --no-history)
     from farm.history.refs import Resolved

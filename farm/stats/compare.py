@@ -26,9 +26,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.models import FarmModel, SweepReport, SweepStatus
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
-from farm.stats.compare_terms import DEFAULT_ALPHA, DEFAULT_MIN_DROP, check_thresholds, is_adaptive
+from farm.stats.compare_terms import check_thresholds, is_adaptive
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
 

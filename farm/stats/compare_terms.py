@@ -1,20 +1,16 @@
-"""The terms of a comparison (SPEC 12), apart from ``farm.stats.compare``: its thresholds, which
-``farm test`` takes as flags and checks before its runs, and which cases it compares on verdicts
-only, which the history records with each case. Only a sweep with a baseline compares; the
-comparison's models and tests cost every ``farm test`` ~7 ms otherwise (issue 32)."""
+"""What the history and ``farm test`` need of a comparison (SPEC 12) without comparing: the check of
+its thresholds (defaults: ``farm.defaults``), made before any run, and which cases it compares on
+verdicts only, recorded with each case. Only a sweep with a baseline compares, or one read back;
+the comparison's models and tests cost every ``farm test`` ~7 ms otherwise (issue 32)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.errors import SettingsError
-from farm.models import CaseStats
 
-DEFAULT_ALPHA = 0.10
-"""False discovery rate of the regression (and improvement) calls."""
-
-DEFAULT_MIN_DROP = 10.0
-"""Points of pass rate a change must reach to be called a regression or an improvement."""
+if TYPE_CHECKING:
+    from farm.models import CaseStats
 
 
 def check_thresholds(alpha: float, min_drop: float) -> None:
