@@ -72,17 +72,20 @@ def test_farm_help_lists_every_command_as_it_says_itself_without_importing_one()
     assert "farm.cli.assess" in loaded.stderr  # the probe sees what a command imports
 
 
-def test_a_command_is_imported_without_collecting_garbage() -> None:
-    """Importing ``farm test``'s modules makes objects that all stay: about 100 young collections
-    (20-40 ms of each start) found nothing to free (``farm.collector.paused``); one may come as the
-    collector is enabled again."""
-    probe = ("import gc, click; from farm.cli.main import main; seen = []; "
+def test_a_command_is_imported_without_collecting_garbage(tmp_path: Path) -> None:
+    """Importing ``farm test``'s modules (the command, then what its body runs) makes objects that
+    all stay: about 100 young collections (20-40 ms of each start) found nothing to free
+    (``farm.collector.paused``); one may come each time the collector is enabled again. The probe
+    counts them until the sweep is prepared: an empty suite (exit 2) stops it there."""
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    probe = ("import atexit, gc, sys; from farm.cli.main import main; seen = []; "
              "gc.callbacks.append(lambda phase, info: seen.append(phase)); "
-             "main.get_command(click.Context(main), 'test'); gc.callbacks.clear(); "
-             "print(seen.count('start'), gc.isenabled())")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
-    collections, enabled = done.stdout.split()
-    assert int(collections) <= 1 and enabled == "True"
+             "atexit.register(lambda: print(seen.count('start'), gc.isenabled(), file=sys.stderr)); "
+             "main(['test', '-i', 'empty.jsonl', '-n', 'py:x.py:f', '--no-history'])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    collections, enabled = done.stderr.splitlines()[-1].split()
+    assert int(collections) <= 3 and enabled == "True", done.stderr
 
 
 def test_farm_test_help_loads_its_flags_not_the_sweep() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from farm import collector
 from farm.cli.fleet import fleet_flags
 from farm.cli.history import history_flags
 from farm.cli.options import RATE, StrictCommand
@@ -130,12 +131,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
          **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
-    from farm.api import TestSettings
-    from farm.cli.otel_flags import OtelFlags
-    from farm.cli.run import run_command
-    from farm.cli.test_run import run_test
-    from farm.history.session import HistoryOptions
-    from farm.plan.fleet import FleetFlags
+    with collector.paused():  # the sweep's modules: objects that all stay (farm.collector)
+        from farm.api import TestSettings
+        from farm.cli.otel_flags import OtelFlags
+        from farm.cli.run import run_command
+        from farm.cli.test_run import run_test
+        from farm.history.session import HistoryOptions
+        from farm.plan.fleet import FleetFlags
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
