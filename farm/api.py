@@ -34,6 +34,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
+from farm.defaults import DEFAULT_PARALLEL
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
 from farm.models import Case, SweepReport
@@ -54,9 +55,6 @@ from farm.sweep.lifecycle import SweepStop
 from farm.sweep.local import LocalExecutor
 from farm.sweep.observers import Observers, SweepObserver
 from farm.sweep.specs import SweepExtras, SweepSpecs
-
-DEFAULT_PARALLEL = 8
-"""Runs in flight in-process (SPEC 10: an LLM sweep must not be serial by default; Yao's is 1)."""
 
 
 @dataclass(frozen=True)
