@@ -1,7 +1,9 @@
-"""How the farm uses Python's cyclic garbage collector: paused while a suite loads, eased while runs run.
+"""How the farm uses Python's cyclic garbage collector: paused while a suite or a command's modules
+load, eased while runs run.
 
 Loading allocates millions of objects that all stay alive, so a collection during it only scans
-them again (``paused``). While runs run, every run allocates a few hundred short-lived objects and
+them again (``paused``); importing a command's modules too (about 100 young collections, 20-40 ms
+of each ``farm test`` start, issue 32). While runs run, every run allocates a few hundred short-lived objects and
 a hundred runs are in flight: with CPython's default threshold (a young collection every 700 net
 allocations) each young collection finds the runs in flight alive, promotes them, and the older
 generations rescan them, with every full collection rescanning the plan and the imported modules

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import json5
-
 from farm.errors import FarmError
 
 
 def read_yao_object(path: Path, what: str, error: type[FarmError]) -> dict[str, Any]:
     """The JSON object in ``path``; ``error`` names the file and says what is wrong."""
+    import json5  # here: only a suite with a manifest or a connector pays for it
+
     try:
         data = json5.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

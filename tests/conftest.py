@@ -27,6 +27,12 @@ from tests.servers import ROOT, free_port, stop_process, stop_processes
 
 pytest_plugins = ["tests.history_fixtures"]  # PostgreSQL and SQLite databases of the history tests
 
+# The CLI's tables take COLUMNS as the terminal's width. pytest-xdist gives its workers COLUMNS=80
+# and LINES=24, a developer's shell may export them: the tests see neither (those about widths set
+# COLUMNS themselves), so they read the same everywhere.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
+
 REDIS_BINARY = os.environ.get("FARM_TEST_REDIS_SERVER", "redis-server")
 WORKER_READY_TIMEOUT_S = 60.0
 

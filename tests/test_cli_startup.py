@@ -31,6 +31,15 @@ def test_the_cli_and_farm_test_import_no_heavy_library() -> None:
     assert done.stdout.split() == []
 
 
+def test_farm_test_parses_toml_only_with_a_quarantine_file() -> None:
+    """tomllib loads where a quarantine file is read (a sweep's history migration may load it too:
+    Alembic's, on a new database), so the probe imports what ``farm test`` runs, without a sweep."""
+    probe = ("import sys, farm.cli.main, farm.cli.test, farm.api, farm.quarantine.plan; "
+             "print('tomllib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
+
+
 def test_every_command_is_listed_and_loads_by_its_name() -> None:
     listed = CliRunner().invoke(main, ["--help"])
     assert listed.exit_code == 0
@@ -61,6 +70,34 @@ def test_farm_help_lists_every_command_as_it_says_itself_without_importing_one()
     assert plain.stdout == loaded.stdout and "Commands:" in plain.stdout
     assert plain.stderr.strip() == "['farm.cli.main']"
     assert "farm.cli.assess" in loaded.stderr  # the probe sees what a command imports
+
+
+def test_a_command_is_imported_without_collecting_garbage(tmp_path: Path) -> None:
+    """Importing ``farm test``'s modules (the command, then what its body runs) makes objects that
+    all stay: about 100 young collections (20-40 ms of each start) found nothing to free
+    (``farm.collector.paused``); one may come each time the collector is enabled again. The probe
+    counts them until the sweep is prepared: an empty suite (exit 2) stops it there."""
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    probe = ("import atexit, gc, sys; from farm.cli.main import main; seen = []; "
+             "gc.callbacks.append(lambda phase, info: seen.append(phase)); "
+             "atexit.register(lambda: print(seen.count('start'), gc.isenabled(), file=sys.stderr)); "
+             "main(['test', '-i', 'empty.jsonl', '-n', 'py:x.py:f', '--no-history'])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    collections, enabled = done.stderr.splitlines()[-1].split()
+    assert int(collections) <= 3 and enabled == "True", done.stderr
+
+
+def test_farm_test_help_loads_its_flags_not_the_sweep() -> None:
+    """``farm test --help`` imports the command's flags and their defaults (``farm.defaults``), not
+    what runs a sweep (``farm.cli.test_run``: pydantic, rich, the planner; ~0.3 s of CPU)."""
+    probe = ("import sys; from farm.cli.main import main\n"
+             "try:\n    main(['test', '--help'], prog_name='farm')\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(m for m in ('farm.cli.test_run', 'farm.api', 'farm.models', 'pydantic', 'rich') "
+             "if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "--parallel INTEGER" in done.stdout and "--sprt P0,P1,ALPHA,BETA" in done.stdout
+    assert done.stderr.split() == []
 
 
 def test_an_unknown_command_is_a_usage_error() -> None:
@@ -105,14 +142,15 @@ def test_a_history_url_given_is_still_checked_before_anything_runs(tmp_path: Pat
 
 UNUSED_BY_A_PLAIN_SWEEP = ("tenacity", "tornado", "rich.progress", "farm.agents.connectors", "farm.agents.transport",
                            "farm.fleet.quota", "farm.agents.isolation", "psutil", "farm.cli.estimate",
-                           "farm.distributed")
+                           "farm.distributed", "jsonpath_ng", "json5")
 
 
 def test_a_plain_sweep_imports_no_retry_judge_transport_or_progress_bar(tmp_path: Path) -> None:
     """A python agent, no judge named, ``--no-progress``: tenacity (which imports tornado) waits for
     a transient fault, the connectors and their HTTP transport for a judge or ``llm:`` simulator,
-    rich.progress for a bar that is drawn, the subprocess pool (psutil) for ``--isolate``
-    (issue 32: every ``farm`` process pays its imports)."""
+    rich.progress for a bar that is drawn, the subprocess pool (psutil) for ``--isolate``,
+    jsonpath-ng for a ``json_path`` check, json5 for a manifest, the comparison of sweeps for a
+    baseline, recorded sweeps read back (issue 32: every ``farm`` process pays its imports)."""
     (tmp_path / "agent.py").write_text("def respond(messages):\n    return 'hi'\n", encoding="utf-8")
     (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi", "expected": "hi"}\n', encoding="utf-8")
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "farm", "test", "-i", "suite.jsonl",
@@ -122,6 +160,7 @@ def test_a_plain_sweep_imports_no_retry_judge_transport_or_progress_bar(tmp_path
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert {"farm.sweep.observers", "farm.agents.retry", "farm.agents.judge", "rich.console"} <= loaded  # seen
     assert sorted(m for m in loaded if m.startswith(UNUSED_BY_A_PLAIN_SWEEP)) == []
+    assert "farm.stats.compare" not in loaded  # its terms (farm.stats.compare_terms) are
 
 
 def test_a_command_leaves_its_objects_out_of_the_last_collections() -> None:

@@ -117,6 +117,9 @@ def test_killing_one_of_three_workers_every_two_seconds_loses_nothing(tmp_path, 
         if done >= 2000 or kills > 200:
             break  # let the end of the sweep happen without kills (recovery is then the lease)
         index = rng.randrange(3)
+        # The pace scales with the machine: only a worker that came up is killed (on a busy machine a
+        # replacement took longer than the two seconds to start, and the sweep stalled past 300 s).
+        workers[index].wait_ready()
         workers[index].kill()
         workers[index] = farm_worker(queue="chaos", concurrency=4, env=env, wait=False)
         every.append(workers[index])

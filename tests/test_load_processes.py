@@ -105,6 +105,17 @@ def test_every_problem_is_listed_in_order_duplicates_last(tmp_path: Path, monkey
     assert isinstance(raised(monkeypatch, 2, input=str(root)), SuiteError)
 
 
+def test_a_duplicate_inside_one_batch_is_found_as_across_batches(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's ids are taken at once when all are new (``CaseStream.take_ids``); a batch
+    repeating an id, or one seen before, is taken id by id, as one process takes them."""
+    suite = write(tmp_path / "s.jsonl", case(0), case(1), case(1), case(3), case(4), case(0), case(6), case(7))
+    problems = [[str(p) for p in raised(monkeypatch, n, input=str(suite), collect_only=True).problems]  # type: ignore[attr-defined]
+                for n in (1, 2)]
+    assert problems[0] == problems[1] == [f"{suite}:3: id: duplicate id 'C001' (first at {suite}:2)",
+                                          f"{suite}:6: id: duplicate id 'C000' (first at {suite}:1)"]
+
+
 def test_selection_and_plan_errors_are_the_ones_one_process_gives(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     suite = write(tmp_path / "s.jsonl", *(case(i) for i in range(20)), case(20, success_ratio="5/3"),

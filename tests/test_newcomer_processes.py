@@ -278,3 +278,24 @@ def test_a_turns_cleanup_ends_only_its_own_processes(tmp_path: Path) -> None:
     finally:
         if (tmp_path / "pids").exists():
             kill_all(helpers(tmp_path))
+
+
+def test_a_child_whose_environment_reads_empty_is_looked_at_again_not_taken_for_unmarked() -> None:
+    """Between ``setsid`` and its program (and while any process execs) the kernel shows an empty
+    environment: a turn's ``setsid`` helper read then looked unmarked and outlived its turn on a busy
+    machine (seen under pytest-xdist). A child whose environment reads empty is unsure: looked at
+    again, never ended on that ground alone. One run with no environment at all stands in for it."""
+    import subprocess
+
+    from farm.agents import reaper
+
+    empty = subprocess.Popen(["/bin/sleep", "60"], env={}, start_new_session=True)
+    try:
+        assert reaper._mark_of(psutil.Process(empty.pid)) is None
+        found, unsure = reaper._leftovers(reaper.new_mark(), group=empty.pid + 1)
+        assert empty.pid not in {p.pid for p in found} and unsure
+        reaper.end_turn_leftovers(reaper.new_mark(), empty.pid + 1)
+        assert empty.poll() is None  # not this turn's: left alone
+    finally:
+        empty.kill()
+        empty.wait()

@@ -145,3 +145,84 @@ def test_a_planned_case_and_its_index_line_as_built_before() -> None:
         for planned in (checked, PlannedCase.checked(case=case.model_copy(update={"timeout_s": None}), plan=plan,
                                                      agent=agent)):
             assert CaseSlot.line_of(planned, env) == CaseSlot.of(planned, env).encode()
+
+
+# ------------------------------------------------------------- a listing (--collect-only)
+
+LISTED_GOOD = [
+    *CASES,
+    {"id": "skip", "input": "x", "skip": True, "assert": {"type": "contains", "value": "h"}},
+    {"id": "timeout", "input": "x", "timeout": "5s", "assert": {"type": "contains", "value": "h"}},
+    {"id": "judged", "input": "x", "assert": [{"type": "agent", "value": "is kind", "use": "agents:critic"},
+                                               {"type": "agent", "value": "is short"}]},
+    {"id": "judged-again", "input": "y", "assert": [{"type": "agent", "value": "is kind", "use": "agents:critic"},
+                                                     {"type": "agent", "value": "is short"}]},
+    {"id": "message-list", "input": [{"role": "user", "content": [{"type": "text", "text": "t"}]}], "expected": 1},
+    {"id": "dynamic-empty", "input": [], "simulator": {"fixed_responses": ["a"]},
+     "checkpoints": [{"id": "c", "assert": {"type": "contains", "value": "a"}}]},
+]
+LISTED_BAD: list[Any] = [
+    "{not json", "[1, 2]", {"input": "x"}, {"id": 5, "input": "x"}, {"id": " ", "input": "x"}, {"id": "a"},
+    {"id": "b", "input": 5}, {"id": "c", "input": []}, {"id": "d", "input": ["x"]},
+    {"id": "e", "input": {"role": "robot", "content": "x"}}, {"id": "f", "input": {"role": "user"}},
+    {"id": "g", "input": [{"type": "text"}]}, {"id": "h", "input": "x", "timout": "3s"},
+    {"id": "i", "input": "x", "timeout": "soon"}, {"id": "j", "input": "x", "skip": "yes"},
+    {"id": "k", "input": "x", "assert": "contains"}, {"id": "l", "input": "x", "assert": {"type": "regex", "value": 3}},
+    {"id": "m", "input": 5, "assert": {"type": "nope"}}, {"id": "plain", "input": "a duplicate id"},
+    {"id": "n", "input": "x", "max_turns": 3},
+]
+
+
+def read_suite(path: Path, listing: bool) -> tuple[list[Case], list[str]]:
+    from farm.errors import SuiteError
+    from farm.suites import open_input
+    from farm.suites.dynamic import LoadOptions
+
+    stream = open_input(str(path), options=LoadOptions(listing=listing))
+    cases = list(stream)
+    try:
+        stream.check()
+    except SuiteError as exc:
+        return cases, [str(p) for p in exc.problems]
+    return cases, []
+
+
+def without_messages(case: Case) -> dict[str, Any]:
+    return case.model_dump(exclude={"turns": {"__all__": {"messages"}}})
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_a_listed_suite_reads_as_the_whole_one_but_for_its_messages(tmp_path: Path, bad: bool) -> None:
+    """``LoadOptions.listing`` checks every line as the full read does: the same cases (no
+    messages in their turns) and the same problems, in the same order."""
+    lines = [*LISTED_GOOD, *LISTED_BAD] if bad else LISTED_GOOD
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    full, full_problems = read_suite(path, listing=False)
+    listed, listed_problems = read_suite(path, listing=True)
+    assert listed_problems == full_problems and bool(full_problems) == bad
+    assert [c.id for c in listed] == [c.id for c in full]
+    for whole, light in zip(full, listed, strict=True):
+        assert without_messages(light) == without_messages(whole)
+        assert light.model_fields_set == whole.model_fields_set
+        assert all(t.messages == [] for t in light.turns)
+
+
+def test_a_listed_suite_plans_as_the_whole_one(tmp_path: Path) -> None:
+    """The planner gives a listing what it gives the full cases: ids (skips marked), counts,
+    totals, judges (with the first case asking), agents and the first refusal."""
+    from farm.agents.options import AgentOptions
+    from farm.plan.batch import BatchPlanner, PlanSpec
+    from farm.run.execute import RunEnvironment
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in LISTED_GOOD * 2))  # the duplicates are dropped
+    options = AgentOptions.from_env(tmp_path)
+    for spec in (PlanSpec(agent_name="py:tests/agents/distributed.py:by_run", runs=2), PlanSpec()):
+        plans = [BatchPlanner(spec, keeper=None, env=RunEnvironment(timeout_s=7), options=options).plan(
+            read_suite(path, listing)[0]) for listing in (False, True)]
+        whole, listed = ({"ids": p.ids, "selection": p.selection, "totals": p.totals, "agents": p.agents,
+                          "judges": {use: (c.id, c.line) for use, c in p.judges.items()},
+                          "refused": str(p.refused)} for p in plans)
+        assert listed == whole
+        assert whole["judges"] == {"agents:critic": ("judged", 13), None: ("judged", 13)}

@@ -41,6 +41,10 @@ MARK_VAR = "FARM_AGENT_MARK"
 """Environment variable set in a ``cmd:`` program's environment: its leftovers are found by it."""
 REAP_S = 2.0
 """At most this long collecting the exits of killed processes that come back to us while dying."""
+UNSURE_S = 0.5
+"""At most this long looking again at a child whose environment reads empty (mid-``exec``: a
+window of microseconds, stretched by a busy machine; a process run with no environment at all
+would otherwise hold every turn's end)."""
 
 
 def become_subreaper() -> bool:
@@ -59,14 +63,16 @@ def new_mark() -> str:
 
 
 def _mark_of(process: psutil.Process) -> str | None:
-    """The process's mark; ``""`` when it has none, None when its environment cannot be read (a
-    zombie, gone, or not ours)."""
+    """The process's mark; ``""`` when it has none, None when its environment cannot be read now:
+    a zombie, gone, not ours, or between two programs (the kernel shows an empty environment while
+    ``exec`` sets up the next program, and while a process exits)."""
     import psutil
 
     try:
-        return str(process.environ().get(MARK_VAR, ""))
+        environ = process.environ()
     except (psutil.Error, OSError):
         return None
+    return str(environ.get(MARK_VAR, "")) if environ else None
 
 
 def _marked(process: psutil.Process, mark: str) -> bool:
@@ -176,13 +182,16 @@ class _Programs:
 PROGRAMS = _Programs()
 
 
-def _leftovers(mark: str, group: int) -> list[psutil.Process]:
+def _leftovers(mark: str, group: int) -> tuple[list[psutil.Process], bool]:
     """Our children that belong to the turn: members of its program's group (zombies included:
     they came back to us) or carrying its mark (``setsid`` ones), with what each started; and the
-    zombies of the turn's ``setsid`` children that exited on their own."""
+    zombies of the turn's ``setsid`` children that exited on their own. True beside them when a
+    live child could not be told (its environment unreadable: mid-``exec``, as a ``setsid``
+    child is between ``setsid`` and its program): look again."""
     import psutil
 
     found: dict[int, psutil.Process] = {}
+    unsure = False
     for pid in _direct_children():
         with contextlib.suppress(psutil.Error, OSError):
             process = psutil.Process(pid)
@@ -192,7 +201,9 @@ def _leftovers(mark: str, group: int) -> list[psutil.Process]:
             if own == mark or (own is None and (os.getpgid(pid) == group or PROGRAMS.adopted_zombie(process, group))):
                 found[pid] = process
                 found.update((c.pid, c) for c in process.children(recursive=True))
-    return list(found.values())
+            elif own is None and process.status() != psutil.STATUS_ZOMBIE:
+                unsure = True
+    return list(found.values()), unsure
 
 
 def end_turn_leftovers(mark: str, group: int) -> int:
@@ -208,15 +219,17 @@ def end_turn_leftovers(mark: str, group: int) -> int:
 
 def _end_leftovers(mark: str, group: int) -> int:
     ended: set[int] = set()
-    deadline = time.monotonic() + REAP_S
+    started = time.monotonic()
     while True:
-        left = [p for p in _leftovers(mark, group) if p.pid not in ended]
+        found, unsure = _leftovers(mark, group)
+        left = [p for p in found if p.pid not in ended]
         _kill(left)
         ended.update(p.pid for p in left)
-        if (not left and not _group_alive(group)) or time.monotonic() > deadline:
+        waited = time.monotonic() - started
+        if (not left and not _group_alive(group) and not (unsure and waited < UNSURE_S)) or waited > REAP_S:
             return len(ended)
         if not left:
-            time.sleep(0.01)  # a member of the group is still dying: its children come back to us then
+            time.sleep(0.01)  # a member of the group is still dying (its children come back to us then), or mid-exec
 
 
 def _end_marked_anywhere(mark: str) -> int:

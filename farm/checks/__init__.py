@@ -65,8 +65,12 @@ async def evaluate_turn(turn: Turn, reply: Reply, ctx: CheckContext, turn_index:
 def judges_needed(cases: Iterable[Case]) -> dict[str | None, Case]:
     """Every judge the checks of ``cases`` ask for (None: the default ``--judge``), with a case that asks."""
     uses: dict[str | None, Case] = {}
+    last = None
     for case in cases:
         for turn in case.turns:
+            if turn is last:  # listed cases share their turn (``LoadOptions.listing``): it adds nothing new
+                continue
+            last = turn
             for assertion in turn.assertions:
                 if assertion.type in JUDGED_ASSERTIONS:
                     uses.setdefault(assertion.use, case)

@@ -11,12 +11,12 @@ import json
 import math
 import re
 from functools import lru_cache
-from typing import Any
-
-from jsonpath_ng import JSONPath
-from jsonpath_ng.ext.parser import parse as _parse_jsonpath  # 1.16 stopped re-exporting it
+from typing import TYPE_CHECKING, Any
 
 from farm.models import JsonValue
+
+if TYPE_CHECKING:  # jsonpath-ng loads at the first JSONPath, not with every sweep (issue 32)
+    from jsonpath_ng import JSONPath
 
 __all__ = [
     "JSON_TYPES",
@@ -141,8 +141,10 @@ def compile_path(path: str) -> JSONPath:
     """Parse a JSONPath (``$.a.b[0]`` or ``a.b[0]``); raises ValueError with the reason."""
     if not isinstance(path, str) or not path.strip():
         raise ValueError("empty JSONPath")
+    from jsonpath_ng.ext.parser import parse as parse_jsonpath  # 1.16 stopped re-exporting it
+
     try:
-        return _parse_jsonpath(path)
+        return parse_jsonpath(path)
     except Exception as exc:  # jsonpath-ng raises several unrelated types for bad input
         raise ValueError(f"invalid JSONPath {path!r}: {exc}") from None
 

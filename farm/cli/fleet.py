@@ -10,8 +10,7 @@ from typing import Any
 
 import click
 
-from farm.stats.adaptive import SPRT_ALPHA, SPRT_BETA, SPRT_ZONE
-from farm.stats.prices import PRICES_ENV
+from farm.defaults import PRICES_ENV, SPRT_ALPHA, SPRT_BETA, SPRT_ZONE
 
 
 def fleet_flags(command: Any) -> Any:

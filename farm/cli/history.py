@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from farm.cli.run import run_command
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, InputError, SettingsError
-from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.wording import plural
 
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ def compare_sweeps(base: str, head: str, *, history: str | None, outputs: Sequen
     from farm.history.refs import RefResolver
     from farm.reports.comparison import render_text
     from farm.reports.comparison_formats import render_comparison
-    from farm.stats.compare import check_thresholds, compare, partial_warnings
+    from farm.stats.compare import compare, partial_warnings
+    from farm.stats.compare_terms import check_thresholds
 
     files = _check_outputs(outputs)
     check_thresholds(alpha, min_drop)

@@ -80,7 +80,8 @@ class LazyGroup(click.Group):
         if cmd_name not in self.lazy or cmd_name in self.commands:
             return super().get_command(ctx, cmd_name)
         module, _, attribute = self.lazy[cmd_name].partition(":")
-        command = getattr(importlib.import_module(module), attribute)
+        with collector.paused():  # importing a command makes objects that all stay (farm.collector)
+            command = getattr(importlib.import_module(module), attribute)
         if not isinstance(command, click.Command) or command.name != cmd_name:
             raise RuntimeError(f"{self.lazy[cmd_name]} is not the click command {cmd_name!r}")
         self.add_command(command)

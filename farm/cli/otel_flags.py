@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from farm.plan.sweep_plan import SweepPlan
-from farm.sweep.observers import SweepObserver
+if TYPE_CHECKING:  # farm test --help reads the flags alone
+    from farm.plan.sweep_plan import SweepPlan
+    from farm.sweep.observers import SweepObserver
 
 __all__ = ["OtelFlags", "otel_flags"]
 

@@ -11,9 +11,9 @@ from sqlalchemy import Connection, Engine, select
 if TYPE_CHECKING:
     from farm.history.store import SweepInfo
 
+from farm.defaults import DEFAULT_MIN_DROP
 from farm.history.tables import case_criteria
 from farm.models import SweepReport
-from farm.stats.compare import DEFAULT_MIN_DROP
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, moved_criteria
 
 __all__ = ["criteria_counts", "criteria_moves", "criteria_rows", "record_criteria"]

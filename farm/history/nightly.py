@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import FarmRuntimeError
 from farm.history.facts import NIGHTLY_TAG
 from farm.history.store import HistoryStore, SweepInfo
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantined_ids
-from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, compare
+from farm.stats.compare import Comparison, compare
 
 log = logging.getLogger("farm.history")
 

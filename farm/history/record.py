@@ -23,7 +23,7 @@ from farm.history.criteria import record_criteria
 from farm.history.tables import case_results, sweep_tags, sweeps
 from farm.models import CaseStats, SweepOutcome, SweepReport
 from farm.models.outcome import outcome_of
-from farm.stats.compare import is_adaptive
+from farm.stats.compare_terms import is_adaptive
 
 
 @dataclass(frozen=True)

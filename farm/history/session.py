@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from farm import collector
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
@@ -29,11 +31,12 @@ from farm.models import SweepReport, SweepStatus
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
-from farm.stats.compare import DEFAULT_ALPHA, DEFAULT_MIN_DROP, Comparison, check_thresholds, compare, snapshot_of
+from farm.stats.compare_terms import check_thresholds
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not with --no-history)
     from farm.history.refs import Resolved
     from farm.history.store import HistoryStore
+    from farm.stats.compare import Comparison  # loaded by a sweep with a baseline
 
 Gate = Literal["regressions", "verdicts"]
 Order = Literal["file", "failing-first"]
@@ -114,7 +117,8 @@ class HistorySession:
         self.comparison: Comparison | None = None
 
     def _open(self) -> HistoryStore:
-        from farm.history.store import HistoryStore
+        with collector.paused():  # SQLAlchemy's modules: nothing to collect (farm.collector)
+            from farm.history.store import HistoryStore
 
         return HistoryStore.open(self.url)
 
@@ -163,6 +167,8 @@ class HistorySession:
     def finish(self, report: SweepReport) -> SweepReport:
         """Compare with the baseline (attached to the report's metadata), then record the sweep."""
         if self.base is not None:
+            from farm.stats.compare import compare, snapshot_of
+
             self.comparison = compare(self.base.snapshot, snapshot_of(report), alpha=self.options.alpha,
                                       min_drop=self.options.min_drop)
             report.metadata["baseline"] = self.options.baseline

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, Select, and_, delete, func, or_, select
 
@@ -19,7 +19,9 @@ from farm.history.engine import open_engine
 from farm.history.record import Recorded, insert_or_ignore, now_utc, record_sweep
 from farm.history.tables import baselines, case_results, comparisons, sweep_tags, sweeps
 from farm.models import SweepReport
-from farm.stats.compare import CaseSnapshot, Comparison, SweepSnapshot
+
+if TYPE_CHECKING:  # the comparison's models load where a sweep is read back, not to record one
+    from farm.stats.compare import Comparison, SweepSnapshot
 
 
 def iso(value: datetime | None) -> str | None:
@@ -136,6 +138,8 @@ class HistoryStore:
 
     def snapshot(self, info: SweepInfo) -> SweepSnapshot:
         """The sweep's cases as a comparison sees them."""
+        from farm.stats.compare import CaseSnapshot, SweepSnapshot
+
         columns = [case_results.c[n] for n in ("case_id", "runs", "passed", "skipped", "label", "case_passed",
                                                "content_hash", "failure_reasons", "adaptive",
                                                "semantic_consistency")]
@@ -188,6 +192,8 @@ class HistoryStore:
 
     def comparisons_of(self, head: SweepInfo) -> dict[str, Comparison]:
         """The comparisons kept for a sweep, by kind."""
+        from farm.stats.compare import Comparison
+
         with self.engine.connect() as conn:
             rows = conn.execute(select(comparisons.c.kind, comparisons.c.document)
                                 .where(comparisons.c.head == head.pk)).all()

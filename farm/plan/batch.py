@@ -13,6 +13,7 @@ submitter keeps them in their stored form). Pure: no Celery, Redis or SQLAlchemy
 from __future__ import annotations
 
 import fnmatch
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -51,6 +52,7 @@ class CaseKeeper(CaseSource, Protocol):
         ...
 
 AgentKey = tuple[str, str | None, str | None]
+_SKIP = operator.attrgetter("skip")
 
 
 def _matches(case_id: str, pattern: str) -> bool:
@@ -194,8 +196,9 @@ class BatchPlanner:
         counts.matched = len(cases)
         cases = select_cases(cases, self.spec.patterns)
         counts.selected = len(cases)
-        counts.runnable = sum(not c.skip for c in cases)
-        counts.skip_reason = next((c.skip_reason for c in cases if c.skip and c.skip_reason), "")
+        skipped = sum(map(_SKIP, cases))  # in C: a million listed cases are counted at every step
+        counts.runnable = len(cases) - skipped
+        counts.skip_reason = next((c.skip_reason for c in cases if c.skip and c.skip_reason), "") if skipped else ""
         return cases, counts
 
     def plan(self, cases: list[Case], *, selected: bool = False) -> BatchPlan:

@@ -22,11 +22,12 @@ from farm.agents.judge import AgentJudge, ConnectorJudge, JudgeResolver
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import adapter_spec
+from farm.defaults import PRICES_ENV
 from farm.errors import AgentResolutionError, SettingsError
 from farm.fleet.replay import ReplayStore
 from farm.plan.fleet import FleetFlags, FleetPlan, ReplaySpec, agent_ref_key
 from farm.plan.rate_specs import RateLimit, declared_limit
-from farm.stats.prices import PRICES_ENV, Price, PriceTable
+from farm.stats.prices import Price, PriceTable
 from farm.yaofile import read_yao_object
 
 if TYPE_CHECKING:

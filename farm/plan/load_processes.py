@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import multiprocessing
 import multiprocessing.process
+import operator
 import os
 import sys
 import traceback
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from queue import Empty
 
 from farm.errors import FarmRuntimeError
+from farm.models import Case
 from farm.plan.batch import BatchPlan, BatchPlanner, PlanParts, ReadCounter
 from farm.settings import whole_number_env
 from farm.suites import CaseStream
@@ -78,6 +80,8 @@ class LoadedBatch:
     plan: BatchPlan
 
 
+_ID, _LINE = operator.attrgetter("id"), operator.attrgetter("line")
+_SKIP_REASON, _LOAD_NOTE = operator.attrgetter("skip_reason"), operator.attrgetter("load_note")
 _FORKED: tuple[CaseStream, BatchPlanner, int, int, bool] | None = None
 """What the forked processes inherit (set just before forking)."""
 POLL_S = 1.0
@@ -122,8 +126,14 @@ def _loaded(part: int) -> Iterator[LoadedBatch]:
     for batch in stream.read_batches(size, lambda f, b: (f + b) % processes == part
                                      and not (first_done and (f, b) == (0, 0))):
         cases, batch.cases = batch.cases, []
-        yield LoadedBatch(batch, [c.id for c in cases], [c.line for c in cases],
-                          [skip_note(c) for c in cases if c.skip_reason or c.load_note], planner.plan(cases))
+        yield LoadedBatch(batch, list(map(_ID, cases)), list(map(_LINE, cases)),
+                          _skip_notes(cases), planner.plan(cases))
+
+
+def _skip_notes(cases: list[Case]) -> list[str]:
+    if not (any(map(_SKIP_REASON, cases)) or any(map(_LOAD_NOTE, cases))):  # most batches: none, found in C
+        return []
+    return [skip_note(c) for c in cases if c.skip_reason or c.load_note]
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -104,6 +103,8 @@ def _entry(raw: Any, path: Path, lines: list[str], start: int, end: int) -> Entr
 
 def parse_entries(text: str, path: Path) -> list[Entry]:
     """The entries of a quarantine file's text; InputError (exit 2) naming the line of a bad one."""
+    import tomllib  # here: a sweep without a quarantine file never parses TOML
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from farm.defaults import SPRT_ALPHA, SPRT_BETA, SPRT_ZONE
 from farm.errors import SettingsError
 
 Verdict = Literal["pass", "fail", "inconclusive"]
@@ -127,12 +128,6 @@ class Sprt:
         return Decision("inconclusive", done) if done >= self.runs else None
 
 
-SPRT_ALPHA = 0.05
-"""Default chance that the SPRT passes a case whose pass probability is p0."""
-SPRT_BETA = 0.10
-"""Default chance that the SPRT fails a case whose pass probability is p1."""
-SPRT_ZONE = 0.2
-"""Default width of the indifference zone: p0 = p1 − 0.2 (at least 0)."""
 
 AdaptiveKind = Literal["exact", "sequential"]
 

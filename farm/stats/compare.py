@@ -22,21 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from farm.errors import SettingsError
-from farm.models import CaseStats, FarmModel, SweepReport, SweepStatus
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
+from farm.models import FarmModel, SweepReport, SweepStatus
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
+from farm.stats.compare_terms import check_thresholds, is_adaptive
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
-
-DEFAULT_ALPHA = 0.10
-"""False discovery rate of the regression (and improvement) calls."""
-
-DEFAULT_MIN_DROP = 10.0
-"""Points of pass rate a change must reach to be called a regression or an improvement."""
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run"]
 VERDICTS: tuple[Verdict, ...] = ("regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run")
@@ -123,12 +118,6 @@ class Comparison(FarmModel):
         return self.summary.get("regressed", 0) > 0
 
 
-def is_adaptive(stats: CaseStats, metadata: dict[str, Any]) -> bool:
-    """A case of an adaptive sweep (``metadata.adaptive``: ``exact`` or ``sequential``), or a case
-    marked adaptive itself (``CaseStats.adaptive``): compared on verdicts only."""
-    return bool(metadata.get("adaptive")) or stats.adaptive
-
-
 def snapshot_of(report: SweepReport) -> SweepSnapshot:
     """A report as a comparison sees it (a JSON report file compares like a recorded sweep)."""
     meta = report.metadata
@@ -157,14 +146,6 @@ class _Tested:
     p_higher: float
     q_lower: float = 1.0
     q_higher: float = 1.0
-
-
-def check_thresholds(alpha: float, min_drop: float) -> None:
-    """``--alpha`` in (0, 0.5) and ``--min-drop`` in [0, 100]; SettingsError (exit 2) otherwise."""
-    if not 0 < alpha < 0.5:
-        raise SettingsError(f"--alpha {alpha}: must be between 0 and 0.5")
-    if not 0 <= min_drop <= 100:
-        raise SettingsError(f"--min-drop {min_drop}: must be between 0 and 100 points")
 
 
 def compare(base: SweepSnapshot, head: SweepSnapshot, *, alpha: float = DEFAULT_ALPHA,

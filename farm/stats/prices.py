@@ -20,11 +20,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from farm.defaults import PRICES_ENV
 from farm.errors import SettingsError
 from farm.models.usage import Usage
 from farm.yaofile import read_yao_object
 
-PRICES_ENV = "FARM_PRICES"
 PER_TOKENS = 1_000_000
 _VERSION_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 

@@ -79,8 +79,10 @@ def skip_note(case: Case) -> str:
 
 
 def _lines_of(keep: BatchFilter, file: int, size: int) -> Callable[[int], bool | None]:
-    """Whether a line of ``file`` (numbered from 1) is in a batch ``keep`` accepts."""
-    return lambda line: keep(file, (line - 1) // size)
+    """Whether a line of ``file`` (numbered from 1) is in a batch ``keep`` accepts (asked once a
+    batch: every line of a suite is asked about in every reading process)."""
+    kept = functools.cache(functools.partial(keep, file))
+    return lambda line: kept((line - 1) // size)
 
 
 def _grouped(cases: Iterator[Case], problems: list[Problem], size: int, file: int,
@@ -211,8 +213,13 @@ class CaseStream:
         self.problems += batch.problems
         if self._file_notes is not None:
             self._file_notes += batch.file_notes
-        for case_id, line in zip(ids, lines, strict=True):
-            self._first_place(case_id, batch.file, line)
+        number = batch.file << 32
+        places = dict(zip(ids, [number | (line or 0) for line in lines], strict=True))
+        if len(places) == len(ids) and self._first.keys().isdisjoint(places):
+            self._first.update(places)  # no id seen before, none twice (most batches): all kept at once, in C
+        else:
+            for case_id, line in zip(ids, lines, strict=True):
+                self._first_place(case_id, batch.file, line)
         self.notes += skip_notes
 
     def finish(self) -> None:

@@ -46,6 +46,10 @@ class LoadOptions:
     ``connections`` do not apply, so it runs once (``farm.suites.hocon``)."""
     allow_remote_includes: bool = False
     """``--allow-remote-includes``: a HOCON ``include url(...)`` may fetch its URL."""
+    listing: bool = False
+    """``--collect-only``: the cases are checked, planned and listed, never run, so a JSONL case's
+    turn holds its checks only, shared by the cases with the same ones (``farm.suites.jsonl``):
+    its input is checked as always but not built into messages nothing reads."""
 
 
 def parse_dynamic(obj: dict[str, Any], base_dir: str, options: LoadOptions,

@@ -150,7 +150,8 @@ def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | N
     messages: list[Message] = []
     if "input" not in obj:
         issues.append(("input", "missing: every case needs an input"))
-    elif not (dynamic is not None and obj["input"] == []):  # [] lets the simulator open
+    elif not ((dynamic is not None and obj["input"] == [])  # [] lets the simulator open
+              or (options.listing and isinstance(obj["input"], str))):  # a listed string: no message, no issue
         messages, found = input_messages(obj["input"], base_dir=base_dir)
         issues += found
     assertions = [] if dynamic is not None else _assertions(obj, base_dir, issues)
@@ -165,10 +166,31 @@ def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | N
     given: dict[str, Any] = {k: v for k, v in fields.items() if v is not None and v is not False}
     if dynamic is not None:
         given["dynamic"] = dynamic
-    turn = Turn.checked(messages=messages, assertions=assertions)
+    turn = _listed_turn(assertions) if options.listing else Turn.checked(messages=messages, assertions=assertions)
     case = Case.checked(id=case_id, format="yao", base_dir=base_dir, turns=[turn], input=obj["input"],
                         **given, **(location or {}))
     return case, []
+
+
+_LISTED_TURNS: dict[tuple[int, ...], Turn] = {}
+"""``LoadOptions.listing``: the one turn of the listed cases with the same checks, by the ids
+of its ``Assertion`` objects (``parse_assertions`` shares them; the turn keeps them alive, so
+an id is not reused while its turn is here)."""
+
+
+def _listed_turn(assertions: list[Assertion]) -> Turn:
+    """A listed case's turn: its checks, no messages (a listing plans the case, never sends it);
+    cases with the same ``Assertion`` objects share one (farm models are never assigned to)."""
+    key = tuple(map(id, assertions))
+    turn = _LISTED_TURNS.get(key)
+    if turn is None:
+        if len(_LISTED_TURNS) >= _MAX_LISTED_TURNS:
+            _LISTED_TURNS.clear()
+        turn = _LISTED_TURNS[key] = Turn.checked(messages=[], assertions=assertions)
+    return turn
+
+
+_MAX_LISTED_TURNS = 1024
 
 
 def _assertions(obj: dict[str, Any], base_dir: str, issues: list[Issue]) -> list[Assertion]:
