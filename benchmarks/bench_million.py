@@ -67,8 +67,11 @@ def submit(suite: Path, cases: int) -> dict[str, float]:
         used = int(client.info("memory")["used_memory"]) - before
         queued = int(client.llen("million"))
         index_s, cases_s = _top_up_reads(url)
-    # The load read as the submit reads it (FARM_LOAD_PROCESSES, default alone for a submit).
-    loaded = collect(suite, cases, "--collect-only", os.environ.get("FARM_LOAD_PROCESSES", "1"))
+    # The load read as the submit reads it (FARM_LOAD_PROCESSES, default two readers for a submit).
+    from farm.plan.load_processes import SUBMIT_READERS
+
+    readers = min(len(os.sched_getaffinity(0)), SUBMIT_READERS)
+    loaded = collect(suite, cases, "--collect-only", os.environ.get("FARM_LOAD_PROCESSES", str(readers)))
     return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "collect_wall_s": loaded.wall_s,
             "store_runs_per_s": cases / max(measured.wall_s - loaded.wall_s, 1e-9),
             "redis_bytes_per_run": used / cases, "queued_messages": queued,

@@ -41,7 +41,7 @@ from farm.models import Case, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
-from farm.plan.load_processes import load_processes, plan_in_processes
+from farm.plan.load_processes import SUBMIT_READERS, load_processes, plan_in_processes
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
@@ -259,7 +259,7 @@ def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, 
     """Read the suite batch by batch, selecting and planning each batch into ``parts`` (in a
     process per core when the plan keeps no ``Case`` objects and the suite is large)."""
     travels = parts.cases is None or parts.cases.travels
-    processes = load_processes(stream, by_default=parts.cases is None) if travels else 1
+    processes = load_processes(stream, most=None if parts.cases is None else SUBMIT_READERS) if travels else 1
     if processes > 1:
         plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
         return

@@ -163,11 +163,16 @@ def test_a_reading_process_that_dies_is_an_error_not_a_hang(tmp_path: Path, monk
         prepare_sweep(TestSettings(input=str(suite), name=AGENT, collect_only=True))
 
 
-def test_a_distributed_submit_reads_alone_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Forked readers add memory to the plan a submitter holds: a submit uses them only when asked."""
+def test_a_distributed_submit_reads_with_at_most_two_processes_unless_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked readers add memory to the plan a submitter holds: two at most by default (a million
+    cases: 365 MB the tree, against 500 MB allowed), as many as asked for."""
     stream = open_input(str(write(tmp_path / "s.jsonl", case(1))))
     monkeypatch.delenv("FARM_LOAD_PROCESSES", raising=False)
-    assert load_processes.load_processes(stream, by_default=False) == 1
-    assert load_processes.load_processes(stream) == len(os.sched_getaffinity(0))  # --collect-only: every core
-    monkeypatch.setenv("FARM_LOAD_PROCESSES", "2")
-    assert load_processes.load_processes(stream, by_default=False) == 2
+    cores = len(os.sched_getaffinity(0))
+    assert load_processes.load_processes(stream, most=load_processes.SUBMIT_READERS) == min(cores, 2)
+    assert load_processes.load_processes(stream) == cores  # --collect-only: every core
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert load_processes.load_processes(stream, most=load_processes.SUBMIT_READERS) == 2
+    monkeypatch.setenv("FARM_LOAD_PROCESSES", "3")
+    assert load_processes.load_processes(stream, most=load_processes.SUBMIT_READERS) == 3

@@ -15,11 +15,12 @@ For a compact plan this process plans the first batch itself before forking: the
 dictionary is its first case, and every process must encode with it.
 
 ``FARM_LOAD_PROCESSES``: how many processes (default: the cores this process may use for
-``--collect-only``, 1 for a distributed submit; 1: read alone). A submit reads alone unless
-asked: its forked readers add their own memory to the plan it holds (a million cases: tree RSS
-600 MB, PSS 472 MB, against 469 MB read alone; issue 16 bounds the submitter at 500 MB), for a
-submit twice as fast. Suites under ``PARALLEL_MIN_BYTES`` are read alone (forking costs more
-than it saves). Needs ``fork`` (Linux); elsewhere the suite is read in this process.
+``--collect-only``, at most ``SUBMIT_READERS`` for a distributed submit; 1: read alone). A
+submit's readers add their own memory to the plan it holds: a million cases, 2026-11-26, tree
+RSS 327 MB read alone, 365 MB with two readers (~50 MB each), stored at 49k and 80k runs/s; the
+issue bounds the submitter's tree at 500 MB, so the default stops at two whatever the cores.
+Suites under ``PARALLEL_MIN_BYTES`` are read alone (forking costs more than it saves). Needs
+``fork`` (Linux); elsewhere the suite is read in this process.
 """
 
 from __future__ import annotations
@@ -45,16 +46,17 @@ from farm.suites.discover import StreamBatch, skip_note
 PARALLEL_MIN_BYTES = 8 << 20
 """Suites smaller than this (~80,000 one-line cases) are read by one process."""
 ENV_VAR = "FARM_LOAD_PROCESSES"
+SUBMIT_READERS = 2
+"""A distributed submit's readers by default (each ~50 MB at a million cases: see above)."""
 
 
-def load_processes(stream: CaseStream, *, by_default: bool = True) -> int:
-    """How many processes should read ``stream`` (1: this one alone); ``by_default``: whether
-    to use every core when ``FARM_LOAD_PROCESSES`` is not set."""
+def load_processes(stream: CaseStream, *, most: int | None = None) -> int:
+    """How many processes should read ``stream`` (1: this one alone); when ``FARM_LOAD_PROCESSES``
+    is not set, one per core, at most ``most``."""
     wanted = whole_number_env(ENV_VAR, counting="processes")
-    if wanted is None and not by_default:
-        wanted = 1
-    elif wanted is None:
-        wanted = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if wanted is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        wanted = cores if most is None else min(cores, most)
     if wanted < 2 or stream.kind == "message" or not sys.platform.startswith("linux"):
         return 1
     size = sum(_size(path) for path in stream.files)
