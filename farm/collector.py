@@ -39,13 +39,17 @@ _saved_threshold: tuple[int, int, int] = gc.get_threshold()
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """No cyclic collection inside (a suite loading: every object it makes stays alive)."""
+    """No cyclic collection inside (a suite loading: every object it makes stays alive). At the
+    end what is alive is frozen (``gc.freeze``): otherwise the first young collection after would
+    scan all that was made inside at once (28 ms after a command's imports, 10 ms after the
+    history's, measured); ``eased``'s end unfreezes it with the rest, a sweep later."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
             gc.enable()
 
 
