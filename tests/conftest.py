@@ -33,6 +33,12 @@ pytest_plugins = ["tests.history_fixtures"]  # PostgreSQL and SQLite databases o
 for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
 
+# A shell that starts the tests in the background (`.ci/run &`, a runner without job control)
+# ignores SIGINT for them, and an ignored signal stays ignored across exec: the Ctrl-C tests' farm
+# processes never saw theirs. A handler of our own is reset to the default in every child instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 REDIS_BINARY = os.environ.get("FARM_TEST_REDIS_SERVER", "redis-server")
 WORKER_READY_TIMEOUT_S = 60.0
 

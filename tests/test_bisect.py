@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -102,8 +101,10 @@ def test_ctrl_c_removes_the_worktrees_and_tells_what_was_learned(tmp_path: Path)
     shas = make_repo(tmp_path / "repo")
     draws = tmp_path / "draws"
     draws.mkdir()
+    temp = tmp_path / "temp"  # the worktrees' own: another test's bisect of the same commits runs beside (xdist)
+    temp.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_TEST_SEED": "1", "FARM_TEST_DRAWS": str(draws),
-           "FARM_DATA_DIR": str(tmp_path / "data"), "FARM_TEST_SLOW": "0.05"}
+           "FARM_DATA_DIR": str(tmp_path / "data"), "FARM_TEST_SLOW": "0.05", "TMPDIR": str(temp)}
     out = tmp_path / "b.json"
     proc = subprocess.Popen([sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "-o",
                              str(out), "--", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1",
@@ -123,7 +124,7 @@ def test_ctrl_c_removes_the_worktrees_and_tells_what_was_learned(tmp_path: Path)
     assert doc["interrupted"] is True and doc["first_bad"] is None
     assert doc["probes"][0]["commit"] == shas[0] and doc["probes"][0]["runs"] == 60
     assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
-    assert not list(Path(tempfile.gettempdir()).glob(f"farm-bisect-*/{shas[0][:12]}"))
+    assert list(temp.iterdir()) == []  # the worktrees' directory is gone
 
 
 def test_nothing_regressed_is_exit_1(tmp_path: Path) -> None:

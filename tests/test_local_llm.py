@@ -112,7 +112,8 @@ def test_the_real_model_judges_an_agent_check(llm: dict[str, str], farm_cli: Any
     detail = json.loads((tmp_path / "r.json").read_text())["results"][0]["run_details"][0]
     checks = detail["judged_checks"] + detail["failed_checks"]
     assert detail["failure_class"] is None or not detail["failure_class"].startswith(("harness:", "infra:"))
-    assert next(c["verdict"] for c in checks if c.get("verdict")) in ("passed", "failed", "equivocal")
+    # A judge's verdict words (CheckOutcome.verdict): the model decided, or said neither; "error" (not asked) is not one
+    assert next(c["verdict"] for c in checks if c.get("verdict")) in ("pass", "fail", "equivocal")
 
 
 def test_the_real_model_plays_the_user_of_a_dynamic_case(llm: dict[str, str], farm_cli: Any, tmp_path: Path) -> None:
