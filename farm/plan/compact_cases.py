@@ -27,8 +27,7 @@ T = TypeVar("T")
 _HEAD = '{"case":'
 """How a ``PlannedCase``'s JSON starts: its first field, the case."""
 ADD_BATCH = 10_000
-"""Cases held joined in one string (a planned batch's, ``farm.api.PLAN_BATCH``)."""
-"""How a ``PlannedCase``'s JSON starts: its first field, the case."""
+"""Cases held joined in one string (a few planned batches' worth: ``farm.api.PLAN_BATCH``)."""
 
 
 class Decoded(Sequence[T]):
