@@ -144,7 +144,7 @@ def test_a_planned_case_and_its_index_line_as_built_before() -> None:
     for env in (RunEnvironment(), RunEnvironment(timeout_s=7)):
         for planned in (checked, PlannedCase.checked(case=case.model_copy(update={"timeout_s": None}), plan=plan,
                                                      agent=agent)):
-            assert CaseSlot.line_of(planned, env) == CaseSlot.of(planned, env).encode()
+            assert CaseSlot.line(planned.case, planned.plan, env) == CaseSlot.of(planned, env).encode()
 
 
 # ------------------------------------------------------------- a listing (--collect-only)

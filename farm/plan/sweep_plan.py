@@ -156,13 +156,9 @@ class CaseSlot:
         return f"{self.runs} {self.timeout_s!r} {self.id}"
 
     @staticmethod
-    def line_of(planned: PlannedCase, env: RunEnvironment) -> str:
-        """``CaseSlot.of(planned, env).encode()`` without the slot (a submitter encodes a million)."""
-        return CaseSlot.line(planned.case, planned.plan, env)
-
-    @staticmethod
     def line(case: Case, plan: CasePlan, env: RunEnvironment) -> str:
-        """``line_of`` the ``PlannedCase`` of ``case``, ``plan``, without it."""
+        """``CaseSlot.of(planned, env).encode()`` of the ``PlannedCase`` of ``case``, ``plan``, without
+        the slot or the planned case (a submitter encodes a million)."""
         return f"{plan.runs} {env.case_timeout(case)!r} {case.id}"
 
     @classmethod

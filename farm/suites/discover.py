@@ -78,6 +78,11 @@ def skip_note(case: Case) -> str:
     return f"{case.source}: case {case.id}: {case.load_note}"
 
 
+def _place(file: int, line: int | None) -> int:
+    """Where a case was first seen, in one int: its file's number, then its line (0: none)."""
+    return (file << 32) | (line or 0)
+
+
 def _lines_of(keep: BatchFilter, file: int, size: int) -> Callable[[int], bool | None]:
     """Whether a line of ``file`` (numbered from 1) is in a batch ``keep`` accepts (asked once a
     batch: every line of a suite is asked about in every reading process)."""
@@ -169,7 +174,7 @@ class CaseStream:
         """Whether ``case_id`` (of file ``number``) is seen for the first time; else a problem."""
         first = self._first.get(case_id)
         if first is None:
-            self._first[case_id] = (number << 32) | (line or 0)
+            self._first[case_id] = _place(number, line)
             return True
         source, first_line = str(self.files[first >> 32]), first & 0xFFFFFFFF
         at = f"{source}:{first_line}" if first_line else source
@@ -213,7 +218,7 @@ class CaseStream:
         self.problems += batch.problems
         if self._file_notes is not None:
             self._file_notes += batch.file_notes
-        number = batch.file << 32
+        number = _place(batch.file, 0)  # a million ids: the file's part once, the line or-ed in below
         places = dict(zip(ids, [number | (line or 0) for line in lines], strict=True))
         if len(places) == len(ids) and self._first.keys().isdisjoint(places):
             self._first.update(places)  # no id seen before, none twice (most batches): all kept at once, in C

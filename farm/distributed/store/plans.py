@@ -21,6 +21,11 @@ from farm.plan.compact_cases import CompactCases, compact
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
 
 
+def _plan_keys(sid: str) -> tuple[str, str, str]:
+    """The keys that hold a sweep's plan: the sweep hash, its cases, its index."""
+    return keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid)
+
+
 class PlanStore:
     """Plan reads and writes; ``SweepStore`` provides ``client``, ``ttl`` and ``_codecs``."""
 
@@ -48,11 +53,10 @@ class PlanStore:
         pipe.expire(keys.sweep_key(sid), self.ttl)
         pipe.execute()  # the publisher's lease and the sweep first, then its cases
         self._save_cases(sid, cases, chunk)
-        plan_keys = (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid))
         start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
                  "total_runs": plan.total_runs, "timestamp": plan.started_at}
         pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
-        for key in (*plan_keys, keys.stream_key(sid)):
+        for key in (*_plan_keys(sid), keys.stream_key(sid)):
             pipe.expire(key, self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})
         pipe.set(keys.activity_key(sid), submitted_epoch, ex=self.ttl)
@@ -70,8 +74,8 @@ class PlanStore:
         (``farm.distributed.store.packed``): the submitter's buffer stays bounded, and what is sent
         expires even if this submitter dies before the end."""
         cases_key, index_key = keys.cases_key(sid).encode(), keys.index_key(sid).encode()
-        expire = b"".join(command([b"EXPIRE", key.encode(), b"%d" % self.ttl])
-                          for key in (keys.sweep_key(sid), keys.cases_key(sid), keys.index_key(sid)))
+        plan_keys = _plan_keys(sid)
+        expire = b"".join(command([b"EXPIRE", key.encode(), b"%d" % self.ttl]) for key in plan_keys)
         lines, stored = iter(cases.slot_lines), iter(cases.stored)
         with PackedSender(self.client) as sender:
             for first in range(0, len(cases), chunk * 20):
@@ -82,7 +86,7 @@ class PlanStore:
                     for line, text in zip(slot_lines, itertools.islice(stored, chunk), strict=True):
                         fields += (line.split(b" ", 2)[2], text.encode())
                     payload += (command(fields), command([b"RPUSH", index_key, *slot_lines]))
-                sender.send(b"".join([*payload, expire]), len(payload) + 3)
+                sender.send(b"".join([*payload, expire]), len(payload) + len(plan_keys))
 
     def load_sweep(self, sweep_id: str) -> SweepPlan | None:
         """The sweep-wide plan (``cases`` left empty: read them one by one with ``load_case``)."""
