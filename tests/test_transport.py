@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import json
 import logging
+import os
 import shutil
 import socket
 import ssl
@@ -34,6 +35,7 @@ from farm.agents.transport import Transport, shared_ssl_context
 from farm.errors import AgentError
 from tests.servers import (
     HOST,
+    ROOT,
     Served,
     agent_request,
     free_port,
@@ -246,6 +248,32 @@ def test_an_untrusted_certificate_is_a_tls_failure_not_retried(self_signed: tupl
     assert caught.value.retries == 0 == conversation.retries
     shared = shared_ssl_context()
     assert shared is shared_ssl_context() and shared.verify_mode is ssl.CERT_REQUIRED and shared.check_hostname
+    assert shared.cert_store_stats()["x509_ca"] > 50  # certifi's bundle, loaded by the first TLS connection
+
+
+def test_plain_http_sweeps_load_no_certificates(tmp_path: Path) -> None:
+    """The shared context trusts certifi's bundle only from its first TLS connection: a process
+    whose agents speak plain HTTP never loads a CA into it."""
+    probe = """
+import asyncio, sys
+from farm.agents.transport import Transport, shared_ssl_context
+
+async def main(url):
+    transport = Transport()
+    async with transport.attempt("k") as attempt:
+        answer = await attempt.post_json(url, {"messages": []}, headers={}, timeout_s=5, what="probe")
+    await transport.aclose()
+    return answer.status
+
+print(asyncio.run(main(sys.argv[1])), shared_ssl_context().cert_store_stats()["x509_ca"])
+"""
+    module = load_example("json_agent_server")
+    server = module.AgentServer((HOST, 0))
+    with serve_in_thread(server) as served:
+        out = subprocess.run([sys.executable, "-c", probe, served.url + "/echo"], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["200", "0"]
 
 
 @pytest.fixture

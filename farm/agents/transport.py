@@ -14,8 +14,8 @@ Fleet control (issue 13) plugs in through the limiter seam (``farm.agents.limite
 (a retried call is several) asks the transport's ``CallLimiter`` before its request and releases the
 lease when it ends, whatever the outcome.
 aiohttp is imported when the first ``Transport`` is built (an adapter that speaks HTTP), so that
-sweeps without HTTP agents never load it, and a sweep's clock does not count the import (~0.14 s
-with the TLS context) in its first call. Adapters built only to be checked (a distributed
+sweeps without HTTP agents never load it, and a sweep's clock does not count the import (~0.1 s)
+in its first call. Adapters built only to be checked (a distributed
 submitter's, a listing's: ``client_deferred``) load it at their first session instead, which
 never comes.
 """
@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import socket
 import ssl
+import sys
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -69,19 +71,47 @@ _ssl_lock = threading.Lock()
 _ssl_context: ssl.SSLContext | None = None
 
 
-def shared_ssl_context() -> ssl.SSLContext:
-    """One verifying SSL context for every session: building one loads the CA bundle (~26 ms).
+class _TrustOnFirstUse(ssl.SSLContext):
+    """A verifying client context that loads certifi's bundle when it first wraps a connection:
+    a sweep of http:// agents never pays for it (~27 ms, measured)."""
 
-    certifi's bundle (what the farm trusted with httpx), TLS 1.2 or newer, hostnames checked;
-    ``SSL_CERT_*`` variables are ignored. An ``SSLContext`` may be shared by several loops.
+    _trusted = False
+
+    def _trust(self) -> None:
+        if not self._trusted:
+            with _ssl_lock:
+                if not self._trusted:
+                    import certifi
+
+                    self.load_verify_locations(cafile=certifi.where())
+                    self._trusted = True
+
+    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
+                 server_hostname: str | bytes | None = None, session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+        self._trust()
+        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+
+    def wrap_socket(self, sock: socket.socket, server_side: bool = False, do_handshake_on_connect: bool = True,
+                    suppress_ragged_eofs: bool = True, server_hostname: str | bytes | None = None,
+                    session: ssl.SSLSession | None = None) -> ssl.SSLSocket:
+        self._trust()
+        return super().wrap_socket(sock, server_side, do_handshake_on_connect, suppress_ragged_eofs,
+                                   server_hostname, session)
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """One verifying SSL context for every session, trusting certifi's bundle (what the farm trusted
+    with httpx) from its first connection (``_TrustOnFirstUse``); TLS 1.2 or newer, hostnames
+    checked (``PROTOCOL_TLS_CLIENT``'s defaults); ``SSL_CERT_*`` variables are ignored. An
+    ``SSLContext`` may be shared by several loops.
     """
     global _ssl_context
     with _ssl_lock:
         if _ssl_context is None:
-            import certifi
-
-            context = ssl.create_default_context(cafile=certifi.where())
+            context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
+            if sys.version_info >= (3, 13):  # as ssl.create_default_context does there
+                context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
             _ssl_context = context
         return _ssl_context
 
@@ -279,10 +309,8 @@ def client_deferred() -> Iterator[None]:
 
 
 def _load_client() -> None:
-    """Import aiohttp and build the shared TLS context (both once per process)."""
+    """Import aiohttp (once per process)."""
     import aiohttp  # noqa: F401
-
-    shared_ssl_context()
 
 
 def _new_session() -> aiohttp.ClientSession:
