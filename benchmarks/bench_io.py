@@ -10,6 +10,8 @@ client (10 clients of 10 connections; skipped when httpx is not installed: ``.[b
 ``benchmarks/http_clients.py``: the farm's sweep over raw aiohttp's time is issue 16's target.
 The raw clients time their calls on connections a warm-up opened; the farm's sweep opens its own,
 so raw aiohttp is also timed opening its 100 connections in the timed calls (same work as the farm).
+The floor beside them: the same POSTs written by hand on asyncio streams (no HTTP library), which
+shows what the agent server, the loopback and the event loop allow: the rest is the client's.
 Then the CPU per call of the three against the agent answering at once (3,000 calls at 50):
 what the HTTP stack and the farm's per-run path cost.
 
@@ -39,7 +41,8 @@ RAW_AIOHTTP = "raw aiohttp client, one session"
 RAW_POST = "raw celery, threads 100, the same POST (keep-alive)"
 RAW_AIOHTTP_COLD = "raw aiohttp, connections opened in the timed calls"
 RAW_HTTPX = "raw httpx, 10 clients x 10 connections"
-RAW_CLIENTS = {RAW_AIOHTTP: "aiohttp", RAW_AIOHTTP_COLD: "aiohttp-cold", RAW_HTTPX: "httpx"}
+RAW_STREAMS = "floor: HTTP/1.1 by hand on asyncio streams"
+RAW_CLIENTS = {RAW_AIOHTTP: "aiohttp", RAW_AIOHTTP_COLD: "aiohttp-cold", RAW_STREAMS: "streams", RAW_HTTPX: "httpx"}
 
 
 def clients() -> dict[str, str]:
@@ -73,7 +76,7 @@ def in_process(url: str, tmp: Any, repeat: int) -> dict[str, list[cluster.SweepR
 
 def cpu_per_call(url: str, repeat: int) -> dict[str, list[float]]:
     """Microseconds of CPU per call against an agent answering at once (each in its own process)."""
-    warm = {k: v for k, v in clients().items() if k != RAW_AIOHTTP_COLD}
+    warm = {k: v for k, v in clients().items() if k not in (RAW_AIOHTTP_COLD, RAW_STREAMS)}
     cpu: dict[str, list[float]] = {"farm (library sweep, no output)": [], **{name: [] for name in warm}}
     for _ in range(repeat):
         for name, client in {"farm (library sweep, no output)": "farm", **warm}.items():

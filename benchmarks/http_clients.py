@@ -1,10 +1,12 @@
 """HTTP clients side by side: N POSTs of the farm's request body at a fixed concurrency.
 
-    python benchmarks/http_clients.py --client aiohttp|httpx|farm --url URL [--calls 1000] [--concurrency 100]
+    python benchmarks/http_clients.py --client aiohttp|aiohttp-cold|streams|httpx|farm --url URL
+        [--calls 1000] [--concurrency 100]
 
 ``aiohttp``: one ``ClientSession`` (its default connector), ``asyncio.gather`` over a semaphore;
 ``httpx``: 10 ``AsyncClient``s of 10 connections each (one big httpx pool is CPU-bound), the
-reference of issue 16 (needs ``pip install -e '.[bench]'``); ``farm``: ``farm.run_sweep`` of
+reference of issue 16 (needs ``pip install -e '.[bench]'``); ``streams``: HTTP/1.1 by hand on
+asyncio streams, the floor (``with_streams``); ``farm``: ``farm.run_sweep`` of
 ``calls / 10`` one-turn cases x 10 runs against the same URL, in-process, no output file.
 
 Each first makes ``concurrency`` warm-up calls (imports, connections), then times the calls and
@@ -70,6 +72,38 @@ async def with_aiohttp(url: str, calls: int, concurrency: int, *, cold: bool = F
         return await timed(lambda: calls_on(fresh, calls))
 
 
+async def with_streams(url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """The floor: HTTP/1.1 by hand on asyncio streams, one keep-alive connection per slot, the
+    answer's length read from its Content-Length. Not a client anyone should use (no chunking, no
+    redirects, no TLS): it shows what the agent server, the network and the event loop allow."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host, port, path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/"
+
+    async def slot(numbers: list[int]) -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while numbers:
+                payload = json.dumps(body(numbers.pop())).encode()
+                writer.write(f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                             f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+                length = int(head.split("content-length:")[1].split("\r\n")[0])
+                answer = await reader.readexactly(length)
+                if not head.startswith("http/1.1 200") or b"pong" not in answer:
+                    raise RuntimeError(f"bad answer: {head.splitlines()[0]}")
+        finally:
+            writer.close()
+
+    def run(n: int) -> Awaitable[Any]:
+        numbers = list(range(n))
+        return asyncio.gather(*(slot(numbers) for _ in range(concurrency)))
+
+    await run(concurrency)  # warm-up: code paths (its connections close: the timed calls open theirs)
+    return await timed(lambda: run(calls))
+
+
 async def with_httpx(url: str, calls: int, concurrency: int) -> tuple[float, float]:
     import httpx
 
@@ -111,7 +145,7 @@ def with_farm(url: str, calls: int, concurrency: int) -> tuple[float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--client", choices=("aiohttp", "aiohttp-cold", "httpx", "farm"), required=True)
+    p.add_argument("--client", choices=("aiohttp", "aiohttp-cold", "streams", "httpx", "farm"), required=True)
     p.add_argument("--url", required=True)
     p.add_argument("--calls", type=int, default=1000)
     p.add_argument("--concurrency", type=int, default=100)
@@ -120,7 +154,7 @@ def main() -> None:
         elapsed, cpu = with_farm(args.url, args.calls, args.concurrency)
     else:
         run = {"aiohttp": with_aiohttp, "aiohttp-cold": functools.partial(with_aiohttp, cold=True),
-               "httpx": with_httpx}[args.client]
+               "streams": with_streams, "httpx": with_httpx}[args.client]
         elapsed, cpu = asyncio.run(run(args.url, args.calls, args.concurrency))
     print(json.dumps({"client": args.client, "calls": args.calls, "elapsed_s": elapsed, "cpu_s": cpu}))
 
