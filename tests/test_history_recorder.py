@@ -5,6 +5,7 @@ A real ``python -m farm test`` runs a suite whose agent answers some runs and ha
 A terminal's Ctrl-C reaches the whole process group: the sweep stops with what ran and that is
 recorded (the recorder, in a session of its own, is not killed mid-write). A killed ``farm test``
 records nothing and leaves no recorder behind. The history's URL never appears on a command line.
+Each against a SQLite file and a PostgreSQL database of the test session's own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from farm.history.store import HistoryStore
 from tests.servers import ROOT
@@ -29,13 +29,13 @@ CASES = ["fast", "mixed", "stall", "after"]
 """As in test_interrupts: with --runs 2 --parallel 2 three runs complete, then two hang."""
 
 
-def _start(tmp_path: Path, history: str, *, python_path: str = str(ROOT)) -> subprocess.Popen[bytes]:
+def _start(tmp_path: Path, history: str) -> subprocess.Popen[bytes]:
     suite = tmp_path / "s.jsonl"
     suite.write_text("".join(json.dumps({"id": c, "input": "x", "expected": "done"}) + "\n" for c in CASES))
     argv = [sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", AGENT, "--runs", "2", "--parallel", "2",
             "--no-progress", "-o", str(tmp_path / "r.jsonl"), "--history", history]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")} | {
-        "PYTHONPATH": python_path, "FARM_DATA_DIR": str(tmp_path / "data"), "FARM_STOP_GRACE": "1"}
+        "PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(tmp_path / "data"), "FARM_STOP_GRACE": "1"}
     # its own process group, as a shell gives a foreground job: a Ctrl-C goes to the whole group
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -75,27 +75,22 @@ def _sweeps(history: str) -> list[str]:
         store.close()
 
 
-@pytest.fixture
-def history(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'secret-name-history.sqlite'}"
-
-
-def test_a_ctrl_c_to_the_terminal_still_records_what_ran(tmp_path: Path, history: str) -> None:
-    process = _start(tmp_path, history)
+def test_a_ctrl_c_to_the_terminal_still_records_what_ran(tmp_path: Path, history_url: str) -> None:
+    process = _start(tmp_path, history_url)
     _wait_for_runs(process, tmp_path)
     recorder = _recorder_of(process)
-    assert history not in " ".join(recorder.cmdline())  # the URL goes through a pipe, never argv
+    assert history_url not in " ".join(recorder.cmdline())  # the URL goes through a pipe, never argv
     assert recorder.status() != psutil.STATUS_ZOMBIE
     os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
     _, err = process.communicate(timeout=WAIT_S)
     assert process.returncode == 130, err.decode()
     assert b"history not recorded" not in err
-    assert _sweeps(history) == ["stopped"]
+    assert _sweeps(history_url) == ["stopped"]
     assert _gone(recorder)
 
 
-def test_a_killed_farm_test_records_nothing_and_leaves_no_recorder(tmp_path: Path, history: str) -> None:
-    process = _start(tmp_path, history)
+def test_a_killed_farm_test_records_nothing_and_leaves_no_recorder(tmp_path: Path, history_url: str) -> None:
+    process = _start(tmp_path, history_url)
     _wait_for_runs(process, tmp_path)
     recorder = _recorder_of(process)
     process.kill()
@@ -104,10 +99,10 @@ def test_a_killed_farm_test_records_nothing_and_leaves_no_recorder(tmp_path: Pat
     while not _gone(recorder):  # its stdin closed with its parent: it exits without a report
         assert time.monotonic() < deadline, "the recorder outlived the killed farm test"
         time.sleep(0.05)
-    assert _sweeps(history) == []
+    assert _sweeps(history_url) == []
 
 
-def test_a_recorder_that_cannot_run_leaves_the_recording_to_farm_test(tmp_path: Path, history: str) -> None:
+def test_a_recorder_that_cannot_run_leaves_the_recording_to_farm_test(tmp_path: Path, history_url: str) -> None:
     """A recorder process that dies at once (here: its interpreter's start-up exits; in life, a frozen
     farm whose executable takes no ``-m``): the sweep is recorded in-process, without a warning."""
     site = tmp_path / "site"
@@ -119,8 +114,8 @@ def test_a_recorder_that_cannot_run_leaves_the_recording_to_farm_test(tmp_path: 
     env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")} | {
         "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "FARM_DATA_DIR": str(tmp_path / "data")}
     done = subprocess.run([sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", AGENT, "--no-progress",
-                           "-o", str(tmp_path / "r.json"), "--history", history], cwd=ROOT, env=env,
+                           "-o", str(tmp_path / "r.json"), "--history", history_url], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=WAIT_S)
     assert done.returncode == 0, done.stderr
     assert "history not recorded" not in done.stderr
-    assert _sweeps(history) == ["complete"]
+    assert _sweeps(history_url) == ["complete"]

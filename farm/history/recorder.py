@@ -168,7 +168,9 @@ def _child_main() -> int:
     from farm.models import SweepReport  # before the report comes: the parent waits from then on
 
     try:
-        store: HistoryStore | None = open_store(url)
+        opened = open_store(url)
+        opened.engine.dispose()  # no connection idles through the sweep (a server may drop it): one at the end
+        store: HistoryStore | None = opened
         cannot_open: str | None = None
     except FarmError as exc:  # told when the report comes, as the in-process recording would
         store, cannot_open = None, f"warning: history not recorded: {exc.message}"
