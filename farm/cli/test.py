@@ -6,7 +6,7 @@ the sweep's modules (pydantic, rich, the planner: about 0.4 s); the command's bo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from farm.cli.options import RATE, StrictCommand
 from farm.cli.otel_flags import otel_flags
 from farm.cli.yao_flags import yao_flags
 from farm.defaults import DEFAULT_PARALLEL
+
+if TYPE_CHECKING:
+    from farm.history.recorder import Recorder
 from farm.settings import DEFAULT_QUEUE
 
 EXAMPLES = """
@@ -142,7 +145,7 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
 
 
 def _test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
-          recorder: Any, flags: dict[str, Any]) -> None:
+          recorder: Recorder | None, flags: dict[str, Any]) -> None:
     with collector.paused():  # the sweep's modules: objects that all stay (farm.collector)
         from farm.api import TestSettings
         from farm.cli.otel_flags import OtelFlags

@@ -26,6 +26,7 @@ from farm.cli.load_progress import LoadProgress
 from farm.cli.otel_flags import OtelFlags
 from farm.cli.signals import StopSignals
 from farm.errors import ExitCode, FarmError, ReporterError
+from farm.history.recorder import Recorder
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
@@ -136,7 +137,8 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None, otel: OtelFlags | None = None, recorder: Any = None) -> int:
+             estimate_workers: int | None = None, otel: OtelFlags | None = None,
+             recorder: Recorder | None = None) -> int:
     """``farm test``: returns the exit code."""
     from farm.history.session import start_history
     from farm.quarantine.plan import attach_quarantine
