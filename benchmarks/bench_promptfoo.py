@@ -9,9 +9,7 @@ check each, 50 in flight, no cache. promptfoo: HTTP provider, ``--no-cache -j 50
 telemetry, update checks and sharing off, its database in a temporary directory. The farm:
 ``farm test -n http://… --runs 10 --parallel 50 -o out.jsonl``, with and without ``--no-history``
 (paired with promptfoo with and without ``--no-write``). Each is measured from process
-start to exit (wall), CPU of the process tree, peak RSS of the process tree (sampled): the farm's
-with the history includes its recorder process (``farm.history.recorder``, ~50 MB), which opens
-the history database while the sweep runs.
+start to exit (wall), CPU of the process tree, peak RSS of the process tree (sampled).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the sweep's modules (pydantic, rich, the planner: about 0.4 s); the command's bo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -17,9 +17,6 @@ from farm.cli.options import RATE, StrictCommand
 from farm.cli.otel_flags import otel_flags
 from farm.cli.yao_flags import yao_flags
 from farm.defaults import DEFAULT_PARALLEL
-
-if TYPE_CHECKING:
-    from farm.history.recorder import Recorder
 from farm.settings import DEFAULT_QUEUE
 
 EXAMPLES = """
@@ -134,18 +131,6 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
          **flags: Any) -> None:
     """Run test suites against an agent and report pass rates and stability."""
-    from farm.history.recorder import early_recorder
-
-    recorder = early_recorder(flags)  # opens the history beside what follows (farm.history.recorder)
-    try:
-        _test(input_, outputs, patterns, no_progress, recorder, flags)
-    finally:
-        if recorder is not None:
-            recorder.abandon()  # nothing to do once it recorded
-
-
-def _test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...], no_progress: bool,
-          recorder: Recorder | None, flags: dict[str, Any]) -> None:
     with collector.paused():  # the sweep's modules: objects that all stay (farm.collector)
         from farm.api import TestSettings
         from farm.cli.otel_flags import OtelFlags
@@ -164,8 +149,7 @@ def _test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
-                                 estimate_workers=estimate_workers, otel=otel, recorder=recorder),
-                verbose=settings.verbose)
+                                 estimate_workers=estimate_workers, otel=otel), verbose=settings.verbose)
 
 
 

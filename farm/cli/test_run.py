@@ -26,7 +26,6 @@ from farm.cli.load_progress import LoadProgress
 from farm.cli.otel_flags import OtelFlags
 from farm.cli.signals import StopSignals
 from farm.errors import ExitCode, FarmError, ReporterError
-from farm.history.recorder import Recorder
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
@@ -137,8 +136,7 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None, otel: OtelFlags | None = None,
-             recorder: Recorder | None = None) -> int:
+             estimate_workers: int | None = None, otel: OtelFlags | None = None) -> int:
     """``farm test``: returns the exit code."""
     from farm.history.session import start_history
     from farm.quarantine.plan import attach_quarantine
@@ -158,17 +156,13 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     if around is None:
         return ExitCode.OK
     exporters = otel.observers(prepared.plan, specs.executor.broker, lambda line: say(err, f"farm: {line}"))
-    session = start_history(history, specs.history, prepared, lambda line: click.echo(f"farm: {line}", err=True),
-                            recorder=recorder)
-    try:
-        executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
-        if specs.executor.detach:
-            return _submit_detached(executor, prepared, history, err)
-        prune_journals(farm_settings.data_dir, farm_settings.journal_days)
-        return _run_attached(prepared, executor, around, session, exporters,
-                             farm_settings=farm_settings, err=err, progress=progress)
-    finally:
-        session.close()  # recorded by now, or never: its recorder process ends (farm.history.recorder)
+    session = start_history(history, specs.history, prepared, lambda line: click.echo(f"farm: {line}", err=True))
+    executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
+    if specs.executor.detach:
+        return _submit_detached(executor, prepared, history, err)
+    prune_journals(farm_settings.data_dir, farm_settings.journal_days)
+    return _run_attached(prepared, executor, around, session, exporters,
+                         farm_settings=farm_settings, err=err, progress=progress)
 
 
 def _run_attached(prepared: PreparedSweep, executor: Any, around: Any, session: Any,

@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from farm import collector
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
-from farm.errors import ExitCode, SettingsError
+from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
-from farm.history.recorder import Recorder, RecorderFailed, open_store, record_report, start_recorder
 from farm.models import SweepReport, SweepStatus
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.quarantine.marks import quarantined_ids
@@ -115,13 +115,15 @@ class HistorySession:
         self.given = given_history_url(options.url) is not None
         self.base: Resolved | None = None
         self.comparison: Comparison | None = None
-        self.recorder: Recorder | None = None
 
     def _open(self) -> HistoryStore:
-        return open_store(self.url)
+        with collector.paused():  # SQLAlchemy's modules: nothing to collect (farm.collector)
+            from farm.history.store import HistoryStore
 
-    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Any], root: Any, message_mode: bool,
-              recorder: Recorder | None = None) -> None:
+        return HistoryStore.open(self.url)
+
+    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Any], root: Any, message_mode: bool
+              ) -> None:
         """Before any run: check the flags, resolve the baseline, order the cases, add the sweep facts."""
         opts = self.options
         tags = parse_tags(opts.tags)
@@ -146,15 +148,14 @@ class HistorySession:
                 resolver.close()
         if opts.order == "failing-first":
             plan.cases = PlannedCases(failing_first(list(plan.cases), self._last_trouble()))
-        recorded_by = "off" if not opts.enabled or message_mode else "worker" if facts.detach else "submitter"
+        recorder = "off" if not opts.enabled or message_mode else "worker" if facts.detach else "submitter"
         plan.metadata.update(sweep_facts(facts=facts, files=files, root=root, tags=tags,
-                                         pass_k=opts.pass_k, recorder=recorded_by))
-        if recorded_by == "submitter":  # farm test journals every run here; farm view renders the report from it
+                                         pass_k=opts.pass_k, recorder=recorder))
+        if recorder == "submitter":  # farm test journals every run here; farm view renders the report from it
             from farm.settings import data_dir
             from farm.sweep.journal import journal_path
 
             plan.metadata["journal"] = str(journal_path(data_dir(), plan.sweep_id))
-            self.recorder = recorder if recorder is not None and recorder.url == self.url else start_recorder(self.url)
 
     def _last_trouble(self) -> dict[str, int]:
         store = self._open()
@@ -178,24 +179,24 @@ class HistorySession:
         return report
 
     def _record(self, report: SweepReport) -> bool:
-        """Record ``report`` (by this session's recorder, if it has one); a warning is told."""
-        link = None
-        if self.comparison is not None and self.base is not None and self.base.info is not None:
-            link = (self.base.info.pk, f"baseline:{self.options.baseline}", self.comparison)
-        recorder, self.recorder = self.recorder, None
         try:
-            warning = recorder.record(report, link) if recorder else record_report(self.url, report, link=link)
-        except RecorderFailed:  # e.g. a frozen farm whose executable runs no ``-m``: here, then
-            warning = record_report(self.url, report, link=link)
-        if warning:
-            self.tell(warning)
-        return warning is None
+            store = self._open()
+        except FarmError as exc:
+            self.tell(f"warning: history not recorded: {exc.message}")
+            return False
+        try:
+            head = store.record(report)
+            if self.comparison is not None and self.base is not None and self.base.info is not None:
+                store.store_comparison(self.base.info.pk, head.pk, f"baseline:{self.options.baseline}",
+                                       self.comparison)
+        except Exception as exc:  # a history that cannot be written must not lose the sweep's reports
+            from farm.history.engine import error_reason, safe_url
 
-    def close(self) -> None:
-        """The sweep ended without a report to record: the recorder exits with nothing recorded."""
-        recorder, self.recorder = self.recorder, None
-        if recorder is not None:
-            recorder.abandon()
+            self.tell(f"warning: history not recorded in {safe_url(self.url)}: {error_reason(exc)}")
+            return False
+        finally:
+            store.close()
+        return True
 
     def exit_code(self, report: SweepReport, code: int) -> int:
         """``code`` (the sweep's own), or the baseline gate's when a comparison was made."""
@@ -231,11 +232,10 @@ def compared_line(ref: str, comparison: Comparison) -> str:
 
 
 def start_history(options: HistoryOptions | None, facts: HistoryFacts, prepared: Any,
-                  tell: Callable[[str], None], recorder: Recorder | None = None) -> HistorySession:
-    """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started; it records
-    through ``recorder`` (one started early: ``early_recorder``) when that opened the same history."""
+                  tell: Callable[[str], None]) -> HistorySession:
+    """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started."""
     session = HistorySession(options or HistoryOptions(), tell=tell)
     loaded = prepared.loaded
     session.start(prepared.plan, facts=facts, files=loaded.files, root=loaded.root,
-                  message_mode=loaded.kind == "message", recorder=recorder)
+                  message_mode=loaded.kind == "message")
     return session
