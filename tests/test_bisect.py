@@ -97,7 +97,15 @@ def test_names_the_commit_where_the_pass_probability_dropped(tmp_path: Path) -> 
     assert len(tagged) >= len(doc["probes"]) and {s.git_commit for s in tagged} <= set(shas)
 
 
-def test_ctrl_c_removes_the_worktrees_and_tells_what_was_learned(tmp_path: Path) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a script's background job starts
+
+
+@pytest.mark.parametrize(("sig", "code", "started_ignoring_sigint"), [
+    (signal.SIGINT, 130, False), (signal.SIGTERM, 143, False), (signal.SIGINT, 130, True)],
+    ids=["ctrl-c", "sigterm", "sigint-to-a-background-job"])
+def test_a_stop_signal_removes_the_worktrees_and_tells_what_was_learned(
+        tmp_path: Path, sig: signal.Signals, code: int, started_ignoring_sigint: bool) -> None:
     shas = make_repo(tmp_path / "repo")
     draws = tmp_path / "draws"
     draws.mkdir()
@@ -109,16 +117,17 @@ def test_ctrl_c_removes_the_worktrees_and_tells_what_was_learned(tmp_path: Path)
     proc = subprocess.Popen([sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "-o",
                              str(out), "--", "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1",
                              "--no-history"], cwd=tmp_path / "repo", env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ignore_sigint if started_ignoring_sigint else None)
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:  # GOOD has run: BAD's probe is running now
         seen.append(line)
         if line.startswith("  GOOD "):
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 130, "".join(seen) + stderr
+    assert proc.returncode == code, "".join(seen) + stderr
     assert "interrupted: what was learned so far" in stdout, stderr
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True and doc["first_bad"] is None

@@ -9,9 +9,14 @@ are removed and what was learned is printed and written).
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
@@ -146,6 +151,35 @@ def _tell(outputs: list[tuple[str, str]], doc: dict[str, Any], *, regressed: boo
         click.echo(line)
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM, raised where the bisection is: the probe's ``farm test`` is killed, the
+    worktrees removed, and what was learned told."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.code = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """SIGINT and SIGTERM end the bisection as Ctrl-C does (exit 130, 143), also when SIGINT came
+    ignored (a background job of a script: ``kill -INT`` must still stop it, as it stops
+    ``farm test``), and a SIGTERM never leaves worktrees behind."""
+    if threading.current_thread() is not threading.main_thread():  # no handlers there (a library call)
+        yield
+        return
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise _Stopped(signum)
+
+    saved = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 def run_bisect(options: BisectOptions) -> int:
     from farm.bisect import git
     from farm.bisect.probe import ProbeRunner
@@ -158,12 +192,12 @@ def run_bisect(options: BisectOptions) -> int:
     click.echo(f"bisect {bisection.bisect_id}: {len(bisection.commits)} commits after GOOD {good[:12]} up to BAD "
                f"{bad[:12]} (history tag bisect={bisection.bisect_id})", err=True)
     try:
-        with git.Worktrees(root) as trees:
+        with _stoppable(), git.Worktrees(root) as trees:
             regressed = bisection.run(ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()),
                                                   options.test_args, bisection.bisect_id))
-    except KeyboardInterrupt:  # the worktrees are gone (the with block): say what was learned
+    except KeyboardInterrupt as exc:  # the worktrees are gone (the with block): say what was learned
         _tell(outputs, {**bisection.document(), "interrupted": True, "first_bad": None})
-        return int(ExitCode.INTERRUPTED)
+        return int(exc.code if isinstance(exc, _Stopped) else ExitCode.INTERRUPTED)
     _tell(outputs, bisection.document(), regressed=regressed)
     return int(ExitCode.OK if regressed else ExitCode.CASES_FAILED)
 
