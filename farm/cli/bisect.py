@@ -3,8 +3,8 @@
 GOOD and BAD are run first with every case and compared with ``farm compare``'s statistics; the
 regressed cases are bisected over the commits between them, each probe run adaptively in its own
 worktree (``farm.bisect``). Exit 0 a first bad commit named; 1 no case regressed between GOOD
-and BAD; 2 bad input before anything ran; 3 a probe could not run; 130 interrupted (the worktrees
-are removed and what was learned is printed and written).
+and BAD; 2 bad input before anything ran; 3 a probe could not run; 130 interrupted, 143 terminated
+(the worktrees are removed and what was learned is printed and written).
 """
 
 from __future__ import annotations
