@@ -172,6 +172,8 @@ def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | N
     return case, []
 
 
+_MAX_LISTED_TURNS = 1024
+"""Distinct check lists whose listed turn is kept; beyond, the cache starts again (memory bound)."""
 _LISTED_TURNS: dict[tuple[int, ...], Turn] = {}
 """``LoadOptions.listing``: the one turn of the listed cases with the same checks, by the ids
 of its ``Assertion`` objects (``parse_assertions`` shares them; the turn keeps them alive, so
@@ -188,9 +190,6 @@ def _listed_turn(assertions: list[Assertion]) -> Turn:
             _LISTED_TURNS.clear()
         turn = _LISTED_TURNS[key] = Turn.checked(messages=[], assertions=assertions)
     return turn
-
-
-_MAX_LISTED_TURNS = 1024
 
 
 def _assertions(obj: dict[str, Any], base_dir: str, issues: list[Issue]) -> list[Assertion]:
