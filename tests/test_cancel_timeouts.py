@@ -206,7 +206,7 @@ def _inputs(tmp_path: Path, adapter: str, served: Any) -> tuple[Any, list[str]]:
 @pytest.mark.parametrize("adapter", ["http", "neuro-san", "mcp", "openai"])
 def test_a_timed_out_request_is_hung_up_on(tmp_path: Path, adapter: str) -> None:
     if adapter == "mcp":
-        pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install 'agent-farm[mcp]')")
+        pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install '.[mcp]' in the farm's checkout)")
     protocol = {"http": "json", "neuro-san": "neuro-san", "mcp": "mcp", "openai": "openai"}[adapter]
     with recording_server(protocol) as served:
         project, inputs = _inputs(tmp_path, adapter, served)
@@ -232,7 +232,7 @@ def test_a_timed_out_request_is_hung_up_on(tmp_path: Path, adapter: str) -> None
 def test_a_tool_that_cannot_carry_the_conversation_refuses_a_second_turn(tmp_path: Path) -> None:
     """An MCP tool whose input schema has no chat_context: turn 1 runs, turn 2 is not sent as an
     unrelated single turn; the run fails saying why."""
-    pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install 'agent-farm[mcp]')")
+    pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install '.[mcp]' in the farm's checkout)")
     with recording_server("mcp", carries_context=False) as served:
         project = make_project(tmp_path, served.url)
         suite = tmp_path / "two_turns.hocon"

@@ -26,7 +26,7 @@ from farm.agents.neuro_san_mcp import create_neuro_san_mcp_agent
 from farm.errors import AgentError
 from tests.test_neuro_san_genuine import FIXTURE, Genuine, converse, genuine, request  # noqa: F401 (the fixture)
 
-pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install 'agent-farm[mcp]')")
+pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install '.[mcp]' in the farm's checkout)")
 
 pytestmark = pytest.mark.slow
 

@@ -32,6 +32,7 @@ from farm.agents.neuro_san import CHAT_CONTEXT_STATE, request_body, request_head
 from farm.agents.neuro_san_stream import STRING_ERROR, error_in_answer
 from farm.agents.secrets import excerpt
 from farm.errors import AgentError, AgentResolutionError, FaultKind
+from farm.extras import install_hint
 from farm.models import Reply
 
 __all__ = ["MCP_PATH", "NeuroSanMcpAgent", "create_neuro_san_mcp_agent"]
@@ -40,7 +41,7 @@ MCP_PATH = "/mcp"
 CONNECT_TIMEOUT_S = 30.0
 RETRYING = "Retrying: "
 """How neuro-san's messages about a failed LLM call begin (before it gives up with an error)."""
-INSTALL_HINT = "connections: mcp needs the MCP Python SDK: pip install 'agent-farm[mcp]'"
+INSTALL_HINT = f"connections: mcp needs the MCP Python SDK: {install_hint('mcp')}"
 _STRUCTURE_BLOCK = re.compile(r"```json\n.*\n```\Z", re.DOTALL)
 """The structure the server appends to the text (for clients that read only the text)."""
 

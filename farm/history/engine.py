@@ -22,6 +22,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from farm.errors import FarmRuntimeError, SettingsError
+from farm.extras import install_hint
 from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
@@ -74,7 +75,7 @@ def create_history_engine(url: str) -> Engine:
     try:
         engine = create_engine(parsed, **kwargs)
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
-        hint = " (pip install 'agent-farm[postgres]')" if parsed.get_backend_name() == "postgresql" else ""
+        hint = f" ({install_hint('postgres')})" if parsed.get_backend_name() == "postgresql" else ""
         raise SettingsError(f"history URL {safe_url(parsed)}: {exc}{hint}") from None
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)

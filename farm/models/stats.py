@@ -262,7 +262,7 @@ class SweepSummary(FarmModel):
     ``broken``), skipped cases left out (SPEC 20)."""
     semantic: SemanticStatus | None = None
     """Semantic figures of the sweep (SPEC 16): ``computed`` if any case's were, ``not_installed``
-    (get them with ``pip install 'agent-farm[semantic]'``), ``not_text``; null: no case answered."""
+    (``farm.extras.install_hint('semantic')`` says how to get them), ``not_text``; null: no case answered."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from farm.errors import SettingsError
+from farm.extras import install_hint
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport
 from farm.sweep.observers import SweepStart
 
@@ -24,7 +25,7 @@ __all__ = ["ENDPOINT_VARIABLES", "OtelObserver", "RunSpan", "check_extra", "expo
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 MISSING = ("OpenTelemetry is not installed, so no spans are exported: install the farm with its otel extra "
-           "(pip install '.[otel]' in the farm's checkout)")
+           f"({install_hint('otel')})")
 log = logging.getLogger("farm.reports.otel")
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from farm.extras import install_hint
 from farm.models import CaseStats, SweepSummary
 
-INSTALL_HINT = "pip install 'agent-farm[semantic]'"
-"""How to get the figures (``farm.semantic.INSTALL_HINT``; repeated here: renderers stay light)."""
+INSTALL_HINT = install_hint("semantic")
+"""How to get the figures (``farm.extras``: a module of constants, light for renderers)."""
 
 MAX_CLUSTERS_SHOWN = 5
 """Clusters of meaning listed per case; the rest are counted."""

