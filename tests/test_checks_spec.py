@@ -12,7 +12,11 @@ from farm.checks.spec import parse_assertions, parse_response
 @pytest.mark.parametrize(
     ("spec", "issue"),
     [
-        ("contains", ("assert", "must be an object or a list of objects, got string")),
+        ("contains", ("assert", "'contains' is Yao's shorthand, a check type without a value: write "
+                                '{"type": "contains", "value": ...} (every type but script needs a value)')),
+        ("script", ("assert", "'script' is Yao's shorthand, a check type alone: write "
+                              '{"type": "script", "script": ...}')),
+        ("anything", ("assert", "must be an object or a list of objects, got string")),
         ([{"type": "contains", "value": "x"}, "bad"], ("assert[1]", "must be an object, got string")),
         (
             {"type": "contians", "value": "x"},

@@ -130,3 +130,11 @@ def test_the_wall_time_follows_lanes_and_never_beats_the_rate_limit() -> None:
     assert limited.wall_s == 100.0 and limited.limited_by == "llm 60/m (calls)"
     capped = forecast(calls, basis, parallel=10, workers=2, limits=[("llm", RateLimit(concurrency=4))])
     assert capped.lanes == 4 and capped.wall_s == 25.0
+
+
+def test_a_budget_below_one_probe_call_says_the_probe_would_exceed_it(tmp_path: Path, server: Served) -> None:
+    suite = project(tmp_path, server)
+    estimate = farm(tmp_path, "-i", str(suite), "--runs", "5", "--no-history", "--estimate", "--budget", "0.0000001")
+    assert estimate.returncode == 4, estimate.stderr
+    assert "the probe itself would exceed the budget of $1e-07" in estimate.stdout, estimate.stdout
+    assert "wall:" not in estimate.stdout and "cost unknown" not in estimate.stdout

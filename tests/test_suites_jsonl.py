@@ -103,7 +103,7 @@ def test_blank_and_comment_lines_are_counted(tmp_path: Path) -> None:
         ({"id": "a", "input": "x", "skip": "yes"}, "skip: must be true or false, got string"),
         ({"id": "a", "input": "x", "user": 1}, "user: must be a string, got number"),
         ({"id": "a", "input": "x", "metadata": [1]}, "metadata: must be an object, got array"),
-        ({"id": "a", "input": "x", "assert": "contains"}, "assert: must be an object or a list of objects, got "
+        ({"id": "a", "input": "x", "assert": "always"}, "assert: must be an object or a list of objects, got "
                                                           "string"),
         ({"id": "a", "input": "x", "assert": [{"type": "contains", "value": "x"}, "y"]}, "assert[1]: must be an "
                                                                                         "object, got string"),

@@ -87,7 +87,7 @@ def test_dynamic_defaults_and_an_empty_input(tmp_path: Path) -> None:
                                                                         "needs an id (a non-empty string)"),
     ({"checkpoints": [{"id": "a", "assert": {"type": "contians", "value": "x"}}]}, "checkpoints[0].assert.type: "
                                                                                    "unknown check 'contians'"),
-    ({"checkpoints": [{"id": "a", "assert": "contains"}]}, "checkpoints[0].assert: must be an object or a list of "
+    ({"checkpoints": [{"id": "a", "assert": "always"}]}, "checkpoints[0].assert: must be an object or a list of "
                                                            "objects, got string"),
     ({"checkpoints": [{"id": "a", "required": "yes", "assert": {"type": "contains", "value": "x"}}]},
      "checkpoints[0].required: must be true or false, got string"),
@@ -191,7 +191,7 @@ def test_the_smaller_shapes_yao_accepts(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("line", "problem"), [
-    ({"id": "a", "input": "x", "assert": "contains"}, "assert: must be an object or a list of objects, got string"),
+    ({"id": "a", "input": "x", "assert": "always"}, "assert: must be an object or a list of objects, got string"),
     ({"id": "a", "input": "x", "assert": {"type": "contains", "value": "x", "options": {}}},
      "assert.options: only used by agent checks, not by contains"),
     ({"id": "a", "input": "x", "assert": {"type": "agent", "value": "x", "options": {"model": "y"}}},

@@ -98,6 +98,8 @@ def _parse_assertions(raw: Any, base_dir: str, key: str) -> tuple[list[Assertion
         entries = [(key, raw)]
     elif isinstance(raw, list):
         entries = [(f"{key}[{i}]", item) for i, item in enumerate(raw)]
+    elif isinstance(raw, str) and raw in YAO_TYPES:
+        return [], [(key, _shorthand_issue(raw))]
     else:
         return [], [(key, f"must be an object or a list of objects, got {json_type_name(raw)}")]
     assertions: list[Assertion] = []
@@ -108,6 +110,14 @@ def _parse_assertions(raw: Any, base_dir: str, key: str) -> tuple[list[Assertion
         if assertion is not None and not found:
             assertions.append(assertion)
     return assertions, issues
+
+
+def _shorthand_issue(kind: str) -> str:
+    # Yao's valueless shorthand ("assert": "contains") names a type but not what to compare with
+    if kind in _NEEDS_VALUE:
+        return (f"{kind!r} is Yao's shorthand, a check type without a value: write "
+                f'{{"type": "{kind}", "value": ...}} (every type but script needs a value)')
+    return f'{kind!r} is Yao\'s shorthand, a check type alone: write {{"type": "{kind}", "script": ...}}'
 
 
 def parse_assertion(raw: Any, where: str, base_dir: str = "") -> tuple[Assertion | None, list[Issue]]:

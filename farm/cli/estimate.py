@@ -87,9 +87,11 @@ def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, worker
     basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
     calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c))
     result = forecast(calls, basis.per_run, parallel=plan.parallel, workers=workers, limits=_limits(plan))
+    budget = plan.fleet.budget
+    if basis.per_run.runs == 0:  # no probe scored: its figures (and a wall of 0ms) would mislead
+        return _no_basis(result, basis, plan.total_cases, budget)
     for line in lines(result, basis, plan.total_cases):
         click.echo(line)
-    budget = plan.fleet.budget
     if budget is None:
         return int(ExitCode.OK)
     over = _over_budget(result, budget)
@@ -98,6 +100,17 @@ def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, worker
     if not over:
         click.echo(f"  within the budget of {budget.describe()}")
     return int(ExitCode.BUDGET if over else ExitCode.OK)
+
+
+def _no_basis(result: Forecast, basis: Basis, cases: int, budget: BudgetLimit | None) -> int:
+    for line in lines(result, basis, cases)[:2]:  # what was planned; no tokens, cost or wall
+        click.echo(line)
+    if budget is not None and budget.max_usd is not None:
+        click.echo(f"  over budget: the probe itself would exceed the budget of ${budget.max_usd:g}: "
+                   "no figure to scale (raise --budget, or estimate without it)")
+        return int(ExitCode.BUDGET)
+    click.echo("  cost, tokens, wall: unknown (no probe run was scored: farm test --runs 1 shows why)")
+    return int(ExitCode.BUDGET if budget is not None else ExitCode.OK)
 
 
 def _over_budget(result: Forecast, budget: BudgetLimit) -> list[str]:
