@@ -201,7 +201,21 @@ def test_unreachable_broker_exits_3(tmp_path, farm_cli):
     done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", url, timeout=60)
     assert done.returncode == 3
     assert f"cannot reach the broker at {url}" in done.stderr
+    # checked before anything is announced: no sweep id, no journal of a sweep that never started
+    assert "sweep " not in done.stderr and "journal" not in done.stderr, done.stderr
     assert farm_cli.run("results", "x", "--broker", url).returncode == 3
+
+
+def test_the_start_hint_names_a_broker_that_is_not_the_default(tmp_path, redis_client, farm_worker, farm_cli):
+    farm_worker()
+    suite = write_suite(tmp_path / "h.jsonl", PARITY_CASES[:1])
+    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", farm_cli.broker,
+                        env={"FARM_BROKER_URL": ""}, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    line = next(line for line in done.stderr.splitlines() if "farm status" in line)
+    sid = line.split()[1]
+    assert f"farm status --broker {farm_cli.broker}; farm results {sid} --broker {farm_cli.broker}; " \
+           f"farm cancel {sid} --broker {farm_cli.broker}" in line, line
 
 
 def test_no_worker_fails_with_exit_3_instead_of_hanging(tmp_path, redis_client, farm_cli):

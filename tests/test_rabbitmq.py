@@ -129,4 +129,7 @@ def test_an_unreachable_rabbitmq_is_a_runtime_error_not_a_traceback(tmp_path, re
     suite = write_suite(tmp_path / "s.jsonl", PARITY_CASES[:1])
     submit = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", dead, "--no-progress",
                           env=env, timeout=120)
-    assert submit.returncode == 3 and "cannot publish sweep" in submit.stderr, submit.stderr
+    # checked before the sweep is announced (no sweep id nor journal for a sweep that never started)
+    assert submit.returncode == 3, submit.stderr
+    assert "cannot reach the broker at amqp://guest:***@127.0.0.1:1/nowhere" in submit.stderr
+    assert "journal" not in submit.stderr

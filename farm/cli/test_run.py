@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from typing import Any, TextIO
 
 import click
@@ -29,7 +30,7 @@ from farm.errors import ExitCode, FarmError, ReporterError
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
-from farm.settings import FarmSettings, safe_url
+from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url
 from farm.stats import exit_code_for
 from farm.sweep.executor import ExecutorOptions
 from farm.sweep.journal import RunJournal, open_journal, prune_journals
@@ -101,11 +102,20 @@ def _notices(prepared: PreparedSweep, grace_s: float, journal: str) -> dict[str,
 def _announce(prepared: PreparedSweep, executor: ExecutorOptions, err: Console) -> None:
     """A distributed sweep's id as it starts: ``farm status`` and Flower find it by that."""
     sid = prepared.plan.sweep_id
+    where = _where_flags(executor)
     say(err, f"sweep {sid} on {safe_url(str(executor.broker))} (queue {executor.queue}): "
-             f"farm status; farm results {sid}; farm cancel {sid}")
+             f"farm status{where}; farm results {sid}{where}; farm cancel {sid}{where}")
     flower = os.environ.get("FARM_FLOWER_URL")
     if flower:
         say(err, f"flower: {flower.rstrip('/')}/tasks (search {sid})")
+
+
+def _where_flags(executor: ExecutorOptions) -> str:
+    """The flag a pasted ``farm status`` needs to ask the same broker as this sweep: none when it
+    is the environment's or the default (a password shows as ***: fill it in)."""
+    if executor.broker == (os.environ.get("FARM_BROKER_URL") or DEFAULT_BROKER_URL):
+        return ""
+    return f" --broker {shlex.quote(safe_url(str(executor.broker)))}"
 
 
 def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal: str) -> None:
@@ -170,6 +180,8 @@ def _run_attached(prepared: PreparedSweep, executor: Any, around: Any, session: 
     """Run the sweep here (or follow its workers) into the run journal and the outputs; returns
     the exit code. A stop signal ends it with what ran."""
     stop = SweepStop()
+    if prepared.specs.executor.broker:
+        executor.reach()  # an unreachable broker: one error, no sweep id nor journal announced
     with contextlib.ExitStack() as streams:
         streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.agents.reaper)
         journal = RunJournal(masking(streams.enter_context(open_journal(farm_settings.data_dir,

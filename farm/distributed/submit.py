@@ -135,6 +135,18 @@ class CeleryExecutor(Executor):
             self._store.require_version()
         return self._store
 
+    def reach(self) -> None:
+        """Raise BrokerError unless the store and the broker answer: checked before a sweep id and
+        a journal are announced for a sweep that could never start."""
+        self.store()
+        if self.broker_url == self.store_url:
+            return
+        try:  # RabbitMQ: one short attempt, not kombu's retries
+            with self.app.connection_for_write() as connection:
+                connection.ensure_connection(max_retries=1, timeout=10)
+        except Exception as exc:
+            raise BrokerError(f"cannot reach the broker at {safe_url(self.broker_url)}: {exc}") from None
+
     # ------------------------------------------------------------------ submitting
 
     def _delivery(self, plan: SweepPlan) -> Delivery:
