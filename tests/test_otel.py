@@ -113,3 +113,26 @@ def test_a_distributed_sweep_is_exported_by_the_worker_that_closes_it(project: P
     assert sweep.service == "worker"  # not the submitter: exported once, where the sweep closed
     assert sorted(c.attributes["farm.case.pass_rate"] for c in cases) == [50.0, 100.0]
     assert len([s for s in server.spans if s.name == "farm.sweep"]) == 1
+
+
+@pytest.mark.parametrize("collector", ["refusing", "silent"])
+def test_a_collector_down_costs_one_farm_line_after_the_summary(project: Path, collector: str) -> None:
+    """No SDK retry lines before the summary; one line of the farm's after it; the reports complete."""
+    import socket
+
+    from tests.servers import free_port
+
+    with socket.socket() as silent:  # "silent": takes the connection, never answers (the timeout ends it)
+        if collector == "silent":
+            silent.bind(("127.0.0.1", 0))
+            silent.listen()
+        port = silent.getsockname()[1] if collector == "silent" else free_port()
+        done = run_farm(project, env=farm_env(project, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}"))
+    assert done.returncode == 1, done.stderr  # the suite's verdict, as without OpenTelemetry
+    lines = done.stderr.splitlines()
+    said = [n for n, line in enumerate(lines) if "OpenTelemetry" in line or "export" in line.lower()]
+    assert len(said) == 1, done.stderr
+    assert lines[said[0]].startswith(f"farm: OpenTelemetry export failed: the collector at http://127.0.0.1:{port}")
+    summary = next(n for n, line in enumerate(lines) if line.startswith("report: "))
+    assert said[0] > summary, done.stderr
+    assert (project / "r.json").is_file()

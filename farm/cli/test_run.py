@@ -171,8 +171,12 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     if specs.executor.detach:
         return _submit_detached(executor, prepared, history, err)
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)
-    return _run_attached(prepared, executor, around, session, exporters,
+    code = _run_attached(prepared, executor, around, session, exporters,
                          farm_settings=farm_settings, err=err, progress=progress)
+    for exporter in exporters:  # an OpenTelemetry export that failed: one line, after the summary
+        if problem := getattr(exporter, "problem", None):
+            say(err, f"farm: {problem}")
+    return code
 
 
 def _run_attached(prepared: PreparedSweep, executor: Any, around: Any, session: Any,

@@ -11,7 +11,6 @@ worker's own). Per-run spans (``--otel-runs``) are off by default: a million run
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ __all__ = ["ENDPOINT_VARIABLES", "OtelObserver", "RunSpan", "check_extra", "expo
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 MISSING = ("OpenTelemetry is not installed, so no spans are exported: install the farm with its otel extra "
            f"({install_hint('otel')})")
-log = logging.getLogger("farm.reports.otel")
 
 
 @dataclass(frozen=True)
@@ -74,17 +72,22 @@ def check_extra(flag: bool, warn: Callable[[str], None]) -> bool:
     return False
 
 
-def export_report(report: SweepReport, runs: list[RunSpan] | None = None) -> None:
-    """Send the sweep's spans; an export that fails is logged, never raised (the sweep is done)."""
+def export_report(report: SweepReport, runs: list[RunSpan] | None = None) -> str | None:
+    """Send the sweep's spans; None when they were taken, else the one line that says why not
+    (the caller says it). Never raised: a tracing backend that is down must not fail the sweep."""
     try:
-        from farm.reports.otel_spans import export_spans
+        from farm.reports.otel_spans import ExportFailed, export_spans
     except ImportError:
-        log.warning("%s", MISSING)
-        return
+        return MISSING
     try:
         export_spans(report, runs or [])
-    except Exception as exc:  # a tracing backend that is down must not fail the sweep
-        log.warning("OpenTelemetry export failed: %s: %s", type(exc).__name__, exc)
+    except ExportFailed as exc:
+        problem = f"OpenTelemetry export failed: {exc}; the reports are complete"
+    except Exception as exc:
+        problem = f"OpenTelemetry export failed: {type(exc).__name__}: {exc}; the reports are complete"
+    else:
+        return None
+    return problem
 
 
 class OtelObserver:
@@ -92,6 +95,8 @@ class OtelObserver:
 
     def __init__(self, *, per_run: bool = False) -> None:
         self._runs: list[RunSpan] | None = [] if per_run else None
+        self.problem: str | None = None
+        """Why the export failed (None: it did, or has not run): said once, after the summary."""
 
     def on_start(self, start: SweepStart) -> None:
         return None
@@ -105,4 +110,4 @@ class OtelObserver:
         return None
 
     def on_finish(self, report: SweepReport) -> None:
-        export_report(report, self._runs)
+        self.problem = export_report(report, self._runs)

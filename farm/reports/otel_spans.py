@@ -7,25 +7,43 @@ common failure as the explanation); optionally one ``farm.run`` span per run und
 The spans are made after the sweep, with the sweep's own times, by a tracer provider of our own
 (never the process's global one): the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
 variables, the resource ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``.
+
+The spans are collected in memory and sent by one exporter call per batch, quietly: a collector
+that is down costs at most ``EXPORT_TIMEOUT_S`` (unless ``OTEL_EXPORTER_OTLP_*TIMEOUT`` says
+otherwise) and one line of the farm's (``ExportFailed``), not the SDK's retry log lines.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, Status, StatusCode
 
 from farm.models import CaseStats, SweepReport
 from farm.reports.otel import RunSpan
+from farm.settings import safe_url
 
-__all__ = ["export_spans"]
+__all__ = ["ExportFailed", "export_spans"]
+
+EXPORT_TIMEOUT_S = 3.0
+"""How long a collector that does not answer may hold the command up (the SDK's default is 10 s, retried)."""
+BATCH = 512
+"""Spans per export call (the SDK's batch processor's default)."""
+TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+
+
+class ExportFailed(Exception):
+    """The collector did not take the spans (down, refused, or too slow)."""
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 """The GenAI semantic conventions' evaluation event (a case's verdict is an evaluation result)."""
@@ -94,7 +112,8 @@ def export_spans(report: SweepReport, runs: Sequence[RunSpan] = ()) -> None:
     """Send the sweep's spans and wait until they are delivered (or the exporter gives up)."""
     service = os.environ.get("OTEL_SERVICE_NAME") or "agent-farm"
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    collected = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(collected))
     tracer = provider.get_tracer("farm")
     start, end = _sweep_times(report)
     by_case: dict[str, list[RunSpan]] = {}
@@ -113,4 +132,35 @@ def export_spans(report: SweepReport, runs: Sequence[RunSpan] = ()) -> None:
                 case.end(end_time=end)
         sweep.end(end_time=end)
     finally:
-        provider.shutdown()  # flushes the batch: the process may exit right after
+        provider.shutdown()
+    _send(list(collected.get_finished_spans()))
+
+
+def _send(spans: list[ReadableSpan]) -> None:
+    own_timeout = not any(os.environ.get(name) for name in TIMEOUT_VARIABLES)
+    exporter = OTLPSpanExporter(timeout=EXPORT_TIMEOUT_S if own_timeout else None)
+    try:
+        with _sdk_quiet():
+            for first in range(0, len(spans), BATCH):
+                if exporter.export(spans[first:first + BATCH]) is not SpanExportResult.SUCCESS:
+                    raise ExportFailed(f"the collector at {_endpoint()} did not take the spans "
+                                       "(down, refusing them, or slower than the export timeout)")
+    finally:
+        exporter.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _endpoint() -> str:
+    given = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return safe_url(given or "http://localhost:4318")
+
+
+@contextlib.contextmanager
+def _sdk_quiet() -> Iterator[None]:
+    """The SDK logs each retry and failure itself: the farm says it once (``ExportFailed``)."""
+    sdk = logging.getLogger("opentelemetry")
+    level = sdk.level
+    sdk.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        sdk.setLevel(level)

@@ -81,8 +81,8 @@ def _export(built: SweepReport) -> None:
     worker's OTLP endpoint variable is set, or the submitter gave ``--otel``."""
     from farm.reports.otel import export_report, requested
 
-    if requested(bool(built.metadata.get("otel"))):
-        export_report(built)
+    if requested(bool(built.metadata.get("otel"))) and (problem := export_report(built)) is not None:
+        log.warning("sweep %s: %s", built.metadata.get("sweep_id"), problem)
 
 
 def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,
