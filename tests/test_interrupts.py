@@ -102,8 +102,11 @@ def test_a_signal_mid_sweep_keeps_complete_reports_of_what_ran(tmp_path: Path, f
     assert sorted(c.attrib["name"] for c in junit.iter("testcase")) == ["fast", "mixed"]
     stream = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert stream[-1]["type"] == "summary" and stream[-1]["metadata"]["stopped"] == "interrupted"
-    assert "stopped early (interrupted): 2 cases not run: stall, after" in err
+    assert "stopped early (interrupted): 2 cases not run: stall, after; 1 case incomplete: mixed" in err
     assert "interrupted: no new runs" in err
+    # mixed's one run passed: it is not a FAIL with no reason but incomplete, its missing run said
+    row = next(line for line in err.splitlines() if " mixed " in line)
+    assert row.startswith("incomplete") and "1 run not run" in row, row
 
 
 def test_a_second_ctrl_c_quits_at_once_and_the_journal_keeps_every_completed_run(

@@ -55,13 +55,19 @@ def _top_reason(stats: CaseStats) -> str:
     return f"{top.count}× {_cut(top.reason, MAX_REASON_CHARS)}"
 
 
+def incomplete(stats: CaseStats) -> bool:
+    """The case failed only for want of runs (the sweep stopped before its planned runs; none failed)."""
+    return not stats.case_passed and stats.runs_not_run > 0 and not stats.failure_reasons
+
+
 def _cells(stats: CaseStats) -> list[str]:
     low, high = stats.pass_rate_ci
     runs = f"{stats.runs}" if stats.runs_planned in (None, stats.runs) else f"{stats.runs}/{stats.runs_planned}"
     rate = f"{stats.pass_rate:.1f}%" + ("*" if stopped_early(stats) else "")  # * : biased by stopping (footnote)
-    return ["pass" if stats.case_passed else "FAIL", _cut(stats.id, MAX_ID_CHARS), runs, rate,
-            f"{low:.1f}–{high:.1f}%", stats.stability_class.value, _top_reason(stats),
-            class_counts(stats.failure_classes)]
+    verdict = "pass" if stats.case_passed else "incomplete" if incomplete(stats) else "FAIL"
+    reason = _top_reason(stats) or (f"{plural(stats.runs_not_run, 'run')} not run" if stats.runs_not_run else "")
+    return [verdict, _cut(stats.id, MAX_ID_CHARS), runs, rate, f"{low:.1f}–{high:.1f}%", stats.stability_class.value,
+            reason, class_counts(stats.failure_classes)]
 
 
 _HEADER = ["", "case", "runs", "pass rate", "95% CI", "class", "most common failure", "failure classes"]
@@ -86,7 +92,7 @@ def case_rows(report: SweepReport, *, max_rows: int = 30, width: int | None = No
     lines = []
     for row in table:
         cells = [cell.rjust(widths[i]) if i in _RIGHT else cell.ljust(widths[i]) for i, cell in enumerate(row)]
-        lines.append(("  ".join(cells).rstrip(), row[0] == "FAIL"))
+        lines.append(("  ".join(cells).rstrip(), row[0] in ("FAIL", "incomplete")))
     return lines
 
 
@@ -137,7 +143,10 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
     if report.outcome.stopped:
         not_run = report.outcome.not_run or []
         listed = f": {_ids(not_run)}" if not_run else ""
-        say(console, f"stopped early ({report.outcome.stopped}): {plural(len(not_run), 'case')} not run{listed}")
+        cut = [c.id for c in report.results if incomplete(c)]
+        partly = f"; {plural(len(cut), 'case')} incomplete: {_ids(cut)}" if cut else ""
+        say(console, f"stopped early ({report.outcome.stopped}): {plural(len(not_run), 'case')} not run{listed}"
+                     f"{partly}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
                      f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
