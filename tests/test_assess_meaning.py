@@ -35,10 +35,10 @@ def project(tmp_path: Path, server: Any) -> Project:
     return project
 
 
-def _report(project: Project) -> Path:
+def _report(project: Project, agent: str = "refuses_or_errs") -> Path:
     report = project.root / "report.json"
     suite = project.agent_dir / "tests" / "cases.jsonl"
-    result = farm(project, "test", "-i", str(suite), "-n", "py:agent.py:refuses_or_errs", "--runs", "10",
+    result = farm(project, "test", "-i", str(suite), "-n", f"py:agent.py:{agent}", "--runs", "10",
                   "-o", str(report))
     assert result.exit_code == 1, result.output
     return report
@@ -74,3 +74,16 @@ def test_with_a_judge_one_call_per_cluster(project: Project, server: Any) -> Non
     assert sum(m["count"] for m in case["modes"]) == 10  # the bundled judge names modes by class: one here
     sizes = "Runs that failed this way (samples of the same meaning): 7"
     assert any(sizes in str(r["body"]["messages"][1]["content"]) for r in calls)
+
+
+def test_refusals_less_alike_than_the_threshold_are_still_one_mode(project: Project) -> None:
+    """Issue 46: seven refusals whose wordings are 0.45-0.87 alike (0.06-0.15 from the wrong
+    answers) and three wrong answers are two modes, 7 and 3; the absolute threshold 0.6 alone
+    made three (5, 3, 2), "Sorry, I can't assist with this request." a mode of its own."""
+    project.suite([{"id": "product", "input": "What is 6 times 7?", "assert": {"type": "contains", "value": "42"}}])
+    out = project.root / "assess.json"
+    report = _report(project, "refuses_or_says_41")
+    assert farm(project, "assess", str(report), "--no-memory", "-o", str(out)).exit_code == 0
+    modes = json.loads(out.read_text())["cases"][0]["modes"]
+    assert [m["count"] for m in modes] == [7, 3], [m["mode"] for m in modes]
+    assert "41" in modes[1]["mode"] and "41" not in modes[0]["mode"]
