@@ -92,6 +92,16 @@ def test_the_modes_calibration_set_is_clustered_better_than_by_the_threshold_alo
     assert figures["in force"] > figures["old"] + 0.05, figures
 
 
+def test_scipy_cluster_is_imported_only_to_cluster() -> None:
+    """Importing the farm's command line and its semantic modules leaves scipy.cluster unloaded
+    (its import is paid by a case with two distinct answers, not by every ``farm test``)."""
+    script = ("import sys, farm.cli, farm.semantic, farm.stats.semantic, farm.assess.clusters; "
+              "print(sorted(m for m in sys.modules if m.startswith('scipy.cluster')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0 and done.stdout.split() == ["[]"], done.stderr
+
+
 @needs_model
 def test_the_figures_travel_to_every_report(tmp_path: Path) -> None:
     report = run_sweep(_sweep(tmp_path, "paraphrases"))
