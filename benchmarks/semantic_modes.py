@@ -2,7 +2,8 @@
 
     python3 benchmarks/semantic_modes.py        # needs pip install -e '.[semantic]'
 
-Reads ``benchmarks/semantic_modes.json``: cases of failed answers (refusals, wrong numbers or facts,
+Reads ``benchmarks/semantic_modes.json``: cases (and, apart, held-out cases written after the
+clustering's margin and floor were chosen) of failed answers (refusals, wrong numbers or facts,
 off-topic answers, format errors, hedges, errors), each distinct answer with its run count and its
 true mode. Prints, per case and on average, the adjusted Rand index (over runs: a run is one item)
 of the clustering in force (``farm.semantic.cluster_vectors``: average linkage cut at the case's
@@ -94,9 +95,8 @@ def measure(cases: list[dict[str, Any]]) -> dict[str, float]:
     return {name: statistics.mean(s[name] for s in each) for name in METHODS}
 
 
-def main() -> None:
-    cases = json.loads((Path(__file__).parent / "semantic_modes.json").read_text())["cases"]
-    print(f"{'case':<52} {'modes':>5} {'in force':>9} {'old':>6} {'at 0.6':>7}")
+def report(name: str, cases: list[dict[str, Any]]) -> None:
+    print(f"{name:<52} {'modes':>5} {'in force':>9} {'old':>6} {'at 0.6':>7}")
     each = []
     for case in cases:
         found = scores(case)
@@ -104,12 +104,19 @@ def main() -> None:
         modes = len({a["mode"] for a in case["answers"]})
         print(f"{case['question'][:52]:<52} {modes:>5} {found['in force']:>9.2f} {found['old']:>6.2f} "
               f"{found['at 0.6']:>7.2f}")
-    print(f"\n{len(cases)} cases, {sum(sum(a['count'] for a in c['answers']) for c in cases)} runs")
-    for name, label in METHODS.items():
-        values = [s[name] for s in each]
+    print(f"\n{name}: {len(cases)} cases, {sum(sum(a['count'] for a in c['answers']) for c in cases)} runs")
+    for method, label in METHODS.items():
+        values = [s[method] for s in each]
         exact = sum(value > 1 - 1e-9 for value in values)
         print(f"{label:<26} mean ARI {statistics.mean(values):.3f}  median {statistics.median(values):.3f}  "
               f"exactly right {exact}/{len(values)}")
+    print()
+
+
+def main() -> None:
+    data = json.loads((Path(__file__).parent / "semantic_modes.json").read_text())
+    report("cases (the margin and floor chosen on them)", data["cases"])
+    report("held_out (written after)", data["held_out"])
 
 
 if __name__ == "__main__":
