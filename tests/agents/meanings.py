@@ -47,6 +47,14 @@ def refuses_or_says_41(messages: list[dict[str, Any]], context: Any) -> str:
     return ISSUE_46_WRONG[int(context.run) % 3]
 
 
+def refuses_or_says_41_reworded(messages: list[dict[str, Any]], context: Any) -> str:
+    """The same ways of failing, another wording first: run 1 says "Sorry, I can't assist ...",
+    which is only 0.45 alike to the first run's refusal of ``refuses_or_says_41``."""
+    if context.run <= 7:
+        return ISSUE_46_REFUSALS[(int(context.run) + 2) % 3]
+    return ISSUE_46_WRONG[(int(context.run) + 2) % 3]
+
+
 def chat(messages: list[dict[str, Any]], context: Any) -> str:
     """A multi-turn agent: its answers are the same on every run but the last turn's wording."""
     turn = sum(1 for m in messages if m["role"] == "user")
