@@ -35,10 +35,10 @@ def project(tmp_path: Path, server: Any) -> Project:
     return project
 
 
-def _report(project: Project) -> Path:
+def _report(project: Project, agent: str = "refuses_or_errs") -> Path:
     report = project.root / "report.json"
     suite = project.agent_dir / "tests" / "cases.jsonl"
-    result = farm(project, "test", "-i", str(suite), "-n", "py:agent.py:refuses_or_errs", "--runs", "10",
+    result = farm(project, "test", "-i", str(suite), "-n", f"py:agent.py:{agent}", "--runs", "10",
                   "-o", str(report))
     assert result.exit_code == 1, result.output
     return report
@@ -74,3 +74,34 @@ def test_with_a_judge_one_call_per_cluster(project: Project, server: Any) -> Non
     assert sum(m["count"] for m in case["modes"]) == 10  # the bundled judge names modes by class: one here
     sizes = "Runs that failed this way (samples of the same meaning): 7"
     assert any(sizes in str(r["body"]["messages"][1]["content"]) for r in calls)
+
+
+def test_refusals_less_alike_than_the_threshold_are_still_one_mode(project: Project) -> None:
+    """Issue 46: seven refusals whose wordings are 0.45-0.87 alike (0.06-0.15 from the wrong
+    answers) and three wrong answers are two modes, 7 and 3; the absolute threshold 0.6 alone
+    made three (5, 3, 2), "Sorry, I can't assist with this request." a mode of its own."""
+    project.suite([{"id": "product", "input": "What is 6 times 7?", "assert": {"type": "contains", "value": "42"}}])
+    out = project.root / "assess.json"
+    report = _report(project, "refuses_or_says_41")
+    assert farm(project, "assess", str(report), "--no-memory", "-o", str(out)).exit_code == 0
+    modes = json.loads(out.read_text())["cases"][0]["modes"]
+    assert [m["count"] for m in modes] == [7, 3], [m["mode"] for m in modes]
+    assert "41" in modes[1]["mode"] and "41" not in modes[0]["mode"]
+
+
+def test_a_remembered_mode_matches_its_meaning_in_another_first_wording(project: Project) -> None:
+    """A mode is remembered by one example (``<class>: <first run's sample>``); the same ways of
+    failing, another wording first, are the known modes again, not new ones: the refusal mode's
+    example "I cannot help with that." and the new first run's "Sorry, I can't assist with this
+    request." are 0.45 alike, but the mode's other answers mean the same as the example."""
+    project.suite([{"id": "product", "input": "What is 6 times 7?", "assert": {"type": "contains", "value": "42"}}])
+    memory = project.root / "modes.json"
+    first, again = project.root / "first.json", project.root / "again.json"
+    assert farm(project, "assess", str(_report(project, "refuses_or_says_41")), "--modes", str(memory),
+                "-o", str(first)).exit_code == 0
+    assert farm(project, "assess", str(_report(project, "refuses_or_says_41_reworded")), "--modes", str(memory),
+                "-o", str(again)).exit_code == 0
+    known = [(m["mode"], m["count"]) for m in json.loads(first.read_text())["cases"][0]["modes"]]
+    found = json.loads(again.read_text())["cases"][0]["modes"]
+    assert known[0][0].endswith("I cannot help with that.") and [c for _, c in known] == [7, 3]
+    assert [(m["mode"], m["count"], m["new"]) for m in found] == [(mode, count, False) for mode, count in known]

