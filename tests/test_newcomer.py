@@ -48,7 +48,7 @@ def test_a_single_token_naming_no_file_is_a_mistyped_path(tmp_path: Path, projec
     calls = tmp_path / "calls.txt"
     result = farm("test", "--no-progress", "-i", "smoke_tests", "-n", f"py:{AGENTS}:echo", cwd=tmp_path,
                   env={"FARM_TEST_CALLS": str(calls)})
-    assert_one_line_error(result, "no such file or directory: smoke_tests (to send it as a message, use -m)")
+    assert_one_line_error(result, "smoke_tests: no such file or directory (to send it to the agent as a message, use -m)")
     assert not calls.exists()
 
 
@@ -266,3 +266,15 @@ def test_a_hocon_agent_replaced_by_the_projects_package_yao_is_warned_about(tmp_
     chosen = farm("test", "--no-progress", "--no-history", "-i", "tests", "-n", f"py:{AGENTS}:text", "-o", "r.json",
                   cwd=project)
     assert chosen.returncode == 0 and "is not used" not in chosen.stderr, chosen.stderr
+
+
+def test_a_mistyped_command_gets_did_you_mean(tmp_path: Path) -> None:
+    assert_one_line_error(farm("tset", cwd=tmp_path), "No such command 'tset'. Did you mean 'test'?")
+    assert "Did you mean" not in farm("xyzzy", cwd=tmp_path).stderr  # nothing close: Click's own words
+
+
+def test_farm_assess_of_a_missing_path_says_what_it_takes_not_farm_tests_hint(tmp_path: Path) -> None:
+    result = farm("assess", "nothere.json", cwd=tmp_path)
+    assert_one_line_error(result, "nothere.json: no such file or directory (give a JSON report, a suite file or a "
+                                  "directory of suites)")
+    assert "-m" not in result.stderr

@@ -61,6 +61,7 @@ def test_an_agent_nobody_could_reach_is_exit_3_after_the_whole_sweep(tmp_path: P
                 )
     assert done.returncode == 3, done.stderr
     assert "the agent could not be reached" in done.stderr
+    assert "retry bias:" not in done.stderr  # retried connects with nothing reached: nothing to compare
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["summary"]["total_runs"] == 6  # the sweep still ran to the end
     assert set(report["summary"]["failure_classes"]) == {"infra:connect"}
@@ -78,7 +79,7 @@ def test_one_reachable_run_keeps_exit_1(tmp_path: Path) -> None:
 
 class _Answers:
     """A real HTTP agent on 127.0.0.1 answering by the user's message: ``refuse`` 401, ``missing``
-    404, anything else 200 with the message as the reply."""
+    404, ``busy`` 503 (transient: retried), anything else 200 with the message as the reply."""
 
     def __enter__(self) -> str:
         import http.server
@@ -88,7 +89,7 @@ class _Answers:
             def do_POST(self) -> None:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 text = request["messages"][-1]["content"]
-                status = {"refuse": 401, "missing": 404}.get(text, 200)
+                status = {"refuse": 401, "missing": 404, "busy": 503}.get(text, 200)
                 body = json.dumps({"error": "no"} if status != 200 else {"text": text}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -161,3 +162,13 @@ def test_compare_with_an_interrupted_base_calls_its_missing_cases_not_run(tmp_pa
     done = farm("compare", str(complete), str(head), "-o", "c.json", cwd=tmp_path)
     verdicts = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "c.json").read_text())["cases"]}
     assert verdicts["b"] == "new" and "did not finish" not in done.stderr
+
+
+def test_no_retry_bias_line_when_no_retried_run_reached_the_agent(tmp_path: Path) -> None:
+    """Every run retried on 503 and failed: there is no clean run to compare, so no line (it once
+    said "1 runs of 1 cases needed a transient retry"); counts are plural only when they are."""
+    with _Answers() as url:
+        done = farm("test", "-i", str(write_suite(tmp_path / "suite.jsonl", [{"id": "b", "input": "busy"}])),
+                    "-n", url, "--runs", "1", "--no-progress", cwd=tmp_path, env={"FARM_RETRY_ATTEMPTS": "2"})
+    assert done.returncode in (1, 3), done.stderr
+    assert "retry bias:" not in done.stderr, done.stderr

@@ -95,7 +95,7 @@ def test_literal_message(tmp_path: Path) -> None:
 def test_unusual_messages_are_messages(tmp_path: Path, message: str) -> None:
     """A single token naming no file is a mistyped path (SPEC 20) unless --yao-compat; text with spaces is sent."""
     if len(message.split()) == 1:
-        with pytest.raises(InputError, match="to send it as a message, use -m"):
+        with pytest.raises(InputError, match="to send it to the agent as a message, use -m"):
             load_input(message, cwd=tmp_path)
         assert load_input(message, cwd=tmp_path, options=LoadOptions(yao_compat=True)).cases[0].input == message
     else:

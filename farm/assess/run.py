@@ -11,6 +11,7 @@ from farm.assess.judge import create_mode_judge
 from farm.assess.memory import ModeMemory
 from farm.assess.models import Assessment, CaseAssessment
 from farm.assess.modes import ModeJudge, assess_case
+from farm.errors import InputError
 from farm.models import SweepReport
 from farm.reports import parse_json_report
 from farm.textfiles import read_utf8
@@ -44,6 +45,9 @@ def load_or_run(settings: AssessSettings) -> SweepReport:
     A sweep runs each case ``success_ratio``'s n times (``--runs`` wins) and keeps every run.
     """
     path = Path(settings.cwd) / settings.source
+    if not path.exists():  # farm assess has no -m: farm test's hint would mislead
+        raise InputError(f"{settings.source}: no such file or directory (give a JSON report, a suite file or a "
+                         "directory of suites)")
     if path.suffix.lower() == ".json" and path.is_file():
         return parse_json_report(read_utf8(path, settings.source), str(path))
     from farm.sweep.local import LocalExecutor

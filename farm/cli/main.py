@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -75,6 +76,16 @@ class LazyGroup(click.Group):
         listed = [self.commands.get(name) or click.Command(name, help=self.summaries[name])
                   for name in self.list_commands(ctx)]
         click.Group.format_commands(click.Group(self.name, commands=listed), ctx, formatter)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                               list[str]]:
+        """Click's, with "did you mean" for a mistyped command (``farm tset``)."""
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.lazy or cmd_name in self.commands:

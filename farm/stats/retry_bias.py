@@ -20,6 +20,7 @@ from typing import Any
 from farm.models import CaseStats, RunResult, RunStatus
 from farm.stats.measures import percent
 from farm.stats.significance import bh_q_values
+from farm.wording import plural
 
 DEFAULT_ALPHA = 0.05
 """False discovery rate of the flags."""
@@ -79,10 +80,10 @@ def flag_retry_bias(stats: Sequence[CaseStats], alpha: float = DEFAULT_ALPHA) ->
 def retry_bias_line(results: Sequence[CaseStats]) -> str | None:
     """The sweep-level line: how many cases had retried runs, and which pass at a different rate."""
     retried = [(c.id, c.retry_bias) for c in results if c.retry_bias]
-    if not retried:
-        return None
+    if not any(_counts(bias)[0] or _counts(bias)[3] for _, bias in retried):
+        return None  # no retried run passed, no clean run to compare with: the agent was never reached
     runs = sum(_counts(bias)[1] for _, bias in retried)
-    line = f"retry bias: {runs} runs of {len(retried)} cases needed a transient retry"
+    line = f"retry bias: {plural(runs, 'run')} of {plural(len(retried), 'case')} needed a transient retry"
     flagged = [(cid, bias) for cid, bias in retried if bias.get("flagged")]
     if not flagged:
         return line + "; none passes at a different rate than its clean runs"

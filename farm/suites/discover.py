@@ -302,7 +302,7 @@ def open_input(arg: str, *, cwd: Path | None = None, options: LoadOptions | None
     if looks_like_path(arg):
         raise InputError(f"{arg}: no such file or directory (to send it to the agent as a message, use -m)")
     if is_single_token(arg) and not (options is not None and options.yao_compat):
-        raise InputError(f"no such file or directory: {arg.strip()} (to send it as a message, use -m)")
+        raise InputError(f"{arg.strip()}: no such file or directory (to send it to the agent as a message, use -m)")
     return open_message(arg, cwd=cwd)
 
 
