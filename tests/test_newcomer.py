@@ -48,7 +48,8 @@ def test_a_single_token_naming_no_file_is_a_mistyped_path(tmp_path: Path, projec
     calls = tmp_path / "calls.txt"
     result = farm("test", "--no-progress", "-i", "smoke_tests", "-n", f"py:{AGENTS}:echo", cwd=tmp_path,
                   env={"FARM_TEST_CALLS": str(calls)})
-    assert_one_line_error(result, "smoke_tests: no such file or directory (to send it to the agent as a message, use -m)")
+    assert_one_line_error(result, "smoke_tests: no such file or directory (to send it to the agent as a message, "
+                                  "use -m)")
     assert not calls.exists()
 
 
