@@ -38,6 +38,7 @@ MCP_TIMEOUT_S = 3.0
 """MCP's turn timeout: the session's set-up (initialize, tools/list) runs inside it, and on a busy
 machine (four test processes and a CPU hog on two cores) that alone once took over a second: the
 request never reached the server to be hung up on."""
+MCP_MISSING = "the MCP Python SDK is not installed (pip install '.[mcp]' in the farm's checkout)"
 SLOW_S = 8.0
 """``slow``'s answer comes this long after its request: the sweep is alive well past ``hang``'s timeout."""
 SLACK_S = 3.0
@@ -206,7 +207,7 @@ def _inputs(tmp_path: Path, adapter: str, served: Any) -> tuple[Any, list[str]]:
 @pytest.mark.parametrize("adapter", ["http", "neuro-san", "mcp", "openai"])
 def test_a_timed_out_request_is_hung_up_on(tmp_path: Path, adapter: str) -> None:
     if adapter == "mcp":
-        pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install '.[mcp]' in the farm's checkout)")
+        pytest.importorskip("mcp", reason=MCP_MISSING)
     protocol = {"http": "json", "neuro-san": "neuro-san", "mcp": "mcp", "openai": "openai"}[adapter]
     with recording_server(protocol) as served:
         project, inputs = _inputs(tmp_path, adapter, served)
@@ -232,7 +233,7 @@ def test_a_timed_out_request_is_hung_up_on(tmp_path: Path, adapter: str) -> None
 def test_a_tool_that_cannot_carry_the_conversation_refuses_a_second_turn(tmp_path: Path) -> None:
     """An MCP tool whose input schema has no chat_context: turn 1 runs, turn 2 is not sent as an
     unrelated single turn; the run fails saying why."""
-    pytest.importorskip("mcp", reason="the MCP Python SDK is not installed (pip install '.[mcp]' in the farm's checkout)")
+    pytest.importorskip("mcp", reason=MCP_MISSING)
     with recording_server("mcp", carries_context=False) as served:
         project = make_project(tmp_path, served.url)
         suite = tmp_path / "two_turns.hocon"

