@@ -279,3 +279,21 @@ def test_farm_assess_of_a_missing_path_says_what_it_takes_not_farm_tests_hint(tm
     assert_one_line_error(result, "nothere.json: no such file or directory (give a JSON report, a suite file or a "
                                   "directory of suites)")
     assert "-m" not in result.stderr
+
+
+def test_dash_o_writes_jsonl_to_stdout_or_the_format_r_names(tmp_path: Path) -> None:
+    """``-o -`` (SPEC 26): the JSONL stream on stdout, nothing else there; with ``-r report.markdown`` the
+    Markdown report; twice, or for a reporter agent's document, bad input."""
+    suite = tmp_path / "s.jsonl"
+    suite.write_text('{"id": "a", "input": "hi"}\n{"id": "b", "input": "ho"}\n')
+    jsonl = farm("test", "--no-progress", "-i", str(suite), "-n", f"py:{AGENTS}:echo", "--runs", "2", "-o", "-",
+                 cwd=tmp_path)
+    assert jsonl.returncode == 0, jsonl.stderr
+    lines = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert [line["type"] for line in lines].count("result") == 4 and lines[-1]["type"] == "summary"
+    assert not list(tmp_path.glob("output-*")) and not (tmp_path / "-").exists()
+    markdown = farm("test", "--no-progress", "-i", str(suite), "-n", f"py:{AGENTS}:echo", "-o", "-", "-r",
+                    "report.markdown", cwd=tmp_path)
+    assert markdown.returncode == 0 and markdown.stdout.startswith("#"), markdown.stdout[:200]
+    assert_one_line_error(farm("test", "-i", str(suite), "-n", f"py:{AGENTS}:echo", "-o", "-", "-o", "-",
+                               cwd=tmp_path), "-o -: given twice")

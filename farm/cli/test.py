@@ -69,6 +69,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
               help="Report file, repeatable (each written from the same sweep); the format follows the "
                    "extension: .jsonl .json .md .html .xml (JUnit). Checked writable before the first run. "
+                   "-o -: stdout (JSONL as runs finish, or the -r report.* format). "
                    "Default: <input dir>/output-YYYYMMDDHHMMSS.jsonl.")
 @click.option("-n", "--name", default=None, metavar="AGENT",
               help="Agent under test: an id under the agents root (keyword, workers.system.keyword), "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import sys
 from typing import Any, TextIO
 
 import click
@@ -75,8 +76,10 @@ def _observers(prepared: PreparedSweep, err: Console, streams: contextlib.ExitSt
                progress: bool) -> list[SweepObserver]:
     observers: list[SweepObserver] = [journal]
     for target in prepared.outputs:
-        if target.format == "jsonl" and target.path is not None:
-            stream: TextIO = streams.enter_context(target.path.open("w", encoding="utf-8"))
+        if target.format == "jsonl":
+            stream: TextIO = sys.stdout  # -o -: stdout, where nothing else of farm test's goes
+            if target.path is not None:
+                stream = streams.enter_context(target.path.open("w", encoding="utf-8"))
             observers.append(JsonlObserver(masking(stream)))
         elif target.format == "stdout":
             observers.append(StdoutPrinter(err))

@@ -44,10 +44,14 @@ class OutputTarget:
     """One requested output of a sweep."""
 
     path: Path | None
-    """The file; None: stdout (direct message mode)."""
+    """The file; None: stdout (``-o -``, or direct message mode)."""
     format: str
     """A renderer's format (``jsonl``, ``json``, ``markdown``, ``html``, ``junit``, ``summary``),
     ``reporter`` (a ``-r`` agent writes the document) or ``stdout`` (the agent's answer printed)."""
+
+
+STDOUT = "-"
+"""``-o -``: the report goes to stdout (SPEC 26)."""
 
 
 def default_output_path(root: Path, now: datetime | None = None, suffix: str = ".jsonl") -> Path:
@@ -76,6 +80,9 @@ def plan_outputs(spec: OutputSpec, *, root: Path | None, inputs: Sequence[Path],
     targets: list[OutputTarget] = []
     seen: dict[Path, str] = {}
     for given in outputs:
+        if given == STDOUT:
+            targets.append(_stdout_target(reporter, builtin, seen))
+            continue
         path = Path(given).expanduser()
         path = path if path.is_absolute() else cwd / path
         link = f" (a symlink to {path.resolve()})" if path.is_symlink() else ""  # written through: its target
@@ -88,6 +95,16 @@ def plan_outputs(spec: OutputSpec, *, root: Path | None, inputs: Sequence[Path],
         check_writable(path, given)
         targets.append(OutputTarget(path, fmt))
     return targets
+
+
+def _stdout_target(reporter: str | None, builtin: str | None, seen: dict[Path, str]) -> OutputTarget:
+    """``-o -``: JSONL on stdout, streamed as runs finish, or the built-in format ``-r`` names."""
+    if reporter and builtin is None:
+        raise SettingsError(f"-o -: a reporter agent ({reporter}) writes a file: its suffix names the format")
+    if Path(STDOUT) in seen:
+        raise SettingsError("-o -: given twice (stdout takes one report)")
+    seen[Path(STDOUT)] = STDOUT
+    return OutputTarget(None, builtin or "jsonl")
 
 
 def _default_target(reporter: str | None, builtin: str | None, root: Path | None) -> OutputTarget:
