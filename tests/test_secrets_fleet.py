@@ -118,3 +118,31 @@ def test_a_secret_variable_stays_in_the_plan_as_written_and_is_read_where_the_ru
     assert failed.status == "error" and failed.error is not None
     assert "environment variable DB_PASSWORD is not set where the run runs" in failed.error.message
 
+
+def test_credentials_in_an_agent_url_are_masked_in_reports_spans_and_the_terminal(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra is not installed")
+    from tests.fleet_helpers import counting_server
+    from tests.otlp_receiver import otlp_receiver
+
+    password = "PW-31d9c0a7e2"
+    (tmp_path / "s.jsonl").write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
+    outputs = [arg for name in OUTPUTS for arg in ("-o", name)]
+    with counting_server() as (agent, calls), otlp_receiver() as (collector, spans):
+        url = agent.url.replace("://", f"://user:{password}@", 1) + "/"
+        result = farm("test", "--no-history", "--no-progress", "-v", "-i", "s.jsonl", "-n", url, "--runs", "2",
+                      "--otel-runs", *outputs, cwd=tmp_path,
+                      env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "FARM_DATA_DIR": str(tmp_path / "d")})
+        [sweep] = spans.wait_for("farm.sweep")
+        received = [sweep, *spans.wait_for("farm.case"), *spans.wait_for("farm.run", 2)]
+    assert calls.count(0, float("inf")) == 2, result.stderr  # the agent was reached: a report like any other
+    texts = {name: (tmp_path / name).read_text() for name in OUTPUTS}
+    texts.update(stdout=result.stdout, stderr=result.stderr, spans=repr([s.attributes for s in received]))
+    texts.update({str(j): j.read_text() for j in (tmp_path / "d").rglob("*.jsonl")})
+    assert all(password not in text for text in texts.values()), [name for name, t in texts.items() if password in t]
+    report = json.loads(texts["r.json"])
+    masked = url.replace(password, "***")
+    assert report["summary"]["agent_id"] == report["metadata"]["agent_id"] == masked, report["metadata"]
+    assert report["metadata"]["settings"]["name"] == masked
+    assert sweep.attributes["farm.agent.id"] == masked

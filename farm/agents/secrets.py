@@ -14,6 +14,7 @@ import threading
 from collections.abc import Collection, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, TextIO, cast
+from urllib.parse import urlsplit
 
 from farm.errors import AgentResolutionError
 from farm.models import Reply
@@ -36,6 +37,14 @@ def register_secret(value: str | None) -> None:
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _lock:
             _secrets.add(value)
+
+
+def register_url_password(url: str | None) -> None:
+    """Mask from now on the password of ``url`` (``-n http://user:PASSWORD@host/``), wherever it is
+    quoted (an adapter's error message names its URL)."""
+    if url and "@" in url:
+        with contextlib.suppress(ValueError):
+            register_secret(urlsplit(url).password)
 
 
 def any_secret() -> bool:
