@@ -146,3 +146,29 @@ def test_credentials_in_an_agent_url_are_masked_in_reports_spans_and_the_termina
     assert report["summary"]["agent_id"] == report["metadata"]["agent_id"] == masked, report["metadata"]
     assert report["metadata"]["settings"]["name"] == masked
     assert sweep.attributes["farm.agent.id"] == masked
+
+
+def test_an_attached_distributed_sweeps_terminal_summary_masks_the_substituted_secret(
+        tmp_path: Path, farm_worker: Any, farm_cli: Any) -> None:
+    (tmp_path / "leak.hocon").write_text(LEAKY_CASE)
+    farm_worker(queue="attachq", env={"API_KEY": SECRET})
+    done = farm_cli.run("test", "-i", str(tmp_path / "leak.hocon"), "-n", f"py:{AGENTS}:text", "--runs", "2", "-v",
+                        "--queue", "attachq", "--no-history", "--no-progress", env={"API_KEY": SECRET}, timeout=180)
+    assert done.returncode == 1, done.stderr
+    assert SECRET not in done.stdout + done.stderr, done.stderr
+    assert "failures by class" in done.stderr and "you said: key is *** ok" in done.stderr
+
+
+def test_every_terminal_line_masks_what_this_process_registered() -> None:
+    import io
+
+    from rich.console import Console
+
+    from farm.agents.secrets import register_secret
+    from farm.cli.console import say
+
+    quoted = "tok-5be1f0c9a2"  # e.g. a failure example of a journal recorded before masking at the source
+    register_secret(quoted)
+    out = io.StringIO()
+    say(Console(file=out), f"e.g. a run 1, turn 1: 'x' not found in text 'key is {quoted}'")
+    assert out.getvalue() == "e.g. a run 1, turn 1: 'x' not found in text 'key is ***'\n"
