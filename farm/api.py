@@ -47,7 +47,7 @@ from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
-from farm.settings import FarmSettings
+from farm.settings import FarmSettings, safe_url
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
 from farm.sweep.executor import Executor, ExecutorOptions
@@ -236,7 +236,8 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
         history=HistoryFacts(
             runs=settings.runs, min_pass_rate=settings.min_pass_rate, parallel=settings.parallel,
-            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast, name=settings.name,
+            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast,
+            name=safe_url(settings.name) if settings.name else None,  # -n http://user:PASSWORD@host/
             connector=settings.connector, judge=settings.judge, queue=settings.queue,
             neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,
             detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd)),

@@ -197,13 +197,16 @@ def _check_host_and_port(name: str, url: str | None) -> None:
 
 
 def safe_url(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
+    """``url`` without its password, for messages, logs, reports and spans (the one place that
+    hides a URL's credentials: a broker's, an agent's ``-n http://user:PASSWORD@host/``)."""
     scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
+    authority_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, path = rest[:authority_end], rest[authority_end:]
+    if not sep or "@" not in authority:  # an ``@`` in the path or query holds no credentials
         return url
-    creds, _, host = rest.rpartition("@")
+    creds, _, host = authority.rpartition("@")
     user = creds.split(":", 1)[0]
-    return f"{scheme}{sep}{user + ':***' if user else ':***'}@{host}"
+    return f"{scheme}{sep}{user + ':***' if user else ':***'}@{host}{path}"
 
 
 __all__ = [

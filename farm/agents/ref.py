@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from farm.settings import safe_url
+
 __all__ = ["AgentKind", "AgentRef"]
 
 AgentKind = Literal["manifest", "python", "http", "neuro-san", "command"]
@@ -28,7 +30,9 @@ class AgentRef:
         """How reports name the agent."""
         if self.kind == "manifest":
             return Path(self.target).name
-        if self.kind == "neuro-san":
-            return f"{self.target}/{self.name}" + (f" ({self.connection})" if self.connection else "")
+        if self.kind == "neuro-san":  # a URL's password is never in a report, a span or the history
+            return f"{safe_url(self.target)}/{self.name}" + (f" ({self.connection})" if self.connection else "")
+        if self.kind == "http":
+            return safe_url(self.target)
         prefix = {"python": "py:", "command": "cmd:"}.get(self.kind, "")
         return prefix + self.target

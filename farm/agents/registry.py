@@ -17,6 +17,7 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
 from farm.agents.options import AgentOptions
+from farm.agents.secrets import register_url_password
 from farm.errors import AgentResolutionError
 
 DEFAULT_TYPE = "prompt"
@@ -66,6 +67,7 @@ def _http(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> Agent:
     from farm.agents.http import create_http_agent
 
     source = spec.where if spec.agent_id else None
+    register_url_password(spec.manifest.get("url"))
     return create_http_agent(spec.required("url"), manifest=spec.manifest, agent_id=spec.agent_id, source=source,
                              limiter=hooks.limiter)
 
@@ -74,6 +76,7 @@ def _neuro_san(spec: AdapterSpec, options: AgentOptions, hooks: AgentHooks) -> A
     from farm.agents.neuro_san import create_neuro_san_agent
 
     server = spec.manifest.get("server") or options.neuro_san_server
+    register_url_password(server)
     if spec.manifest.get("connection") == "mcp":
         from farm.agents.neuro_san_mcp import create_neuro_san_mcp_agent
 

@@ -11,9 +11,10 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, TextIO, cast
+from urllib.parse import urlsplit
 
 from farm.errors import AgentResolutionError
 from farm.models import Reply
@@ -36,6 +37,19 @@ def register_secret(value: str | None) -> None:
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _lock:
             _secrets.add(value)
+
+
+def register_url_password(url: str | None) -> None:
+    """Mask from now on the password of ``url`` (``-n http://user:PASSWORD@host/``), wherever it is
+    quoted (an adapter's error message names its URL)."""
+    if url and "@" in url:
+        with contextlib.suppress(ValueError):
+            register_secret(urlsplit(url).password)
+
+
+def any_secret() -> bool:
+    """Whether a secret was registered in this process (read without the lock: a set's size is atomic)."""
+    return bool(_secrets)
 
 
 def redact(text: str) -> str:
@@ -163,3 +177,42 @@ def expand_env(value: str, *, where: str) -> str:
         return found
 
     return ENV_REFERENCE.sub(lookup, value)
+
+
+DEFERRED_REFERENCE = re.compile(r"\$\{(\??)([A-Za-z_][A-Za-z0-9_]*)\}")
+"""How a plan holds a suite's substitution of a secret variable: as written, ``${?NAME}`` or ``${NAME}``."""
+
+
+def deferred_reference(name: str, *, optional: bool) -> str:
+    """The text a plan holds in place of ``name``'s value (``farm.suites.hocon_guard`` writes it)."""
+    return f"${{{'?' if optional else ''}{name}}}"
+
+
+def resolve_deferred(value: Any, names: Collection[str], *, where: str) -> Any:
+    """A JSON value with each ``${?NAME}`` / ``${NAME}`` of ``names`` replaced by this process's
+    environment variable, registered as a secret: where the run runs (a worker's environment in a
+    distributed sweep), never in the plan. An unset ``${?NAME}`` is ''.
+
+    Raises:
+        AgentResolutionError: a ``${NAME}`` (not optional) is not set here (``where`` names the case).
+    """
+
+    def lookup(match: re.Match[str]) -> str:
+        optional, name = match.group(1), match.group(2)
+        if name not in names:
+            return match.group(0)
+        found = os.environ.get(name)
+        if found is None and optional:
+            return ""
+        if found is None:
+            raise AgentResolutionError(f"{where}: environment variable {name} is not set where the run runs")
+        register_secret(found)
+        return found
+
+    if isinstance(value, str):
+        return DEFERRED_REFERENCE.sub(lookup, value) if "${" in value else value
+    if isinstance(value, dict):
+        return {key: resolve_deferred(item, names, where=where) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve_deferred(item, names, where=where) for item in value]
+    return value

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from farm.agents.secrets import redact
 from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
 from farm.reports.criteria import criteria_lines
 from farm.reports.failures import class_counts, failure_lines
@@ -34,8 +35,9 @@ MAX_IDS_SHOWN = 10
 
 
 def say(console: Console, text: str, *, style: str | None = None) -> None:
-    """One line as it is (no markup, no highlighting), never wrapped: CI logs grep it."""
-    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    """One line as it is (no markup, no highlighting), never wrapped: CI logs grep it. Secrets this
+    process registered are masked: a failure's example quotes what the agent answered."""
+    console.print(redact(text), style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 def _cut(text: str, limit: int) -> str:

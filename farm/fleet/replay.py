@@ -41,8 +41,14 @@ from farm.plan.rate_specs import fleet_name
 
 T = TypeVar("T")
 FORMAT_VERSION = 2
-"""2: a recording holds the sha256 of what it says (``checksum``); 1 (none) is still read."""
-READ_VERSIONS = (1, FORMAT_VERSION)
+"""2: a recording holds the sha256 of what it says (``checksum``). 1 (none) is refused: a file
+edited to pass and marked version 1 could not be told from a genuine one."""
+READ_VERSIONS = (FORMAT_VERSION,)
+UNVERIFIABLE_VERSIONS = (1,)
+RE_RECORD = "re-record it with --record (format version 1 has no checksum: it cannot be verified)"
+CHECKSUM_FIRST = b'{"checksum": '
+"""How every recording this farm writes begins (keys sorted): such a file needs no parse when
+``--replay`` starts (its checksum is checked as it is replayed)."""
 
 
 class ReplayIntegrityError(Exception):
@@ -116,6 +122,8 @@ class ReplayStore:
         flag = f"--{mode.value} {directory}"
         if mode is ReplayMode.REPLAY and not path.is_dir():
             raise SettingsError(f"{flag}: no such directory (record a sweep into it with --record first)")
+        if mode is ReplayMode.REPLAY:
+            _refuse_unverifiable(path, flag)
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -182,6 +190,26 @@ class ReplayStore:
         return result
 
 
+def _refuse_unverifiable(directory: Path, flag: str) -> None:
+    """SettingsError (exit 2, before any run) when ``directory`` holds recordings of a version
+    without a checksum: replaying them would give whatever verdict an edit put in them."""
+    found: list[Path] = []
+    for path in directory.rglob("*.json"):
+        try:
+            with path.open("rb") as handle:
+                if handle.read(len(CHECKSUM_FIRST)) == CHECKSUM_FIRST:
+                    continue
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # unreadable or malformed: its run says so as it is replayed (harness:replay)
+        if isinstance(data, dict) and data.get("version") in UNVERIFIABLE_VERSIONS:
+            found.append(path)
+    if found:
+        more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+        raise SettingsError(f"{flag}: {found[0]}{more}: a recording of format version 1 has no checksum, so an "
+                            f"edited one cannot be told from a genuine one: re-record the sweep with --record")
+
+
 def stored_key(key: CallKey) -> dict[str, Any]:
     """The key as a recording stores it: the caller in its Redis-safe form (``fleet_name``)."""
     return {**asdict(key), "caller": fleet_name(key.caller)}
@@ -196,6 +224,8 @@ def _integrity_problem(data: Any, key: CallKey) -> str | None:
     if not isinstance(data, dict):
         return f"expected a JSON object, got {type(data).__name__}"
     version = data.get("version")
+    if version in UNVERIFIABLE_VERSIONS:
+        return RE_RECORD
     if version not in READ_VERSIONS:
         return f"version {version!r} (this farm reads {', '.join(map(str, READ_VERSIONS))}): record it again"
     if data.get("key") != stored_key(key):
@@ -204,7 +234,7 @@ def _integrity_problem(data: Any, key: CallKey) -> str | None:
         return "it holds neither a value nor an error" if "value" not in data else "it holds a value and an error"
     if "error" in data and not isinstance(data["error"], dict):
         return "its error is not an object"
-    if version == FORMAT_VERSION and data.get("checksum") != _checksum(data):
+    if data.get("checksum") != _checksum(data):
         return "its checksum does not match what it holds (edited after it was recorded?)"
     return None
 

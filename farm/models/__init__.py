@@ -138,6 +138,9 @@ class Case(PerCaseModel):
     """Why a case is skipped when the farm decided it (e.g. a connection it does not speak)."""
     load_note: str | None = None
     """What the user is told about a case as it is loaded (e.g. connections that do not apply)."""
+    env_refs: list[str] | None = None
+    """Secret-named environment variables the case's text still holds as ``${?NAME}``: read where
+    the run runs, never in the plan (``farm.agents.secrets.resolve_deferred``, SPEC 26)."""
 
 
 # ------------------------------------------------------------------------------------ replies

@@ -31,7 +31,7 @@ from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
 from farm.suites.dynamic import LoadOptions
-from farm.suites.hocon_guard import RemoteIncludeRefused, register_env_secrets, remote_includes
+from farm.suites.hocon_guard import RemoteIncludeRefused, register_env_secrets, remote_includes, secrets_deferred
 
 if TYPE_CHECKING:
     from pyparsing import ParseBaseException
@@ -67,7 +67,9 @@ def load_hocon(
     connections do not apply: one case, run once, with a note saying so.
     ``options.allow_remote_includes``: ``--allow-remote-includes`` (``farm.suites.hocon_guard``).
     """
-    data, problem = read_hocon(path, allow_remote=options is not None and options.allow_remote_includes)
+    deferred: set[str] = set()
+    data, problem = read_hocon(path, allow_remote=options is not None and options.allow_remote_includes,
+                               deferred=deferred)
     if problem is not None:
         return [], [problem]
     if notes is not None and "interactions" not in data:
@@ -78,7 +80,8 @@ def load_hocon(
         return [], [Problem(str(path), None, key, message) for key, message in issues]
     if options is not None and options.foreign_agent and "connections" in data:
         cases = [_once(cases, case_id, options.foreign_agent)]
-    return [c.model_copy(update={"source": str(path), "suite": suite}) for c in cases], []
+    update: dict[str, Any] = {"source": str(path), "suite": suite, "env_refs": sorted(deferred) or None}
+    return [c.model_copy(update=update) for c in cases], []
 
 
 def _once(cases: list[Case], case_id: str, agent: str) -> Case:
@@ -89,9 +92,11 @@ def _once(cases: list[Case], case_id: str, agent: str) -> Case:
                                        "load_note": note})
 
 
-def read_hocon(path: Path, *, allow_remote: bool = False) -> tuple[dict[str, Any], Problem | None]:
+def read_hocon(path: Path, *, allow_remote: bool = False,
+               deferred: set[str] | None = None) -> tuple[dict[str, Any], Problem | None]:
     """Parse the file into plain dicts, or say where it is broken (an include of a URL is, unless
-    ``allow_remote``)."""
+    ``allow_remote``). With ``deferred``, substitutions of secret-named environment variables stay
+    ``${?NAME}`` and their names are added to it (``farm.suites.hocon_guard.secrets_deferred``)."""
     where = str(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -105,7 +110,7 @@ def read_hocon(path: Path, *, allow_remote: bool = False) -> tuple[dict[str, Any
 
     register_env_secrets(text)
     try:
-        with remote_includes(allow_remote):
+        with remote_includes(allow_remote), secrets_deferred(deferred if deferred is not None else set()):
             tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
     except RemoteIncludeRefused as exc:
         return {}, Problem(where, None, "", f"include of {exc.url}: a remote include is fetched at load time; "

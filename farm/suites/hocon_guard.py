@@ -6,6 +6,11 @@ unless ``--allow-remote-includes``. ``${?OPENAI_API_KEY}`` puts an environment v
 into the suite; when the variable's name looks like a secret's, that value is registered with
 ``farm.agents.secrets`` so every report masks it (only values actually referenced: not every
 variable named like a secret, so ``TOKENIZERS_PARALLELISM=false`` never masks "false").
+
+The value of such a variable never enters the plan (SPEC 26): ``secrets_deferred`` keeps the
+substitution as written (``${?OPENAI_API_KEY}``) and the run reads the variable where it runs (a
+worker's environment in a distributed sweep: ``farm.agents.secrets.resolve_deferred``). Other
+variables are read as the file is loaded: they may shape the plan (ids, ratios, timeouts).
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from farm.agents.secrets import register_secret
+from farm.agents.secrets import deferred_reference, register_secret
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 """A variable is a secret when a ``_``-separated part of its name ends with one of these (plural too)."""
 _SUBSTITUTION = re.compile(r"\$\{\??\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 REMOTE_SCHEMES = ("http://", "https://")
 
 
@@ -46,6 +52,35 @@ def register_env_secrets(text: str) -> None:
 
 
 @contextlib.contextmanager
+def secrets_deferred(deferred: set[str]) -> Iterator[None]:
+    """While parsing: a substitution that falls back to a secret-named environment variable gives
+    ``${?NAME}`` (or ``${NAME}``) instead of its value, and ``NAME`` is added to ``deferred``.
+
+    A mandatory ``${NAME}`` unset here is still the parser's error (a load error with its line).
+    """
+    from pyhocon.config_parser import ConfigParser
+    from pyhocon.exceptions import ConfigMissingException
+
+    resolve = ConfigParser.__dict__["_resolve_variable"]
+
+    def defer(cls: Any, config: Any, substitution: Any) -> Any:
+        name, optional = str(substitution.variable), bool(substitution.optional)
+        if _VARIABLE.fullmatch(name) and looks_secret(name) and (optional or name in os.environ):
+            try:
+                return True, config.get(name)  # a key of the file itself wins over the environment
+            except ConfigMissingException:
+                deferred.add(name)
+                return True, deferred_reference(name, optional=optional)
+        return resolve.__func__(cls, config, substitution)
+
+    ConfigParser._resolve_variable = classmethod(defer)
+    try:
+        yield
+    finally:
+        ConfigParser._resolve_variable = resolve
+
+
+@contextlib.contextmanager
 def remote_includes(allowed: bool) -> Iterator[None]:
     """While parsing: an include of an http(s) URL raises ``RemoteIncludeRefused`` unless ``allowed``."""
     if allowed:
@@ -67,4 +102,4 @@ def remote_includes(allowed: bool) -> Iterator[None]:
         ConfigFactory.parse_URL = fetch
 
 
-__all__ = ["RemoteIncludeRefused", "looks_secret", "register_env_secrets", "remote_includes"]
+__all__ = ["RemoteIncludeRefused", "looks_secret", "register_env_secrets", "remote_includes", "secrets_deferred"]

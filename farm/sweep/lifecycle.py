@@ -22,6 +22,7 @@ from farm.fleet.waiting import queued_timeout
 from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.run.deferred import masked, run_resolved
 from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
 from farm.run.failures import classified
@@ -115,7 +116,18 @@ def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: f
 async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *,
                       judges: JudgeResolver | None = None, simulators: SimulatorResolver | None = None,
                       not_after: float | None = None) -> RunResult:
-    """``execute_run`` bounded from outside at the case timeout plus ``RUN_GUARD_S``; never raises."""
+    """``execute_run`` bounded from outside at the case timeout plus ``RUN_GUARD_S``; never raises.
+
+    A case holding a suite's ``${?SECRET}`` reads it here, where the run runs, and every result is
+    masked here, in the process that ran it (``farm.run.deferred``)."""
+    if case.env_refs:
+        return await run_resolved(case, run, env.sweep_id, lambda resolved: _guarded(
+            resolved, run, agent, env, judges=judges, simulators=simulators, not_after=not_after))
+    return masked(await _guarded(case, run, agent, env, judges=judges, simulators=simulators, not_after=not_after))
+
+
+async def _guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None,
+                   simulators: SimulatorResolver | None, not_after: float | None) -> RunResult:
     limit = env.case_timeout(case)
     started = time.monotonic()
     try:
