@@ -107,6 +107,18 @@ def test_a_missing_env_variable_names_the_file_and_key(tmp_path: Path, monkeypat
         registry.get("a.b")
 
 
+def test_a_plain_setting_comes_from_the_environment_with_a_default_and_is_not_masked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm.agents.secrets import redact
+
+    write(tmp_path, "a/h.conn.yao", connector("${FARM_TEST_LLM_HOST:-http://127.0.0.1:8001/v1}"))
+    monkeypatch.delenv("FARM_TEST_LLM_HOST", raising=False)
+    assert load_connectors(tmp_path).get("a.h").endpoint == "http://127.0.0.1:8001/v1/chat/completions"
+    monkeypatch.setenv("FARM_TEST_LLM_HOST", "http://127.0.0.1:9123/v1")
+    assert load_connectors(tmp_path).get("a.h").endpoint == "http://127.0.0.1:9123/v1/chat/completions"
+    assert redact("asked http://127.0.0.1:9123/v1") == "asked http://127.0.0.1:9123/v1"  # a host is no secret
+
+
 def test_an_unknown_id_lists_the_known_ones(tmp_path: Path) -> None:
     write(tmp_path, "openai/gpt-4o.conn.yao", connector("http://h"))
     with pytest.raises(AgentResolutionError, match=r"unknown connector 'openai\.gpt4' \(known: openai\.gpt-4o\)"):

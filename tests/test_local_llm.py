@@ -51,10 +51,9 @@ def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         root = tmp_path_factory.mktemp("example")
         shutil.copytree(EXAMPLE, root, dirs_exist_ok=True)
         connector = root / "connectors" / "local" / "smol.conn.yao"
-        connector.write_text(connector.read_text().replace("127.0.0.1:8089", f"127.0.0.1:{port}")
-                             .replace('"max_tokens": 48', '"max_tokens": 24'))
+        connector.write_text(connector.read_text().replace('"max_tokens": 48', '"max_tokens": 24'))
         yield {"FARM_AGENTS_ROOT": str(root / "assistants"), "FARM_CONNECTORS_ROOT": str(root / "connectors"),
-               "root": str(root)}
+               "LOCAL_LLM_HOST": f"http://127.0.0.1:{port}/v1", "root": str(root)}  # the port, as the README says
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -74,7 +73,7 @@ def _wait_ready(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
 
 
 def _env(llm: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in llm.items() if k.startswith("FARM_")}
+    return {k: v for k, v in llm.items() if k != "root"}
 
 
 def _read_everything(report: dict[str, Any]) -> None:

@@ -158,8 +158,13 @@ def secrets_optional() -> Iterator[None]:
         _OPTIONAL.reset(token)
 
 
+PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}")
+"""``${NAME:-default}``: a setting from the environment that is no secret (a host, a port): not masked."""
+
+
 def expand_env(value: str, *, where: str) -> str:
-    """Replace each ``$ENV.NAME`` in ``value`` by that environment variable, registering it.
+    """Replace each ``$ENV.NAME`` in ``value`` by that environment variable, registering it as a
+    secret, and each ``${NAME:-default}`` by the variable or the default, as plain text.
 
     Raises:
         AgentResolutionError: a referenced variable is not set (``where`` names file and key),
@@ -176,6 +181,7 @@ def expand_env(value: str, *, where: str) -> str:
         register_secret(found)
         return found
 
+    value = PLAIN_REFERENCE.sub(lambda match: os.environ.get(match.group(1)) or match.group(2), value)
     return ENV_REFERENCE.sub(lookup, value)
 
 
