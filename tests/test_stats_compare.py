@@ -168,3 +168,15 @@ def test_real_drops_are_found_and_unchanged_cases_are_left_alone() -> None:
     result = power(trials=5, cases=40, dropping=20, runs=50, seed=20261101)
     assert result.rate >= 0.80
     assert max(result.unchanged_flagged) <= 3
+
+
+def test_semantic_consistency_is_noted_only_when_it_moved() -> None:
+    from farm.reports.comparison import render_text
+
+    def side(sweep_id: str, moved: float) -> SweepSnapshot:
+        return snap(sweep_id, CaseSnapshot(id="same", runs=20, passed=20, semantic_consistency=1.0),
+                    CaseSnapshot(id="moved", runs=20, passed=20, semantic_consistency=moved))
+
+    text = render_text(compare(side("b", 0.9), side("h", 0.4)), show_all=True)
+    assert "semantic consistency 0.90 → 0.40" in text
+    assert "semantic consistency 1.00 → 1.00" not in text  # unmoved: no note

@@ -26,6 +26,9 @@ Examples:
   farm assess report.json
   farm assess tests/fixtures/music_nerd.hocon --judge openai.gpt-4o -o modes.json -o modes.html
   farm assess suite.jsonl -n py:agent.py:respond --runs 20 --judge local.judge
+
+Exit codes: 0 once the failures are assessed, whatever they are (an assessment is no
+verdict: gate on farm test's exit code); 2 bad input; 3 the farm or the judge failed.
 """
 _FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
             ".txt": "text"}

@@ -65,7 +65,8 @@ def _notes(row: CaseComparison) -> list[str]:
     notes += [f"criterion moved: {move_text(m)}" for m in row.criteria_moved]
     if row.semantic_consistency is not None:
         base, head = ("—" if v is None else f"{v:.2f}" for v in row.semantic_consistency)
-        notes.append(f"semantic consistency {base} → {head}")
+        if base != head:  # "1.00 → 1.00" says nothing
+            notes.append(f"semantic consistency {base} → {head}")
     return notes
 
 
