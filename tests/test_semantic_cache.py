@@ -186,3 +186,32 @@ def test_a_worker_leaves_them_off_for_a_sweep_submitted_without_them(tmp_path: P
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["summary"]["semantic"] == "off"
     assert {c["semantic_status"] for c in report["results"]} == {"off"}
+
+
+def test_a_pair_of_answers_is_cut_as_scipy_cuts_it() -> None:
+    """Two distinct answers are cut without scipy.cluster: the same labels as its tree gives, for
+    pairs on both sides of every threshold (relative and absolute) and at them."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    from farm.semantic.cluster import case_threshold, meaning_labels
+
+    rng = np.random.default_rng(45)
+    first = rng.normal(size=384)
+    first /= np.linalg.norm(first)
+    other = rng.normal(size=384)
+    other -= (other @ first) * first
+    other /= np.linalg.norm(other)
+    for similarity in [*np.linspace(-0.2, 1.0, 61), 0.3, 0.6, 0.35, 0.55]:
+        pair = np.array([first, similarity * first + np.sqrt(max(0.0, 1 - similarity ** 2)) * other], dtype=np.float32)
+        for relative in (True, False):
+            rows = pair.astype(np.float64)
+            sims = rows @ rows.T
+            sims = (sims + sims.T) / 2
+            distance = np.clip(1.0 - sims, 0.0, 2.0)
+            np.fill_diagonal(distance, 0.0)
+            cut = 1.0 - (case_threshold(sims) if relative else 0.6)
+            expected = fcluster(linkage(squareform(distance, checks=False), method="average"), cut + 1e-9,
+                                criterion="distance")
+            got = meaning_labels(pair, relative=relative)
+            assert (got[0] == got[1]) == (expected[0] == expected[1]), (similarity, relative)
