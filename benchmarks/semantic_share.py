@@ -12,10 +12,12 @@ per repetition:
   on ``PYTHONPATH``): the same sweep with no semantic step, on any code;
 - ``off``: ``FARM_SEMANTIC=0`` (only on code that has the setting).
 
-The semantic step's share of the sweep's CPU is ``(cpu_on - cpu_hidden) / cpu_on`` per repetition
-(process CPU, all threads, around ``run_sweep``: the model's load and every embedding are in it);
-runs/s is runs / the ``on`` sweep's wall. ``--before REV`` measures that commit's ``farm`` too (a
-``git archive`` of it in a temporary folder), beside this checkout's, in the same repetitions.
+Each process runs the sweep twice: ``fresh`` is what a ``farm test`` pays (the model's load
+included), ``warm`` what a worker's next sweep pays (model loaded, embeddings cached). The semantic
+step's share of the sweep's CPU is ``(cpu_on - cpu_hidden) / cpu_on`` per repetition (process CPU,
+all threads, around ``run_sweep``); runs/s is runs / the ``on`` sweep's wall. ``--before REV``
+measures that commit's ``farm`` too (a ``git archive`` of it in a temporary folder), beside this
+checkout's, in the same repetitions.
 Prints medians with their range; ``--json FILE`` writes every figure.
 """
 
@@ -39,11 +41,13 @@ CHILD = """
 import json, sys, time
 from farm import TestSettings, run_sweep
 settings = TestSettings(input=sys.argv[1], name=sys.argv[2], runs=int(sys.argv[3]))
-wall, cpu = time.perf_counter(), time.process_time()
-report = run_sweep(settings)
-cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-print(json.dumps({"wall": wall, "cpu": cpu, "semantic": report.summary.semantic,
-                  "runs": sum(c.runs for c in report.results)}))
+figures = {}
+for sweep in ("fresh", "warm"):
+    wall, cpu = time.perf_counter(), time.process_time()
+    report = run_sweep(settings)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    figures[sweep] = {"wall": wall, "cpu": cpu, "semantic": report.summary.semantic}
+print(json.dumps(figures))
 """
 
 
@@ -58,7 +62,7 @@ def one_sweep(code: Path, suite: Path, runs: int, mode: str, shim: Path) -> dict
                           cwd=suite.parent, env=env, capture_output=True, text=True, check=True)
     figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     expected = {"on": "computed", "hidden": "not_installed", "off": "off"}[mode]
-    assert figures["semantic"] == expected, (mode, figures)
+    assert {f["semantic"] for f in figures.values()} == {expected}, (mode, figures)
     return figures
 
 
@@ -104,23 +108,26 @@ def main() -> None:
                 for mode in modes:
                     figures = one_sweep(code, suite, args.runs, mode, shim)
                     found[name][mode].append(figures)
-                    print(f"repeat {repeat + 1} {name} {mode}: wall {figures['wall']:.2f} s, "
-                          f"CPU {figures['cpu']:.2f} s", file=sys.stderr)
+                    print(f"repeat {repeat + 1} {name} {mode}: " + "; ".join(
+                        f"{sweep} wall {f['wall']:.2f} s, CPU {f['cpu']:.2f} s" for sweep, f in figures.items()),
+                        file=sys.stderr)
     load = os.getloadavg()
     total = args.cases * args.runs
     print(f"{args.cases} cases x {args.runs} runs, in-process, answers good/bad; medians of {args.repeat} (range); "
           f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
     summary: dict[str, Any] = {"cases": args.cases, "runs": args.runs, "load": load, "figures": found}
     for name, measured in found.items():
-        on, hidden = measured["on"], measured["hidden"]
-        rate = [total / f["wall"] for f in on]
-        share = [100 * (o["cpu"] - h["cpu"]) / o["cpu"] for o, h in zip(on, hidden, strict=True)]
-        line = (f"{name}: {spread(rate, 0)} runs/s; sweep CPU {spread([f['cpu'] for f in on])} s vs "
-                f"{spread([f['cpu'] for f in hidden])} s without the step; semantic share {spread(share, 1)} %")
-        if "off" in measured:
-            line += f"; FARM_SEMANTIC=0: {spread([total / f['wall'] for f in measured['off']], 0)} runs/s"
-        print(line)
-        summary[name] = {"runs_per_s": rate, "semantic_share_pct": share}
+        for sweep in ("fresh", "warm"):
+            on, hidden = [f[sweep] for f in measured["on"]], [f[sweep] for f in measured["hidden"]]
+            rate = [total / f["wall"] for f in on]
+            share = [100 * (o["cpu"] - h["cpu"]) / o["cpu"] for o, h in zip(on, hidden, strict=True)]
+            line = (f"{name}, {sweep} process: {spread(rate, 0)} runs/s; sweep CPU {spread([f['cpu'] for f in on])} s "
+                    f"vs {spread([f['cpu'] for f in hidden])} s without the step; semantic share {spread(share, 1)} %")
+            if "off" in measured:
+                off = [total / f[sweep]["wall"] for f in measured["off"]]
+                line += f"; FARM_SEMANTIC=0: {spread(off, 0)} runs/s"
+            print(line)
+            summary[f"{name}_{sweep}"] = {"runs_per_s": rate, "semantic_share_pct": share}
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 
