@@ -54,7 +54,7 @@ DEFAULT_JOURNAL_DAYS = 7
 DEFAULT_STOP_GRACE_S = 5.0
 """After Ctrl-C or SIGTERM, runs in flight get this long to finish before they are abandoned."""
 DEFAULT_SEMANTIC_CACHE = 10_000
-"""Embeddings of answers kept per process (``farm.semantic.cache``): about 16 MB when full, and
+"""Embeddings of answers kept per process (``farm.semantic.cache``): about 18 MB when full, and
 enough for the distinct answers of a large suite, so answers repeated across cases (and across
 the sweeps a worker runs) are embedded once."""
 DEFAULT_DATA_DIR = Path("~/.local/share/agent-farm")

@@ -215,3 +215,18 @@ def test_a_pair_of_answers_is_cut_as_scipy_cuts_it() -> None:
                                 criterion="distance")
             got = meaning_labels(pair, relative=relative)
             assert (got[0] == got[1]) == (expected[0] == expected[1]), (similarity, relative)
+
+
+def test_a_report_rebuilt_from_the_journal_keeps_them_off(tmp_path: Path, farm_cli: Any) -> None:
+    """``farm report JOURNAL`` aggregates the runs again: a sweep run without the figures stays without."""
+    data = tmp_path / "data"
+    done = farm_cli.run("test", "-i", str(_suite(tmp_path, 2)), "-n", f"py:{AGENTS}:paraphrases", "--runs", "4",
+                        "--no-progress", "--no-history", "--no-semantic", "-o", str(tmp_path / "r.json"), local=True,
+                        env={"FARM_DATA_DIR": str(data)})
+    assert done.returncode == 0, done.stderr
+    [journal] = (data / "journals").iterdir()
+    done = farm_cli.run("report", str(journal), "-o", str(tmp_path / "again.json"), local=True,
+                        env={"FARM_DATA_DIR": str(data)})
+    assert done.returncode == 0, done.stderr
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert again["summary"]["semantic"] == "off" and {c["semantic_status"] for c in again["results"]} == {"off"}

@@ -4,7 +4,7 @@ A sweep's cases often share answers ("good"/"bad", the same refusal): each disti
 through the model once per process, and a case whose distinct answers are all known embeds
 nothing (nor loads the model). On a worker the process outlives the sweep, so the cache serves
 the next sweeps too. Keyed by a 16-byte hash of the text; bounded by ``FARM_SEMANTIC_CACHE``
-(``farm.settings``), 1.5 KB an entry. ``stats()`` counts what the model embedded and what was reused.
+(``farm.settings``), ~1.8 KB an entry. ``stats()`` counts what the model embedded and what was reused.
 """
 
 from __future__ import annotations
