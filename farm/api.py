@@ -47,7 +47,7 @@ from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
-from farm.settings import FarmSettings, safe_url
+from farm.settings import FarmSettings, safe_url, semantic_cache_entries, semantic_enabled
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
 from farm.sweep.executor import Executor, ExecutorOptions
@@ -109,6 +109,8 @@ class TestSettings:
     """``--allow-remote-includes``: HOCON includes of URLs are fetched (refused otherwise)."""
     fleet: FleetFlags = field(default_factory=FleetFlags)
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
+    semantic: bool | None = None
+    """False: no semantic figures (``--no-semantic``); None: ``FARM_SEMANTIC`` decides (default on)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
     @property
@@ -367,6 +369,8 @@ def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
         "runs": settings.runs,
         "reporter": settings.reporter,
         **({"yao_compat": True} if settings.yao_compat else {}),
+        # read where the sweep is submitted and carried to the workers with the plan (semantic_on)
+        **({} if _semantic(settings) else {"semantic": False}),
         **({"notes": loaded.notes} if loaded.notes else {}),
     }
     if settings.min_overall_pass_rate is not None:
@@ -374,7 +378,14 @@ def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
     return metadata
 
 
+def _semantic(settings: TestSettings) -> bool:
+    """Whether the sweep computes semantic figures: ``--no-semantic``, else ``FARM_SEMANTIC``."""
+    return semantic_enabled() if settings.semantic is None else settings.semantic
+
+
 def _check_numbers(settings: TestSettings) -> None:
+    _semantic(settings)  # a bad FARM_SEMANTIC or FARM_SEMANTIC_CACHE: exit 2 before anything runs
+    semantic_cache_entries()
     if settings.runs is not None and settings.runs < 1:
         raise SettingsError(f"--runs {settings.runs}: must be at least 1")
     if settings.parallel < 1:

@@ -19,6 +19,8 @@ naming the variable.
     FARM_DATA_DIR            journals, history, recordings (default ~/.local/share/agent-farm)
     FARM_JOURNAL_DAYS        days run journals are kept (default 7)
     FARM_STOP_GRACE          seconds runs in flight may finish after Ctrl-C/SIGTERM (default 5)
+    FARM_SEMANTIC            0: no semantic figures (as ``farm test --no-semantic``); default 1
+    FARM_SEMANTIC_CACHE      embeddings kept per process, by text (default 10000; 0: none kept)
 """
 
 from __future__ import annotations
@@ -51,10 +53,15 @@ DEFAULT_JOURNAL_DAYS = 7
 """Run journals older than this are pruned when a sweep starts (SPEC 10)."""
 DEFAULT_STOP_GRACE_S = 5.0
 """After Ctrl-C or SIGTERM, runs in flight get this long to finish before they are abandoned."""
+DEFAULT_SEMANTIC_CACHE = 10_000
+"""Embeddings of answers kept per process (``farm.semantic.cache``): about 18 MB when full, and
+enough for the distinct answers of a large suite, so answers repeated across cases (and across
+the sweeps a worker runs) are embedded once."""
 DEFAULT_DATA_DIR = Path("~/.local/share/agent-farm")
 """Journals, the SQLite history and recordings live here unless FARM_DATA_DIR says otherwise."""
 
 _TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 def _positive(env: Mapping[str, str], name: str, default: float, *, whole: bool) -> Any:
@@ -93,6 +100,30 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("FARM_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
 
 
+def semantic_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """``FARM_SEMANTIC``: False when set to 0/false/no/off (the semantic figures are not computed:
+    SPEC 16, 26), True when unset, blank or 1/true/yes/on; anything else is a SettingsError."""
+    env = os.environ if env is None else env
+    raw = env.get("FARM_SEMANTIC", "").strip()
+    if not raw or raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise SettingsError(f"FARM_SEMANTIC={raw!r}: expected 1 (semantic figures computed) or 0 (turned off)")
+
+
+def semantic_cache_entries(env: Mapping[str, str] | None = None) -> int:
+    """``FARM_SEMANTIC_CACHE``: embeddings kept per process (default ``DEFAULT_SEMANTIC_CACHE``;
+    0 keeps none); anything but a whole number ≥ 0 is a SettingsError."""
+    env = os.environ if env is None else env
+    raw = env.get("FARM_SEMANTIC_CACHE", "").strip()
+    if not raw:
+        return DEFAULT_SEMANTIC_CACHE
+    if not (raw.isascii() and raw.isdigit()):
+        raise SettingsError(f"FARM_SEMANTIC_CACHE={raw!r}: expected a whole number of embeddings kept, 0 or more")
+    return int(raw)
+
+
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 """URLs of a Redis server: plain, TLS and a Unix socket. A TLS URL names its certificate check:
 ``rediss://host:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/path/ca.pem`` (kombu, Celery's
@@ -128,6 +159,10 @@ class FarmSettings:
     data_dir: Path = DEFAULT_DATA_DIR
     journal_days: int = DEFAULT_JOURNAL_DAYS
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    semantic: bool = True
+    """FARM_SEMANTIC: a sweep submitted from here computes semantic figures (``--no-semantic``: no)."""
+    semantic_cache: int = DEFAULT_SEMANTIC_CACHE
+    """FARM_SEMANTIC_CACHE: embeddings kept in each process (read where the figures are computed)."""
 
     def __post_init__(self) -> None:
         if not (is_redis_url(self.broker_url) or is_amqp_url(self.broker_url)):
@@ -163,6 +198,8 @@ class FarmSettings:
             "data_dir": data_dir(env),
             "journal_days": _positive(env, "FARM_JOURNAL_DAYS", DEFAULT_JOURNAL_DAYS, whole=True),
             "stop_grace_s": _positive(env, "FARM_STOP_GRACE", DEFAULT_STOP_GRACE_S, whole=False),
+            "semantic": semantic_enabled(env),
+            "semantic_cache": semantic_cache_entries(env),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -215,6 +252,7 @@ __all__ = [
     "DEFAULT_CASE_TIMEOUT_S",
     "DEFAULT_QUEUE",
     "DEFAULT_RESULT_TTL_S",
+    "DEFAULT_SEMANTIC_CACHE",
     "DEFAULT_STOP_GRACE_S",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "REDIS_SCHEMES",
@@ -223,4 +261,6 @@ __all__ = [
     "is_amqp_url",
     "is_redis_url",
     "safe_url",
+    "semantic_cache_entries",
+    "semantic_enabled",
 ]

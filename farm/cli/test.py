@@ -125,6 +125,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
                    "--parallel runs at once (default 1).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
+@click.option("--no-semantic", "no_semantic", is_flag=True,
+              help="Compute no semantic figures (answers clustered by meaning): reports say they were turned "
+                   "off. Env: FARM_SEMANTIC=0.")
 @fleet_flags
 @history_flags
 @yao_flags
@@ -148,7 +151,8 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
         raise click.UsageError(f"--workers {workers}: only with --estimate (farm worker runs the workers)")
     estimate_workers = (workers or 1) if estimate else None
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
-    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, **flags)
+    semantic = False if flags.pop("no_semantic", False) else None  # None: FARM_SEMANTIC decides
+    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
                                  estimate_workers=estimate_workers, otel=otel), verbose=settings.verbose)
 

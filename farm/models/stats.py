@@ -101,7 +101,7 @@ class FailureReason(FarmModel):
     """The failure class of this reason (SPEC 14.2): a reason is a finer grouping of one class."""
 
 
-SemanticStatus = Literal["computed", "not_installed", "not_text"]
+SemanticStatus = Literal["computed", "not_installed", "not_text", "off"]
 """Whether a case's (or sweep's) semantic figures were computed, and if not, why (SPEC 16)."""
 
 
@@ -163,7 +163,8 @@ class CaseStats(FarmModel):
     """The clusters of meaning, largest first; null when not computed."""
     semantic_status: SemanticStatus | None = None
     """``computed``, ``not_installed`` (the ``[semantic]`` extra is missing where the case was
-    aggregated) or ``not_text`` (structured answers keep exact comparison); null: no answer."""
+    aggregated), ``not_text`` (structured answers keep exact comparison) or ``off`` (turned off:
+    ``--no-semantic``, ``FARM_SEMANTIC=0``); null: no answer."""
     semantic_estimated: bool = False
     """The case had more distinct answers than ``farm.stats.semantic.SEMANTIC_SAMPLE_CAP``: the
     semantic figures are over the sampled runs only."""
@@ -262,7 +263,8 @@ class SweepSummary(FarmModel):
     ``broken``), skipped cases left out (SPEC 20)."""
     semantic: SemanticStatus | None = None
     """Semantic figures of the sweep (SPEC 16): ``computed`` if any case's were, ``not_installed``
-    (``farm.extras.install_hint('semantic')`` says how to get them), ``not_text``; null: no case answered."""
+    (``farm.extras.install_hint('semantic')`` says how to get them), ``not_text``, ``off`` (turned off);
+    null: no case answered."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

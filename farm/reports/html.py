@@ -221,7 +221,8 @@ def _semantic_cards(s: SweepSummary) -> list[dict[str, str]]:
     words = semantic_summary(s)
     if words is None:
         return []
-    value = {"computed": "computed", "not_installed": "not installed", "not_text": "not text"}[str(s.semantic)]
+    value = {"computed": "computed", "not_installed": "not installed", "not_text": "not text",
+             "off": "off"}[str(s.semantic)]
     return [_card("Semantic consistency", value, words, "neutral" if s.semantic != "not_installed" else "warn")]
 
 

@@ -168,6 +168,13 @@ def _fleet(report: SweepReport) -> dict[str, Any]:
             "budget": budget_text(budget) if budget is not None else None}
 
 
+def _semantic_not_computed(report: SweepReport) -> str | None:
+    """Why the semantic figures are missing (``off``, ``not_installed``, ``not_text``); None when
+    computed (each case's ``semantic_consistency`` says so) or when no case answered."""
+    status = report.summary.semantic
+    return None if status in (None, "computed") else status
+
+
 _CASE = "farm-case"
 """Where each ``<testcase>`` goes in the rendered skeleton: data never makes ``<!--`` (escaped)."""
 _CASE_LEVEL = 2
@@ -198,7 +205,7 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
         })
         _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
                                                         "min_pass_rate")}, "stopped": report.outcome.stopped,
-                            **_fleet(report)})
+                            **_fleet(report), "semantic": _semantic_not_computed(report)})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:

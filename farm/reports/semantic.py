@@ -15,6 +15,7 @@ _SWEEP_WORDS = {
     "computed": "computed (answers clustered by meaning)",
     "not_installed": f"not computed: the embedding model is not installed ({INSTALL_HINT})",
     "not_text": "not computed: the answers are structures, compared exactly",
+    "off": "not computed: turned off (--no-semantic or FARM_SEMANTIC=0)",
 }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.extras import install_hint
+from farm.semantic.cache import embedding_cache
 
 if TYPE_CHECKING:
     from farm.semantic.minilm import Matrix, MiniLM
@@ -72,5 +73,11 @@ def _one_blas_thread() -> None:
 
 
 def embed(texts: list[str]) -> Matrix:
-    """Unit-length embeddings of ``texts`` (one row each), computed in batches by this process's encoder."""
+    """Unit-length embeddings of ``texts`` (one row each): those this process embedded before from
+    its cache (``farm.semantic.cache``), the new ones by its encoder, in batches; the model is
+    loaded only when a text is new."""
+    return embedding_cache().embed(texts, _encode)
+
+
+def _encode(texts: list[str]) -> Matrix:
     return _loaded().embed(texts)

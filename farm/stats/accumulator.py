@@ -157,8 +157,9 @@ class CaseAccumulator:
     def __init__(self, case: Case, plan: CasePlan, *, max_details: int = DEFAULT_MAX_RUN_DETAILS,
                  max_distinct_outputs: int = DEFAULT_MAX_DISTINCT_OUTPUTS,
                  pass_k: tuple[int, ...] = DEFAULT_PASS_K, semantic: bool = True) -> None:
-        """``semantic=False``: no sample of answers for the semantic figures (nothing is embedded), for
-        an accumulator built only to read a case's run details back (``run_details``)."""
+        """``semantic=False``: no sample of answers for the semantic figures (nothing is embedded; the
+        status is ``off``): a sweep run with ``--no-semantic``, or an accumulator built only to read
+        a case's run details back (``run_details``)."""
         self.case_id = case.id
         self._case = {"id": case.id, "suite": case.suite, "source": case.source,
                       "input": case.input, "expected": case.expected, "content_hash": case_fingerprint(case)}
@@ -173,7 +174,7 @@ class CaseAccumulator:
         self._queued_ms = 0.0
         self._durations = _Durations()
         self._outputs = ModeCounter(max_distinct_outputs)
-        self._meanings = SemanticSample() if semantic else SemanticSample(cap=0)
+        self._meanings = SemanticSample(enabled=semantic)
         self._details = _Details(max_details)
         self._reasons = ReasonCounter()
         self._failures = FailureTally()

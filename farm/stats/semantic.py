@@ -5,11 +5,13 @@ each cut to ``SEMANTIC_TEXT_CHARS``; runs giving a new answer past the cap are n
 figures are then computed over the sampled runs only (``semantic_estimated``). The model runs once
 per distinct answer, in batches, in the process that aggregates the case, and only when asked for
 the case's figures (``figures``). Outputs that are not text (structures) keep exact comparison:
-the semantic figures are null and the status ``not_text``.
+the semantic figures are null and the status ``not_text``. A sweep run with ``--no-semantic`` (or
+``FARM_SEMANTIC=0``) samples nothing: its cases' status is ``off`` (``semantic_on``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from farm.models import RunResult
@@ -40,12 +42,21 @@ def semantic_text(result: RunResult) -> Any:
     return result.output
 
 
+def semantic_on(metadata: Mapping[str, Any]) -> bool:
+    """Whether a sweep computes semantic figures: its metadata's ``semantic`` is False when it was
+    turned off where it was submitted (``--no-semantic``, ``FARM_SEMANTIC=0``)."""
+    return metadata.get("semantic", True) is not False
+
+
 class SemanticSample:
     """Distinct answers of a case with their run counts, up to a cap; embedded as they come in
-    (``farm.semantic.BackgroundEmbeddings``) when the model is installed."""
+    (``farm.semantic.BackgroundEmbeddings``) when the model is installed. ``enabled=False``: the
+    figures are turned off; only whether the case answered is kept (status ``off``)."""
 
-    def __init__(self, cap: int = SEMANTIC_SAMPLE_CAP) -> None:
-        self.cap = cap
+    def __init__(self, cap: int = SEMANTIC_SAMPLE_CAP, *, enabled: bool = True) -> None:
+        self.cap = cap if enabled else 0
+        self.enabled = enabled
+        self.answered = False
         self.texts: dict[bytes, str] = {}
         self.counts: dict[bytes, int] = {}
         self.unsampled = 0
@@ -58,6 +69,9 @@ class SemanticSample:
         ``digest``: ``output_digest(value)`` when the caller has it already (the accumulator's, of
         the same output)."""
         if value is None:
+            return
+        if not self.enabled:
+            self.answered = True
             return
         if not isinstance(value, str):
             self.not_text += 1
@@ -93,6 +107,8 @@ class SemanticSample:
 
     def figures(self) -> dict[str, Any]:
         """``semantic_status``, ``semantic_consistency``, ``semantic_clusters``, ``semantic_estimated``."""
+        if not self.enabled:
+            return {"semantic_status": "off"} if self.answered else {}
         if self.not_text:
             return {"semantic_status": "not_text"}
         if not self.counts:
@@ -131,9 +147,10 @@ def round_half_up_share(part: int, whole: int) -> float:
 
 
 def sweep_semantic_status(statuses: list[SemanticStatus | None]) -> SemanticStatus | None:
-    """One word for the sweep: ``computed`` if any case's figures were, else ``not_installed`` if
-    any case had text answers, else ``not_text`` if any case's answers were structures."""
-    for status in ("computed", "not_installed", "not_text"):
+    """One word for the sweep: ``computed`` if any case's figures were, else ``off`` if they were
+    turned off, else ``not_installed`` if any case had text answers, else ``not_text`` if any
+    case's answers were structures."""
+    for status in ("computed", "off", "not_installed", "not_text"):
         if status in statuses:
             return status
     return None

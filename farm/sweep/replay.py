@@ -24,6 +24,7 @@ from farm.models import CaseStats, RunResult, SweepOutcome, SweepReport
 from farm.models.outcome import split_outcome
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
+from farm.stats.semantic import semantic_on
 from farm.sweep.journal_lines import JournalLines
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
 
@@ -31,9 +32,12 @@ if TYPE_CHECKING:
     from farm.distributed.store.sweep_store import SweepStore
 
 
-def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult]) -> dict[str, CaseStats]:
-    """Statistics of every case with at least one run among ``results`` (each run counted once)."""
-    accumulators = {c.id: CaseAccumulator(c.case, c.plan, max_details=DEFAULT_MAX_RUN_DETAILS) for c in cases}
+def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult], *,
+                    semantic: bool = True) -> dict[str, CaseStats]:
+    """Statistics of every case with at least one run among ``results`` (each run counted once);
+    ``semantic``: the sweep's ``semantic_on``."""
+    accumulators = {c.id: CaseAccumulator(c.case, c.plan, max_details=DEFAULT_MAX_RUN_DETAILS, semantic=semantic)
+                    for c in cases}
     for result in results:
         acc = accumulators.get(result.case_id)
         if acc is None:
@@ -81,7 +85,7 @@ def report_from_journal(path: str | Path) -> SweepReport:
     journal = _Journal(Path(path))
     try:
         plan = journal.read_head()
-        stats = case_statistics(plan.cases, journal.results())
+        stats = case_statistics(plan.cases, journal.results(), semantic=semantic_on(plan.metadata))
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise InputError(f"{path}: not a readable farm run journal: {exc}") from None
     started_at = str(journal.start.get("timestamp") or plan.started_at)
@@ -153,7 +157,8 @@ def report_from_store(store: SweepStore, sweep_id: str) -> SweepReport:
     for case_id in [cid for cid in case_ids if cid not in stats]:
         planned = store.load_case(sweep_id, case_id)
         if planned is not None:
-            stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs))
+            stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs),
+                                     semantic=semantic_on(plan.metadata))
     return store.with_run_details(finish_sweep(
         plan, stats, case_ids=case_ids, started_at=plan.started_at,
         duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,

@@ -64,3 +64,14 @@ def chat(messages: list[dict[str, Any]], context: Any) -> str:
 def steady(messages: list[dict[str, Any]], context: Any) -> str:
     """The same answer on every run."""
     return PARAPHRASES[0]
+
+
+OVERLAPPING = PARAPHRASES + REFUSALS + WRONG + UNRELATED[1:]
+"""Thirteen distinct answers; case ``cN`` gives six of them, starting at the 2N-th: neighbouring
+cases share four answers, so a cache of embeddings serves part of each case after the first."""
+
+
+def overlapping(messages: list[dict[str, Any]], context: Any) -> str:
+    """Case ``cN``, run r: ``OVERLAPPING[(2N + r % 6) % 13]`` (over 10 runs: counts 2, 2, 2, 2, 1, 1)."""
+    case = int(str(context.case_id).lstrip("c") or 0)
+    return OVERLAPPING[(2 * case + int(context.run) % 6) % len(OVERLAPPING)]

