@@ -1,0 +1,35 @@
+"""The numpy all-MiniLM-L6-v2 (``farm.semantic.minilm``) against the reference model's figures.
+
+The reference figures are all-MiniLM-L6-v2's cosine similarities for issue 46's six answers, as
+measured with the reference implementation and printed (two decimals) in that issue. No torch is
+installed here (the ``[semantic]`` extra never brings it), so the reference is these numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from farm.extras import install_hint
+from farm.semantic import missing_requirement
+
+MISSING = missing_requirement()
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} is not installed ({install_hint('semantic')})")
+
+ANSWERS = ["I cannot help with that.", "Sorry, I can't assist with this request.", "I'm unable to help with that.",
+           "The answer is 41.", "It is 41.", "I believe the result is 41."]
+REFERENCE = [
+    [1.0, 0.45, 0.87, 0.10, 0.13, 0.06],
+    [0.45, 1.0, 0.48, 0.11, 0.12, 0.09],
+]
+"""The first two rows of issue 46's table (the rest of the matrix follows by symmetry and was not printed)."""
+
+
+def test_similarities_match_the_reference_models_to_two_decimals() -> None:
+    from farm.semantic.embedder import embed
+
+    vectors = embed(ANSWERS)
+    assert vectors.shape == (6, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)  # unit length, as sentence-transformers'
+    similarities = vectors[:2] @ vectors.T
+    assert np.abs(similarities - np.array(REFERENCE)).max() <= 0.005 + 1e-6, np.round(similarities, 3)
