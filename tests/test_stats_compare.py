@@ -63,12 +63,14 @@ def test_each_verdict_of_spec_12() -> None:
 
 
 def test_a_significant_drop_under_min_drop_is_not_a_regression() -> None:
-    # 100 % → 95 % over 1,000 runs is certain but only 5 points; the interval sits inside ±10
-    result = compare(snap("b", ("a", 1000, 1000)), snap("h", ("a", 1000, 950)))
+    # 100 % → 95 % over 400 runs is certain but only 5 points; the interval sits inside ±10 (400,
+    # not 1,000, runs: the exact test's cost grows with n, and this test is about the verdict rule,
+    # not compare's speed, which benchmarks/ measures)
+    result = compare(snap("b", ("a", 400, 400)), snap("h", ("a", 400, 380)))
     (row,) = result.cases
-    assert row.q_value is not None and row.q_value < 1e-6
+    assert row.q_value is not None and row.q_value < 1e-5
     assert row.verdict == "unchanged" and row.delta == -5.0
-    assert verdicts(compare(snap("b", ("a", 1000, 1000)), snap("h", ("a", 1000, 950)), min_drop=5)) == {
+    assert verdicts(compare(snap("b", ("a", 400, 400)), snap("h", ("a", 400, 380)), min_drop=5)) == {
         "a": "regressed"}
 
 
