@@ -254,3 +254,32 @@ class FarmCli:
 def farm_cli(redis_server: str) -> FarmCli:
     """``farm`` subprocesses with FARM_BROKER_URL set to the session's Redis."""
     return FarmCli(redis_server)
+
+
+PROCESS_FIXTURES = frozenset({"redis_server", "redis_client", "redis_factory", "farm_worker", "farm_cli"})
+"""Fixtures that start redis-server or farm processes: their tests are ``redis`` and ``slow``."""
+_STARTS_PROCESSES: dict[str, bool] = {}
+
+
+def _module_starts_processes(path: Path) -> bool:
+    """A test module that runs subprocesses (farm commands, servers, workers) or drives Chromium."""
+    key = str(path)
+    if key not in _STARTS_PROCESSES:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        _STARTS_PROCESSES[key] = any(word in text for word in ("subprocess", "Popen", "run_farm", "farm_cli"))
+    return _STARTS_PROCESSES[key]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark what the fast lane (``pytest -m "not slow and not redis and not browser"``, README) leaves
+    out: tests using a process fixture (redis, slow), tests of modules that start processes (slow),
+    and tests that drive Chromium (browser); the marks written by hand stay."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & PROCESS_FIXTURES:
+            item.add_marker(pytest.mark.redis)
+            item.add_marker(pytest.mark.slow)
+        elif _module_starts_processes(item.path):
+            item.add_marker(pytest.mark.slow)
+        if names & {"browser", "chromium"}:  # the modules' headless Chromium fixtures
+            item.add_marker(pytest.mark.browser)
