@@ -113,11 +113,6 @@ class TestSettings:
     """False: no semantic figures (``--no-semantic``); None: ``FARM_SEMANTIC`` decides (default on)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
-    @property
-    def lists_only(self) -> bool:
-        """``--collect-only`` or ``--dry-run``: the cases are listed, no agent is called."""
-        return self.collect_only or self.dry_run
-
 
 @dataclass
 class PreparedSweep:

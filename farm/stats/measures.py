@@ -83,11 +83,6 @@ def round_ratio_half_up(numerator: int, denominator: int, digits: int) -> float:
     return ((2 * numerator * scale + denominator) // (2 * denominator)) / scale
 
 
-def round_half_up(value: Fraction | int, digits: int) -> float:
-    """``value`` rounded half-up to ``digits`` decimals, computed exactly (66.666… → 66.7)."""
-    return round_ratio_half_up(*_ratio(value), digits)
-
-
 def floor_to(value: Fraction | int | float, digits: int) -> float:
     """``value`` (a float taken at its exact binary value) rounded down to ``digits`` decimals, exactly."""
     numerator, denominator = _ratio(value)
