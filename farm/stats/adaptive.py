@@ -19,12 +19,12 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from farm.defaults import SPRT_ALPHA, SPRT_BETA, SPRT_ZONE
 from farm.errors import SettingsError
+from farm.stats.wald import WaldTest
 
 Verdict = Literal["pass", "fail", "inconclusive"]
 
@@ -69,17 +69,10 @@ class Curtailment:
         return None
 
 
-def _log_ratio(numerator: float, denominator: float) -> float:
-    if numerator == denominator:
-        return 0.0
-    if denominator == 0:
-        return math.inf
-    return -math.inf if numerator == 0 else math.log(numerator / denominator)
-
-
 @dataclass(frozen=True)
 class Sprt:
-    """Wald's SPRT on a pass probability, truncated at ``runs``."""
+    """Wald's SPRT on a pass probability (``farm.stats.wald``: H0 fail at p0, H1 pass at p1),
+    truncated at ``runs``."""
 
     p0: float
     p1: float
@@ -98,35 +91,31 @@ class Sprt:
             raise SettingsError(f"{where}: need at least 1 run, got {self.runs}")
 
     @property
+    def test(self) -> WaldTest:
+        return WaldTest(self.p0, self.p1, self.alpha, self.beta)
+
+    @property
     def upper(self) -> float:
         """Accept H1 (pass) at or above this log-likelihood ratio."""
-        return math.log((1 - self.beta) / self.alpha)
+        return self.test.upper
 
     @property
     def lower(self) -> float:
         """Accept H0 (fail) at or below this one."""
-        return math.log(self.beta / (1 - self.alpha))
+        return self.test.lower
 
     def llr(self, passed: int, failed: int) -> float:
         """log P(outcomes | p1) − log P(outcomes | p0)."""
-        total = 0.0
-        if passed:
-            total += passed * _log_ratio(self.p1, self.p0)
-        if failed:
-            total += failed * _log_ratio(1 - self.p1, 1 - self.p0)
-        return total
+        return self.test.llr(passed, failed)
 
     def decide(self, passed: int, failed: int) -> Decision | None:
         done = passed + failed
         if done == 0:
             return None
-        llr = self.llr(passed, failed)
-        if llr >= self.upper:
-            return Decision("pass", done)
-        if llr <= self.lower:
-            return Decision("fail", done)
+        accepted = self.test.accepts(passed, failed)
+        if accepted is not None:
+            return Decision("pass" if accepted == "h1" else "fail", done)
         return Decision("inconclusive", done) if done >= self.runs else None
-
 
 
 AdaptiveKind = Literal["exact", "sequential"]
