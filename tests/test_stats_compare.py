@@ -182,3 +182,17 @@ def test_semantic_consistency_is_noted_only_when_it_moved() -> None:
     text = render_text(compare(side("b", 0.9), side("h", 0.4)), show_all=True)
     assert "semantic consistency 0.90 → 0.40" in text
     assert "semantic consistency 1.00 → 1.00" not in text  # unmoved: no note
+
+
+def test_an_unchanged_verdict_states_the_largest_drop_it_rules_out() -> None:
+    from farm.stats.significance import newcombe_interval
+
+    result = compare(snap("b", ("same", 200, 200), ("few", 50, 40)), snap("h", ("same", 200, 199), ("few", 50, 41)))
+    same, few = result.cases
+    assert same.verdict == "unchanged" and few.verdict == "inconclusive"
+    low, _ = newcombe_interval(199, 200, 200, 200, z_for(result.alpha))
+    assert same.rules_out_drop == 1.7 and 1.6 < -low * 100 <= 1.7  # the interval's low end, rounded up
+    assert few.rules_out_drop is None  # only an unchanged verdict rules a drop out
+    from farm.reports.comparison import render_text
+
+    assert "rules out a drop over 1.7 points" in render_text(result, show_all=True)

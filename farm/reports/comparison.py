@@ -67,6 +67,8 @@ def _notes(row: CaseComparison) -> list[str]:
         base, head = ("—" if v is None else f"{v:.2f}" for v in row.semantic_consistency)
         if base != head:  # "1.00 → 1.00" says nothing
             notes.append(f"semantic consistency {base} → {head}")
+    if row.rules_out_drop is not None:
+        notes.append(f"rules out a drop over {row.rules_out_drop:g} points")
     return notes
 
 

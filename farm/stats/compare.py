@@ -19,6 +19,7 @@ family (every case with runs on both sides that is not adaptive). Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -101,6 +102,10 @@ class CaseComparison(FarmModel):
     """The criteria whose pass rate or label changed (``farm.stats.compare_criteria``)."""
     semantic_consistency: tuple[float | None, float | None] | None = None
     """(BASE, HEAD) semantic consistency (SPEC 16) when either side computed it."""
+    rules_out_drop: float | None = None
+    """An ``unchanged`` verdict's largest drop it rules out, in points (SPEC 25): HEAD's pass rate
+    is not that far below BASE's, at the comparison's confidence (the Newcombe interval's low end,
+    rounded up to a tenth); None for other verdicts."""
 
 
 class Comparison(FarmModel):
@@ -217,7 +222,13 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
         new_failure_reasons=[r for r in head.failure_reasons if r not in base.failure_reasons and r != OTHER_REASONS],
         criteria_moved=moved_criteria(base.criteria, head.criteria, min_drop),
         semantic_consistency=_semantic_pair(base, head),
+        rules_out_drop=_ruled_out(base, head, z) if verdict == "unchanged" and not adaptive else None,
     )
+
+
+def _ruled_out(base: CaseSnapshot, head: CaseSnapshot, z: float) -> float:
+    low, _ = newcombe_interval(head.passed, head.runs, base.passed, base.runs, z)
+    return max(0.0, math.ceil(round(-low * 1000, 6)) / 10)  # rounded up: never claims more than shown
 
 
 def _semantic_pair(base: CaseSnapshot, head: CaseSnapshot) -> tuple[float | None, float | None] | None:
