@@ -138,3 +138,26 @@ def test_a_budget_below_one_probe_call_says_the_probe_would_exceed_it(tmp_path: 
     assert estimate.returncode == 4, estimate.stderr
     assert "the probe itself would exceed the budget of $1e-07" in estimate.stdout, estimate.stdout
     assert "wall:" not in estimate.stdout and "cost unknown" not in estimate.stdout
+
+
+def test_an_estimate_from_the_history_says_the_drop_each_case_can_see_and_what_detect_needs(
+        tmp_path: Path, server: Served) -> None:
+    suite = project(tmp_path, server)
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    recorded = farm(tmp_path, "-i", str(suite), "--runs", "10", "--history", url, "-o", str(tmp_path / "r.json"))
+    assert recorded.returncode in (0, 1), recorded.stderr
+    counts = {c["id"]: (c["passed"], c["runs"]) for c in report_of(tmp_path / "r.json")["results"]}
+    estimate = farm(tmp_path, "-i", str(suite), "--runs", "30", "--history", url, "--estimate", "--detect", "40")
+    assert estimate.returncode == 0, estimate.stderr
+    assert "power (farm compare at alpha 0.1, min drop 10 points, power 0.8" in estimate.stdout
+    from farm.stats.power import runs_to_detect, smallest_detectable_drop
+
+    for case_id, (passed, runs) in counts.items():
+        line = next(line for line in estimate.stdout.splitlines() if line.strip().startswith(f"{case_id}:"))
+        drop = smallest_detectable_drop(passed, runs, 30, alpha=0.1, min_drop=10)
+        assert (f"a drop of {drop:g} points" if drop is not None else "no drop at all") in line, line
+        needed = runs_to_detect(passed, runs, 40, alpha=0.1, min_drop=10)
+        assert needed is None or f"a 40-point drop needs {needed} runs" in line, line
+    assert "to detect a 40-point drop in every case:" in estimate.stdout
+    refused = farm(tmp_path, "-i", str(suite), "--detect", "40")
+    assert refused.returncode == 2 and "--detect 40: only with --estimate" in refused.stderr

@@ -75,7 +75,6 @@ def test_a_run_costs_redis_at_most_ten_commands_scripts_own_included(tmp_path, r
     for own in OWN:
         ran.pop(own, None)
     by_command = {name: round(n / runs, 2) for name, n in sorted(ran.items(), key=lambda r: -r[1])}
-    sent = sum(monitor.sent.values())
     assert monitor.sent["evalsha"] >= 2 * runs  # each run begins and settles in a script: the count is real
     assert ran["bitfield"] >= runs and ran["xadd"] >= runs  # … and what they run inside is counted too
     # polls come per second, not per run: on a busy machine the sweep lasts longer and they grow

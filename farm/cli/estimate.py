@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from farm.cli.estimate_power import power_lines
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.durations import format_ms
 from farm.errors import ExitCode
 from farm.estimate.forecast import Forecast, forecast, plan_calls
-from farm.history.estimate_basis import Basis, by_probes, from_history
+from farm.history.estimate_basis import Basis, Recorded, by_probes, from_history, recorded_counts
 from farm.plan.fleet import agent_ref_key
 from farm.reports.fleet import cost_text
 
@@ -25,11 +27,12 @@ if TYPE_CHECKING:
     from farm.plan.sweep_plan import PlannedCase, SweepPlan
 
 
-def _history_basis(prepared: PreparedSweep, history: HistoryOptions | None) -> Basis | None:
-    """The history's basis, or None (no history, none of the same suite, or it cannot be read). A read:
-    a SQLite history that does not exist is not created (nor its directory)."""
+def _from_history(prepared: PreparedSweep, history: HistoryOptions | None) -> tuple[Basis | None, Recorded | None]:
+    """The history's per-run basis and the suite's recorded case counts (None each: no history,
+    none of the same suite, or it cannot be read). A read: a SQLite history that does not exist is
+    not created (nor its directory)."""
     if history is not None and not history.enabled and history.url is None:
-        return None
+        return None, None
     from farm.errors import FarmError
     from farm.history.engine import missing_sqlite_file
     from farm.history.facts import suite_hashes
@@ -39,12 +42,13 @@ def _history_basis(prepared: PreparedSweep, history: HistoryOptions | None) -> B
     url = history_url(history.url if history is not None else None)
     try:
         if missing_sqlite_file(url):
-            return None
+            return None, None
         store = HistoryStore.open(url)
     except FarmError:
-        return None
+        return None, None
+    suites, agent = suite_hashes(prepared.loaded.files, prepared.loaded.root), prepared.plan.agent_label
     try:
-        return from_history(store, suite_hashes(prepared.loaded.files, prepared.loaded.root), prepared.plan.agent_label)
+        return from_history(store, suites, agent), recorded_counts(store, suites, agent)
     finally:
         store.close()
 
@@ -81,16 +85,22 @@ def lines(result: Forecast, basis: Basis, cases: int) -> list[str]:
     ]
 
 
-def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, workers: int) -> int:
+def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, workers: int, *,
+                 detect: float | None = None) -> int:
     """Estimate, print, and say whether it fits the budget (see the module docstring)."""
     plan = prepared.plan
-    basis = _history_basis(prepared, history) or by_probes(plan, _run_locally)
+    recorded_basis, recorded = _from_history(prepared, history)
+    basis = recorded_basis or by_probes(plan, _run_locally)
     calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c))
     result = forecast(calls, basis.per_run, parallel=plan.parallel, workers=workers, limits=_limits(plan))
     budget = plan.fleet.budget
     if basis.per_run.runs == 0:  # no probe scored: its figures (and a wall of 0ms) would mislead
         return _no_basis(result, basis, plan.total_cases, budget)
     for line in lines(result, basis, plan.total_cases):
+        click.echo(line)
+    for line in power_lines(plan, recorded, alpha=history.alpha if history else DEFAULT_ALPHA,
+                            min_drop=history.min_drop if history else DEFAULT_MIN_DROP, detect=detect,
+                            cost_per_run=basis.per_run.cost_usd):
         click.echo(line)
     if budget is None:
         return int(ExitCode.OK)

@@ -123,6 +123,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Only with --estimate (an error without it): the workers the sweep will run on, each running "
                    "--parallel runs at once (default 1).")
+@click.option("--detect", type=click.FloatRange(0, 100, min_open=True), default=None, metavar="POINTS",
+              help="Only with --estimate: the runs per case (and their cost) that detect a drop of POINTS points "
+                   "from each case's recorded pass rate with power 0.8 (farm compare at --alpha, --min-drop).")
 @click.option("--neuro-san-compat", is_flag=True,
               help="Compare less/greater the way neuro-san's code does (actual > given passes 'less').")
 @click.option("--no-semantic", "no_semantic", is_flag=True,
@@ -146,15 +149,18 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
     quarantine = flags.pop("quarantine", None)
-    workers, estimate = flags.pop("workers", None), flags.pop("estimate", False)
+    workers, estimate, detect = flags.pop("workers", None), flags.pop("estimate", False), flags.pop("detect", None)
     if workers is not None and not estimate:
         raise click.UsageError(f"--workers {workers}: only with --estimate (farm worker runs the workers)")
+    if detect is not None and not estimate:
+        raise click.UsageError(f"--detect {detect:g}: only with --estimate")
     estimate_workers = (workers or 1) if estimate else None
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     semantic = False if flags.pop("no_semantic", False) else None  # None: FARM_SEMANTIC decides
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
-                                 estimate_workers=estimate_workers, otel=otel), verbose=settings.verbose)
+                                 estimate_workers=estimate_workers, detect=detect, otel=otel),
+                verbose=settings.verbose)
 
 
 

@@ -149,7 +149,8 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None, otel: OtelFlags | None = None) -> int:
+             estimate_workers: int | None = None, detect: float | None = None, otel: OtelFlags | None = None
+             ) -> int:
     """``farm test``: returns the exit code."""
     from farm.history.session import start_history
     from farm.quarantine.plan import attach_quarantine
@@ -164,7 +165,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     if estimate_workers is not None and specs.extras.listing is None:  # --estimate: nothing else runs
         from farm.cli.estimate import run_estimate
 
-        return run_estimate(prepared, history, estimate_workers)
+        return run_estimate(prepared, history, estimate_workers, detect=detect)
     around = start_extras(prepared)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK

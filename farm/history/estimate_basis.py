@@ -29,18 +29,49 @@ class Basis:
     """One line for the user: where the figures come from."""
 
 
-def from_history(store: Any, suites: dict[str, str], agent: str | None) -> Basis | None:
-    """The newest recorded sweep of the same suite with its spend, or None."""
+def _newest_of_the_suite(store: Any, suites: dict[str, str], agent: str | None, *, with_spend: bool) -> Any:
+    """The newest recorded sweep of the same suite files (same content, else the same names and agent)."""
     from sqlalchemy import select
 
     from farm.history.tables import sweeps
 
-    query = (select(sweeps.c.sweep_id, sweeps.c.suites, sweeps.c.agent, sweeps.c.spend)
-             .where(sweeps.c.spend.is_not(None)).order_by(sweeps.c.started_at.desc()).limit(HISTORY_LOOKBACK))
+    query = select(sweeps.c.id, sweeps.c.sweep_id, sweeps.c.suites, sweeps.c.agent, sweeps.c.spend)
+    if with_spend:
+        query = query.where(sweeps.c.spend.is_not(None))
     with store.engine.connect() as conn:
-        rows = conn.execute(query).all()
-    same = next((r for r in rows if r.suites == suites), None) or next(
+        rows = conn.execute(query.order_by(sweeps.c.started_at.desc()).limit(HISTORY_LOOKBACK)).all()
+    return next((r for r in rows if r.suites == suites), None) or next(
         (r for r in rows if set(r.suites or {}) == set(suites) and r.agent == agent), None)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Each case's counts in the newest recorded sweep of the same suite (power: ``farm.stats.power``)."""
+
+    sweep_id: str
+    counts: dict[str, tuple[int, int]]
+    """Case id → (passed, scored runs)."""
+
+
+def recorded_counts(store: Any, suites: dict[str, str], agent: str | None) -> Recorded | None:
+    """The newest recorded sweep of the same suite's case counts, or None."""
+    from sqlalchemy import select
+
+    from farm.history.tables import case_results
+
+    same = _newest_of_the_suite(store, suites, agent, with_spend=False)
+    if same is None:
+        return None
+    query = (select(case_results.c.case_id, case_results.c.passed, case_results.c.runs, case_results.c.skipped)
+             .where(case_results.c.sweep == same.id))
+    with store.engine.connect() as conn:
+        counts = {r.case_id: (r.passed, r.runs - r.skipped) for r in conn.execute(query) if r.runs - r.skipped > 0}
+    return Recorded(same.sweep_id, counts)
+
+
+def from_history(store: Any, suites: dict[str, str], agent: str | None) -> Basis | None:
+    """The newest recorded sweep of the same suite with its spend, or None."""
+    same = _newest_of_the_suite(store, suites, agent, with_spend=True)
     if same is None or not isinstance(same.spend, dict):
         return None
     per_run = PerRun.from_json(same.spend)
