@@ -46,6 +46,7 @@ def test_the_list_filters_by_date_and_agent_past_the_newest_sweeps(history_url: 
     assert len(alpha) == OLD and {s.agent for s in alpha} == {"Alpha-Bot"}
     assert view.sweeps(SweepFilter(agent="ALPHA", status="stopped")) == []
     assert len(view.sweeps(SweepFilter(agent="alpha", status="complete", until="2026-01-10"))) == OLD // 3
+    assert len(view.sweeps(SweepFilter(since="2026-03-01", until="9999-12-31"))) == LIST_LIMIT  # the last day
     # No filter: the newest LIST_LIMIT, newest first.
     everything = view.sweeps(SweepFilter())
     assert len(everything) == LIST_LIMIT and everything[0].sweep_id == f"new-{NEW - 1:04d}"

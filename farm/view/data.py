@@ -52,7 +52,8 @@ class SweepFilter:
         since, until = self._day(self.since, "since"), self._day(self.until, "until")
         return store.sweeps(last=LIST_LIMIT, tag=self.tag_pair(), agent=self.agent, status=self.status,
                             since=None if since is None else datetime.combine(since, time()),
-                            before=None if until is None else datetime.combine(until + timedelta(days=1), time()))
+                            before=None if until in (None, date.max) else
+                            datetime.combine(until + timedelta(days=1), time()))
 
 
 @dataclass(frozen=True)
