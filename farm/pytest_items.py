@@ -87,6 +87,8 @@ class FarmSweeps:
                 self.prepared[suite_arg] = prepare_sweep(settings)
             except InputError as exc:
                 raise pytest.UsageError(f"farm: {exc.message}") from None
+            except FarmError as exc:  # a runtime error (a broker down): its items fail, as a sweep's would
+                self.errors[suite_arg] = exc.message
 
     def run_once(self) -> None:
         if self.ran:
