@@ -34,7 +34,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import names_neuro_san_server, parse_reference
 from farm.agents.retry import attempts_from_env
-from farm.defaults import DEFAULT_PARALLEL
+from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
 from farm.models import Case, SweepReport
@@ -205,6 +205,9 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)
     _read_and_plan(stream, planner, parts, read)
     stream.check()
+    if parts.totals.runs > MAX_SWEEP_RUNS:
+        raise SettingsError(f"the sweep plans {parts.totals.runs:,} runs ({parts.totals.cases:,} cases): at most "
+                            f"{MAX_SWEEP_RUNS:,} in one sweep; lower --runs or split the suite")
     stream.notes += manifest_overrides(parts.agents, settings.name)
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
     outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
@@ -383,6 +386,8 @@ def _check_numbers(settings: TestSettings) -> None:
     semantic_cache_entries()
     if settings.runs is not None and settings.runs < 1:
         raise SettingsError(f"--runs {settings.runs}: must be at least 1")
+    if settings.runs is not None and settings.runs > MAX_RUNS_PER_CASE:
+        raise SettingsError(f"--runs {settings.runs}: must be at most {MAX_RUNS_PER_CASE:,} (runs of each case)")
     if settings.parallel < 1:
         raise SettingsError(f"--parallel {settings.parallel}: must be at least 1")
     for flag, rate in (("--min-pass-rate", settings.min_pass_rate),

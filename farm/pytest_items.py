@@ -1,7 +1,9 @@
 """The pytest plugin's nodes: a suite file collects one item per case; the items share one sweep.
 
-The sweep runs when the first farm item runs (after collection, ``-k`` and ``--lf`` have chosen
-the items), over exactly the cases chosen: one sweep per ``--farm-suite`` path, each limited to
+The sweeps are prepared when collection finishes (after ``-k`` and ``--lf`` have chosen the
+items): an agent, a setting or a suite ``farm test`` would refuse with exit 2 is a pytest usage
+error then, before any test runs, as an emptied suite file is a collection error. They run when
+the first farm item runs, over exactly the cases chosen: one sweep per ``--farm-suite`` path, each limited to
 its chosen ids, all run before any item reports (a sweep takes one input, and its case ids must be
 unique, which two independent suites need not be). Every item then reads its case's verdict from
 the reports; ``-x`` only stops the reporting of a sweep already made.
@@ -17,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from farm.errors import FarmError
+from farm.errors import FarmError, InputError
 from farm.pytest_plugin import SUITES_KEY, SWEEPS_KEY
 
 if TYPE_CHECKING:  # the models load with the first suite, not with every pytest run
-    from farm.models import CaseStats, SweepReport
+    from farm.api import PreparedSweep
+    from farm.models import CaseStats
 
 __all__ = ["FarmCaseFailed", "FarmCaseItem", "FarmSweeps", "SuiteFile", "case_summary"]
 
@@ -57,6 +60,8 @@ class FarmSweeps:
     cwd: str
     chosen: dict[Path, dict[Path, set[str]]] = field(default_factory=dict)
     """Suite argument → suite file → the case ids chosen to run."""
+    prepared: dict[Path, PreparedSweep] = field(default_factory=dict)
+    """Suite argument → its sweep, checked and planned (``prepare``)."""
     results: dict[tuple[Path, str], CaseStats] = field(default_factory=dict)
     errors: dict[Path, str] = field(default_factory=dict)
     """A suite argument whose sweep could not run → why (every item of it fails with this)."""
@@ -67,26 +72,40 @@ class FarmSweeps:
             if isinstance(item, FarmCaseItem):
                 self.chosen.setdefault(item.suite_arg, {}).setdefault(item.path, set()).add(item.case_id)
 
+    def prepare(self) -> None:
+        """Check and plan each chosen suite's sweep as ``farm test`` does before it runs anything:
+        what it refuses with exit 2 (a wrong ``--farm-agent``, a bad setting) is a usage error, not
+        failed tests."""
+        from farm.api import TestSettings, prepare_sweep
+
+        for suite_arg, files in self.chosen.items():
+            ids = {i for chosen in files.values() for i in chosen}
+            pattern = "^(?:" + "|".join(re.escape(i) for i in sorted(ids)) + ")$"
+            settings = TestSettings(input=str(suite_arg), name=self.agent, runs=self.runs, broker=self.broker,
+                                    min_pass_rate=self.min_pass_rate, run_pattern=pattern, cwd=self.cwd)
+            try:
+                self.prepared[suite_arg] = prepare_sweep(settings)
+            except InputError as exc:
+                raise pytest.UsageError(f"farm: {exc.message}") from None
+            except FarmError as exc:  # a runtime error (a broker down): its items fail, as a sweep's would
+                self.errors[suite_arg] = exc.message
+
     def run_once(self) -> None:
         if self.ran:
             return
         self.ran = True
-        for suite_arg, files in self.chosen.items():
+        from farm.api import create_executor
+        from farm.sweep.observers import Observers
+
+        for suite_arg, prepared in self.prepared.items():
             try:
-                report = self._sweep(suite_arg, {i for ids in files.values() for i in ids})
+                executor = create_executor(prepared.specs.executor, adapters=prepared.adapters)
+                report = executor.run(prepared.plan, Observers(), None)
             except FarmError as exc:
                 self.errors[suite_arg] = exc.message
                 continue
             for stats in report.results:
                 self.results[(Path(stats.source).resolve(), stats.id)] = stats
-
-    def _sweep(self, suite_arg: Path, ids: set[str]) -> SweepReport:
-        from farm.api import TestSettings, run_sweep
-
-        pattern = "^(?:" + "|".join(re.escape(i) for i in sorted(ids)) + ")$"
-        settings = TestSettings(input=str(suite_arg), name=self.agent, runs=self.runs, broker=self.broker,
-                                min_pass_rate=self.min_pass_rate, run_pattern=pattern, cwd=self.cwd)
-        return run_sweep(settings)
 
 
 class SuiteFile(pytest.File):
@@ -99,6 +118,9 @@ class SuiteFile(pytest.File):
         cases = list(stream)
         stream.check()  # SuiteError: every problem, each as file:line: key: problem
         suite_arg = _suite_arg(self.config, self.path)
+        if not cases and (suite_arg == self.path.resolve() or not any(open_input(str(suite_arg)))):
+            # as farm test: a suite (a file, or a directory of files) holding no case is an error
+            raise InputError(f"{self.path}: no test cases")
         for case in cases:
             yield FarmCaseItem.from_parent(self, name=case.id, case_id=case.id, suite_arg=suite_arg, line=case.line)
 

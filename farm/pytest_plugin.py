@@ -146,3 +146,5 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     sweeps = session.config.stash.get(SWEEPS_KEY, None)
     if sweeps is not None:
         sweeps.select(session.items)  # after -k, -m, --lf and deselection: only these cases run
+        if not session.config.option.collectonly:
+            sweeps.prepare()  # a suite farm test refuses (exit 2) is a usage error here, before any test

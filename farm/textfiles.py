@@ -8,14 +8,15 @@ from pathlib import Path
 from farm.errors import InputError
 
 
-def read_utf8(path: Path, what: str) -> str:
-    """The file's text; InputError naming ``what`` (e.g. "BASE a.json") and the problem."""
+def read_utf8(path: Path, what: str, *, kind: str = "a farm JSON report", noun: str = "the report") -> str:
+    """The file's text; InputError naming ``what`` (e.g. "BASE a.json"), the problem, and the file
+    expected there (``kind``, ``noun``)."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what}: not UTF-8 text (byte {exc.start + 1}); is it a farm JSON report?") from None
+        raise InputError(f"{what}: not UTF-8 text (byte {exc.start + 1}); is it {kind}?") from None
     except OSError as exc:
-        raise InputError(f"{what}: cannot read the report: {exc.strerror or exc}") from None
+        raise InputError(f"{what}: cannot read {noun}: {exc.strerror or exc}") from None
 
 
 __all__ = ["read_utf8"]

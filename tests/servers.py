@@ -83,9 +83,13 @@ class Served:
     """The ``http.server`` instance when served in a thread, else None."""
     process: subprocess.Popen[Any] | None = None
     thread: threading.Thread | None = field(default=None, repr=False)
+    key: str | None = None
+    """The server's ``--key``: ``GET /stats`` asks with it."""
 
     def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.url}/stats", timeout=10) as answer:
+        headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        request = urllib.request.Request(f"{self.url}/stats", headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as answer:
             return dict(json.load(answer))
 
     def hits(self, key: str) -> int:
@@ -162,10 +166,12 @@ def openai_server(*, key: str | None = None, separate_process: bool = False) -> 
         port = free_port()
         argv = [sys.executable, str(EXAMPLE_SERVERS / "openai_server.py"), "--port", str(port)]
         with serve_subprocess([*argv, *(["--key", key] if key else [])], port) as served:
+            served.key = key
             yield served
         return
     module = load_example("openai_server")
     with serve_in_thread(module.ChatServer((HOST, 0), key=key)) as served:
+        served.key = key
         yield served
 
 

@@ -136,6 +136,56 @@ def test_a_stop_signal_removes_the_worktrees_and_tells_what_was_learned(
     assert list(temp.iterdir()) == []  # the worktrees' directory is gone
 
 
+def test_the_worktrees_of_a_killed_bisect_are_removed_by_the_next_one_not_those_of_a_live_one(
+        tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=3, after=0.95)
+    draws = tmp_path / "draws"
+    draws.mkdir()
+    temp = tmp_path / "temp"  # the worktrees' own temporary directory (xdist runs other bisects beside)
+    temp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_TEST_SEED": "1", "FARM_TEST_DRAWS": str(draws),
+           "FARM_DATA_DIR": str(tmp_path / "data"), "TMPDIR": str(temp)}
+    args = [sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "--", "-i", "suite.jsonl",
+            "-n", "py:agent.py:respond", "--parallel", "1", "--no-history"]
+
+    def start(slow: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(args, cwd=tmp_path / "repo", env=env | {"FARM_TEST_SLOW": slow},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def until_probing(proc: subprocess.Popen[str]) -> str:
+        assert proc.stderr is not None
+        seen = ""
+        for line in proc.stderr:  # GOOD has run: BAD's probe is running in its worktree now
+            seen += line
+            if line.startswith("  GOOD "):
+                return seen
+        raise AssertionError(seen + proc.communicate(timeout=60)[1])
+
+    def trees() -> set[str]:
+        return {line.split()[0] for line in git(tmp_path / "repo", "worktree", "list").splitlines()[1:]}
+
+    killed = start("0.05")
+    until_probing(killed)
+    os.killpg(killed.pid, signal.SIGKILL)  # the bisect and its probe: nothing of theirs runs any more
+    killed.wait(timeout=60)
+    left = trees()
+    assert left and all(path.startswith(str(temp)) for path in left)  # what a killed bisect leaves
+    live = start("0.5")  # slow: still probing when the next one starts
+    try:
+        said = until_probing(live)
+        assert f"removed {len(left)} worktree(s) an earlier farm bisect left when it was killed" in said
+        live_trees = trees()
+        assert live_trees and not live_trees & left
+        done = subprocess.run(args, cwd=tmp_path / "repo", env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 1, done.stderr  # nothing regressed
+        assert "removed" not in done.stderr
+        assert trees() >= live_trees  # a live one's kept (it may have added one since)
+    finally:
+        os.killpg(live.pid, signal.SIGTERM)
+        live.communicate(timeout=300)
+    assert trees() == set() and list(temp.iterdir()) == []
+
+
 def test_nothing_regressed_is_exit_1(tmp_path: Path) -> None:
     shas = make_repo(tmp_path / "repo", commits=3, after=0.95)
     done = bisect(tmp_path / "repo", tmp_path, "--good", shas[0], "--bad", shas[-1], "-o", str(tmp_path / "b.json"),

@@ -104,6 +104,42 @@ def test_bad_suite_is_a_collection_error_naming_file_and_line(project: Path) -> 
     assert "Traceback" not in done.stdout
 
 
+def test_an_emptied_suite_file_is_a_collection_error_as_farm_test_exits_2(project: Path) -> None:
+    (project / "s.jsonl").write_text("")
+    done = run_pytest(project, *FARM_ARGS)  # the ordinary test beside it passes
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "ERROR collecting s.jsonl" in done.stdout and "s.jsonl: no test cases" in done.stdout
+    assert "Traceback" not in done.stdout
+    farm = subprocess.run([sys.executable, "-m", "farm", "test", "-i", "s.jsonl", "-n", "py:agent.py:respond"],
+                          cwd=project, capture_output=True, text=True, timeout=600, env=os.environ | {
+                              "PYTHONPATH": str(ROOT)})
+    assert farm.returncode == 2 and "s.jsonl: no test cases" in farm.stderr  # the same rule
+
+
+def test_a_suite_directory_without_any_case_is_an_error_an_empty_file_beside_cases_is_not(project: Path) -> None:
+    suites = project / "suites"
+    suites.mkdir()
+    (suites / "empty.jsonl").write_text("")
+    args = ("--farm-suite", "suites", "--farm-agent", "py:agent.py:respond", "suites")
+    done = run_pytest(project, *args)
+    assert done.returncode == 2 and "empty.jsonl: no test cases" in done.stdout, done.stdout + done.stderr
+    (suites / "a.jsonl").write_text(SUITE.splitlines()[0] + "\n")
+    done = run_pytest(project, *args, "-v")
+    assert done.returncode == 0 and "suites/a.jsonl::steady PASSED" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_wrong_farm_agent_is_a_usage_error_not_failed_tests(project: Path) -> None:
+    calls = project / "ordinary_ran"
+    (project / "test_plain.py").write_text(f"def test_ordinary():\n    open({str(calls)!r}, 'w').close()\n")
+    for agent, named in (("py:missing.py:respond", "missing.py"), ("py:agent.py:nosuch", "nosuch"),
+                         ("nosuch-agent", "nosuch-agent")):
+        done = run_pytest(project, "--farm-suite", "s.jsonl", "--farm-agent", agent)
+        assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+        assert "ERROR: farm:" in done.stderr and named in done.stderr, done.stderr
+        assert "failed" not in done.stdout and "Traceback" not in done.stdout + done.stderr
+        assert not calls.exists()  # refused before any test ran
+
+
 def test_lf_reruns_only_the_failed_case(project: Path) -> None:
     args = ("-v",)
     first = run_pytest(project, *FARM_ARGS, "s.jsonl", *args)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from farm.cli import main
-from farm.quarantine.entries import parse_entries
+from farm.quarantine.entries import Entry, EntryIndex, parse_entries
 from farm.reports import parse_json_report
 
 AGENT = f"py:{Path(__file__).resolve().parent / 'agents' / 'quality.py'}:quality"
@@ -134,6 +134,59 @@ def test_entries_accept_string_and_toml_dates() -> None:
                             '[[quarantine]]\ncase="b*"\nowner="y"\nreason="r"\nuntil=2026-02-01\n', Path("q.toml"))
     assert [(e.case, e.until, e.line) for e in entries] == [("a", "2026-01-31", 1), ("b*", "2026-02-01", 5)]
     assert entries[1].matches("b-1") and not entries[1].matches("ab") and entries[0].matches("xay")
+
+
+def test_a_star_quarantines_every_case_and_says_so_in_the_summary_and_the_review(tmp_path: Path) -> None:
+    suite = project(tmp_path / "p", quality={"flaky": 0.6, "dead": 0.0}, until=None)
+    quarantine = tmp_path / "p" / "farm-quarantine.toml"
+    quarantine.write_text(f'[[quarantine]]\ncase = "*"\nowner = "ana"\nuntil = {FUTURE}\n')
+    result = sweep(suite, tmp_path)
+    assert result.exit_code == 0, result.output  # a quarantine still holds: it is said, not refused
+    assert "every case is quarantined" in result.output
+    reviewed = farm("quarantine", "review", str(tmp_path / "p"), "--history", f"sqlite:///{tmp_path / 'h.sqlite'}")
+    assert reviewed.exit_code == 0 and "every case is quarantined" in reviewed.output, reviewed.output
+    # A pattern that happens to match every recorded case: the review says it from the history.
+    url, root = _history(tmp_path / "h", [{"flaky-a": 0.6, "flaky-b": 0.5}])
+    (root / "farm-quarantine.toml").write_text(f'[[quarantine]]\ncase = "flaky"\nowner = "ana"\nuntil = {FUTURE}\n')
+    document = json.loads(farm("quarantine", "review", str(root), "--history", url, "--json").output)
+    assert document["every_case_quarantined"] is True
+    (root / "farm-quarantine.toml").write_text(f'[[quarantine]]\ncase = "flaky-a"\nowner = "ana"\nuntil = {FUTURE}\n')
+    document = json.loads(farm("quarantine", "review", str(root), "--history", url, "--json").output)
+    assert document["every_case_quarantined"] is False
+    # One case left to gate: no such line.
+    quarantine.write_text(f'[[quarantine]]\ncase = "fla*"\nowner = "ana"\nuntil = {FUTURE}\n')
+    assert "every case is quarantined" not in sweep(suite, tmp_path).output
+
+
+def test_a_quarantine_file_not_in_utf8_is_exit_2_naming_it(tmp_path: Path) -> None:
+    suite = project(tmp_path / "p", quality={"flaky": 0.6}, until=None)
+    quarantine = tmp_path / "p" / "farm-quarantine.toml"
+    quarantine.write_bytes(b'[[quarantine]]\ncase = "caf\xe9"\nowner = "x"\nuntil = 2099-01-01\n')
+    calls = tmp_path / "calls.txt"
+    for args in (("test", "--no-progress", "-i", str(suite), "-n", AGENT, "--no-history"),
+                 ("test", "--no-progress", "-i", str(suite), "-n", AGENT, "--no-history", "--quarantine",
+                  str(quarantine)),
+                 ("quarantine", "review", str(tmp_path / "p"), "--history", f"sqlite:///{tmp_path / 'h.sqlite'}")):
+        result = CliRunner().invoke(main, list(args), env={"FARM_TEST_CALLS": str(calls)})
+        assert result.exit_code == 2, (args, result.output, result.exception)
+        assert f"{quarantine}: not UTF-8 text (byte 27)" in result.output, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not calls.exists()
+
+
+def test_the_entry_index_matches_exactly_as_each_entry_does() -> None:
+    """The index that finds a case's entries without trying each one (100,000 entries: 52 s tried
+    one by one) agrees with ``Entry.matches`` and keeps the file's order (the first entry applies)."""
+    patterns = ["a", "ab", "b", "abc", "*", "a*", "*c", "?b*", "[ab]c", "x[!a]*", "ca", "", "a?c", "[", "*b*",
+                "abcabc", "c"]
+    entries = [Entry(case=p, owner="o", reason="", until=FUTURE, file="q.toml", line=i + 1)
+               for i, p in enumerate(patterns)]
+    index = EntryIndex(entries)
+    ids = ["", "a", "b", "c", "ab", "abc", "bc", "cab", "xbc", "xac", "[", "abcabc", "aXc", "bb", "zzz", "ca"]
+    for case_id in ids:
+        expected = [e for e in entries if e.matches(case_id)]
+        assert index.matching(case_id) == expected, case_id
+        assert index.first(case_id) == (expected[0] if expected else None)
 
 
 def test_a_quarantined_regression_does_not_gate_against_the_baseline(tmp_path: Path) -> None:

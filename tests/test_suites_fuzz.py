@@ -79,6 +79,17 @@ def test_jsonl_structured_lines(workdir: Path, lines: list[Any]) -> None:
     load_or_input_error(path)
 
 
+any_code_points = st.text(st.characters(categories=["Cs"]) | st.characters(), max_size=8)  # lone surrogates too
+
+
+@FUZZ
+@given(case_id=any_code_points, text=any_code_points)
+def test_jsonl_ids_and_inputs_of_any_code_points(workdir: Path, case_id: str, text: str) -> None:
+    path = workdir / "points.jsonl"
+    path.write_text(json.dumps({"id": case_id, "input": text or "x", "expected": text}) + "\n")  # escapes: ASCII
+    load_or_input_error(path)
+
+
 @FUZZ
 @given(text=st.text(max_size=300))
 def test_hocon_any_text(workdir: Path, text: str) -> None:

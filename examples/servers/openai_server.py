@@ -1,5 +1,9 @@
 """A deterministic OpenAI-compatible chat-completions server, for trying the farm offline.
 
+For rehearsals only (tests, demos, a sweep rehearsed against injected faults): never put it in
+front of production traffic. It answers by rules, not a model, keeps every request's last user
+message in memory (``/stats``), and compares its key in plain Python.
+
 Run it::
 
     python examples/servers/openai_server.py --port 8001 [--key SECRET]
@@ -43,8 +47,9 @@ Faults at *rates*, seeded, and answers right with a probability (a chaos provide
 sweep against): ``--fault-rate 429=0.1 --fault-rate stall=0.1 --seed 7 [--stall-s 2]`` and the
 model ``right-<p>`` (or ``metadata.p_right``); see ``chaos.py`` for the draws.
 
-With ``--key``, requests without ``Authorization: Bearer <key>`` get 401. ``GET /stats``
-returns the request count per key (and the faults injected). Standard library only.
+With ``--key``, requests without ``Authorization: Bearer <key>`` get 401, ``GET /stats``
+included. ``GET /stats`` returns the request count per key (the last user messages: what the
+sweep sent) and the faults injected. Standard library only.
 """
 
 from __future__ import annotations
@@ -260,8 +265,17 @@ def usage(messages: list[dict[str, Any]], message: dict[str, Any], model: str) -
 class ChatHandler(JsonHandler):
     server: ChatServer
 
+    def authorized(self) -> bool:
+        """With ``--key``, the request carries it; else a 401 is sent and False returned."""
+        if self.server.key and self.headers.get("Authorization") != f"Bearer {self.server.key}":
+            self.send_json(401, {"error": {"message": "invalid API key"}})
+            return False
+        return True
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/stats":
+            if not self.authorized():  # the counts are keyed by what the sweep sent: its prompts
+                return
             with self.server.lock:
                 faults = dict(self.server.chaos.faults) if self.server.chaos else {}
                 self.send_json(200, {"hits": dict(self.server.hits), "faults": faults})
@@ -276,8 +290,7 @@ class ChatHandler(JsonHandler):
         if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        if self.server.key and self.headers.get("Authorization") != f"Bearer {self.server.key}":
-            self.send_json(401, {"error": {"message": "invalid API key"}})
+        if not self.authorized():
             return
         try:
             body = json.loads(raw)
@@ -371,6 +384,8 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     server = ChatServer((args.host, args.port), key=args.key, verbose=args.verbose, chaos=chaos)
+    print("openai_server.py: for rehearsals only (tests, demos, chaos drills), never production traffic",
+          flush=True)
     serve(server, "OpenAI-compatible server")
 
 

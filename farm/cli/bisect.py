@@ -193,6 +193,9 @@ def run_bisect(options: BisectOptions) -> int:
                f"{bad[:12]} (history tag bisect={bisection.bisect_id})", err=True)
     try:
         with _stoppable(), git.Worktrees(root) as trees:
+            if trees.stale:
+                click.echo(f"removed {len(trees.stale)} worktree(s) an earlier farm bisect left when it was killed: "
+                           f"{', '.join(str(p) for p in trees.stale)}", err=True)
             regressed = bisection.run(ProbeRunner(trees, cwd.resolve().relative_to(root.resolve()),
                                                   options.test_args, bisection.bisect_id))
     except KeyboardInterrupt as exc:  # the worktrees are gone (the with block): say what was learned

@@ -75,16 +75,21 @@ def _entries(path: str | None, quarantine_file: str | None) -> list[Any]:
 
 def run_review(path: str | None, quarantine_file: str | None, history: str | None, last: int, tag: str | None,
                as_json: bool) -> int:
-    from farm.history.quarantine_evidence import review
-    from farm.quarantine.marks import today_utc
+    from farm.history.quarantine_evidence import every_case_quarantined, review
+    from farm.quarantine.entries import EntryIndex
+    from farm.quarantine.marks import EVERY_CASE, today_utc
 
-    entries = _entries(path, quarantine_file)
+    index = EntryIndex(_entries(path, quarantine_file))
+    entries, today = index.entries, today_utc()
     sweeps, evidence = _evidence(history, last, tag)
-    found = review(entries, evidence, today_utc())
+    found = review(index, evidence, today)
+    everything = every_case_quarantined(index, evidence, today)
     if as_json:
-        click.echo(json.dumps({"sweeps": sweeps, "entries": len(entries), "review": [r.to_json() for r in found]},
-                              indent=2))
+        click.echo(json.dumps({"sweeps": sweeps, "entries": len(entries), "every_case_quarantined": everything,
+                               "review": [r.to_json() for r in found]}, indent=2))
         return int(ExitCode.OK)
+    if everything:
+        click.echo(EVERY_CASE)
     click.echo(f"{len(found)} of {len(entries)} entries can go (last {sweeps} sweeps)" + (":" if found else ""))
     for r in found:
         e = r.entry

@@ -28,6 +28,9 @@ def serve(address: str, port: int, history: str | None, broker: str | None) -> i
     where = f"http://{address}:{port}/" if ":" not in address else f"http://[{address}]:{port}/"
     click.echo(f"farm view: {where} (history {safe_url(url)}"
                f"{f', sweeps in flight on {safe_url(broker)}' if broker else ''}); Ctrl-C stops it", err=True)
+    if credentials is not None:
+        click.echo("farm view: plain HTTP, so the basic auth crosses the network in clear: put TLS in front "
+                   "(a reverse proxy) on an address that is not loopback", err=True)
     web.run_app(app, host=address, port=port, print=None, access_log=None)
     return 0
 

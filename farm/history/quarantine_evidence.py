@@ -21,7 +21,7 @@ from sqlalchemy import Engine, select
 from farm.history.store import SweepInfo
 from farm.history.tables import case_results
 from farm.history.trends import case_points
-from farm.quarantine.entries import Entry
+from farm.quarantine.entries import Entry, EntryIndex
 from farm.stats.measures import wilson_interval
 
 
@@ -85,6 +85,17 @@ def gather(engine: Engine, window: Sequence[SweepInfo]) -> dict[str, CaseEvidenc
     return found
 
 
+def every_case_quarantined(index: EntryIndex, evidence: dict[str, CaseEvidence], today: dt.date) -> bool:
+    """An entry in force quarantines every case there is (``case = "*"``), or every recorded case
+    of the window: then no case of the suite gates a sweep."""
+    def held(entry: Entry) -> bool:
+        return not entry.expired(today)
+
+    if any(held(e) and e.matches_every_case() for e in index.entries):
+        return True
+    return bool(evidence) and all(any(held(e) for e in index.matching(cid)) for cid in evidence)
+
+
 def suggest(evidence: dict[str, CaseEvidence]) -> list[CaseEvidence]:
     """Cases to quarantine: flaky in the window, some runs passing, the interval straddling the need."""
     return [e for e in evidence.values() if e.flaky_sweeps and e.passed > 0 and e.straddles]
@@ -102,11 +113,15 @@ class Review:
         return {"entry": self.entry.describe(), "findings": self.findings, "cases": [c.to_json() for c in self.cases]}
 
 
-def review(entries: Sequence[Entry], evidence: dict[str, CaseEvidence], today: dt.date) -> list[Review]:
+def review(index: EntryIndex, evidence: dict[str, CaseEvidence], today: dt.date) -> list[Review]:
     """Entries that can go: expired, naming no recorded case, or every case they name recovered."""
+    named: dict[Entry, list[CaseEvidence]] = {}  # each case looked up once, not once per entry
+    for cid, case in evidence.items():
+        for entry in index.matching(cid):
+            named.setdefault(entry, []).append(case)
     found = []
-    for entry in entries:
-        cases = [e for cid, e in evidence.items() if entry.matches(cid)]
+    for entry in index.entries:
+        cases = named.get(entry, [])
         findings = []
         if entry.expired(today):
             findings.append("expired")

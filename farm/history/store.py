@@ -111,9 +111,22 @@ class HistoryStore:
                 sweep_tags.c.key == tag[0], sweep_tags.c.value == tag[1])
         return query.order_by(sweeps.c.started_at.desc(), sweeps.c.id.desc())
 
-    def sweeps(self, *, last: int = 20, tag: tuple[str, str] | None = None) -> list[SweepInfo]:
-        """The ``last`` sweeps (with ``tag``, when given), newest first."""
-        return self._infos(self._query(tag).limit(last))
+    def sweeps(self, *, last: int = 20, tag: tuple[str, str] | None = None, agent: str = "", status: str = "",
+               since: datetime | None = None, before: datetime | None = None) -> list[SweepInfo]:
+        """The ``last`` sweeps newest first, of those that match every filter given: ``tag``, ``agent``
+        (a case-insensitive part of the agent's id), ``status``, started at or after ``since`` and
+        before ``before`` (naive UTC). Filtered in SQL, so an old match is found past any number of
+        newer sweeps."""
+        query = self._query(tag)
+        if agent:
+            query = query.where(func.lower(sweeps.c.agent).contains(agent.lower(), autoescape=True))
+        if status:
+            query = query.where(sweeps.c.status == status)
+        if since is not None:
+            query = query.where(sweeps.c.started_at >= since)
+        if before is not None:
+            query = query.where(sweeps.c.started_at < before)
+        return self._infos(query.limit(last))
 
     def latest(self, *, tag: tuple[str, str] | None = None, skip: int = 0,
                before: SweepInfo | None = None) -> SweepInfo | None:

@@ -9,20 +9,23 @@ text (the entry's ``[[quarantine]]`` header, or the line of the offending key).
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from farm.errors import InputError
 from farm.plan.batch import matches_pattern as matches_like_k
+from farm.textfiles import read_utf8
 
 FILE_NAME = "farm-quarantine.toml"
 PROJECT_MARKER = "package.yao"
 KEYS = ("case", "owner", "reason", "until")
 REQUIRED = ("case", "owner", "until")
 _HEADER = re.compile(r"^\s*\[\[\s*quarantine\s*\]\]")
+_GLOB = "*?["
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,10 @@ class Entry:
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
+
+    def matches_every_case(self) -> bool:
+        """A pattern of only ``*``: it quarantines every case there is."""
+        return set(self.case) == {"*"}
 
 
 def _lines(text: str) -> tuple[list[str], list[int]]:
@@ -126,11 +133,7 @@ def parse_entries(text: str, path: Path) -> list[Entry]:
 
 
 def read_entries(path: Path) -> list[Entry]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--quarantine {path}: cannot read: {exc.strerror or exc}") from None
-    return parse_entries(text, path)
+    return parse_entries(read_utf8(path, str(path), kind="a farm-quarantine.toml", noun="it"), path)
 
 
 def project_file(source: Path) -> Path:
@@ -143,11 +146,36 @@ def project_file(source: Path) -> Path:
     return start / FILE_NAME
 
 
-def first_match(entries: Sequence[Entry], case_id: str) -> Entry | None:
-    return next((e for e in entries if e.matches(case_id)), None)
+class EntryIndex:
+    """A file's entries, indexed so that a case id finds the entries matching it without trying
+    each one (100,000 entries against 1,000 cases took 52 s tried one by one). Exactly
+    ``Entry.matches``: a substring pattern is looked up by each window of the id as long as the
+    pattern; a glob (matched against the whole id) is tried only when the literal text before its
+    first wildcard starts the id."""
 
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.entries = list(entries)
+        self._substrings: dict[int, dict[str, list[int]]] = {}
+        self._globs: dict[str, list[tuple[int, str]]] = {}
+        for i, entry in enumerate(self.entries):
+            pattern = entry.case
+            cut = min((pattern.index(ch) for ch in _GLOB if ch in pattern), default=None)
+            if cut is None:
+                self._substrings.setdefault(len(pattern), {}).setdefault(pattern, []).append(i)
+            else:
+                self._globs.setdefault(pattern[:cut], []).append((i, pattern))
 
-def unmatched(entries: Iterable[Entry], case_ids: Iterable[str]) -> list[Entry]:
-    """Entries that name no case of ``case_ids``."""
-    ids = list(case_ids)
-    return [e for e in entries if not any(e.matches(c) for c in ids)]
+    def matching(self, case_id: str) -> list[Entry]:
+        """Every entry matching ``case_id``, in the file's order."""
+        found: set[int] = set()
+        for length, patterns in self._substrings.items():
+            for start in range(len(case_id) - length + 1):
+                found.update(patterns.get(case_id[start:start + length], ()))
+        for end in range(len(case_id) + 1):
+            found.update(i for i, glob in self._globs.get(case_id[:end], ()) if fnmatch.fnmatchcase(case_id, glob))
+        return [self.entries[i] for i in sorted(found)]
+
+    def first(self, case_id: str) -> Entry | None:
+        """The first entry of the file matching ``case_id`` (it is the one that applies)."""
+        found = self.matching(case_id)
+        return found[0] if found else None

@@ -15,6 +15,7 @@ from farm.models import CaseStats
 
 ACTIVE = "active"
 EXPIRED = "expired"
+EVERY_CASE = "every case is quarantined: no case gates the sweep (check farm-quarantine.toml's patterns)"
 
 
 def today_utc() -> dt.date:
@@ -53,8 +54,10 @@ def badge(case: CaseStats) -> str | None:
 
 
 def quarantine_lines(results: Sequence[CaseStats]) -> list[str]:
-    """One terminal line per marked case: ``case x: quarantined (…)`` or ``… quarantine expired (…)``."""
-    lines = []
+    """One terminal line per marked case: ``case x: quarantined (…)`` or ``… quarantine expired (…)``;
+    first ``EVERY_CASE`` when no case of the sweep is left to gate it (``case = "*"``)."""
+    held = [c for c in results if c.label != "skipped"]
+    lines = [EVERY_CASE] if held and all(is_quarantined(c) for c in held) else []
     for case in results:
         text = badge(case)
         if text is not None:

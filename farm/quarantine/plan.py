@@ -10,33 +10,36 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from farm.quarantine.entries import Entry, first_match, project_file, read_entries
+from farm.quarantine.entries import EntryIndex, project_file, read_entries
 
 METADATA_KEY = "quarantine"
 
 
+_NONE = EntryIndex([])
+
+
 @cache
-def _project_entries(path: Path) -> list[Entry]:
-    return read_entries(path) if path.is_file() else []
+def _project_entries(path: Path) -> EntryIndex:
+    return EntryIndex(read_entries(path)) if path.is_file() else _NONE
 
 
-def _entries_for(source: str, given: list[Entry] | None) -> list[Entry]:
+def _entries_for(source: str, given: EntryIndex | None) -> EntryIndex:
     if given is not None:
         return given
-    return _project_entries(project_file(Path(source))) if source else []
+    return _project_entries(project_file(Path(source))) if source else _NONE
 
 
 def quarantine_plan(prepared: Any, quarantine_file: str | None) -> dict[str, dict[str, Any]]:
     """Case id → entry for the prepared sweep's quarantined cases (each case with its own
     project's file, or every case with ``--quarantine FILE``); InputError on a bad file."""
     _project_entries.cache_clear()  # a file edited between two sweeps of one process is read again
-    given = read_entries(Path(quarantine_file)) if quarantine_file else None
+    given = EntryIndex(read_entries(Path(quarantine_file))) if quarantine_file else None
     found: dict[str, dict[str, Any]] = {}
     sources = [str(f) for f in prepared.loaded.files] or [str(prepared.loaded.root)]
     if given is None and not any(project_file(Path(s)).is_file() for s in sources):
         return found  # no file: the cases are not decoded for nothing
     for planned in prepared.plan.cases:
-        entry = first_match(_entries_for(planned.case.source, given), planned.id)
+        entry = _entries_for(planned.case.source, given).first(planned.id)
         if entry is not None:
             found[planned.id] = entry.describe()
     return found

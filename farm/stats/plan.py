@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from farm.defaults import MAX_RUNS_PER_CASE
 from farm.errors import SettingsError, SuiteError
 from farm.models import Case
 from farm.stats.adaptive import AdaptiveRule, StoppingRule
@@ -70,15 +71,17 @@ def plan_case(case: Case, cli_runs: int | None, min_pass_rate: float, adaptive: 
     ``adaptive`` (``--adaptive``) stops its runs once its verdict is settled."""
     if cli_runs is not None and (isinstance(cli_runs, bool) or cli_runs < 1):
         raise SettingsError(f"--runs must be at least 1, got {cli_runs}")
+    if cli_runs is not None and cli_runs > MAX_RUNS_PER_CASE:
+        raise SettingsError(f"--runs must be at most {MAX_RUNS_PER_CASE:,}, got {cli_runs}")
     _exact_rate(min_pass_rate)  # a bad rate is a settings error even when no case uses it
     if case.skip:
         return _shared_plan(1, 0, None)
     ratio = case.success_ratio
     if ratio is not None:
-        if ratio.n < 1 or not 0 <= ratio.k <= ratio.n:
+        if ratio.n < 1 or not 0 <= ratio.k <= ratio.n or ratio.n > MAX_RUNS_PER_CASE:
             raise SuiteError.single(
                 case.source or case.id, case.line, "success_ratio",
-                f"must be k/n with integers 0 ≤ k ≤ n and n ≥ 1, got {ratio.k}/{ratio.n}",
+                f"must be k/n with integers 0 ≤ k ≤ n and 1 ≤ n ≤ {MAX_RUNS_PER_CASE:,}, got {ratio.k}/{ratio.n}",
             )
         runs = cli_runs if cli_runs is not None else ratio.n
         return _shared_plan(runs, required_passes(ratio.k, ratio.n, runs), adaptive)

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from farm.checks.extract import json_type_name
 from farm.checks.spec import Issue, parse_response, suggest
+from farm.defaults import MAX_RUNS_PER_CASE
 from farm.durations import parse_duration
 from farm.errors import Problem
 from farm.models import Case, Message, SuccessRatio, Turn
@@ -238,6 +239,9 @@ def _success_ratio(value: Any, issues: list[Issue]) -> SuccessRatio | None:
     k, n = int(match.group(1)), int(match.group(2))
     if n < 1 or k > n:
         issues.append(("success_ratio", f"needs 0 <= k <= n and n >= 1, got {k}/{n}"))
+        return None
+    if n > MAX_RUNS_PER_CASE:
+        issues.append(("success_ratio", f"{k}/{n} plans {n:,} runs: at most {MAX_RUNS_PER_CASE:,} runs of a case"))
         return None
     return SuccessRatio(k=k, n=n)
 

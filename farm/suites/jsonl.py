@@ -14,6 +14,7 @@ Any other key is refused: a typo would test nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ _DYNAMIC_KEYS = frozenset(DYNAMIC_KEYS)
 """A case with none of these is a standard case (``parse_dynamic`` finds nothing to say)."""
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "refusal")
 OPTION_TYPES: dict[str, type] = {
     "connector": str, "mode": str, "search": bool, "disable_global_prompts": bool, "metadata": dict, "skip": dict,
@@ -82,6 +84,10 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
                 if not wanted:
                     continue
                 obj, problem = _decode_line(raw, lineno == 1)
+                surrogate = lone_surrogate(raw, obj)
+                if surrogate:
+                    problem = (f"holds {surrogate}, a lone UTF-16 surrogate escape: not text (no report or worker "
+                               "could carry it); write the character itself or a surrogate pair")
                 if problem:
                     problems.append(Problem(source, lineno, "", problem))
                     continue
@@ -129,6 +135,19 @@ def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
     if not isinstance(obj, dict):
         return None, f"a case must be a JSON object, got {json_type_name(obj)}"
     return obj, ""
+
+
+def lone_surrogate(raw: bytes, value: Any) -> str:
+    """The first lone surrogate (``\\ud800``) in a line's decoded JSON value, as its escape; "" if
+    none. ``json.loads`` accepts one; UTF-8 (every report, the queue) cannot encode it. Only a line
+    holding a surrogate's escape is encoded again to find out."""
+    if _SURROGATE_ESCAPE.search(raw) is None:
+        return ""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(exc.object[exc.start]):04x}"
+    return ""
 
 
 def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | None = None,

@@ -33,6 +33,12 @@ STATUSES = ("complete", "stopped", "failed", "abandoned")
 DATA_KEY = web.AppKey("data", ViewData)
 LAYOUT_KEY = web.AppKey("layout", dict)
 Credentials = tuple[str, str]
+PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'"
+"""The view's own pages (``farm.view.pages``, which also carry it in a meta tag): no script, no fetch;
+their forms submit to the view itself."""
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+              "base-uri 'none'; form-action 'none'")
+"""The farm's self-contained reports (report, comparison, trend): the policy their meta tag carries."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -87,12 +93,26 @@ def _loopback_host_middleware() -> Any:
     return check
 
 
-def _html(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", headers={"X-Frame-Options": "DENY"})
+def _report(text: str) -> web.Response:
+    """One of the farm's self-contained HTML reports, under the policy its own meta tag states."""
+    return web.Response(text=text, content_type="text/html", headers={"Content-Security-Policy": _framed(REPORT_CSP)})
 
 
 def _page(request: web.Request, page: str, title: str, status: int = 200, **data: Any) -> web.Response:
-    return _html(render(page, title=title, layout=request.app[LAYOUT_KEY], **data), status)
+    text = render(page, title=title, layout=request.app[LAYOUT_KEY], csp=PAGE_CSP, **data)
+    return web.Response(text=text, status=status, content_type="text/html")
+
+
+def _framed(policy: str) -> str:
+    return f"{policy}; frame-ancestors 'none'"  # honoured only in a header, not in a meta tag
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer (pages, JSON, errors, the auth challenge): never framed, never sniffed, and under
+    the view pages' policy unless it is a report with its own."""
+    response.headers.setdefault("Content-Security-Policy", _framed(PAGE_CSP))
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
 
 
 async def _read(request: web.Request, read: Callable[[ViewData], Any]) -> Any:
@@ -117,7 +137,7 @@ async def sweep(request: web.Request) -> web.Response:
     if found is None:
         return _page(request, "error", "Not found", 404, error=f"no recorded sweep {sweep_id!r}")
     if found.report_html is not None:
-        return _html(found.report_html)
+        return _report(found.report_html)
     return _page(request, "sweep", f"Sweep {found.info.sweep_id}", s=found.info, cases=found.cases)
 
 
@@ -126,7 +146,7 @@ async def compare(request: web.Request) -> web.Response:
     if not base or not head:
         return _page(request, "error", "Compare", 400, error="choose two sweeps on the list (base and head)")
     try:
-        return _html(await _read(request, lambda data: data.compare_html(base, head)))
+        return _report(await _read(request, lambda data: data.compare_html(base, head)))
     except FarmError as exc:
         return _page(request, "error", "Compare", 404, error=exc.message)
 
@@ -136,7 +156,7 @@ async def case(request: web.Request) -> web.Response:
     page = await _read(request, lambda data: data.trend_html(case_id)) if case_id else None
     if page is None:
         return _page(request, "error", "Not found", 404, error=f"no recorded sweep ran case {case_id!r}")
-    return _html(page)
+    return _report(page)
 
 
 async def live(request: web.Request) -> web.Response:
@@ -160,6 +180,7 @@ async def live_json(request: web.Request) -> web.Response:
 
 def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: str | None) -> web.Application:
     app = web.Application(middlewares=[_auth_middleware(credentials) if credentials else _loopback_host_middleware()])
+    app.on_response_prepare.append(_security_headers)
     app[DATA_KEY] = data
     app[LAYOUT_KEY] = {"live": bool(data.broker), "flower": flower_url.rstrip("/") if flower_url else None}
     app.add_routes([web.get("/", index), web.get("/sweeps/{sweep_id}", sweep), web.get("/compare", compare),

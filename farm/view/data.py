@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +19,7 @@ __all__ = ["SweepFilter", "ViewData"]
 
 T = TypeVar("T")
 LIST_LIMIT = 500
-"""Sweeps read for the list before the agent, status and date filters (newest first)."""
+"""Sweeps the list shows at most: the newest of those the tag, agent, status and date filters keep."""
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,14 @@ class SweepFilter:
         except ValueError:
             raise InputError(f"{name} {text!r}: write a date as YYYY-MM-DD") from None
 
-    def keeps(self, info: SweepInfo) -> bool:
+    def read(self, store: HistoryStore) -> list[SweepInfo]:
+        """The newest ``LIST_LIMIT`` recorded sweeps that match, filtered by the database: the days
+        are UTC days, as the list shows the start times."""
         since, until = self._day(self.since, "since"), self._day(self.until, "until")
-        day = info.started_at.date()
-        return ((not self.agent or self.agent.lower() in (info.agent or "").lower())
-                and (not self.status or info.status == self.status)
-                and (since is None or day >= since) and (until is None or day <= until))
+        return store.sweeps(last=LIST_LIMIT, tag=self.tag_pair(), agent=self.agent, status=self.status,
+                            since=None if since is None else datetime.combine(since, time()),
+                            before=None if until in (None, date.max) else
+                            datetime.combine(until + timedelta(days=1), time()))
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,7 @@ class ViewData:
             store.close()
 
     def sweeps(self, chosen: SweepFilter) -> list[SweepInfo]:
-        tag = chosen.tag_pair()
-        found = self._with_store(lambda store: store.sweeps(last=LIST_LIMIT, tag=tag))
-        return [info for info in found if chosen.keeps(info)]
+        return self._with_store(chosen.read)
 
     def sweep(self, sweep_id: str) -> SweepPage | None:
         def read(store: HistoryStore) -> SweepPage | None:

@@ -16,6 +16,7 @@ __all__ = ["render"]
 _LAYOUT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }} · farm view</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{{ csp }}">
 {% if refresh %}<meta http-equiv="refresh" content="{{ refresh }}">{% endif %}
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2430}
@@ -80,10 +81,12 @@ _TEMPLATES = {"layout": _LAYOUT, "index": _INDEX, "sweep": _SWEEP, "live": _LIVE
 _ENV = Environment(loader=BaseLoader(), autoescape=True)
 
 
-def render(page: str, *, title: str, layout: dict[str, Any], error: str | None = None, **data: Any) -> str:
-    """One page: its body template filled with ``data``, inside the layout (navigation, errors)."""
+def render(page: str, *, title: str, layout: dict[str, Any], csp: str, error: str | None = None,
+           **data: Any) -> str:
+    """One page: its body template filled with ``data``, inside the layout (navigation, errors), under
+    the Content-Security-Policy ``csp`` (the one its HTTP answer also carries)."""
     body = _ENV.from_string(_TEMPLATES[page]).render(**data, **layout) if page in _TEMPLATES else ""
     from markupsafe import Markup
 
-    return _ENV.from_string(_LAYOUT).render(title=title, page=page, body=Markup(body), error=error,
+    return _ENV.from_string(_LAYOUT).render(title=title, page=page, body=Markup(body), error=error, csp=csp,
                                             refresh=data.get("refresh"), **layout)
