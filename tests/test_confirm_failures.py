@@ -8,11 +8,8 @@ record/replay).
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +22,6 @@ from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache
 from farm.models import CheckOutcome, Reply, Turn
 from tests.fleet_project import (
     COIN,
-    MODEL,
-    PRICE,
     farm_env,
     report_of,
     run_farm,
@@ -34,7 +29,8 @@ from tests.fleet_project import (
     write_prices,
     write_suite,
 )
-from tests.servers import HOST, Served, load_example, serve_in_thread
+from tests.scripted_judge import CALL_USD, ScriptedJudge, scripted_judge
+from tests.servers import Served
 
 # ------------------------------------------------------------------------------ the rule, in process
 
@@ -106,48 +102,15 @@ def test_the_judge_cache_never_answers_a_repeat() -> None:
 
 # --------------------------------------------------------------------- the CLI, a scripted HTTP judge
 
-USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
-CALL_USD = (100 * PRICE["input"] + 10 * PRICE["output"]) / 1e6
-
-
-class ScheduledJudge(ThreadingHTTPServer):
-    """An OpenAI-compatible judge answering the n-th call with ``schedule[n]`` (True: pass)."""
-
-    daemon_threads = True
-
-    def __init__(self, schedule: list[bool]) -> None:
-        common = load_example("_common")
-
-        class Handler(common.JsonHandler):  # type: ignore[misc, name-defined]
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                passed = self.server.next_verdict()
-                content = json.dumps({"passed": passed, "reason": "scheduled"})
-                self.send_json(200, {"id": "x", "object": "chat.completion", "model": MODEL, "usage": USAGE,
-                                     "choices": [{"index": 0, "finish_reason": "stop",
-                                                  "message": {"role": "assistant", "content": content}}]})
-
-        super().__init__((HOST, 0), Handler)
-        self.schedule = schedule
-        self.calls = 0
-        self.lock = threading.Lock()
-
-    def next_verdict(self) -> bool:
-        with self.lock:
-            self.calls += 1
-            return self.schedule[self.calls - 1]
-
-
 _COINS = random.Random(1)
 SCHEDULE = [False] + [_COINS.random() < 0.5 for _ in range(200)]
 """The first verdict fails (and is cached); the repeats are coins of a seeded generator."""
 
 
 @pytest.fixture
-def judge_server() -> Iterator[tuple[Served, ScheduledJudge]]:
-    server = ScheduledJudge(list(SCHEDULE))
-    with serve_in_thread(server) as served:
-        yield served, server
+def judge_server() -> Iterator[tuple[Served, ScriptedJudge]]:
+    with scripted_judge(lambda output, n, m: SCHEDULE[n]) as found:
+        yield found
 
 
 def _project(tmp_path: Path, judge: Served) -> tuple[Path, dict[str, str]]:
@@ -169,7 +132,7 @@ def _votes(report: dict[str, Any]) -> list[list[str]]:
 
 
 def test_each_judged_failure_is_judged_k_times_past_the_cache_and_paid_for(
-        tmp_path: Path, judge_server: tuple[Served, ScheduledJudge]) -> None:
+        tmp_path: Path, judge_server: tuple[Served, ScriptedJudge]) -> None:
     served, server = judge_server
     suite, env = _project(tmp_path, served)
     out = tmp_path / "report.json"
@@ -187,7 +150,7 @@ def test_each_judged_failure_is_judged_k_times_past_the_cache_and_paid_for(
 
 
 def test_repeats_are_recorded_apart_and_replayed_as_they_were(
-        tmp_path: Path, judge_server: tuple[Served, ScheduledJudge]) -> None:
+        tmp_path: Path, judge_server: tuple[Served, ScriptedJudge]) -> None:
     served, server = judge_server
     suite, env = _project(tmp_path, served)
     record, recorded, replayed = tmp_path / "calls", tmp_path / "recorded.json", tmp_path / "replayed.json"
@@ -204,7 +167,7 @@ def test_repeats_are_recorded_apart_and_replayed_as_they_were(
 
 @pytest.mark.parametrize("k", ["2", "0", "-1"])
 def test_an_even_or_non_positive_k_is_exit_2_before_any_call(
-        tmp_path: Path, judge_server: tuple[Served, ScheduledJudge], k: str) -> None:
+        tmp_path: Path, judge_server: tuple[Served, ScriptedJudge], k: str) -> None:
     served, server = judge_server
     suite, env = _project(tmp_path, served)
     proc = run_farm(tmp_path, "-i", str(suite), "-n", COIN, "--confirm-failures", k, env=env)
