@@ -125,3 +125,82 @@ def test_bad_input_is_exit_2_before_any_call(judged: tuple[Path, dict[str, str],
     nothing = judge_check(tmp_path, env, str(tmp_path / "plain.json"))
     assert nothing.returncode == 2 and "no judged check" in nothing.stderr
     assert server.calls == before
+
+
+# ------------------------------------------------------------------------------------ --labels
+
+
+def _write_labels(path: Path, labels: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(label) + "\n" for label in labels))
+    return path
+
+
+def test_labels_give_tpr_tnr_and_refuse_a_correction_on_few_labels(
+        judged: tuple[Path, dict[str, str], ScriptedJudge], tmp_path: Path) -> None:
+    report, env, _ = judged
+    human = ["pass" if out == "yes" else "fail" for out in OUTPUTS]
+    wrong = OUTPUTS.index("no")
+    human[wrong] = "pass"  # the humans think the judge wrongly failed this "no"
+    labels = _write_labels(tmp_path / "labels.jsonl", [
+        {"case": "c", "run": run, "criterion": "says yes", "human": verdict} for run, verdict in enumerate(human, 1)])
+    out = tmp_path / "trust.json"
+    proc = judge_check(tmp_path, env, str(report), "--repeats", "2", "--labels", str(labels), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    [row] = _document(out)["labels"]
+    yes, no = OUTPUTS.count("yes"), OUTPUTS.count("no")
+    assert (row["human_passed"], row["human_failed"]) == (yes + 1, no - 1)
+    assert row["tpr"] == pytest.approx(yes / (yes + 1)) and row["tnr"] == 1.0
+    assert row["raw_pass_rate"] == pytest.approx(yes / RUNS)
+    assert row["corrected_pass_rate"] is None and row["refused"].startswith("fewer than 20 labels")
+    assert "the judge against human labels" in proc.stdout and "none: fewer than 20 labels" in proc.stdout
+
+
+def test_labels_with_enough_verdicts_correct_the_pass_rate(tmp_path: Path) -> None:
+    runs = 60
+    outputs = ["yes" if coin("c", run) < 0.5 else "no" for run in range(1, runs + 1)]
+    with scripted_judge(lambda output, n, m: output == "yes") as (served, _):
+        report = tmp_path / "report.json"
+        write_connector(tmp_path, served.url)
+        write_suite(tmp_path, "judged.jsonl", [{"id": "c", "input": "hi", "metadata": {"p": 0.5},
+                                                "assert": {"type": "agent", "value": "says yes"}}])
+        env = farm_env(tmp_path)
+        proc = run_farm(tmp_path, "-i", "judged.jsonl", "-n", COIN, "--runs", str(runs), "--judge", "local.llm",
+                        "-o", str(report), env=env)
+        assert proc.returncode == 1, proc.stderr
+        # humans agree with the judge but for 3 "no" runs they would pass: TPR < 1, TNR = 1
+        human = ["pass" if out == "yes" else "fail" for out in outputs]
+        for index in [i for i, out in enumerate(outputs) if out == "no"][:3]:
+            human[index] = "pass"
+        assert min(human.count("pass"), human.count("fail")) >= 20
+        labels = _write_labels(tmp_path / "labels.jsonl",
+                               [{"case": "c", "run": run, "human": h} for run, h in enumerate(human, 1)])
+        out = tmp_path / "trust.json"
+        checked = judge_check(tmp_path, env, str(report), "--repeats", "2", "--labels", str(labels), "-o", str(out))
+    assert checked.returncode == 0, checked.stderr
+    [row] = _document(out)["labels"]
+    tpr, tnr = row["tpr"], row["tnr"]
+    raw = outputs.count("yes") / runs
+    assert tnr == 1.0 and tpr == pytest.approx(outputs.count("yes") / human.count("pass"))
+    assert row["refused"] is None
+    assert row["corrected_pass_rate"] == pytest.approx((raw + tnr - 1) / (tpr + tnr - 1))
+    assert row["corrected_pass_rate"] > raw  # a judge that misses passes under-reports them
+    low, high = row["corrected_pass_rate_ci"]
+    assert low < row["corrected_pass_rate"] < high
+
+
+@pytest.mark.parametrize(("label", "problem"), [
+    ({"case": "c", "run": 99, "human": "pass"}, "no stored judged output of case 'c', run 99"),
+    ({"case": "c", "output": "maybe", "human": "pass"}, "no stored judged output of case 'c', that output"),
+    ({"case": "c", "run": 1, "criterion": "other", "human": "pass"}, "for criterion 'other'"),
+    ({"case": "c", "run": 1, "human": "yes"}, '"human" must be "pass" or "fail"'),
+    ({"case": "c", "human": "pass"}, 'give "run" or "output"'),
+])
+def test_a_label_naming_no_stored_output_is_exit_2_with_its_line(judged: tuple[Path, dict[str, str], ScriptedJudge],
+                                                                 tmp_path: Path, label: dict[str, Any],
+                                                                 problem: str) -> None:
+    report, env, server = judged
+    before = server.calls
+    labels = _write_labels(tmp_path / "labels.jsonl", [{"case": "c", "output": "no", "human": "fail"}, label])
+    proc = judge_check(tmp_path, env, str(report), "--labels", str(labels))
+    assert proc.returncode == 2 and "labels.jsonl:2: " in proc.stderr and problem in proc.stderr, proc.stderr
+    assert server.calls == before  # nothing asked

@@ -40,7 +40,7 @@ def _targets(outputs: tuple[str, ...]) -> list[tuple[Path, str]]:
 
 
 def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
-                    seed: int) -> int:
+                    seed: int, labels: str | None = None) -> int:
     from farm.judgecheck import (
         JudgeCheckSettings,
         judge_check,
@@ -51,7 +51,7 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
 
     targets = _targets(outputs)  # checked before any judge is asked
     found = judge_check(JudgeCheckSettings(source=source, cwd=str(Path.cwd()), repeats=repeats, sample=sample,
-                                           judge=judge, seed=seed))
+                                           judge=judge, seed=seed, labels=labels))
     click.echo(render_judge_check_text(found), nl=False)
     renderers = {"json": render_judge_check_json, "markdown": render_judge_check_markdown,
                  "text": render_judge_check_text}
@@ -69,12 +69,15 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
 @click.option("--judge", default=None, metavar="CONNECTOR",
               help="Judge every check with this connector (or agents:<agent id>) instead of the report's judges.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample's choice.")
+@click.option("--labels", default=None, metavar="FILE.jsonl",
+              help='Human verdicts, one a line: {"case", "run" or "output", "criterion", "human": "pass"|"fail"}; '
+                   "per criterion the judge's TPR and TNR, and the pass rate corrected for its errors.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="Also write the findings: .json, .md, .txt. Repeatable.")
 def judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
-                seed: int) -> None:
+                seed: int, labels: str | None) -> None:
     """Ask a sweep's judges again about the outputs they judged: per criterion the judge's flip rate."""
-    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed))
+    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed, labels))
 
 
 __all__ = ["judge_check", "run_judge_check"]

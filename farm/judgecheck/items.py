@@ -12,11 +12,11 @@ Pure: reads a ``SweepReport`` and, for each case, its ``Case`` when the suite is
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from farm.checks.judged import criterion_text
 from farm.models import Case, CaseStats, CheckOutcome, JsonValue
 from farm.stats.outputs import normalise_output
 
@@ -105,5 +105,4 @@ def _use_of(case: Case | None, check: CheckOutcome) -> str | None:
     return None
 
 
-def _text(value: JsonValue) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+_text = criterion_text

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from farm.judgecheck.labels import LabelledCriterion
 from farm.judgecheck.run import JudgeCheck
 from farm.stats.judge_trust import NOISY_FLIP_RATE
 
@@ -29,7 +30,20 @@ def judge_check_document(found: JudgeCheck) -> dict[str, Any]:
                      for c in found.criteria],
         "cases": [{"id": case_id, "failures": a.failures, "judge_alone": a.explained, "judge_alone_share": a.share}
                   for case_id, a in found.cases.items()],
+        **({} if found.labels is None else {"labels": [_labelled(c) for c in found.labels]}),
     }
+
+
+def _labelled(c: LabelledCriterion) -> dict[str, Any]:
+    a, rate = c.accuracy, c.pass_rate
+    corrected_ci = rate.corrected_pass_rate_ci
+    return {"case": c.key[0], "turn": c.key[1], "check": c.key[2], "criterion": c.key[3],
+            "human_passed": a.human_passed, "human_failed": a.human_failed,
+            "tpr": a.tpr, "tpr_ci": list(a.tpr_ci), "tnr": a.tnr, "tnr_ci": list(a.tnr_ci),
+            "raw_pass_rate": rate.raw_pass_rate, "raw_pass_rate_ci": list(rate.raw_pass_rate_ci),
+            "corrected_pass_rate": rate.corrected_pass_rate,
+            "corrected_pass_rate_ci": None if corrected_ci is None else list(corrected_ci),
+            "refused": rate.refused or None}
 
 
 def render_judge_check_json(found: JudgeCheck) -> str:
@@ -52,6 +66,24 @@ def _rows(found: JudgeCheck) -> tuple[list[list[str]], list[list[str]]]:
                  "NOISY" if c.flips.judge_noisy else ""] for c in found.criteria]
     cases = [[case_id, str(a.failures), str(a.explained), _pct(a.share)] for case_id, a in found.cases.items()]
     return criteria, cases
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"{_pct(ci[0])}–{_pct(ci[1])}"
+
+
+def _label_rows(found: JudgeCheck) -> list[list[str]]:
+    return [[c.key[0], _short(c.key[3]), f"{c.accuracy.human_passed}/{c.accuracy.human_failed}",
+             f"{_pct(c.accuracy.tpr)} ({_ci(c.accuracy.tpr_ci)})", f"{_pct(c.accuracy.tnr)} ({_ci(c.accuracy.tnr_ci)})",
+             f"{_pct(c.pass_rate.raw_pass_rate)} ({_ci(c.pass_rate.raw_pass_rate_ci)})",
+             (c.pass_rate.refused and f"none: {c.pass_rate.refused}")
+             or f"{_pct(c.pass_rate.corrected_pass_rate)} ({_ci(c.pass_rate.corrected_pass_rate_ci)})"]
+            for c in found.labels or []]
+
+
+LABELS_HEAD = ["case", "criterion", "human pass/fail", "TPR (95% CI)", "TNR (95% CI)", "raw pass rate",
+               "corrected pass rate"]
+LABELS_TITLE = "the judge against human labels (pass rate corrected for its errors, Rogan–Gladen):"
 
 
 CRITERIA_HEAD = ["case", "turn", "check", "criterion", "outputs", "flipped", "flip rate", "95% CI", "noisy"]
@@ -78,6 +110,8 @@ def render_judge_check_text(found: JudgeCheck) -> str:
     text = _headline(found) + "criteria:\n" + _table(CRITERIA_HEAD, criteria)
     text += "failures the judge alone explains (failed once, passed by the majority of fresh verdicts):\n"
     text += _table(CASES_HEAD, cases)
+    if found.labels is not None:
+        text += LABELS_TITLE + "\n" + _table(LABELS_HEAD, _label_rows(found))
     if found.truncated:
         text += f"{found.truncated} judged output(s) cut short in the report: not judged again\n"
     return text + "".join(f"note: {note}\n" for note in found.notes)
@@ -92,4 +126,6 @@ def render_judge_check_markdown(found: JudgeCheck) -> str:
 
     text = "# Judge check\n\n" + _headline(found) + "\n## Criteria\n\n" + table(CRITERIA_HEAD, criteria)
     text += "\n## Failures the judge alone explains\n\n" + table(CASES_HEAD, cases)
+    if found.labels is not None:
+        text += "\n## The judge against human labels\n\n" + table(LABELS_HEAD, _label_rows(found))
     return text + "".join(f"\n- {note}" for note in found.notes) + ("\n" if found.notes else "")

@@ -25,6 +25,7 @@ from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.checks.judged import criterion_text
 from farm.errors import FarmRuntimeError, InputError
 from farm.judgecheck.items import JudgedOutput, collect
+from farm.judgecheck.labels import LabelledCriterion, judge_against_labels
 from farm.models import Case, CaseStats, SweepReport
 from farm.reports import parse_json_report
 from farm.stats.fingerprint import case_fingerprint
@@ -46,6 +47,8 @@ class JudgeCheckSettings:
     """``--judge``: asks about every check; else each check's own judge, else the report's."""
     seed: int = 0
     parallel: int = DEFAULT_PARALLEL
+    labels: str | None = None
+    """``--labels FILE.jsonl``: human verdicts to hold the sweep's judge against."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,16 @@ class JudgeCheck:
     notes: list[str] = field(default_factory=list)
     criteria: list[CriterionTrust] = field(default_factory=list)
     cases: dict[str, JudgeAlone] = field(default_factory=dict)
+    labels: list[LabelledCriterion] | None = None
+    """With ``--labels``: per labelled criterion, the judge against the humans."""
+
+
+def _path(settings: JudgeCheckSettings, name: str) -> Path:
+    return Path(name) if Path(name).is_absolute() else Path(settings.cwd) / name
 
 
 def load_report(settings: JudgeCheckSettings) -> SweepReport:
-    path = Path(settings.source) if Path(settings.source).is_absolute() else Path(settings.cwd) / settings.source
+    path = _path(settings, settings.source)
     if not path.is_file():
         raise InputError(f"{settings.source}: no such file (give a JSON report written by farm test -o FILE.json)")
     return parse_json_report(read_utf8(path, settings.source), settings.source)
@@ -137,6 +146,8 @@ def judge_check(settings: JudgeCheckSettings) -> JudgeCheck:
     result.truncated = collected.truncated
     if not collected.outputs:
         raise InputError(f"{settings.source}: no judged check (gist, not_gist, agent) with a verdict to judge again")
+    if settings.labels is not None:  # read and matched before any judge is asked: a bad label is exit 2
+        result.labels = judge_against_labels(_path(settings, settings.labels), settings.labels, report.results)
     default = settings.judge or _report_judge(report)
     options = AgentOptions.from_env(Path(settings.cwd), judge=default)
     resolver = create_judge_resolver(options)
