@@ -22,6 +22,7 @@ from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache
 from farm.models import CheckOutcome, Reply, Turn
 from tests.fleet_project import (
     COIN,
+    KEY,
     farm_env,
     report_of,
     run_farm,
@@ -173,3 +174,22 @@ def test_an_even_or_non_positive_k_is_exit_2_before_any_call(
     proc = run_farm(tmp_path, "-i", str(suite), "-n", COIN, "--confirm-failures", k, env=env)
     assert proc.returncode == 2 and "--confirm-failures" in proc.stderr and "odd" in proc.stderr, proc.stderr
     assert server.calls == 0
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_workers_confirm_failures_too(tmp_path: Path, redis_client: Any, farm_worker: Any, farm_cli: Any) -> None:
+    """The sweep's K reaches real ``farm worker`` processes: every run's cached failure is confirmed
+    by two fresh verdicts that pass it (the judge cache, in Redis, answers no repeat)."""
+    farm_worker(queue="confirm", concurrency=4, env={"FARM_TEST_OPENAI_KEY": KEY})
+    with scripted_judge(lambda output, n, m: m > 0) as (served, server):
+        suite, env = _project(tmp_path, served)
+        out = tmp_path / "report.json"
+        done = farm_cli.run("test", "-i", str(suite), "-n", COIN, "--runs", "4", "--confirm-failures", "3",
+                            "--broker", farm_cli.broker, "--queue", "confirm", "--no-history", "--no-progress",
+                            "-o", str(out), env={k: env[k] for k in ("FARM_AGENTS_ROOT", "FARM_CONNECTORS_ROOT",
+                                                                     "FARM_TEST_OPENAI_KEY")}, timeout=180)
+        assert done.returncode == 0, done.stderr
+        assert server.calls == 1 + 4 * 2  # one first verdict (single flight, then the cache), two repeats a run
+    case = report_of(out)["results"][0]
+    assert case["passed"] == 4 and _votes(report_of(out)) == [["fail", "pass", "pass"]] * 4
