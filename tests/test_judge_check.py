@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.agents.coin import coin
-from tests.fleet_project import COIN, farm_env, run_farm, write_connector, write_suite
-from tests.scripted_judge import ScriptedJudge, scripted_judge
+from tests.fleet_project import COIN, farm_env, run_farm, write_connector, write_prices, write_suite
+from tests.scripted_judge import CALL_USD, ScriptedJudge, scripted_judge
 from tests.servers import Served
 
 RUNS = 6
@@ -43,7 +43,8 @@ def _sweep(tmp_path: Path, served: Served) -> Path:
                                                                       "use": "local.llm"}},
         {"id": "plain", "input": "x", "assert": {"type": "contains", "value": "y"}}])
     out = tmp_path / "report.json"
-    proc = run_farm(tmp_path, "-i", "judged.jsonl", "-n", COIN, "--runs", str(RUNS), "-o", str(out))
+    proc = run_farm(tmp_path, "-i", "judged.jsonl", "-n", COIN, "--runs", str(RUNS), "-o", str(out),
+                    env=farm_env(tmp_path, FARM_PRICES=str(write_prices(tmp_path))))
     assert proc.returncode == 1, proc.stderr
     return out
 
@@ -92,6 +93,16 @@ def test_sample_judges_at_most_n_outputs_a_criterion(judged: tuple[Path, dict[st
     proc = judge_check(tmp_path, env, str(report), "--repeats", "2", "--sample", "1", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert server.calls - before == 2 and _document(out)["criteria"][0]["outputs"] == 1
+
+
+def test_estimate_says_the_calls_and_cost_and_asks_nothing(judged: tuple[Path, dict[str, str], ScriptedJudge],
+                                                           tmp_path: Path) -> None:
+    report, env, server = judged
+    before = server.calls
+    proc = judge_check(tmp_path, env, str(report), "--repeats", "3", "--estimate")
+    assert proc.returncode == 0, proc.stderr
+    assert f"2 outputs to judge, 3 verdicts each: 6 judge calls, about ${6 * CALL_USD:.4g}" in proc.stdout
+    assert server.calls == before
 
 
 def test_a_changed_suite_is_said_and_judge_wins(judged: tuple[Path, dict[str, str], ScriptedJudge],

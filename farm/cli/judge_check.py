@@ -40,7 +40,7 @@ def _targets(outputs: tuple[str, ...]) -> list[tuple[Path, str]]:
 
 
 def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
-                    seed: int, labels: str | None = None) -> int:
+                    seed: int, labels: str | None = None, estimate: bool = False) -> int:
     from farm.judgecheck import (
         JudgeCheckSettings,
         judge_check,
@@ -51,7 +51,10 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
 
     targets = _targets(outputs)  # checked before any judge is asked
     found = judge_check(JudgeCheckSettings(source=source, cwd=str(Path.cwd()), repeats=repeats, sample=sample,
-                                           judge=judge, seed=seed, labels=labels))
+                                           judge=judge, seed=seed, labels=labels, estimate=estimate))
+    if found.estimate is not None:
+        click.echo(f"judge-check estimate: {found.estimate}")
+        return int(ExitCode.OK)
     click.echo(render_judge_check_text(found), nl=False)
     renderers = {"json": render_judge_check_json, "markdown": render_judge_check_markdown,
                  "text": render_judge_check_text}
@@ -72,12 +75,14 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
 @click.option("--labels", default=None, metavar="FILE.jsonl",
               help='Human verdicts, one a line: {"case", "run" or "output", "criterion", "human": "pass"|"fail"}; '
                    "per criterion the judge's TPR and TNR, and the pass rate corrected for its errors.")
+@click.option("--estimate", is_flag=True,
+              help="Say the judge calls and their cost (at the sweep's judge cost per output) and ask nothing.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="Also write the findings: .json, .md, .txt. Repeatable.")
 def judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
-                seed: int, labels: str | None) -> None:
+                seed: int, labels: str | None, estimate: bool) -> None:
     """Ask a sweep's judges again about the outputs they judged: per criterion the judge's flip rate."""
-    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed, labels))
+    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed, labels, estimate))
 
 
 __all__ = ["judge_check", "run_judge_check"]

@@ -49,6 +49,8 @@ class JudgeCheckSettings:
     parallel: int = DEFAULT_PARALLEL
     labels: str | None = None
     """``--labels FILE.jsonl``: human verdicts to hold the sweep's judge against."""
+    estimate: bool = False
+    """``--estimate``: say the calls and the cost, ask nothing (``JudgeCheck.estimate``)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class JudgeCheck:
     cases: dict[str, JudgeAlone] = field(default_factory=dict)
     labels: list[LabelledCriterion] | None = None
     """With ``--labels``: per labelled criterion, the judge against the humans."""
+    estimate: str | None = None
+    """With ``--estimate``: the calls and cost it would take, in a sentence (nothing was asked)."""
 
 
 def _path(settings: JudgeCheckSettings, name: str) -> Path:
@@ -148,10 +152,13 @@ def judge_check(settings: JudgeCheckSettings) -> JudgeCheck:
         raise InputError(f"{settings.source}: no judged check (gist, not_gist, agent) with a verdict to judge again")
     if settings.labels is not None:  # read and matched before any judge is asked: a bad label is exit 2
         result.labels = judge_against_labels(_path(settings, settings.labels), settings.labels, report.results)
+    groups = sampled(collected.outputs, settings.sample, settings.seed)
+    if settings.estimate:
+        result.estimate = _estimate(report, collected.outputs, groups, settings.repeats)
+        return result
     default = settings.judge or _report_judge(report)
     options = AgentOptions.from_env(Path(settings.cwd), judge=default)
     resolver = create_judge_resolver(options)
-    groups = sampled(collected.outputs, settings.sample, settings.seed)
     # every judge built before the first call: an unknown connector is exit 2 with nothing asked
     judges = {use: resolver(use) for use in {None if settings.judge else o.use for g in groups.values() for o in g}}
     verdicts = asyncio.run(_ask_all(groups, judges, settings, result, resolver.aclose))
@@ -167,6 +174,18 @@ def judge_check(settings: JudgeCheckSettings) -> JudgeCheck:
     if result.calls and result.errors == result.calls:
         raise FarmRuntimeError(f"the judge failed every one of {result.calls} calls ({result.notes[-1]})")
     return result
+
+
+def _estimate(report: SweepReport, outputs: list[JudgedOutput], groups: Groups, repeats: int) -> str:
+    """The calls ``groups`` take, and their cost at the sweep's cost per judge call: the sweep asked
+    about each distinct output about once (the judge cache), so that is its judge cost over them."""
+    asked = sum(len(o.criteria) for group in groups.values() for o in group)
+    calls = asked * repeats
+    spent = report.summary.judge_cost_usd
+    per_call = spent / sum(len(o.criteria) for o in outputs) if spent is not None else None
+    unknown = "cost unknown (the report has no judge cost: a priced model needs FARM_PRICES)"
+    cost = f"about ${per_call * calls:.4g} (the sweep's judge cost per distinct output asked)" if per_call else unknown
+    return f"{asked} outputs to judge, {repeats} verdicts each: {calls} judge calls, {cost}"
 
 
 def _report_judge(report: SweepReport) -> str | None:
