@@ -95,6 +95,32 @@ def test_sample_judges_at_most_n_outputs_a_criterion(judged: tuple[Path, dict[st
     assert server.calls - before == 2 and _document(out)["criteria"][0]["outputs"] == 1
 
 
+def test_a_journal_gives_every_run_past_the_report_s_details(tmp_path: Path) -> None:
+    """The report keeps 100 runs' details a case; the sweep's journal (by its id) keeps them all."""
+    agent = tmp_path / "counting.py"
+    agent.write_text("def respond(messages, context):\n    return f'answer {context.run}'\n")
+    with scripted_judge(lambda output, n, m: m != 1) as (served, server):
+        write_connector(tmp_path, served.url)
+        write_suite(tmp_path, "many.jsonl", [{"id": "many", "input": "hi", "assert": {"type": "agent", "value": "ok"}}])
+        env = farm_env(tmp_path, FARM_DATA_DIR=str(tmp_path / "data"))
+        report = tmp_path / "report.json"
+        swept = run_farm(tmp_path, "-i", "many.jsonl", "-n", f"py:{agent}:respond", "--runs", "120", "--judge",
+                         "local.llm", "-o", str(report), env=env)
+        assert swept.returncode == 0, swept.stderr
+        sweep_id = _document(report)["metadata"]["sweep_id"]
+        out = tmp_path / "trust.json"
+        before = server.calls
+        by_report = judge_check(tmp_path, env, str(report), "--repeats", "2", "-o", str(out))
+        assert by_report.returncode == 0, by_report.stderr
+        assert _document(out)["criteria"][0]["outputs"] == 100 and server.calls - before == 200
+        by_id = judge_check(tmp_path, env, sweep_id, "--repeats", "2", "-o", str(out))
+        assert by_id.returncode == 0, by_id.stderr
+    [criterion] = _document(out)["criteria"]
+    assert (criterion["outputs"], criterion["flipped"]) == (120, 20)  # the 20 outputs the report's 100 left out
+    missing = judge_check(tmp_path, env, "20000101T000000-abcdef")
+    assert missing.returncode == 2 and "the history keeps no outputs" in missing.stderr
+
+
 def test_estimate_says_the_calls_and_cost_and_asks_nothing(judged: tuple[Path, dict[str, str], ScriptedJudge],
                                                            tmp_path: Path) -> None:
     report, env, server = judged
@@ -123,7 +149,7 @@ def test_bad_input_is_exit_2_before_any_call(judged: tuple[Path, dict[str, str],
     report, env, server = judged
     before = server.calls
     missing = judge_check(tmp_path, env, str(tmp_path / "nope.json"))
-    assert missing.returncode == 2 and "nope.json: no such file" in missing.stderr
+    assert missing.returncode == 2 and "nope.json: no such report or journal" in missing.stderr
     unknown = judge_check(tmp_path, env, str(report), "--judge", "no.such")
     assert unknown.returncode == 2 and "no.such" in unknown.stderr, unknown.stderr
     bad_output = judge_check(tmp_path, env, str(report), "-o", str(tmp_path / "x.pdf"))

@@ -15,6 +15,10 @@ EXAMPLES = """
 Examples:
   farm judge-check report.json
   farm judge-check report.json --repeats 7 --sample 30 --judge openai.gpt-4o -o trust.json
+  farm judge-check 20261128T002817-b63957 --labels labels.jsonl -o trust.md
+
+A JSON report holds 100 runs' details a case; a sweep's journal ($FARM_DATA_DIR/journals, by path
+or sweep id) holds every run. The history keeps no outputs.
 
 Every distinct output of a judged check (gist, not_gist, agent) is judged --repeats times again,
 past the judge cache: each is a paid judge call. Per criterion: judge_flip_rate (share of outputs
@@ -64,7 +68,7 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
 
 
 @click.command(cls=StrictCommand, epilog=EXAMPLES)
-@click.argument("source", metavar="REPORT")
+@click.argument("source", metavar="REPORT|JOURNAL|SWEEP_ID")
 @click.option("--repeats", type=click.IntRange(min=2), default=5, show_default=True, metavar="K",
               help="Verdicts asked of the judge per output.")
 @click.option("--sample", type=click.IntRange(min=1), default=None, metavar="N",

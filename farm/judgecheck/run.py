@@ -88,10 +88,22 @@ def _path(settings: JudgeCheckSettings, name: str) -> Path:
 
 
 def load_report(settings: JudgeCheckSettings) -> SweepReport:
+    """A JSON report (its kept run details), else a run journal or the id of a sweep with a journal
+    in ``$FARM_DATA_DIR/journals`` (every run: the history keeps no outputs)."""
+    from farm.settings import data_dir
+    from farm.sweep.journal import journal_dir, journal_path
+
     path = _path(settings, settings.source)
-    if not path.is_file():
-        raise InputError(f"{settings.source}: no such file (give a JSON report written by farm test -o FILE.json)")
-    return parse_json_report(read_utf8(path, settings.source), settings.source)
+    if path.is_file() and path.suffix.lower() == ".json":
+        return parse_json_report(read_utf8(path, settings.source), settings.source)
+    journal = path if path.is_file() else journal_path(data_dir(), settings.source)
+    if not journal.is_file():
+        raise InputError(f"{settings.source}: no such report or journal (give a JSON report written by farm test "
+                         f"-o FILE.json, or a sweep whose journal is in {journal_dir(data_dir())}: the history "
+                         "keeps no outputs)")
+    from farm.sweep.replay import report_from_journal
+
+    return report_from_journal(journal, every_run=True)
 
 
 class SuiteCases:
