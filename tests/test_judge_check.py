@@ -64,7 +64,8 @@ def test_every_distinct_judged_output_is_judged_k_times_again(judged: tuple[Path
     before = server.calls
     assert before == 2  # the sweep: one verdict per distinct output, the rest from the judge cache
     out = tmp_path / "trust.json"
-    proc = judge_check(tmp_path, env, str(report), "--repeats", "3", "-o", str(out), "-o", str(tmp_path / "t.md"))
+    proc = judge_check(tmp_path, env, str(report), "--repeats", "3", "-o", str(out), "-o", str(tmp_path / "t.md"),
+                       "-o", str(tmp_path / "t.html"))
     assert proc.returncode == 0, proc.stderr
     assert server.calls - before == 2 * 3  # two distinct outputs, three fresh verdicts each: no cache
     doc = _document(out)
@@ -80,6 +81,8 @@ def test_every_distinct_judged_output_is_judged_k_times_again(judged: tuple[Path
     assert doc["cases"] == [{"id": "c", "failures": failures, "judge_alone": failures, "judge_alone_share": 1.0}]
     assert "judge-noisy" in proc.stdout and "says yes" in proc.stdout
     assert "| c | 1 | agent | says yes | 2 | 1 | 50.0% |" in (tmp_path / "t.md").read_text()
+    page = (tmp_path / "t.html").read_text()
+    assert "<td>says yes</td>" in page and "<script" not in page and "no judge-noisy criterion" in page
     again = judge_check(tmp_path, env, str(report), "--repeats", "3", "-o", str(out))
     assert again.returncode == 0, again.stderr
     assert _document(out)["cases"][0]["judge_alone"] == 0  # "no" now fails 3 of 3: the agent's own failures

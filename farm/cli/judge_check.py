@@ -27,7 +27,8 @@ case the share of failures the judge alone explains (failed once, passed by the 
 
 Exit codes: 0 once judged, whatever the judge did; 2 bad input; 3 the judge failed every call.
 """
-_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text"}
+_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+            ".txt": "text"}
 
 
 def _targets(outputs: tuple[str, ...]) -> list[tuple[Path, str]]:
@@ -48,6 +49,7 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
     from farm.judgecheck import (
         JudgeCheckSettings,
         judge_check,
+        render_judge_check_html,
         render_judge_check_json,
         render_judge_check_markdown,
         render_judge_check_text,
@@ -61,7 +63,7 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
         return int(ExitCode.OK)
     click.echo(render_judge_check_text(found), nl=False)
     renderers = {"json": render_judge_check_json, "markdown": render_judge_check_markdown,
-                 "text": render_judge_check_text}
+                 "html": render_judge_check_html, "text": render_judge_check_text}
     for path, fmt in targets:
         path.write_text(renderers[fmt](found), encoding="utf-8")
     return int(ExitCode.OK)
@@ -82,7 +84,7 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
 @click.option("--estimate", is_flag=True,
               help="Say the judge calls and their cost (at the sweep's judge cost per output) and ask nothing.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
-              help="Also write the findings: .json, .md, .txt. Repeatable.")
+              help="Also write the findings: .json, .md, .html, .txt. Repeatable.")
 def judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
                 seed: int, labels: str | None, estimate: bool) -> None:
     """Ask a sweep's judges again about the outputs they judged: per criterion the judge's flip rate."""

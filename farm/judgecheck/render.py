@@ -129,3 +129,24 @@ def render_judge_check_markdown(found: JudgeCheck) -> str:
     if found.labels is not None:
         text += "\n## The judge against human labels\n\n" + table(LABELS_HEAD, _label_rows(found))
     return text + "".join(f"\n- {note}" for note in found.notes) + ("\n" if found.notes else "")
+
+
+def render_judge_check_html(found: JudgeCheck) -> str:
+    """One self-contained page, no script (autoescaped Jinja, the sweep report's stylesheet)."""
+    from markupsafe import Markup
+
+    from farm.reports.html_kit import asset, template_environment
+
+    criteria, cases = _rows(found)
+    sections = [{"id": "criteria", "title": "Criteria", "head": CRITERIA_HEAD, "rows": criteria,
+                 "hint": f"{found.repeats} fresh verdicts per distinct output, past the judge cache"},
+                {"id": "judge-alone", "title": "Failures the judge alone explains", "head": CASES_HEAD, "rows": cases,
+                 "hint": "failed once, passed by the majority of the fresh verdicts"}]
+    if found.labels is not None:
+        sections.append({"id": "labels", "title": "The judge against human labels", "head": LABELS_HEAD,
+                         "rows": _label_rows(found), "hint": "the pass rate corrected for its errors (Rogan–Gladen)"})
+    noisy = sum(c.flips.judge_noisy for c in found.criteria)
+    return template_environment().get_template("judge_check.html.j2").render(
+        title="Judge check · agent-farm", verdict=f"{noisy} judge-noisy" if noisy else "no judge-noisy criterion",
+        tone="bad" if noisy else "muted", headline=_headline(found).strip(), sections=sections, notes=found.notes,
+        css=Markup(asset("report.css")))
