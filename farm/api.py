@@ -92,6 +92,7 @@ class TestSettings:
     patterns: tuple[str, ...] = ()
     """``-k``, repeatable: a case runs when its id contains any of them (a glob when it has ``*?[``)."""
     neuro_san_compat: bool = False
+    confirm_failures: int = 1
     run_pattern: str | None = None
     """``--run REGEX`` (Yao's case filter)."""
     ctx: str | None = None
@@ -130,8 +131,7 @@ class PreparedSweep:
     listed: list[str] | None = None
     """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
     adapters: BuiltAdapters | None = None
-    """An in-process sweep's agents and judges, built once as they were checked: its executor runs
-    these (``create_executor``)."""
+    """An in-process sweep's agents and judges, built once as checked: its executor runs these."""
 
 
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions,
@@ -249,11 +249,11 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
 
 def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
     """What every run of the sweep sees: who runs it, the connector, timeouts, Yao's context file."""
+    ctx = load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}
     return RunEnvironment(
         user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
         neuro_san_compat=settings.neuro_san_compat, sweep_id=sweep_id, yao_compat=settings.yao_compat,
-        **(load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}),
-    )
+        confirm_failures=settings.confirm_failures, **ctx)
 
 
 def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:

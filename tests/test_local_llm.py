@@ -128,3 +128,37 @@ def test_the_real_model_plays_the_user_of_a_dynamic_case(llm: dict[str, str], fa
     case = json.loads((tmp_path / "r.json").read_text())["results"][0]
     assert not [c for c in case["failure_classes"] if c.startswith(("harness:", "infra:"))], case
     assert case["run_details"][0]["turns"][0]["output"]  # the model answered the simulator's user
+
+
+ANSWERS = ["Paris is the capital of France.", "The capital of France is Paris.", "Lyon.", "I think it is Marseille.",
+           "Paris, of course.", "France's capital city is Paris, on the Seine."]
+"""A fixed set of outputs for the judge's flip rate: right and wrong answers, worded differently."""
+
+
+def test_the_real_model_as_judge_has_a_flip_rate_on_fixed_outputs(llm: dict[str, str], farm_cli: Any,
+                                                                  tmp_path: Path) -> None:
+    """``farm judge-check`` with the local model as the judge: each fixed output judged 3 times again.
+    The figure is reported (printed, and as a property of the test), not asserted: a 135M model is
+    as noisy as it is. Issue 42."""
+    agent = tmp_path / "fixed.py"
+    agent.write_text(f"ANSWERS = {ANSWERS!r}\n\ndef respond(messages, context):\n"
+                     "    return ANSWERS[(context.run - 1) % len(ANSWERS)]\n")
+    suite = tmp_path / "judged.jsonl"
+    suite.write_text(json.dumps({"id": "capital", "input": "What is the capital of France?",
+                                 "assert": {"type": "agent", "value": "names Paris as the capital"}}) + "\n")
+    report = tmp_path / "r.json"
+    swept = farm_cli.run("test", "-i", str(suite), "-n", f"py:{agent}:respond", "--runs", str(len(ANSWERS)),
+                         "--timeout", "300", "--judge", "local.smol", "--no-progress", "-o", str(report), local=True,
+                         env=_env(llm), timeout=SWEEP_TIMEOUT_S)
+    assert swept.returncode in (0, 1), swept.stderr
+    out = tmp_path / "trust.json"
+    checked = farm_cli.run("judge-check", str(report), "--repeats", "3", "-o", str(out), local=True, env=_env(llm),
+                           timeout=SWEEP_TIMEOUT_S)
+    assert checked.returncode == 0, checked.stderr
+    doc = json.loads(out.read_text())
+    [criterion] = doc["criteria"]
+    assert (doc["calls"], doc["errors"], criterion["judge"]) == (len(ANSWERS) * 3, 0, "local.smol")
+    assert criterion["outputs"] == len(ANSWERS)  # distinct outputs: each judged 3 times, none from a cache
+    low, high = criterion["judge_flip_rate_ci"]
+    print(f"\nlocal judge (SmolLM2-135M) flip rate on {criterion['outputs']} fixed outputs, 3 verdicts each: "
+          f"{criterion['judge_flip_rate']} (95% CI {low:.3f}-{high:.3f}), judge_noisy={criterion['judge_noisy']}")

@@ -6,6 +6,7 @@ judge checks (``gist``/``not_gist``, ``agent``), which call out through ``Judge`
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -49,3 +50,11 @@ class CheckContext:
     neuro_san_compat: bool = False
     """Compare ``less``/``greater`` the way neuro-san's code does (actual > given for less)."""
     judges: JudgeResolver | None = field(default=None, compare=False)
+    confirm_failures: int = 1
+    """``--confirm-failures k`` (odd): a judged check that fails is judged k times in all, the
+    majority stands (1: the first verdict stands)."""
+
+
+JUDGE_REPEAT: ContextVar[int] = ContextVar("farm_judge_repeat", default=0)
+"""Which asking of one question this is: 0 the first, 1.. the repeats of ``--confirm-failures``.
+The judge cache never answers a repeat and record/replay keys one apart from the others."""

@@ -12,6 +12,10 @@
   negation later in a sentence can never flip the result.
 
 An equivocal answer fails the check, whatever the check's polarity.
+
+``ask_confirmed`` is ``--confirm-failures k``: a first verdict that fails the check (a wrong
+``pass``/``fail`` or an equivocation; not an error, which is no verdict of the judge) is asked
+k − 1 more times, past the judge cache, and the majority of the k verdicts stands.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from farm.checks.base import CheckContext, JudgeVerdict
+from farm.checks.base import JUDGE_REPEAT, CheckContext, JudgeVerdict
 from farm.checks.extract import parse_json_text, safe_repr
 
-__all__ = ["JudgeCall", "ask_judge", "criterion_text", "parse_verdict"]
+__all__ = ["JudgeCall", "ask_confirmed", "ask_judge", "criterion_text", "parse_verdict"]
 
 _LEAD = re.compile(
     r"^[\W_]*(?:(?:final\s+)?(?:verdict|answer|result|decision)\s*[:=\-–]\s*)?[\W_]*(pass|fail)\b(.*)$",
@@ -76,6 +80,9 @@ class JudgeCall:
 
     verdict: JudgeVerdict | None
     error: str = ""
+    votes: list[str] | None = None
+    """``--confirm-failures``: every verdict asked, in order (the first one first); None when the
+    first verdict stood unconfirmed."""
 
 
 async def ask_judge(ctx: CheckContext, use: str | None, criterion: Any, actual: Any) -> JudgeCall:
@@ -94,3 +101,24 @@ async def ask_judge(ctx: CheckContext, use: str | None, criterion: Any, actual: 
     if not isinstance(verdict, JudgeVerdict):  # a judge returning raw text still gets strict parsing
         verdict = parse_verdict(verdict)
     return JudgeCall(verdict)
+
+
+async def ask_confirmed(ctx: CheckContext, use: str | None, criterion: Any, actual: Any, want: str) -> JudgeCall:
+    """``ask_judge``, then, when the verdict is not ``want`` and ``ctx.confirm_failures`` k > 1, k − 1
+    repeats (never answered by the judge cache: ``JUDGE_REPEAT``); a verdict of the majority
+    wins, else the first verdict stands. A failed call is an ``error`` vote."""
+    first = await ask_judge(ctx, use, criterion, actual)
+    k = ctx.confirm_failures
+    if k <= 1 or first.verdict is None or first.verdict.verdict in (want, "error"):
+        return first
+    verdicts = [first.verdict]
+    for repeat in range(1, k):
+        token = JUDGE_REPEAT.set(repeat)
+        try:
+            again = await ask_judge(ctx, use, criterion, actual)
+        finally:
+            JUDGE_REPEAT.reset(token)
+        verdicts.append(again.verdict or JudgeVerdict("error", again.error))
+    votes: list[str] = [v.verdict for v in verdicts]
+    wanted = [v for v in verdicts if v.verdict == want]
+    return JudgeCall(wanted[0] if 2 * len(wanted) > k else first.verdict, votes=votes)

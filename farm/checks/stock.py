@@ -26,7 +26,7 @@ from typing import Any
 
 from farm.checks.base import CheckContext
 from farm.checks.extract import MISSING, bound_actual, is_number, json_equal, json_type_name, safe_repr, to_text
-from farm.checks.judged import ask_judge
+from farm.checks.judged import ask_confirmed
 from farm.models import CheckOutcome, Reply, StockTest
 
 __all__ = ["COMPAT_ORDER", "DOCUMENTED_ORDER", "evaluate_stock", "lookup"]
@@ -96,10 +96,11 @@ async def evaluate_stock(test: StockTest, reply: Reply, ctx: CheckContext, turn:
     name = outcome_name(test)
     actual, missing = _actual_of(test, reply)
     verdict = reason = None
+    votes: list[str] | None = None
     if actual is MISSING:
         failures = [missing]
     elif test.test in ("gist", "not_gist"):
-        failures, verdict, reason = await _gist(test, actual, ctx)
+        failures, verdict, reason, votes = await _gist(test, actual, ctx)
     else:
         failures = []
         for given in test.values:
@@ -118,6 +119,7 @@ async def evaluate_stock(test: StockTest, reply: Reply, ctx: CheckContext, turn:
         turn=turn,
         verdict=verdict,
         reason=reason,
+        judge_votes=votes,
     )
 
 
@@ -174,13 +176,20 @@ def _contains(actual: Any, given: Any) -> tuple[bool | None, str]:
     return None, f"cannot look for a keyword in {json_type_name(actual)} {safe_repr(actual)}"
 
 
-async def _gist(test: StockTest, actual: Any, ctx: CheckContext) -> tuple[list[str], str | None, str | None]:
+async def _gist(test: StockTest, actual: Any, ctx: CheckContext
+                ) -> tuple[list[str], str | None, str | None, list[str] | None]:
+    """Failures, verdict, reasons and the ``judge_votes`` of the first confirmed criterion that still
+    fails (else of the first confirmed one)."""
     failures: list[str] = []
     verdicts: list[str] = []
     reasons: list[str] = []
+    votes: list[str] | None = None
     want = "pass" if test.test == "gist" else "fail"
     for criterion in test.values:
-        call = await ask_judge(ctx, None, criterion, actual)
+        call = await ask_confirmed(ctx, None, criterion, actual, want)
+        if call.votes is not None and (votes is None or (call.verdict is not None and call.verdict.verdict != want
+                                                         and votes.count(want) * 2 > len(votes))):
+            votes = call.votes
         if call.verdict is None:
             failures.append(call.error)
             continue
@@ -194,4 +203,4 @@ async def _gist(test: StockTest, actual: Any, ctx: CheckContext) -> tuple[list[s
         elif call.verdict.verdict != want:
             failures.append(f"the judge says {call.verdict.verdict} for {safe_repr(criterion)}: {call.verdict.reason}")
     verdict = next((v for v in verdicts if v != want), verdicts[0] if verdicts else None)
-    return failures, verdict, "; ".join(reasons) or None
+    return failures, verdict, "; ".join(reasons) or None, votes

@@ -27,7 +27,7 @@ from farm.checks.extract import (
     safe_repr,
     to_text,
 )
-from farm.checks.judged import ask_judge
+from farm.checks.judged import ask_confirmed
 from farm.checks.script import call_script, resolve_script
 from farm.checks.tools import check_tool_called, check_tool_result
 from farm.models import Assertion, CheckOutcome, Reply
@@ -45,6 +45,7 @@ class Result:
     error: bool = False
     verdict: str | None = None
     reason: str | None = None
+    votes: list[str] | None = None
 
 
 CheckFn = Callable[[Assertion, Reply, CheckContext], "Result | Awaitable[Result]"]
@@ -71,6 +72,7 @@ async def evaluate_assertion(a: Assertion, reply: Reply, ctx: CheckContext, turn
         turn=turn,
         verdict=result.verdict,
         reason=result.reason,
+        judge_votes=result.votes,
     )
 
 
@@ -195,16 +197,22 @@ async def check_agent(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
     """An LLM judge decides whether the output meets the criterion in ``value``."""
     output = reply.output
     connector = (a.options or {}).get("connector")
-    call = await ask_judge(ctx, a.use or (connector if isinstance(connector, str) else None), a.value, output)
+    call = await ask_confirmed(ctx, a.use or (connector if isinstance(connector, str) else None), a.value, output,
+                               "fail" if a.negate else "pass")
     if call.verdict is None:
         return Result(False, call.error, output, error=True)
-    verdict, reason = call.verdict.verdict, call.verdict.reason
+    verdict, reason, votes = call.verdict.verdict, call.verdict.reason, call.votes
     if verdict == "equivocal":
-        return Result(False, f"the judge equivocated: {reason}", output, True, verdict, reason)
+        return Result(False, f"the judge equivocated: {reason}", output, True, verdict, reason, votes)
     if verdict == "error":
-        return Result(False, f"the judge could not be asked: {reason}", output, True, verdict, reason)
-    said = f"the judge says {verdict}" + (f": {reason}" if reason else "")
-    return Result(verdict == "pass", said, output, verdict=verdict, reason=reason)
+        return Result(False, f"the judge could not be asked: {reason}", output, True, verdict, reason, votes)
+    said = f"the judge says {verdict}" + (f": {reason}" if reason else "") + (f" ({_tally(votes)})" if votes else "")
+    return Result(verdict == "pass", said, output, verdict=verdict, reason=reason, votes=votes)
+
+
+def _tally(votes: list[str]) -> str:
+    """``2 of 3 verdicts pass``-style note of a confirmed verdict's votes."""
+    return ", ".join(f"{votes.count(v)} {v}" for v in dict.fromkeys(votes)) + f" of {len(votes)} verdicts"
 
 
 def _tool_called(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:

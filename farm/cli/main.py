@@ -33,6 +33,7 @@ COMMANDS = {
     "quarantine": "farm.cli.quarantine:quarantine",
     "bisect": "farm.cli.bisect:bisect",
     "view": "farm.cli.view:view",
+    "judge-check": "farm.cli.judge_check:judge_check",
 }
 """Command name → ``module:attribute`` of its click command."""
 
@@ -52,6 +53,7 @@ SUMMARIES = {
     "quarantine": "Which cases to quarantine, and which entries of farm-quarantine.toml can go (from the history).",
     "bisect": "Find the first commit between GOOD and BAD where cases pass less often, with statistics.",
     "view": "Browse recorded sweeps, their reports, comparisons and case trends in a local web app (read-only).",
+    "judge-check": "Ask a sweep's judges again about the outputs they judged: per criterion the judge's flip rate.",
 }
 """Command name → the first sentence of its help: what ``farm --help`` lists."""
 

@@ -58,6 +58,12 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 
+def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if value < 1 or value % 2 == 0:
+        raise click.BadParameter(f"{value}: need an odd number of verdicts (1, 3, 5…) so a majority always stands")
+    return value
+
+
 @click.command(cls=StrictCommand, epilog=EXAMPLES)
 @click.option("-i", "--input", "input_", default=None, metavar="PATH",
               help="A .jsonl (Yao) or .hocon/.conf (neuro-san) suite, or a directory of suites. A value that "
@@ -105,6 +111,10 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--min-overall-pass-rate", type=RATE, default=None, metavar="RATE",
               help="Also fail (exit 1) when the share of all runs that passed is below RATE (0.9 or 90%).")
 @click.option("--judge", default=None, metavar="CONNECTOR", help="Connector for gist/not_gist/agent checks.")
+@click.option("--confirm-failures", type=int, callback=_odd, default=1, metavar="K",
+              help="A judged check (gist, not_gist, agent) that fails is judged K times in all (K odd), past the "
+                   "judge cache; the majority stands and the verdicts are kept as judge_votes. Each repeat is a "
+                   "paid judge call.")
 @click.option("--server", envvar="FARM_NEURO_SAN_URL", default=None, metavar="URL",
               help="neuro-san server for http/https connections (default http://localhost:8080).")
 @click.option("-k", "patterns", multiple=True, metavar="PATTERN",

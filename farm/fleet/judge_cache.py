@@ -6,6 +6,9 @@ for the first one's answer instead of asking too (single flight). Only ``pass`` 
 are kept: an ``error`` verdict (a failed call) or an ``equivocal`` one is asked again by the
 next caller.
 
+A repeat of ``--confirm-failures`` (``JUDGE_REPEAT`` above 0) is asked of the judge every time,
+never looked up nor stored: it exists to hear the judge again.
+
 Judges are asked about *outputs*, not runs, so no run index is in the key; agent calls are
 never cached this way (see ``farm.fleet.replay``). ``MemoryVerdictCache`` serves one process;
 ``farm.distributed.fleet.judge_cache`` every worker of the fleet.
@@ -22,7 +25,7 @@ from collections import OrderedDict
 from typing import Protocol
 
 from farm.agents.secrets import redact
-from farm.checks.base import Judge, JudgeVerdict
+from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.models import JsonValue
 from farm.stats.outputs import normalise_output
 
@@ -60,6 +63,8 @@ class CachedJudge:
         self.cache = cache
 
     async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
+        if JUDGE_REPEAT.get():
+            return await self.inner.judge(criterion=criterion, actual=actual, input=input)
         key = verdict_key(self.judge_id, criterion, input, actual)
         found = await self.cache.lookup_or_claim(key)
         if found is not None:

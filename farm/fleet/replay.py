@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from farm.agents.base import Agent, AgentRequest
 from farm.agents.secrets import redact, redact_reply, redact_value
-from farm.checks.base import Judge, JudgeVerdict
+from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.errors import AgentError, FaultKind, FleetStop, SettingsError
 from farm.models import JsonValue, Reply
 from farm.plan.rate_specs import fleet_name
@@ -284,6 +284,9 @@ class RecordReplayJudge:
     async def judge(self, *, criterion: str, actual: JsonValue, input: JsonValue) -> JudgeVerdict:
         site = _CALL_SITE.get() or CallSite("", 0, 0)
         asked = {"criterion": criterion, "actual": actual, "input": input}
+        repeat = JUDGE_REPEAT.get()
+        if repeat:  # --confirm-failures: each repeat its own recording (first asks keep their old keys)
+            asked["repeat"] = repeat
         key = CallKey(f"judge:{self.judge_id}", self.config, site.case_id, site.run, site.turn, digest_of(asked))
         return await self.store.call(
             key, asked, lambda: self.inner.judge(criterion=criterion, actual=actual, input=input),

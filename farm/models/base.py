@@ -159,6 +159,9 @@ class CheckOutcome(FarmModel):
     """Judge checks: ``pass``, ``fail``, ``equivocal`` (no decision) or ``error`` (the judge could not be asked)."""
     reason: str | None = None
     """Judge checks: the judge's reason."""
+    judge_votes: list[str] | None = None
+    """Judge checks under ``--confirm-failures k`` whose first verdict failed: the k verdicts asked,
+    in order (the majority stands); None otherwise."""
 
 
 class RunStatus(enum.StrEnum):

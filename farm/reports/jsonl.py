@@ -49,6 +49,8 @@ def _check(c: CheckOutcome) -> dict[str, Any]:
     event = {"name": c.name, "message": c.message, "expected": c.expected, "actual": c.actual}
     if c.verdict is not None:
         event |= {"verdict": c.verdict, "reason": c.reason}
+    if c.judge_votes is not None:
+        event["judge_votes"] = c.judge_votes
     return event
 
 

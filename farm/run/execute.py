@@ -44,6 +44,8 @@ class RunEnvironment:
     timeout_s: float | None = None
     """``--timeout``: default whole-run timeout for cases that set none."""
     neuro_san_compat: bool = False
+    confirm_failures: int = 1
+    """``--confirm-failures k``: a judged check that fails is judged k times, the majority stands."""
     yao_compat: bool = False
     """``--yao-compat``: dynamic cases behave as Yao's code does where its documentation disagrees."""
     sweep_id: str | None = None
@@ -371,7 +373,7 @@ async def execute_run(
         result.status = RunStatus.SKIPPED
         return result
     ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
-                       neuro_san_compat=env.neuro_san_compat, judges=judges)
+                       neuro_san_compat=env.neuro_san_compat, judges=judges, confirm_failures=env.confirm_failures)
     state = _RunState(_first_chat_id(env, run))
     hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
     hook_context = _context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None

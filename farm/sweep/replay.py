@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 
 
 def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult], *,
-                    semantic: bool = True) -> dict[str, CaseStats]:
+                    semantic: bool = True, every_run: bool = False) -> dict[str, CaseStats]:
     """Statistics of every case with at least one run among ``results`` (each run counted once);
-    ``semantic``: the sweep's ``semantic_on``."""
-    accumulators = {c.id: CaseAccumulator(c.case, c.plan, max_details=DEFAULT_MAX_RUN_DETAILS, semantic=semantic)
+    ``semantic``: the sweep's ``semantic_on``; ``every_run``: every run in ``run_details``, not the
+    report's first ``DEFAULT_MAX_RUN_DETAILS`` (``farm judge-check`` judges every output again)."""
+    accumulators = {c.id: CaseAccumulator(c.case, c.plan, semantic=semantic,
+                                          max_details=c.plan.runs if every_run else DEFAULT_MAX_RUN_DETAILS)
                     for c in cases}
     for result in results:
         acc = accumulators.get(result.case_id)
@@ -80,12 +82,14 @@ class _Journal:
                 self.summary = event
 
 
-def report_from_journal(path: str | Path) -> SweepReport:
-    """The report of the sweep a journal recorded, complete or partial."""
+def report_from_journal(path: str | Path, *, every_run: bool = False) -> SweepReport:
+    """The report of the sweep a journal recorded, complete or partial; ``every_run``: with every
+    run's details and no semantic figures (``case_statistics``)."""
     journal = _Journal(Path(path))
     try:
         plan = journal.read_head()
-        stats = case_statistics(plan.cases, journal.results(), semantic=semantic_on(plan.metadata))
+        stats = case_statistics(plan.cases, journal.results(), semantic=semantic_on(plan.metadata) and not every_run,
+                                every_run=every_run)
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise InputError(f"{path}: not a readable farm run journal: {exc}") from None
     started_at = str(journal.start.get("timestamp") or plan.started_at)

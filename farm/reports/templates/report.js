@@ -335,6 +335,7 @@
       add(el("div"), el("span", "k", "actual"), pre(chk.actual)));
     add(li, cmp);
     if (chk.verdict) add(li, el("p", "note", "judge: " + chk.verdict + (chk.reason ? " — " + chk.reason : "")));
+    if (chk.judge_votes) add(li, el("p", "note", "judge votes (--confirm-failures): " + chk.judge_votes.join(", ")));
     return li;
   }
 

@@ -1,0 +1,94 @@
+"""``farm judge-check REPORT``: ask a sweep's judges again about the outputs they judged (SPEC 23)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from farm.cli.options import StrictCommand
+from farm.cli.run import run_command
+from farm.errors import ExitCode, SettingsError
+
+EXAMPLES = """
+\b
+Examples:
+  farm judge-check report.json
+  farm judge-check report.json --repeats 7 --sample 30 --judge openai.gpt-4o -o trust.json
+  farm judge-check 20261128T002817-b63957 --labels labels.jsonl -o trust.md
+
+A JSON report holds 100 runs' details a case; a sweep's journal ($FARM_DATA_DIR/journals, by path
+or sweep id) holds every run. The history keeps no outputs.
+
+Every distinct output of a judged check (gist, not_gist, agent) is judged --repeats times again,
+past the judge cache: each is a paid judge call. Per criterion: judge_flip_rate (share of outputs
+whose verdicts disagree) with its 95% interval, judge_noisy when the interval lies above 5%; per
+case the share of failures the judge alone explains (failed once, passed by the majority).
+
+Exit codes: 0 once judged, whatever the judge did; 2 bad input; 3 the judge failed every call.
+"""
+_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+            ".txt": "text"}
+
+
+def _targets(outputs: tuple[str, ...]) -> list[tuple[Path, str]]:
+    chosen = []
+    for name in outputs:
+        path = Path(name)
+        fmt = _FORMATS.get(path.suffix.lower())
+        if fmt is None:
+            raise SettingsError(f"-o {name}: cannot tell the format (supported: {', '.join(_FORMATS)})")
+        if not path.absolute().parent.is_dir():
+            raise SettingsError(f"-o {name}: directory {path.absolute().parent} does not exist")
+        chosen.append((path, fmt))
+    return chosen
+
+
+def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
+                    seed: int, labels: str | None = None, estimate: bool = False) -> int:
+    from farm.judgecheck import (
+        JudgeCheckSettings,
+        judge_check,
+        render_judge_check_html,
+        render_judge_check_json,
+        render_judge_check_markdown,
+        render_judge_check_text,
+    )
+
+    targets = _targets(outputs)  # checked before any judge is asked
+    found = judge_check(JudgeCheckSettings(source=source, cwd=str(Path.cwd()), repeats=repeats, sample=sample,
+                                           judge=judge, seed=seed, labels=labels, estimate=estimate))
+    if found.estimate is not None:
+        click.echo(f"judge-check estimate: {found.estimate}")
+        return int(ExitCode.OK)
+    click.echo(render_judge_check_text(found), nl=False)
+    renderers = {"json": render_judge_check_json, "markdown": render_judge_check_markdown,
+                 "html": render_judge_check_html, "text": render_judge_check_text}
+    for path, fmt in targets:
+        path.write_text(renderers[fmt](found), encoding="utf-8")
+    return int(ExitCode.OK)
+
+
+@click.command(cls=StrictCommand, epilog=EXAMPLES)
+@click.argument("source", metavar="REPORT|JOURNAL|SWEEP_ID")
+@click.option("--repeats", type=click.IntRange(min=2), default=5, show_default=True, metavar="K",
+              help="Verdicts asked of the judge per output.")
+@click.option("--sample", type=click.IntRange(min=1), default=None, metavar="N",
+              help="At most N outputs per criterion (a seeded sample) when there are more.")
+@click.option("--judge", default=None, metavar="CONNECTOR",
+              help="Judge every check with this connector (or agents:<agent id>) instead of the report's judges.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample's choice.")
+@click.option("--labels", default=None, metavar="FILE.jsonl",
+              help='Human verdicts, one a line: {"case", "run" or "output", "criterion", "human": "pass"|"fail"}; '
+                   "per criterion the judge's TPR and TNR, and the pass rate corrected for its errors.")
+@click.option("--estimate", is_flag=True,
+              help="Say the judge calls and their cost (at the sweep's judge cost per output) and ask nothing.")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
+              help="Also write the findings: .json, .md, .html, .txt. Repeatable.")
+def judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
+                seed: int, labels: str | None, estimate: bool) -> None:
+    """Ask a sweep's judges again about the outputs they judged: per criterion the judge's flip rate."""
+    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed, labels, estimate))
+
+
+__all__ = ["judge_check", "run_judge_check"]
