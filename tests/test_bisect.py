@@ -217,13 +217,28 @@ def test_outside_a_repository_is_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "not a git repository" in done.stderr
 
 
-def test_a_probe_that_cannot_run_is_exit_3(tmp_path: Path) -> None:
+def test_test_arguments_that_are_bad_input_at_both_ends_are_exit_2(tmp_path: Path) -> None:
+    """SPEC 26: the probes of GOOD and BAD both exit 2 (a mistyped suite or agent): bad input."""
     shas = make_repo(tmp_path / "repo", commits=2)
     done = bisect(tmp_path / "repo", tmp_path, "--good", shas[0], "--bad", shas[1], "--", "-i", "missing.jsonl",
                   "-n", "py:agent.py:respond", "--no-history")
+    assert done.returncode == 2, done.stderr
+    assert "the test arguments are bad input at GOOD and at BAD" in done.stderr
+    assert "farm test exited 2" in done.stderr and "missing.jsonl" in done.stderr
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+
+
+def test_a_probe_that_cannot_run_at_one_end_only_is_exit_3(tmp_path: Path) -> None:
+    """An agent that does not exist yet at GOOD: the probe there fails, BAD's runs (exit 3)."""
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, commits=2)
+    git(repo, "mv", "agent.py", "agent2.py")
+    git(repo, "commit", "-qm", "rename the agent")
+    done = bisect(repo, tmp_path, "--good", shas[1], "--bad", "main", "--", "-i", "suite.jsonl",
+                  "-n", "py:agent2.py:respond", "--no-history")
     assert done.returncode == 3, done.stderr
     assert "probe at" in done.stderr and "farm test exited 2" in done.stderr
-    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+    assert git(repo, "worktree", "list").count("\n") == 0
 
 
 def test_exact_patterns_match_one_id_only() -> None:

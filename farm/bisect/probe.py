@@ -35,7 +35,11 @@ def exact_pattern(case_id: str) -> str:
 
 
 class ProbeError(FarmRuntimeError):
-    """A probe's ``farm test`` could not run (exit 3)."""
+    """A probe's ``farm test`` could not run (exit 3); ``probe_exit``: what that ``farm test`` exited."""
+
+    def __init__(self, message: str, probe_exit: int | None = None) -> None:
+        super().__init__(message)
+        self.probe_exit = probe_exit
 
 
 @dataclass
@@ -58,7 +62,7 @@ class ProbeRunner:
                               env=env, capture_output=True, text=True, check=False)
         if done.returncode not in (0, 1) or not out.is_file():
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise ProbeError(f"probe at {sha[:12]}: farm test exited {done.returncode}: {last}")
+            raise ProbeError(f"probe at {sha[:12]}: farm test exited {done.returncode}: {last}", done.returncode)
         from farm.reports import parse_json_report
 
         return parse_json_report(out.read_text(encoding="utf-8"))

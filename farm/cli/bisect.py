@@ -90,10 +90,9 @@ class _Run:
         from farm.bisect.sequential import Sprt, smoothed
 
         ends: tuple[tuple[str, Verdict], ...] = ((self.good, "good"), (self.bad, "bad"))
-        reports = []
-        for sha, verdict in ends:
-            report = runner.report(sha, self.options.runs)
-            reports.append(report)
+        reports = [_end_report(runner, self.good, self.bad, self.options.runs)]
+        reports.append(runner.report(self.bad, self.options.runs))
+        for (sha, verdict), report in zip(ends, reports, strict=True):
             passed, runs = pooled(report, [c.id for c in report.results])
             self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
             click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
@@ -178,6 +177,26 @@ def _stoppable() -> Iterator[None]:
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def _end_report(runner: Any, good: str, bad: str, runs: int) -> Any:
+    """GOOD's report. A GOOD probe that was bad input (exit 2) is bad input of the bisection (exit
+    2, SPEC 26) when BAD's is too: the test arguments are wrong at both ends (a mistyped agent);
+    at one end only it stays a probe failure (exit 3: an agent may not exist at an old commit)."""
+    from farm.bisect.probe import ProbeError
+
+    try:
+        return runner.report(good, runs)
+    except ProbeError as at_good:
+        if at_good.probe_exit != 2:
+            raise
+        try:
+            runner.report(bad, runs)
+        except ProbeError as at_bad:
+            if at_bad.probe_exit == 2:
+                raise SettingsError(f"the test arguments are bad input at GOOD and at BAD: {at_bad.message}"
+                                    ) from None
+        raise
 
 
 def run_bisect(options: BisectOptions) -> int:
