@@ -244,3 +244,37 @@ def test_without_auth_only_a_loopback_host_is_answered(start_view: Callable[...,
     ok = urllib.request.Request(url + "/", headers={"Host": "localhost:1"})
     with urllib.request.urlopen(ok, timeout=60) as reply:
         assert reply.status == 200
+
+
+def test_reports_lead_back_cases_link_their_trends_and_the_default_pair_compares_like_with_like(
+        browser: Any, project: Path, start_view: Callable[..., str]) -> None:
+    from playwright.sync_api import expect
+
+    (project / "other.py").write_text(AGENT)
+    env = _env(project / "data")
+    ids: list[str] = []
+    for agent in ("py:agent.py:respond", "py:other.py:respond", "py:agent.py:respond"):  # oldest first
+        done = _farm(project, "test", "-i", "s.jsonl", "-n", agent, "--runs", "2", env=env)
+        assert done.returncode == 1, done.stderr
+        new = {j.stem for j in (project / "data" / "journals").glob("*.jsonl")} - set(ids)
+        ids.append(new.pop())
+    url = start_view()
+    with urllib.request.urlopen(url + "/favicon.ico") as icon:  # noqa: S310 (our own server)
+        assert icon.status == 204
+    page = browser.new_context().new_page()
+    errors = _watch(page)
+    page.goto(url + "/")
+    # the head is the newest sweep; the base the newest earlier one of the same agent, not the other agent's
+    assert page.locator(f"input[name=head][value='{ids[2]}']").is_checked()
+    assert page.locator(f"input[name=base][value='{ids[0]}']").is_checked()
+    page.get_by_role("button", name="Compare the two chosen").click()
+    page.locator("#farm-view-nav a", has_text="all sweeps").click()  # back from the comparison
+    expect(page.locator("#sweeps tbody tr")).to_have_count(3)
+    page.locator("a.sweep", has_text=ids[2]).click()  # the full report, with the way back and to the trends
+    expect(page).to_have_title("Agent test report · py:agent.py:respond")
+    page.locator("#farm-view-nav a", has_text="case trends").click()
+    page.locator("a.case", has_text="steady").click()
+    expect(page).to_have_title("Trends · agent-farm")
+    page.locator("#farm-view-nav a", has_text="all sweeps").click()
+    expect(page.locator("#sweeps tbody tr")).to_have_count(3)
+    assert errors == []

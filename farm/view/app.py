@@ -13,11 +13,14 @@ import asyncio
 import base64
 import binascii
 import hmac
+import html
 import ipaddress
 import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -93,9 +96,23 @@ def _loopback_host_middleware() -> Any:
     return check
 
 
-def _report(text: str) -> web.Response:
-    """One of the farm's self-contained HTML reports, under the policy its own meta tag states."""
+_BODY = re.compile(r"<body[^>]*>", re.IGNORECASE)
+
+
+def _report(text: str, *links: tuple[str, str]) -> web.Response:
+    """One of the farm's self-contained HTML reports, under the policy its own meta tag states, with
+    a line of links back into the view at its top (plain links: no style or script the policy refuses)."""
+    nav = " · ".join(f'<a href="{html.escape(href)}">{html.escape(label)}</a>'
+                     for href, label in (("/", "← all sweeps"), *links))
+    found = _BODY.search(text)
+    if found is not None:
+        text = f'{text[:found.end()]}<nav id="farm-view-nav">{nav}</nav>{text[found.end():]}'
     return web.Response(text=text, content_type="text/html", headers={"Content-Security-Policy": _framed(REPORT_CSP)})
+
+
+async def favicon(request: web.Request) -> web.Response:
+    """No icon (and no 404 in every page's log)."""
+    return web.Response(status=204)
 
 
 def _page(request: web.Request, page: str, title: str, status: int = 200, **data: Any) -> web.Response:
@@ -128,17 +145,29 @@ async def index(request: web.Request) -> web.Response:
     except FarmError as exc:
         return _page(request, "index", "Sweeps", 400, error=exc.message, sweeps=[], f=chosen, statuses=STATUSES)
     return _page(request, "index", "Sweeps", sweeps=sweeps, f=chosen, statuses=STATUSES,
-                 filtered=any(asdict(chosen).values()))
+                 filtered=any(asdict(chosen).values()), base_id=like_for_like_base(sweeps))
+
+
+def like_for_like_base(sweeps: list[Any]) -> str | None:
+    """The base preselected beside the newest sweep (the head): the newest earlier sweep of the same
+    agent and connector, so the default comparison compares like with like; else the second newest."""
+    if len(sweeps) < 2:
+        return None
+    head = sweeps[0]
+    same = next((s for s in sweeps[1:] if (s.agent, s.connector) == (head.agent, head.connector)), sweeps[1])
+    return str(same.sweep_id)
 
 
 async def sweep(request: web.Request) -> web.Response:
     sweep_id = request.match_info["sweep_id"]
-    found = await _read(request, lambda data: data.sweep(sweep_id))
+    figures = request.query.get("figures") == "1"  # the history's figures, each case linked to its trend
+    found = await _read(request, lambda data: data.sweep(sweep_id, figures=figures))
     if found is None:
         return _page(request, "error", "Not found", 404, error=f"no recorded sweep {sweep_id!r}")
     if found.report_html is not None:
-        return _report(found.report_html)
-    return _page(request, "sweep", f"Sweep {found.info.sweep_id}", s=found.info, cases=found.cases)
+        return _report(found.report_html, (f"/sweeps/{quote(sweep_id, safe='')}?figures=1", "case trends"))
+    return _page(request, "sweep", f"Sweep {found.info.sweep_id}", s=found.info, cases=found.cases,
+                 has_report=figures)
 
 
 async def compare(request: web.Request) -> web.Response:
@@ -183,6 +212,7 @@ def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: st
     app.on_response_prepare.append(_security_headers)
     app[DATA_KEY] = data
     app[LAYOUT_KEY] = {"live": bool(data.broker), "flower": flower_url.rstrip("/") if flower_url else None}
-    app.add_routes([web.get("/", index), web.get("/sweeps/{sweep_id}", sweep), web.get("/compare", compare),
+    app.add_routes([web.get("/", index), web.get("/favicon.ico", favicon), web.get("/sweeps/{sweep_id}", sweep),
+                    web.get("/compare", compare),
                     web.get("/case", case), web.get("/live", live), web.get("/api/live", live_json)])
     return app

@@ -82,14 +82,16 @@ class ViewData:
     def sweeps(self, chosen: SweepFilter) -> list[SweepInfo]:
         return self._with_store(chosen.read)
 
-    def sweep(self, sweep_id: str) -> SweepPage | None:
+    def sweep(self, sweep_id: str, *, figures: bool = False) -> SweepPage | None:
+        """The sweep's full report (its journal on disk), else (or with ``figures``) the history's
+        figures of its cases."""
         def read(store: HistoryStore) -> SweepPage | None:
             from farm.history.trends import case_points
 
             info = store.sweep(sweep_id)
             if info is None:
                 return None
-            report = _report_html(info)
+            report = None if figures else _report_html(info)
             if report is not None:
                 return SweepPage(info, report, [])
             points = case_points(store.engine, [info])

@@ -43,7 +43,7 @@ _INDEX = """<form class="filters" method="get" action="/">
 <table id="sweeps"><thead><tr><th>base</th><th>head</th><th>sweep</th><th>started</th><th>status</th><th>agent</th>
 <th>cases</th><th>passed</th><th>failed</th><th>flaky</th><th>pass rate</th><th>tags</th></tr></thead><tbody>
 {% for s in sweeps %}<tr>
-<td><input type="radio" name="base" value="{{ s.sweep_id }}"{% if loop.index == 2 %} checked{% endif %}></td>
+<td><input type="radio" name="base" value="{{ s.sweep_id }}"{% if s.sweep_id == base_id %} checked{% endif %}></td>
 <td><input type="radio" name="head" value="{{ s.sweep_id }}"{% if loop.first %} checked{% endif %}></td>
 <td><a class="sweep" href="/sweeps/{{ s.sweep_id | urlencode }}">{{ s.sweep_id }}</a></td>
 <td>{{ s.started_at }}</td><td>{{ s.status }}</td><td>{{ s.agent or "" }}</td><td class="n">{{ s.total_cases }}</td>
@@ -56,8 +56,10 @@ _INDEX = """<form class="filters" method="get" action="/">
 
 _SWEEP = """<p>{{ s.status }} · {{ s.started_at }} · agent {{ s.agent or "-" }} ·
 {{ s.passed_cases }}/{{ s.total_cases }} cases passed · {{ "%.1f" | format(s.overall_pass_rate) }}% of runs</p>
+{% if has_report %}<p><a id="full-report" href="/sweeps/{{ s.sweep_id | urlencode }}">The full report</a> ·
+each case links to its trend across the recorded sweeps.</p>{% else %}
 <p class="muted">The run journal of this sweep is not on disk here{% if s.journal %} ({{ s.journal }}){% endif %}:
-these are the figures the history holds.</p>
+these are the figures the history holds.</p>{% endif %}
 <table id="cases"><thead><tr><th>case</th><th>runs</th><th>passed</th><th>pass rate</th><th>95% CI</th><th>label</th>
 </tr></thead><tbody>{% for c in cases %}<tr>
 <td><a class="case" href="/case?id={{ c.id | urlencode }}">{{ c.id }}</a></td><td class="n">{{ c.runs }}</td>
