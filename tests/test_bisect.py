@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from farm.bisect.probe import exact_pattern
 from farm.bisect.sequential import Sprt
 from farm.history.store import HistoryStore
+from farm.plan.batch import exact_pattern
 from tests.servers import ROOT
 from tests.simulated_bisect import trials
 
@@ -34,6 +34,11 @@ def respond(messages, context):
     if os.environ.get("FARM_TEST_SLOW"):
         import time
         time.sleep(float(os.environ["FARM_TEST_SLOW"]))
+    hold = os.environ.get("FARM_TEST_HOLD")  # past the first HOLD_AFTER calls, wait while the file exists
+    if hold and k > int(os.environ["FARM_TEST_HOLD_AFTER"]):
+        import time
+        while Path(hold).exists():
+            time.sleep(0.05)
     return "yes" if random.Random(f"{{os.environ['FARM_TEST_SEED']}}:{{P}}:{{k}}").random() < P else "no"
 '''
 
@@ -145,11 +150,18 @@ def test_the_worktrees_of_a_killed_bisect_are_removed_by_the_next_one_not_those_
     temp.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_TEST_SEED": "1", "FARM_TEST_DRAWS": str(draws),
            "FARM_DATA_DIR": str(tmp_path / "data"), "TMPDIR": str(temp)}
-    args = [sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "--", "-i", "suite.jsonl",
-            "-n", "py:agent.py:respond", "--parallel", "1", "--no-history"]
+    args = [sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "--runs", "5", "--",
+            "-i", "suite.jsonl", "-n", "py:agent.py:respond", "--parallel", "1", "--no-history"]
+    hold = tmp_path / "hold"
 
-    def start(slow: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(args, cwd=tmp_path / "repo", env=env | {"FARM_TEST_SLOW": slow},
+    def start(slow: str, held: bool = False) -> subprocess.Popen[str]:
+        extra = {"FARM_TEST_SLOW": slow}
+        if held:  # GOOD's 10 calls run; BAD's probe then waits in its worktree until the hold is lifted
+            (tmp_path / "held-draws").mkdir()
+            hold.touch()
+            extra |= {"FARM_TEST_HOLD": str(hold), "FARM_TEST_HOLD_AFTER": "10",
+                      "FARM_TEST_DRAWS": str(tmp_path / "held-draws")}
+        return subprocess.Popen(args, cwd=tmp_path / "repo", env=env | extra,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
     def until_probing(proc: subprocess.Popen[str]) -> str:
@@ -170,7 +182,7 @@ def test_the_worktrees_of_a_killed_bisect_are_removed_by_the_next_one_not_those_
     killed.wait(timeout=60)
     left = trees()
     assert left and all(path.startswith(str(temp)) for path in left)  # what a killed bisect leaves
-    live = start("0.5")  # slow: still probing when the next one starts
+    live = start("0", held=True)  # still probing (held) while the next one runs
     try:
         said = until_probing(live)
         assert f"removed {len(left)} worktree(s) an earlier farm bisect left when it was killed" in said
@@ -181,6 +193,7 @@ def test_the_worktrees_of_a_killed_bisect_are_removed_by_the_next_one_not_those_
         assert "removed" not in done.stderr
         assert trees() >= live_trees  # a live one's kept (it may have added one since)
     finally:
+        hold.unlink(missing_ok=True)
         os.killpg(live.pid, signal.SIGTERM)
         live.communicate(timeout=300)
     assert trees() == set() and list(temp.iterdir()) == []

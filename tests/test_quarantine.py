@@ -231,6 +231,19 @@ def test_suggest_lists_the_cases_flaky_over_the_last_sweeps(tmp_path: Path) -> N
     assert wide.exit_code == 0, wide.output
     assert "2 cases flaky over the last 4 sweeps" in wide.output and "  was: 35/40" in wide.output
     assert farm("quarantine", "suggest", "--history", url, "--last", "0").exit_code == 2
+    # the TOML it prints pastes as it is: read back, its entries name exactly the suggested cases
+    import tomllib
+
+    from farm.quarantine.entries import read_entries
+
+    pasted = wide.output[wide.output.index("[[quarantine]]"):]
+    assert len(tomllib.loads(pasted)["quarantine"]) == 2
+    (tmp_path / "farm-quarantine.toml").write_text(pasted)
+    entries = read_entries(tmp_path / "farm-quarantine.toml")
+    assert [e.owner for e in entries] == ["set-me", "set-me"]
+    for case_id in ("wobbly", "was", "wobbly2", "xwas"):
+        named = [e for e in entries if e.matches(case_id)]
+        assert len(named) == (1 if case_id in ("wobbly", "was") else 0), case_id  # exactly, not as a substring
 
 
 def test_review_lists_recovered_expired_and_unmatched_entries(tmp_path: Path) -> None:
@@ -324,3 +337,16 @@ def test_a_quarantined_regression_does_not_make_the_nightly_regress(tmp_path: Pa
         assert run_nightly(store, expired, NightlySettings()).regressed
     finally:
         store.close()
+
+
+def test_a_typo_in_an_entrys_case_is_warned_at_farm_test_time(tmp_path: Path) -> None:
+    suite = project(tmp_path / "p", quality={"wobbly": 1.0, "steady": 1.0}, until=None)
+    (tmp_path / "p" / "farm-quarantine.toml").write_text(
+        '[[quarantine]]\ncase = "wobly"\nowner = "ana"\nuntil = 2099-12-31\n'
+        '[[quarantine]]\ncase = "gone-*"\nowner = "bo"\nuntil = 2099-12-31\n'
+        '[[quarantine]]\ncase = "zzz-elsewhere"\nowner = "cy"\nuntil = 2099-12-31\n')
+    result = sweep(suite, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (f"{tmp_path / 'p' / 'farm-quarantine.toml'}:1: quarantine case 'wobly' names no case of this sweep; "
+            "did you mean 'wobbly'?") in result.output
+    assert "gone-*" not in result.output and "zzz-elsewhere" not in result.output  # no near id: not a typo

@@ -26,7 +26,7 @@ from tests.servers import ROOT, stop_process, wait_for_port
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SERVER = re.compile(r"^python (examples/servers/\w+\.py) --port (\d+)(.*?)\s*&?\s*(#.*)?$")
-PLACEHOLDER = re.compile(r"(?<![$\w])[A-Z][A-Z_]{2,}\b(?!=)")
+PLACEHOLDER = re.compile(r"(?<![${\w])[A-Z][A-Z_]{2,}\b(?!=)")  # ${NAME:-…} is a variable, not one
 NOT_HERE = ("--broker", "docker", "redis-server", "farm worker", "./.ci/run", "kubectl",
             "examples/local-llm")  # a real model's server: tests/test_local_llm.py runs that example
 

@@ -259,7 +259,7 @@ def test_reports_lead_back_cases_link_their_trends_and_the_default_pair_compares
         new = {j.stem for j in (project / "data" / "journals").glob("*.jsonl")} - set(ids)
         ids.append(new.pop())
     url = start_view()
-    with urllib.request.urlopen(url + "/favicon.ico") as icon:  # noqa: S310 (our own server)
+    with urllib.request.urlopen(url + "/favicon.ico") as icon:  # our own server
         assert icon.status == 204
     page = browser.new_context().new_page()
     errors = _watch(page)

@@ -19,19 +19,7 @@ from pathlib import Path
 from farm.bisect.git import Worktrees
 from farm.errors import FarmRuntimeError
 from farm.models import SweepReport
-
-_GLOB = "*?["
-
-
-def exact_pattern(case_id: str) -> str:
-    """A ``-k`` glob matching ``case_id`` only (``-k`` alone matches substrings): glob characters
-    bracketed, and one other character made a one-letter class so the pattern is a glob."""
-    escaped = [f"[{ch}]" if ch in _GLOB else ch for ch in case_id]
-    if not any(ch in _GLOB for ch in case_id):
-        i = next((i for i, ch in enumerate(case_id) if ch not in "!]"), None)
-        if i is not None:
-            escaped[i] = f"[{case_id[i]}]"
-    return "".join(escaped)
+from farm.plan.batch import exact_pattern
 
 
 class ProbeError(FarmRuntimeError):

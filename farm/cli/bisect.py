@@ -90,9 +90,11 @@ class _Run:
         from farm.bisect.sequential import Sprt, smoothed
 
         ends: tuple[tuple[str, Verdict], ...] = ((self.good, "good"), (self.bad, "bad"))
-        reports = [_end_report(runner, self.good, self.bad, self.options.runs)]
-        reports.append(runner.report(self.bad, self.options.runs))
-        for (sha, verdict), report in zip(ends, reports, strict=True):
+        reports = []
+        for sha, verdict in ends:  # each end said as soon as it is known
+            report = (_end_report(runner, self.good, self.bad, self.options.runs) if verdict == "good"
+                      else runner.report(sha, self.options.runs))
+            reports.append(report)
             passed, runs = pooled(report, [c.id for c in report.results])
             self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
             click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)

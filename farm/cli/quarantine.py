@@ -7,6 +7,7 @@ case. Both exit 0 (they advise); bad input exits 2.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import click
 from farm.cli.history import history_option
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
+from farm.quarantine.entries import FILE_NAME
+from farm.quarantine.marks import today_utc
 
 DEFAULT_SUGGEST_LAST = 10
 DEFAULT_REVIEW_LAST = 5
@@ -48,6 +51,10 @@ def _figures(e: Any) -> str:
             f"over {e.sweeps} sweeps, flaky in {e.flaky_sweeps}; needs {e.requirement:g}%")
 
 
+SUGGESTED_DAYS = 14
+"""``until`` of a suggested entry: a quarantine is a fortnight's grace, not a home."""
+
+
 def run_suggest(history: str | None, last: int, tag: str | None, as_json: bool) -> int:
     from farm.history.quarantine_evidence import suggest
 
@@ -59,7 +66,20 @@ def run_suggest(history: str | None, last: int, tag: str | None, as_json: bool) 
     click.echo(f"{len(found)} cases flaky over the last {sweeps} sweeps" + (":" if found else ""))
     for e in found:
         click.echo(f"  {e.case_id}: {_figures(e)}")
+    if found:
+        click.echo(f"\n# ready to paste into {FILE_NAME} (set each owner; until: {SUGGESTED_DAYS} days from today)")
+        click.echo(_toml(found, today_utc() + dt.timedelta(days=SUGGESTED_DAYS)))
     return int(ExitCode.OK)
+
+
+def _toml(found: list[Any], until: dt.date) -> str:
+    """``[[quarantine]]`` entries matching exactly these cases (a glob naming one id: ``case`` is
+    matched as ``-k`` is, a substring otherwise); strings in TOML's basic form (JSON's escapes)."""
+    from farm.plan.batch import exact_pattern
+
+    return "\n".join(f"[[quarantine]]\ncase = {json.dumps(exact_pattern(e.case_id))}\n"
+                     f"owner = \"set-me\"\nreason = {json.dumps('flaky: ' + _figures(e))}\n"
+                     f"until = {until.isoformat()}\n" for e in found)
 
 
 def _entries(path: str | None, quarantine_file: str | None) -> list[Any]:
@@ -77,7 +97,7 @@ def run_review(path: str | None, quarantine_file: str | None, history: str | Non
                as_json: bool) -> int:
     from farm.history.quarantine_evidence import every_case_quarantined, review
     from farm.quarantine.entries import EntryIndex
-    from farm.quarantine.marks import EVERY_CASE, today_utc
+    from farm.quarantine.marks import EVERY_CASE
 
     index = EntryIndex(_entries(path, quarantine_file))
     entries, today = index.entries, today_utc()

@@ -160,7 +160,8 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     otel = otel or OtelFlags()
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
         prepared = prepare_sweep(settings, read=read)
-    attach_quarantine(prepared, quarantine)  # a bad entry is exit 2 before anything runs
+    attach_quarantine(prepared, quarantine,  # a bad entry is exit 2 before anything runs; a typo is said
+                      lambda line: say(err, f"farm: warning: {line}"))
     specs = prepared.specs  # what follows takes these, never ``settings`` whole
     if estimate_workers is not None and specs.extras.listing is None:  # --estimate: nothing else runs
         from farm.cli.estimate import run_estimate

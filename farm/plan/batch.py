@@ -65,6 +65,18 @@ matches_pattern = _matches
 """Whether a case id matches a `-k` pattern (a substring, or a glob when it has * ? [)."""
 
 
+def exact_pattern(case_id: str) -> str:
+    """A ``-k`` glob matching ``case_id`` only (``-k`` alone matches substrings): glob characters
+    bracketed, and one other character made a one-letter class so the pattern is a glob (farm
+    bisect's probes, ``farm quarantine suggest``'s entries)."""
+    escaped = [f"[{ch}]" if ch in "*?[" else ch for ch in case_id]
+    if not any(ch in "*?[" for ch in case_id):
+        i = next((i for i, ch in enumerate(case_id) if ch not in "!]"), None)
+        if i is not None:
+            escaped[i] = f"[{case_id[i]}]"
+    return "".join(escaped)
+
+
 def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
     """``-k``: the cases whose id matches any pattern (substring, or glob when it has ``*?[``)."""
     if not patterns:
@@ -240,5 +252,5 @@ class BatchPlanner:
 
 __all__ = [
     "BatchPlan", "BatchPlanner", "CaseKeeper", "PlanParts", "PlanSpec", "ReadCounter", "SelectionCounts",
-    "select_cases",
+    "exact_pattern", "select_cases",
 ]

@@ -6,11 +6,13 @@ nightly sweep whose report a worker builds marks its cases exactly as ``farm tes
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from farm.quarantine.entries import EntryIndex, project_file, read_entries
+from farm.quarantine.entries import Entry, EntryIndex, project_file, read_entries
 
 METADATA_KEY = "quarantine"
 
@@ -29,24 +31,51 @@ def _entries_for(source: str, given: EntryIndex | None) -> EntryIndex:
     return _project_entries(project_file(Path(source))) if source else _NONE
 
 
-def quarantine_plan(prepared: Any, quarantine_file: str | None) -> dict[str, dict[str, Any]]:
+def quarantine_plan(prepared: Any, quarantine_file: str | None,
+                    warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Case id → entry for the prepared sweep's quarantined cases (each case with its own
-    project's file, or every case with ``--quarantine FILE``); InputError on a bad file."""
+    project's file, or every case with ``--quarantine FILE``); InputError on a bad file. ``warn``
+    hears of an entry that names no case while a case id is close to it (a typo)."""
     _project_entries.cache_clear()  # a file edited between two sweeps of one process is read again
     given = EntryIndex(read_entries(Path(quarantine_file))) if quarantine_file else None
     found: dict[str, dict[str, Any]] = {}
     sources = [str(f) for f in prepared.loaded.files] or [str(prepared.loaded.root)]
     if given is None and not any(project_file(Path(s)).is_file() for s in sources):
         return found  # no file: the cases are not decoded for nothing
+    indexes: dict[int, EntryIndex] = {}
+    matched: set[int] = set()
+    ids: list[str] = []
     for planned in prepared.plan.cases:
-        entry = _entries_for(planned.case.source, given).first(planned.id)
+        index = _entries_for(planned.case.source, given)
+        indexes[id(index)] = index
+        ids.append(planned.id)
+        entry = index.first(planned.id)
         if entry is not None:
             found[planned.id] = entry.describe()
+            matched.add(id(entry))
+    if warn is not None:
+        for index in indexes.values():
+            for line in _typos([e for e in index.entries if id(e) not in matched], ids):
+                warn(line)
     return found
 
 
-def attach_quarantine(prepared: Any, quarantine_file: str | None) -> None:
+def _typos(unmatched: list[Entry], ids: list[str]) -> list[str]:
+    """An entry naming no case whose ``case`` (not a glob) is close to a case id: a typo, said at once
+    (``farm quarantine review`` says "names no case" too, but later)."""
+    lines = []
+    for entry in unmatched:
+        if any(ch in entry.case for ch in "*?["):
+            continue
+        close = difflib.get_close_matches(entry.case, ids, n=1, cutoff=0.8)
+        if close:
+            lines.append(f"{entry.file}:{entry.line}: quarantine case {entry.case!r} names no case of this sweep; "
+                         f"did you mean {close[0]!r}?")
+    return lines
+
+
+def attach_quarantine(prepared: Any, quarantine_file: str | None, warn: Callable[[str], None] | None = None) -> None:
     """Put the entries in ``prepared.plan.metadata`` (nothing when no case is quarantined)."""
-    found = quarantine_plan(prepared, quarantine_file)
+    found = quarantine_plan(prepared, quarantine_file, warn)
     if found:
         prepared.plan.metadata[METADATA_KEY] = found
