@@ -172,7 +172,8 @@ def start_reconciler(sender: Any = None, **_: Any) -> None:
         return
     vt = SETTINGS.visibility_timeout_s
     reconciler = Reconciler(lambda: get_store(SETTINGS.store_url, SETTINGS.result_ttl_s), app,
-                            visibility_timeout_s=vt, interval_s=reconcile_interval(visibility_timeout_s=vt))
+                            visibility_timeout_s=vt,
+                            interval_s=reconcile_interval(visibility_timeout_s=vt, result_ttl_s=SETTINGS.result_ttl_s))
     _reconcilers.append(reconciler)
     reconciler.start()
 

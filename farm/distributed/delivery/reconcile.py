@@ -2,7 +2,8 @@
 
 One pass over a sweep (``reconcile_sweep``), in this order:
 
-1. Finished (report stored) or gone: take it off the in-flight set.
+1. Finished (report stored) or gone: take it off the in-flight set. Else its keys get a full TTL
+   again once half of it has run down (``SweepStore.keep_alive``): a sweep in flight never expires.
 2. Plan never stored whole (no publish cursor) and no publisher: close it ``abandoned``.
 3. Stopped (cancel, fail-fast, budget…): close it with what ran once it has been idle a while
    (at once when ``close_stopped``: ``farm results`` on a stopped sweep answers at once).
@@ -52,6 +53,7 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
     if sweep is None:
         store.forget_sweep(sid)
         return "gone"
+    store.keep_alive(sid)  # in flight: its keys outlive FARM_RESULT_TTL
     delivery = Delivery.from_env(visibility_timeout_s, sweep.max_case_timeout_s)
     cursor = store.cursor(sid)
     if cursor is None:

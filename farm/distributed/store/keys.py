@@ -187,6 +187,13 @@ def sweep_keys(sweep_id: str) -> list[str]:
             index_key(sweep_id)]
 
 
+def lived_keys(sweep_id: str) -> list[str]:
+    """The sweep's fixed keys that live as long as its data (``sweep_keys`` less its two leases,
+    which expire on their own): what ``SweepStore.keep_alive`` gives a full TTL again."""
+    leases = {publisher_key(sweep_id), reconciler_key(sweep_id)}
+    return [key for key in sweep_keys(sweep_id) if key not in leases]
+
+
 def fleet_limit_key(limit_key: str) -> str:
     return f"{PREFIX}fleet:limit:{fleet_name(limit_key)}"
 

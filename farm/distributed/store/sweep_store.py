@@ -356,6 +356,25 @@ class SweepStore(PlanStore, ProgressStore):
     def cases_done(self, sweep_id: str) -> set[str]:
         return {str(c) for c in self.client.smembers(keys.cases_done_key(sweep_id))}
 
+    def keep_alive(self, sweep_id: str, *, chunk: int = 1000) -> bool:
+        """A sweep in flight outlives FARM_RESULT_TTL (SPEC 26): once half of its plan's TTL has
+        run down, every key of the sweep (plan, barriers, runs stored, stream…) gets a full TTL
+        again. One PTTL a call (a reconcile pass), the refresh one EXPIRE per key, pipelined, at
+        most every half TTL. True when it refreshed."""
+        left_ms = int(self.client.pttl(keys.sweep_key(sweep_id)))
+        if left_ms < 0 or left_ms > self.ttl * 500:  # gone (-2), kept for good (-1), or fresh enough
+            return False
+        names = keys.lived_keys(sweep_id)
+        for slot in self.plan_slots(sweep_id):
+            names.append(keys.settled_key(sweep_id, slot.id))
+            names += (keys.run_key(sweep_id, slot.id, n) for n in range(1, slot.runs + 1))
+        for first in range(0, len(names), chunk):
+            pipe = self.client.pipeline(transaction=False)
+            for name in names[first:first + chunk]:
+                pipe.expire(name, self.ttl)
+            pipe.execute()
+        return True
+
     def in_flight_ids(self) -> list[str]:
         return [str(s) for s in self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1)]
 
