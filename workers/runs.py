@@ -86,6 +86,8 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         return _record(sweep_id, case_id, run, status="dropped", reason="sweep or case not found (expired?)")
     runs = planned.plan.runs
     begun = store.begin_run(sweep_id, case_id, run, holder(store), again=again)
+    if begun.duplicate:  # a live worker process has this run in flight: it settles it (SPEC 26: paid once)
+        return _record(sweep_id, case_id, run, status="dropped", reason="in flight on another worker")
     stop = begun.stop
     if begun.stored:  # a redelivery of a run that finished: do not call the agent again
         existing = store.get_run(sweep_id, case_id, run)

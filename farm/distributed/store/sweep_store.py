@@ -86,6 +86,15 @@ def _markers(found: dict[str, str]) -> dict[str, float]:
     return {field: _begun(value) for field, value in found.items() if field != keys.SENTINEL}
 
 
+def marker_holder(marker: str) -> str | None:
+    """The heartbeat token of the worker process that began a run (``BEGIN_RUN_LUA``), if any."""
+    try:
+        found = json.loads(marker)
+    except ValueError:
+        return None
+    return str(found["h"]) if isinstance(found, dict) and found.get("h") else None
+
+
 class SweepStore(PlanStore, ProgressStore):
     """Reads and writes sweeps in one Redis database (the plan: ``farm.distributed.store.plans``)."""
 
@@ -321,6 +330,23 @@ class SweepStore(PlanStore, ProgressStore):
     def running(self, sweep_id: str) -> dict[str, float]:
         """Runs begun and not settled: field → epoch begun (a dead worker's stay until settled)."""
         return _markers(self.client.hgetall(keys.running_key(sweep_id)))
+
+    def held_runs(self, sweep_id: str) -> dict[str, tuple[float, bool]]:
+        """Runs begun and not settled: field → (epoch begun, whether the worker process that began
+        it is alive: its heartbeat key is there). One HGETALL and one pipelined EXISTS per holder."""
+        found = {f: v for f, v in self.client.hgetall(keys.running_key(sweep_id)).items() if f != keys.SENTINEL}
+        holders = {field: marker_holder(value) for field, value in found.items()}
+        distinct = sorted({h for h in holders.values() if h})
+        pipe = self.client.pipeline(transaction=False)
+        for holder in distinct:
+            pipe.exists(keys.worker_alive_key(holder))
+        alive = {h for h, exists in zip(distinct, pipe.execute() if distinct else [], strict=True) if exists}
+        return {field: (_begun(found[field]), holders[field] in alive) for field in found}
+
+    def published_epoch(self, sweep_id: str) -> float:
+        """The sweep's activity key: written when a batch is published (or republished, or a run
+        dropped), so no run published so far went out after it."""
+        return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
 
     def attempts(self, sweep_id: str) -> dict[str, str]:
         """The ``attempts`` hash as stored (see ``farm.distributed.store.keys``)."""
