@@ -22,7 +22,9 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:report          string: the SweepReport JSON (SET NX)
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
-    farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
+    farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens, the
+                                    dearest call per limit key
+    farm:sweep:{id}:budget-probe:{key} string: the call probing a limit key's cost (expires)
     farm:sweep:{id}:published       counter: the publish cursor, runs published in plan order
                                     (present once the whole plan is stored)
     farm:sweep:{id}:publisher       string: the publisher's lease (a token, expiring unless renewed)
@@ -123,6 +125,11 @@ def stop_key(sweep_id: str) -> str:
 
 def budget_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:budget"
+
+
+def budget_probe_key(sweep_id: str, limit_key: str) -> str:
+    """The claim of the one call probing a limit key's cost (``farm.fleet.budget.Budget.estimate``)."""
+    return f"{budget_key(sweep_id)}-probe:{fleet_name(limit_key)}"
 
 
 def decided_key(sweep_id: str) -> str:
