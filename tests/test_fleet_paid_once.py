@@ -10,8 +10,12 @@ the agent (the red team: 25-31 of 200 runs paid twice at ``*=8/s,3conc``).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from farm.distributed.store import keys
+from farm.distributed.store.sweep_store import SweepStore, connect
 from tests.fleet_agents import usage_server
 from tests.fleet_project import report_of, write_suite
 
@@ -36,3 +40,17 @@ def test_runs_waiting_for_a_slot_or_in_the_queue_past_their_lease_are_called_onc
         assert report["summary"]["total_runs"] == 8
         assert server.calls == 8, f"{server.calls} calls for 8 runs; republished in {republished} passes"
         assert republished == 0, [line for w in workers for line in w.text().splitlines() if "again" in line]
+
+
+def test_a_copy_is_a_duplicate_only_while_a_live_workers_run_may_be_in_flight(redis_server, redis_client) -> None:
+    """The copy of a run a live worker process holds is dropped (the holder settles it), unless
+    the marker is older than the run may stay in flight: then the holder lost it (a requeue after a
+    Redis fault), the reconciler published it again, and this copy is the one that runs."""
+    store = SweepStore(connect(redis_server))
+    redis_client.set(keys.worker_alive_key("alive"), "1")
+    assert not store.begin_run("d1", "c", 1, "alive", again=False).duplicate
+    assert store.begin_run("d1", "c", 1, "other", held_s=60).duplicate
+    assert store.begin_run("d1", "c", 1, "other").duplicate  # no horizon given: in flight for ever
+    time.sleep(0.3)
+    late = store.begin_run("d1", "c", 1, "other", held_s=0.2)
+    assert not late.duplicate and late.deaths == 0  # its holder lives: no death counted either

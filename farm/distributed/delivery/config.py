@@ -69,6 +69,12 @@ class Delivery:
         quiet = min(visibility_timeout_s, lease, MAX_QUIET_S)
         return cls(lease, interval, publisher, batch, window, quiet)
 
+    def held_s(self, max_queue_wait_s: float) -> float:
+        """How long a run a live worker process took stays in flight: it may wait for its slots
+        (``--max-queue-wait``), then run its lease. Past it the reconciler publishes it again and a
+        copy is no duplicate (SPEC 26: waiting is never taken for a lost run)."""
+        return self.lease_s + max_queue_wait_s
+
     @property
     def publisher_lease_ms(self) -> int:
         return int(self.publisher_lease_s * 1000)

@@ -160,7 +160,7 @@ what is ahead of a message: rates vary (a 429 halves them), and waiting costs le
 def _horizons(store: SweepStore, app: Any, sweep: SweepPlan, delivery: Delivery, now: float, lost_after_s: float,
               held_alive: int) -> _Horizons:
     """``held_alive``: runs of the sweep held by live worker processes (within their horizon)."""
-    alive_s = delivery.lease_s + sweep.fleet.max_queue_wait_s  # as ``_lost``'s
+    alive_s = delivery.held_s(sweep.fleet.max_queue_wait_s)
     depth = _queue_depth(app, sweep.queue)
     untaken: float | None
     if depth is None:
@@ -234,7 +234,7 @@ def _lost(store: SweepStore, app: Any, sweep: SweepPlan, cases: list[CaseSlot], 
             continue  # not published yet
         for n in store.unsettled(sid, planned.id, min(planned.runs, cursor - first)):
             if horizons is None:
-                alive_s = delivery.lease_s + sweep.fleet.max_queue_wait_s
+                alive_s = delivery.held_s(sweep.fleet.max_queue_wait_s)
                 horizons = _horizons(store, app, sweep, delivery, now, lost_after_s, held_alive=sum(
                     1 for begun, alive in held.values() if alive and now - begun < alive_s))
                 published = store.published_epoch(sid)
