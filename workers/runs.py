@@ -67,8 +67,10 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
     ``again``: the message was delivered before or published again (its run may be stored already);
     a start over asks too, whatever ``again`` says (the run may have been stored before the refusal).
-    ``held_s``: how long a live worker's run of the sweep stays in flight (``Delivery.held_s``); a
-    copy delivered meanwhile is dropped (None: for ever).
+    ``held_s``: given for a run the farm published again (not a broker's redelivery: RabbitMQ
+    redelivers a killed consumer's messages at once, before its heartbeat expires), how long a live
+    worker's run of the sweep stays in flight (``Delivery.held_s``); a copy that finds the run in
+    flight on a live worker within it is dropped, the holder settles it. None: never dropped.
     """
     tries = 0
 
@@ -90,7 +92,7 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int, *, interr
     runs = planned.plan.runs
     begun = store.begin_run(sweep_id, case_id, run, holder(store), again=again,
                             held_s=None if held_s is None else held_s(sweep))
-    if begun.duplicate:  # a live worker process has this run in flight: it settles it (SPEC 26: paid once)
+    if begun.duplicate and held_s is not None:  # a live worker has this run in flight: it settles it (paid once)
         return _record(sweep_id, case_id, run, status="dropped", reason="in flight on another worker")
     stop = begun.stop
     if begun.stored:  # a redelivery of a run that finished: do not call the agent again

@@ -78,7 +78,8 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = Fa
         store = _store(self)
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
-                          fire=_fire_aggregate, again=again or redelivered, held_s=_held_s)
+                          fire=_fire_aggregate, again=again or redelivered,
+                          held_s=_held_s if again and not redelivered else None)
         _top_up(self, store, sweep_id, int(outcome.get("sweep_settled", 0)))
         return outcome
     except _TRANSIENT as exc:
