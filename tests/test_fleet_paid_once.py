@@ -25,9 +25,9 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 def test_runs_waiting_for_a_slot_or_in_the_queue_past_their_lease_are_called_once(tmp_path, redis_client,
                                                                                   farm_worker, farm_cli) -> None:
     # one call every 3 s, leases of 2 s: between two calls the sweep is idle longer than a lease,
-    # with runs begun and waiting for their slot (4 threads) and runs still in the queue
+    # with runs begun and waiting for their slot (6 threads) and runs still in the queue
     env = {"FARM_LEASE": "2", "FARM_RECONCILE_INTERVAL": "0.5"}
-    workers = [farm_worker(queue="paid", concurrency=4, env=env)]
+    workers = [farm_worker(queue="paid", concurrency=6, env=env)]
     suite = write_suite(tmp_path, "w.jsonl", [{"id": "w", "input": "go"}])
     out = tmp_path / "w.json"
     with usage_server() as (served, server):

@@ -28,7 +28,8 @@ slot, or in a queue behind another sweep's backlog, were published again and pai
   Otherwise lost once it went out longer ago than the lease plus a horizon: twice the time the
   sweep's observed rate (runs settled a second) takes to get through the ``depth`` messages of
   its queue (of every sweep: a shared queue) and the runs live workers hold (a broker restart
-  that lost some messages among others). Redis and RabbitMQ both answer the depth.
+  that lost some messages among others). Redis and RabbitMQ both answer the depth; a broker
+  that cannot is given as long as a run a live worker took.
 
 A duplicate is harmless: a run is stored once (the settled bitfield and SET NX), aggregates and
 reports are idempotent. ``Reconciler`` is the thread every worker runs; a Redis lease per sweep
@@ -148,8 +149,8 @@ class _Horizons:
     """Taken by a worker process that died (its lease)."""
     alive_s: float
     """Taken by a live worker process: its slot waits, then its lease."""
-    untaken_s: float | None
-    """Taken by no worker, from its publication: None while it may still wait in the broker."""
+    untaken_s: float
+    """Taken by no worker, from its publication (or its last republication)."""
 
 
 HORIZON_MARGIN = 2.0
@@ -162,9 +163,9 @@ def _horizons(store: SweepStore, app: Any, sweep: SweepPlan, delivery: Delivery,
     """``held_alive``: runs of the sweep held by live worker processes (within their horizon)."""
     alive_s = delivery.held_s(sweep.fleet.max_queue_wait_s)
     depth = _queue_depth(app, sweep.queue)
-    untaken: float | None
-    if depth is None:
-        untaken = None
+    untaken: float
+    if depth is None:  # the broker cannot say: as long as a run a live worker took may take
+        untaken = lost_after_s + alive_s
     elif depth == 0 and not held_alive:  # nothing waits in the broker, no worker is busy with the sweep
         untaken = lost_after_s
     else:  # behind the queue's messages, or reserved by a worker behind the runs it holds
@@ -242,11 +243,11 @@ def _lost(store: SweepStore, app: Any, sweep: SweepPlan, cases: list[CaseSlot], 
             republished = float(attempts.get(f"{field}@", 0.0))
             if field in held:
                 begun, alive = held[field]
-                horizon: float | None = horizons.alive_s if alive else horizons.dead_s
+                horizon = horizons.alive_s if alive else horizons.dead_s
                 seen = max(begun, republished)
             else:
                 horizon, seen = horizons.untaken_s, max(published, republished)
-            if horizon is not None and now - seen >= horizon:
+            if now - seen >= horizon:
                 resend.append((planned, n))
     return resend, lost_aggregates
 
