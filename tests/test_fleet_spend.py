@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -52,23 +54,37 @@ def test_one_call_probes_a_keys_cost_for_the_whole_fleet(redis_server, redis_cli
 
 
 @pytest.mark.slow
-def test_a_fleet_spends_no_more_than_its_budget_at_a_steady_price(tmp_path, redis_client, farm_worker,
-                                                                  farm_cli) -> None:
-    for _ in range(2):
-        farm_worker(queue="steady", concurrency=3)
+def test_a_worker_that_joins_late_does_not_probe_past_the_budget(tmp_path, redis_client, farm_worker,
+                                                                 farm_cli) -> None:
+    """The red team's 11 calls for $0.10 at $0.01: a worker process whose first call came when the
+    budget was all reserved probed at $0 all the same. Worker B is held (SIGSTOP) until worker A's
+    tenth call is in flight, then let go: its first call must reserve what A's cost."""
+    early = farm_worker(queue="late", concurrency=1)
+    late = farm_worker(queue="late", concurrency=1)
+    os.kill(late.process.pid, signal.SIGSTOP)
     suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(3)])
     out = tmp_path / "r.json"
-    with usage_server(delay_s=0.2) as (served, server):
+    with usage_server(delay_s=3.0) as (served, server):
         agent = served.url + "/agent"
-        done = farm_cli.run("test", "-i", str(suite), "-n", agent, "--runs", "20", "--budget", "0.10",
-                            "--broker", farm_cli.broker, "--queue", "steady", "--no-history", "--no-progress",
-                            "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent))}, timeout=240)
-        assert done.returncode == 4, done.stderr
+        sweep = farm_cli.popen("test", "-i", str(suite), "-n", agent, "--runs", "10", "--budget", "0.10",
+                               "--broker", farm_cli.broker, "--queue", "late", "--no-history", "--no-progress",
+                               "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent))})
+        try:
+            # spent $0.09 and $0.01 reserved by the call in flight: the whole budget is taken
+            wait_for(lambda: server.calls >= 10 and server.in_flight >= 1, 180, "worker A's tenth call")
+            os.kill(late.process.pid, signal.SIGCONT)
+            _stdout, stderr = sweep.communicate(timeout=300)
+        finally:
+            os.kill(late.process.pid, signal.SIGCONT)
+            if sweep.poll() is None:
+                sweep.kill()
+                sweep.wait()
+        assert sweep.returncode == 4, stderr
         report = report_of(out)
-        assert server.calls <= 10, server.calls  # $0.01 a call
-        assert report["metadata"]["budget"]["spent_usd"] == pytest.approx(0.01 * server.calls)
-        assert report["metadata"]["budget"]["spent_usd"] <= 0.10 + 1e-9
-        assert report["summary"]["cost_usd"] == pytest.approx(0.01 * server.calls)
+        assert server.calls == 10, f"{server.calls} calls for a $0.10 budget at $0.01 a call"
+        assert report["metadata"]["budget"]["spent_usd"] == pytest.approx(0.10)
+        assert report["summary"]["cost_usd"] == pytest.approx(0.10)
+    assert early.process.poll() is None
 
 
 @pytest.mark.slow
