@@ -14,7 +14,7 @@ from typing import Any
 
 from farm.distributed.delivery.config import Delivery
 from farm.distributed.store import keys
-from farm.distributed.store.sweep_store import marker_holder
+from farm.distributed.store.lifetimes import marker_holder
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from farm.distributed.store.answers import RunStart as RunStart
 from farm.distributed.store.answers import Settled as Settled
 from farm.distributed.store.answers import SweepProgress as SweepProgress
 from farm.distributed.store.answers import Tally as Tally
+from farm.distributed.store.lifetimes import LifetimeStore, begun_epoch
 from farm.distributed.store.lua import (
     BEGIN_RUN_LUA,
     CASE_HEAD_BITS,
@@ -73,29 +74,12 @@ NEVER = 2**31
 """A planned-runs count no case reaches: the barrier's cases-done look is skipped."""
 
 
-def _begun(marker: str) -> float:
-    """The epoch a running marker was set (``BEGIN_RUN_LUA``)."""
-    try:
-        return float(json.loads(marker)["t"])
-    except (ValueError, KeyError, TypeError):
-        return 0.0
-
-
 def _markers(found: dict[str, str]) -> dict[str, float]:
     """The running hash's runs (its sentinel left out): field → epoch begun."""
-    return {field: _begun(value) for field, value in found.items() if field != keys.SENTINEL}
+    return {field: begun_epoch(value) for field, value in found.items() if field != keys.SENTINEL}
 
 
-def marker_holder(marker: str) -> str | None:
-    """The heartbeat token of the worker process that began a run (``BEGIN_RUN_LUA``), if any."""
-    try:
-        found = json.loads(marker)
-    except ValueError:
-        return None
-    return str(found["h"]) if isinstance(found, dict) and found.get("h") else None
-
-
-class SweepStore(PlanStore, ProgressStore):
+class SweepStore(PlanStore, ProgressStore, LifetimeStore):
     """Reads and writes sweeps in one Redis database (the plan: ``farm.distributed.store.plans``)."""
 
     def __init__(self, client: redis.Redis, *, ttl: int = DEFAULT_RESULT_TTL_S) -> None:
@@ -333,23 +317,6 @@ class SweepStore(PlanStore, ProgressStore):
         """Runs begun and not settled: field → epoch begun (a dead worker's stay until settled)."""
         return _markers(self.client.hgetall(keys.running_key(sweep_id)))
 
-    def held_runs(self, sweep_id: str) -> dict[str, tuple[float, bool]]:
-        """Runs begun and not settled: field → (epoch begun, whether the worker process that began
-        it is alive: its heartbeat key is there). One HGETALL and one pipelined EXISTS per holder."""
-        found = {f: v for f, v in self.client.hgetall(keys.running_key(sweep_id)).items() if f != keys.SENTINEL}
-        holders = {field: marker_holder(value) for field, value in found.items()}
-        distinct = sorted({h for h in holders.values() if h})
-        pipe = self.client.pipeline(transaction=False)
-        for holder in distinct:
-            pipe.exists(keys.worker_alive_key(holder))
-        alive = {h for h, exists in zip(distinct, pipe.execute() if distinct else [], strict=True) if exists}
-        return {field: (_begun(found[field]), holders[field] in alive) for field in found}
-
-    def published_epoch(self, sweep_id: str) -> float:
-        """The sweep's activity key: written when a batch is published (or republished, or a run
-        dropped), so no run published so far went out after it."""
-        return float(self.client.get(keys.activity_key(sweep_id)) or 0.0)
-
     def attempts(self, sweep_id: str) -> dict[str, str]:
         """The ``attempts`` hash as stored (see ``farm.distributed.store.keys``)."""
         return dict(self.client.hgetall(keys.attempts_key(sweep_id)))
@@ -383,25 +350,6 @@ class SweepStore(PlanStore, ProgressStore):
 
     def cases_done(self, sweep_id: str) -> set[str]:
         return {str(c) for c in self.client.smembers(keys.cases_done_key(sweep_id))}
-
-    def keep_alive(self, sweep_id: str, *, chunk: int = 1000) -> bool:
-        """A sweep in flight outlives FARM_RESULT_TTL (SPEC 26): once half of its plan's TTL has
-        run down, every key of the sweep (plan, barriers, runs stored, stream…) gets a full TTL
-        again. One PTTL a call (a reconcile pass), the refresh one EXPIRE per key, pipelined, at
-        most every half TTL. True when it refreshed."""
-        left_ms = int(self.client.pttl(keys.sweep_key(sweep_id)))
-        if left_ms < 0 or left_ms > self.ttl * 500:  # gone (-2), kept for good (-1), or fresh enough
-            return False
-        names = keys.lived_keys(sweep_id)
-        for slot in self.plan_slots(sweep_id):
-            names.append(keys.settled_key(sweep_id, slot.id))
-            names += (keys.run_key(sweep_id, slot.id, n) for n in range(1, slot.runs + 1))
-        for first in range(0, len(names), chunk):
-            pipe = self.client.pipeline(transaction=False)
-            for name in names[first:first + chunk]:
-                pipe.expire(name, self.ttl)
-            pipe.execute()
-        return True
 
     def in_flight_ids(self) -> list[str]:
         return [str(s) for s in self.client.zrange(keys.SWEEPS_IN_FLIGHT, 0, -1)]
