@@ -41,6 +41,7 @@ from farm.distributed.delivery.reconcile import Reconciler
 from farm.distributed.store.keys import report_latch_ttl
 from farm.distributed.store.sweep_store import SweepStore
 from farm.history.worker import record_finished_sweep
+from farm.plan.sweep_plan import SweepPlan
 from workers.app import SETTINGS, app
 from workers.context import CACHE, get_store
 from workers.finish import aggregate_case, report_sweep
@@ -77,7 +78,8 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = Fa
         store = _store(self)
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
-                          fire=_fire_aggregate, again=again or redelivered)
+                          fire=_fire_aggregate, again=again or redelivered,
+                          held_s=_held_s if again and not redelivered else None)
         _top_up(self, store, sweep_id, int(outcome.get("sweep_settled", 0)))
         return outcome
     except _TRANSIENT as exc:
@@ -90,6 +92,11 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = Fa
 def _delivery(max_case_timeout_s: float) -> Delivery:
     """A sweep's delivery settings, read from the environment once per case timeout, not per run."""
     return Delivery.from_env(SETTINGS.visibility_timeout_s, max_case_timeout_s)
+
+
+def _held_s(sweep: SweepPlan) -> float:
+    """How long a run a live worker process took stays in flight (``Delivery.held_s``)."""
+    return _delivery(sweep.max_case_timeout_s).held_s(sweep.fleet.max_queue_wait_s)
 
 
 def _top_up(task: Task, store: SweepStore, sweep_id: str, settled: int) -> None:
@@ -172,7 +179,8 @@ def start_reconciler(sender: Any = None, **_: Any) -> None:
         return
     vt = SETTINGS.visibility_timeout_s
     reconciler = Reconciler(lambda: get_store(SETTINGS.store_url, SETTINGS.result_ttl_s), app,
-                            visibility_timeout_s=vt, interval_s=reconcile_interval(visibility_timeout_s=vt))
+                            visibility_timeout_s=vt,
+                            interval_s=reconcile_interval(visibility_timeout_s=vt, result_ttl_s=SETTINGS.result_ttl_s))
     _reconcilers.append(reconciler)
     reconciler.start()
 

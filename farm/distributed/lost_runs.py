@@ -9,12 +9,12 @@ the progress stops a few runs short. ``farm status`` says so, and when they come
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from farm.distributed.delivery.config import Delivery
 from farm.distributed.store import keys
+from farm.distributed.store.lifetimes import marker_holder
 
 
 @dataclass(frozen=True)
@@ -26,18 +26,10 @@ class LostRuns:
     """When the reconciler publishes them again (the sweep idle for a whole lease), at the latest."""
 
 
-def _holder(raw: str) -> str | None:
-    try:
-        marker = json.loads(raw)
-    except ValueError:
-        return None
-    return str(marker["h"]) if isinstance(marker, dict) and marker.get("h") else None
-
-
 def lost_runs(store: Any, sweep_id: str, visibility_timeout_s: float) -> LostRuns | None:
     """The sweep's runs held by dead worker processes, or None when there are none."""
     markers = store.client.hgetall(keys.running_key(sweep_id))
-    holders = {field: _holder(raw) for field, raw in markers.items()}
+    holders = {field: marker_holder(raw) for field, raw in markers.items()}
     distinct = sorted({h for h in holders.values() if h})
     if not distinct:
         return None

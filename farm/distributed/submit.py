@@ -150,7 +150,8 @@ class CeleryExecutor(Executor):
     # ------------------------------------------------------------------ submitting
 
     def _delivery(self, plan: SweepPlan) -> Delivery:
-        return Delivery.from_env(self.settings.visibility_timeout_s, plan.max_case_timeout_s)
+        return Delivery.from_env(self.settings.visibility_timeout_s, plan.max_case_timeout_s,
+                                 result_ttl_s=self.settings.result_ttl_s)
 
     def _save(self, plan: SweepPlan) -> SweepPlan:
         plan = plan.model_copy(update={"queue": self.settings.queue, "started_at": utc_now()})
@@ -307,8 +308,7 @@ class CeleryExecutor(Executor):
             except CONNECTION_ERRORS:
                 continue
             if not self.store().exists(sweep_id):
-                raise BrokerError(f"{safe_url(self.broker_url)} came back without sweep {sweep_id} (restarted "
-                                  "without persistence?): the sweep is lost; submit it again")
+                raise BrokerError(self._gone(sweep_id, "came back without it (restarted without persistence?)"))
             return
         raise BrokerError(f"lost the connection to {safe_url(self.broker_url)} ({error}) and it did not come back "
                           f"within {self.settings.reconnect_timeout_s:g}s; the sweep may still finish on the workers: "
@@ -323,6 +323,11 @@ class CeleryExecutor(Executor):
             raise
         except Exception:
             log.debug("cannot reconcile sweep %s", sweep_id, exc_info=True)
+
+    def _gone(self, sweep_id: str, how: str) -> str:
+        """Why a sweep in flight cannot go on: its plan and results left the store."""
+        return (f"sweep {sweep_id} is gone: the store at {safe_url(self.store_url)} {how}; no worker can "
+                f"deliver it and `farm results` cannot re-attach: the sweep is lost; submit it again")
 
     def _tell_lost(self, sweep_id: str, watch: _Watch) -> None:
         """Runs a killed worker held make the bar stop short: say so, and when they come back."""
@@ -351,6 +356,9 @@ class CeleryExecutor(Executor):
             if full is not None:
                 raise BrokerError(f"{full}; sweep {sweep.sweep_id} resumes when memory returns "
                                   f"(`farm results {sweep.sweep_id}` re-attaches)")
+            if not self.store().exists(sweep.sweep_id):  # never "the workers keep delivering it" then
+                raise BrokerError(self._gone(sweep.sweep_id, "lost its keys (flushed, restarted without "
+                                             "persistence, or expired with nothing alive to keep them)"))
             self._tell_lost(sweep.sweep_id, watch)
             if consumers(self.app, sweep.queue):
                 watch.no_worker_since = None

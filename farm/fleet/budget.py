@@ -87,6 +87,20 @@ class BudgetBackend(Protocol):
 
     async def state(self, sweep_id: str) -> BudgetState: ...
 
+    async def dearest(self, sweep_id: str, key: str) -> float | None:
+        """The dearest call of ``key`` settled so far by any process of the sweep (None: none yet)."""
+        ...
+
+    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> bool:
+        """Become the one call of ``key`` that probes its cost (for ``ttl_s`` at most: a prober that
+        dies lets another probe); False while another probes."""
+        ...
+
+    async def learn(self, sweep_id: str, key: str, usd: float | None) -> None:
+        """A call of ``key`` settled at ``usd`` (None: unknown, or never sent): the dearest so far
+        is at least that, and the probe is over."""
+        ...
+
 
 class LocalBudgetBackend:
     """Budgets of the sweeps run in this process (thread-safe)."""
@@ -94,6 +108,8 @@ class LocalBudgetBackend:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[str, BudgetState] = {}
+        self._dearest: dict[tuple[str, str], float] = {}
+        self._probing: set[tuple[str, str]] = set()
 
     async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
         with self._lock:
@@ -118,6 +134,23 @@ class LocalBudgetBackend:
             found = self._states.get(sweep_id, BudgetState())
             return replace(found)
 
+    async def dearest(self, sweep_id: str, key: str) -> float | None:
+        with self._lock:
+            return self._dearest.get((sweep_id, key))
+
+    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> bool:
+        with self._lock:  # one process: a prober cannot die without this process (no expiry needed)
+            if (sweep_id, key) in self._probing:
+                return False
+            self._probing.add((sweep_id, key))
+            return True
+
+    async def learn(self, sweep_id: str, key: str, usd: float | None) -> None:
+        with self._lock:
+            self._probing.discard((sweep_id, key))
+            if usd is not None and usd > 0:
+                self._dearest[(sweep_id, key)] = max(usd, self._dearest.get((sweep_id, key), 0.0))
+
 
 PROBE_POLL_S = 0.02
 """How often a call whose cost cannot be estimated yet looks whether its key's probe settled."""
@@ -126,22 +159,27 @@ PROBE_POLL_S = 0.02
 class Budget:
     """One sweep's budget over a backend.
 
-    A call reserves at least the dearest call of its key settled so far in this process (a
-    connector's ``max_tokens`` bounds its most; without one, only this bounds it). A call that states
-    no tokens at all (an HTTP agent) reserves that estimate, and until one has settled, the key's
-    calls go one at a time (the first is the probe; the others wait for a slot, which is queueing,
-    not running): 32 calls in flight at once can no longer each reserve $0 and overspend 4x. The
-    bound: spend <= budget + what the calls in flight cost beyond their reservations, so with costs
-    that do not grow, spend <= budget; no call starts once the budget cannot cover its estimate.
+    A call reserves at least the dearest call of its key settled so far by the sweep, in any
+    process of the fleet (a connector's ``max_tokens`` bounds its most; without one, only this
+    bounds it). A call that states no tokens at all (an HTTP agent) reserves that estimate, and
+    until one has settled, the key's calls go one at a time fleet-wide (the first is the probe; the
+    others wait for a slot, which is queueing, not running): 32 calls in flight at once can no
+    longer each reserve $0 and overspend 4x, nor can each worker process probe at $0 (issue 37: 11
+    calls for a $0.10 budget at $0.01). The bound: spend <= budget + what the calls in flight cost
+    beyond their reservations, so with costs that do not grow, spend <= budget; no call starts
+    once the budget cannot cover its estimate.
     """
 
-    def __init__(self, backend: BudgetBackend, sweep_id: str, limit: BudgetLimit) -> None:
+    def __init__(self, backend: BudgetBackend, sweep_id: str, limit: BudgetLimit, *,
+                 probe_ttl_s: float = 660.0) -> None:
         self.backend = backend
         self.sweep_id = sweep_id
         self.limit = limit
+        self.probe_ttl_s = probe_ttl_s
+        """How long a probe may stay unsettled before another call probes (its prober died)."""
         self._lock = threading.Lock()
         self._dearest: dict[str, float] = {}
-        self._probing: set[str] = set()
+        """What this process learned (costs that do not grow need no round trip once known)."""
 
     async def estimate(self, key: str, *, probe: bool = True, max_wait_s: float = math.inf) -> float:
         """What a call of ``key`` of unknown most cost reserves: the dearest settled so far; before
@@ -153,25 +191,28 @@ class Budget:
         give_up = time.monotonic() + max_wait_s
         while True:
             with self._lock:
-                if key in self._dearest:
-                    return self._dearest[key]
-                if not probe:
-                    return 0.0
-                if key not in self._probing:
-                    self._probing.add(key)
-                    return 0.0
+                known = self._dearest.get(key)
+            if known is not None:
+                return known
+            shared = await self.backend.dearest(self.sweep_id, key)
+            if shared is not None:
+                with self._lock:
+                    self._dearest[key] = max(shared, self._dearest.get(key, 0.0))
+                return shared
+            if not probe or await self.backend.claim_probe(self.sweep_id, key, self.probe_ttl_s):
+                return 0.0
             if time.monotonic() > give_up:
                 raise QueueWaitError(f"budget: no estimate of a call of {key!r} within --max-queue-wait "
                                      f"{max_wait_s:g}s (its first call has not settled)")
             await asyncio.sleep(PROBE_POLL_S)
 
-    def learn(self, key: str, usd: float | None) -> None:
-        """A call of ``key`` settled at ``usd``: later estimates are at least that (an unknown or
-        free call teaches nothing; the next call probes again)."""
-        with self._lock:
-            self._probing.discard(key)
-            if usd is not None and usd > 0:
+    async def learn(self, key: str, usd: float | None) -> None:
+        """A call of ``key`` settled at ``usd``: later estimates are at least that, fleet-wide (an
+        unknown or free call teaches nothing; the next call probes again)."""
+        if usd is not None and usd > 0:
+            with self._lock:
                 self._dearest[key] = max(usd, self._dearest.get(key, 0.0))
+        await self.backend.learn(self.sweep_id, key, usd)
 
     async def reserve(self, usd: float, tokens: int) -> Reservation:
         """Reserve a call's most.

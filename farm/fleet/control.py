@@ -179,7 +179,7 @@ class FleetLease:
             if self.reservation is not None and self.scope.budget is not None:
                 tokens = parsed.total_tokens if parsed is not None else None
                 if self.estimated:
-                    self.scope.budget.learn(self.key, cost)
+                    await self.scope.budget.learn(self.key, cost)
                 await self.scope.budget.settle(self.reservation, cost, tokens)
             if self.scope.meter is not None and status is not None:
                 self.scope.meter.add(self.role, parsed, cost)
@@ -225,7 +225,7 @@ class FleetLimiter:
     @staticmethod
     async def _give_back(lease: FleetLease) -> None:
         if lease.estimated and lease.scope.budget is not None:
-            lease.scope.budget.learn(lease.key, None)  # never sent: the next call probes
+            await lease.scope.budget.learn(lease.key, None)  # never sent: the next call probes
         if lease.reservation is not None and lease.scope.budget is not None:
             await lease.scope.budget.settle(lease.reservation, 0.0, 0)  # never sent: nothing spent
 

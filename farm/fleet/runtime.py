@@ -125,7 +125,8 @@ class FleetRuntime:
         self.table = table
         self.limiter = SelectiveLimiter(FleetLimiter(rate_limiter, plan.price_of), table, frozenset(plan.metered),
                                         everything=plan.budget is not None)
-        self.budget = Budget(budgets, sweep.sweep_id, plan.budget) if plan.budget is not None else None
+        self.budget = (Budget(budgets, sweep.sweep_id, plan.budget, probe_ttl_s=policy.lease_ttl_s)
+                       if plan.budget is not None else None)
         self.verdicts = verdicts if plan.judge_cache else None
         self.replay = ReplayStore(Path(plan.replay.directory), plan.replay.mode) if plan.replay else None
         self.unmetered = frozenset(plan.unmetered)

@@ -65,17 +65,24 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
     sid = sweep.sweep_id
     if store.has_report(sid):
         return False
+    budget, unkept_usd = budget_figures(store, sweep)  # what a budgeted sweep spent (SPEC 13)
     built = finish_sweep(
         sweep, store.all_stats(sid), case_ids=store.case_ids(sid), started_at=sweep.started_at,
         duration_ms=max(time.time() - store.submitted_epoch(sid), 0.0) * 1000,
-        stopped=store.stop_reason(sid), status=status, reason=reason,
-        budget=budget_figures(store, sweep),  # what a budgeted sweep spent (SPEC 13)
+        stopped=store.stop_reason(sid), status=status, reason=reason, budget=budget,
     )
+    if unkept_usd > 0 and built.summary.cost_usd is not None:  # paid calls no stored run kept (SPEC 26)
+        built.summary.cost_usd = _usd(built.summary.cost_usd + unkept_usd)
     # stored without run details (all_stats leaves them out); rendering reads them case by case
     stored = store.store_report(sid, built)
     if stored:
         _export(built)
     return stored
+
+
+def _usd(amount: float) -> float:
+    """A sum of float costs without its binary noise (0.42 + 0.08, not 0.5000000000000001)."""
+    return round(amount, 10)
 
 
 def _export(built: SweepReport) -> None:

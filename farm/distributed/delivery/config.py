@@ -5,7 +5,9 @@
                             A sweep quiet for ``quiet_s`` (the visibility timeout, at most 30 s) with
                             nothing running and nothing waiting in its queue has lost its unsettled
                             runs (a BRPOP cut off by a Redis restart): they go again then, sooner.
-    FARM_RECONCILE_INTERVAL seconds between a worker's reconcile passes (default: lease / 4, 1..30)
+    FARM_RECONCILE_INTERVAL seconds between a worker's reconcile passes (default: lease / 4, 1..30;
+                            never more than a quarter of FARM_RESULT_TTL: a pass keeps the sweep's
+                            keys alive, ``SweepStore.keep_alive``)
     FARM_PUBLISHER_LEASE    seconds a publisher's lease lasts unless renewed (default 30)
     FARM_PUBLISH_BATCH      runs per published batch, after which the cursor advances (default 500;
                             a publishing turn's first batch is at most 50: workers start sooner)
@@ -56,29 +58,43 @@ class Delivery:
 
     @classmethod
     def from_env(cls, visibility_timeout_s: float, max_case_timeout_s: float,
-                 env: Mapping[str, str] | None = None) -> Delivery:
+                 env: Mapping[str, str] | None = None, *, result_ttl_s: float | None = None) -> Delivery:
         env = os.environ if env is None else env
         lease = _number(env, "FARM_LEASE") or (visibility_timeout_s + max_case_timeout_s)
-        interval = _number(env, "FARM_RECONCILE_INTERVAL") or min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4))
+        interval = _within_ttl(_number(env, "FARM_RECONCILE_INTERVAL")
+                               or min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4)), result_ttl_s)
         publisher = _number(env, "FARM_PUBLISHER_LEASE") or DEFAULT_PUBLISHER_LEASE_S
         batch = max(1, int(_number(env, "FARM_PUBLISH_BATCH") or DEFAULT_PUBLISH_BATCH))
         window = max(1, int(_number(env, "FARM_PUBLISH_WINDOW") or DEFAULT_PUBLISH_WINDOW))
         quiet = min(visibility_timeout_s, lease, MAX_QUIET_S)
         return cls(lease, interval, publisher, batch, window, quiet)
 
+    def held_s(self, max_queue_wait_s: float) -> float:
+        """How long a run a live worker process took stays in flight: it may wait for its slots
+        (``--max-queue-wait``), then run its lease. Past it the reconciler publishes it again and a
+        copy is no duplicate (SPEC 26: waiting is never taken for a lost run)."""
+        return self.lease_s + max_queue_wait_s
+
     @property
     def publisher_lease_ms(self) -> int:
         return int(self.publisher_lease_s * 1000)
 
 
-def reconcile_interval(env: Mapping[str, str] | None = None, *, visibility_timeout_s: float) -> float:
+def _within_ttl(interval: float, result_ttl_s: float | None) -> float:
+    """A reconcile pass refreshes a sweep's keys once half their TTL has run down
+    (``SweepStore.keep_alive``): passes at most a quarter TTL apart come before the keys expire."""
+    return interval if result_ttl_s is None else min(interval, max(0.25, result_ttl_s / 4))
+
+
+def reconcile_interval(env: Mapping[str, str] | None = None, *, visibility_timeout_s: float,
+                       result_ttl_s: float | None = None) -> float:
     """How often a worker looks at the sweeps in flight (before it knows any sweep's timeouts)."""
     env = os.environ if env is None else env
     explicit = _number(env, "FARM_RECONCILE_INTERVAL")
     if explicit:
-        return explicit
+        return _within_ttl(explicit, result_ttl_s)
     lease = _number(env, "FARM_LEASE") or visibility_timeout_s
-    return min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4))
+    return _within_ttl(min(MAX_RECONCILE_INTERVAL_S, max(1.0, lease / 4)), result_ttl_s)
 
 
 __all__ = ["Delivery", "reconcile_interval"]

@@ -2,18 +2,34 @@
 
 One pass over a sweep (``reconcile_sweep``), in this order:
 
-1. Finished (report stored) or gone: take it off the in-flight set.
+1. Finished (report stored) or gone: take it off the in-flight set. Else its keys get a full TTL
+   again once half of it has run down (``SweepStore.keep_alive``): a sweep in flight never expires.
 2. Plan never stored whole (no publish cursor) and no publisher: close it ``abandoned``.
 3. Stopped (cancel, fail-fast, budget…): close it with what ran once it has been idle a while
    (at once when ``close_stopped``: ``farm results`` on a stopped sweep answers at once).
 4. Publish cursor short of the plan and no publisher holds the lease (it vanished, or left a
    full window to the workers): take the lease and publish the next window.
-5. Idle for a whole lease (no run started or settled, nothing published): every run neither
-   settled nor started within its lease is published again, its attempt counted; a complete
-   case never aggregated is aggregated, a sweep with every case aggregated gets its report.
-   Sooner when the sweep is merely quiet (``Delivery.quiet_s``) but nothing of it runs and its
-   queue is empty: then no run can be waiting anywhere, and the unsettled ones were lost (a
-   Redis restart cutting a BRPOP short) — waiting out a case timeout would only stall it.
+5. Idle for a whole lease (no run started or settled, nothing published): the runs that are
+   lost are published again, their attempts counted; a complete case never aggregated is
+   aggregated, a sweep with every case aggregated gets its report. Sooner when the sweep is
+   merely quiet (``Delivery.quiet_s``) but nothing of it runs and its queue is empty: then no
+   run can be waiting anywhere, and the unsettled ones were lost (a Redis restart cutting a
+   BRPOP short) — waiting out a case timeout would only stall it.
+
+What is lost (SPEC 11/26): waiting is never taken for it (issue 37: runs waiting for a rate-limit
+slot, or in a queue behind another sweep's backlog, were published again and paid twice).
+
+- A run a worker took (its marker) whose worker process died: lost once its lease ran out.
+- A run a live worker process holds: it may wait for its slots (``--max-queue-wait``) and then
+  run its lease; lost only past both (a thread stuck past every timeout).
+- A run no worker took has no lease: it waits in the broker. Lost at once (the pass's gate) when
+  the broker cannot hold it any more: its queue is empty (ready messages) and no live worker
+  holds a run of the sweep (a message a worker reserved waits behind the runs it holds).
+  Otherwise lost once it went out longer ago than the lease plus a horizon: twice the time the
+  sweep's observed rate (runs settled a second) takes to get through the ``depth`` messages of
+  its queue (of every sweep: a shared queue) and the runs live workers hold (a broker restart
+  that lost some messages among others). Redis and RabbitMQ both answer the depth; a broker
+  that cannot is given as long as a run a live worker took.
 
 A duplicate is harmless: a run is stored once (the settled bitfield and SET NX), aggregates and
 reports are idempotent. ``Reconciler`` is the thread every worker runs; a Redis lease per sweep
@@ -26,6 +42,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from farm.distributed.broker.queues import waiting_messages
@@ -52,6 +69,7 @@ def reconcile_sweep(store: SweepStore, app: Any, sweep_id: str, *, visibility_ti
     if sweep is None:
         store.forget_sweep(sid)
         return "gone"
+    store.keep_alive(sid)  # in flight: its keys outlive FARM_RESULT_TTL
     delivery = Delivery.from_env(visibility_timeout_s, sweep.max_case_timeout_s)
     cursor = store.cursor(sid)
     if cursor is None:
@@ -111,11 +129,51 @@ def _nothing_anywhere(store: SweepStore, app: Any, queue: str, sid: str, now: fl
     sweep's messages there count too: then it may just be waiting its turn)."""
     if any(now - started < delivery.lease_s for started in store.running(sid).values()):
         return False
+    return _queue_depth(app, queue) == 0
+
+
+def _queue_depth(app: Any, queue: str) -> int | None:
+    """Messages ready in the queue (of every sweep on it); None when the broker cannot say."""
     try:
-        return waiting_messages(app, [queue]).get(queue, 0) == 0
-    except Exception:  # the broker cannot say: wait for the whole lease instead
+        return waiting_messages(app, [queue]).get(queue, 0)
+    except Exception:  # the broker cannot say: whoever asks waits instead
         log.debug("cannot count the messages in queue %s", queue, exc_info=True)
-        return False
+        return None
+
+
+@dataclass(frozen=True)
+class _Horizons:
+    """How long an unsettled run may go without a sign of life before it counts as lost."""
+
+    dead_s: float
+    """Taken by a worker process that died (its lease)."""
+    alive_s: float
+    """Taken by a live worker process: its slot waits, then its lease."""
+    untaken_s: float
+    """Taken by no worker, from its publication (or its last republication)."""
+
+
+HORIZON_MARGIN = 2.0
+"""The untaken horizon is this many times the time the sweep's observed rate takes to get through
+what is ahead of a message: rates vary (a 429 halves them), and waiting costs less than paying twice."""
+
+
+def _horizons(store: SweepStore, app: Any, sweep: SweepPlan, delivery: Delivery, now: float, lost_after_s: float,
+              held_alive: int) -> _Horizons:
+    """``held_alive``: runs of the sweep held by live worker processes (within their horizon)."""
+    alive_s = delivery.held_s(sweep.fleet.max_queue_wait_s)
+    depth = _queue_depth(app, sweep.queue)
+    untaken: float
+    if depth is None:  # the broker cannot say: as long as a run a live worker took may take
+        untaken = lost_after_s + alive_s
+    elif depth == 0 and not held_alive:  # nothing waits in the broker, no worker is busy with the sweep
+        untaken = lost_after_s
+    else:  # behind the queue's messages, or reserved by a worker behind the runs it holds
+        elapsed = now - store.submitted_epoch(sweep.sweep_id)
+        settled = store.settled_total(sweep.sweep_id)
+        rate = settled / elapsed if settled and elapsed > 0 else 1.0 / delivery.lease_s
+        untaken = lost_after_s + delivery.lease_s + HORIZON_MARGIN * (depth + held_alive) / rate
+    return _Horizons(lost_after_s, alive_s, untaken)
 
 
 _TOKEN = new_token()
@@ -134,7 +192,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delive
     sweep = store.load_sweep(sid)
     if sweep is None:
         return "gone"
-    resend, lost_aggregates = _lost(store, sid, cases, cursor, now, lost_after_s)
+    resend, lost_aggregates = _lost(store, app, sweep, cases, delivery, cursor, now, lost_after_s)
     aggregated = 0
     for full in store.load_cases(sid, lost_aggregates):
         aggregate(store, sweep, full, final=True)
@@ -153,13 +211,17 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delive
     return f"aggregated {aggregated}" if aggregated else "waiting"
 
 
-def _lost(store: SweepStore, sid: str, cases: list[CaseSlot], cursor: int, now: float, lost_after_s: float
-          ) -> tuple[list[tuple[CaseSlot, int]], list[str]]:
-    """The runs published (before ``cursor``) but neither settled nor running (nor published
-    again) within ``lost_after_s``, and the complete cases whose aggregate was lost."""
+def _lost(store: SweepStore, app: Any, sweep: SweepPlan, cases: list[CaseSlot], delivery: Delivery, cursor: int,
+          now: float, lost_after_s: float) -> tuple[list[tuple[CaseSlot, int]], list[str]]:
+    """The runs published (before ``cursor``), not settled, and lost (see the module's docstring;
+    ``lost_after_s`` is the lease of a dead worker's run), and the complete cases whose aggregate
+    was lost."""
+    sid = sweep.sweep_id
     counts = store.settled_counts(sid, [c.id for c in cases])
     done = store.cases_done(sid)
-    running, attempts = store.running(sid), store.attempts(sid)
+    held, attempts = store.held_runs(sid), store.attempts(sid)
+    horizons: _Horizons | None = None  # asked of the broker only when some run is unsettled
+    published = 0.0
     resend: list[tuple[CaseSlot, int]] = []
     lost_aggregates: list[str] = []
     offset = 0
@@ -172,9 +234,20 @@ def _lost(store: SweepStore, sid: str, cases: list[CaseSlot], cursor: int, now: 
         if first >= cursor:
             continue  # not published yet
         for n in store.unsettled(sid, planned.id, min(planned.runs, cursor - first)):
+            if horizons is None:
+                alive_s = delivery.held_s(sweep.fleet.max_queue_wait_s)
+                horizons = _horizons(store, app, sweep, delivery, now, lost_after_s, held_alive=sum(
+                    1 for begun, alive in held.values() if alive and now - begun < alive_s))
+                published = store.published_epoch(sid)
             field = keys.run_field(planned.id, n)
-            seen = max(running.get(field, 0.0), float(attempts.get(f"{field}@", 0.0)))
-            if now - seen >= lost_after_s:
+            republished = float(attempts.get(f"{field}@", 0.0))
+            if field in held:
+                begun, alive = held[field]
+                horizon = horizons.alive_s if alive else horizons.dead_s
+                seen = max(begun, republished)
+            else:
+                horizon, seen = horizons.untaken_s, max(published, republished)
+            if now - seen >= horizon:
                 resend.append((planned, n))
     return resend, lost_aggregates
 

@@ -1,8 +1,10 @@
 """A distributed sweep's budget, shared by every worker: ``farm.fleet.budget`` in two Lua scripts.
 
-The hash ``farm:sweep:{id}:budget`` holds reserved and spent USD and tokens and the exhausted
-mark; checking and taking a reservation is one atomic script, so two workers can never both
-take the last of a budget. No library offers reserve-then-settle accounting on Redis, hence
+The hash ``farm:sweep:{id}:budget`` holds reserved and spent USD and tokens, the exhausted
+mark and the dearest call of each limit key settled so far (``dearest:{key}``: every process's
+estimate); checking and taking a reservation is one atomic script, so two workers can never both
+take the last of a budget. ``farm:sweep:{id}:budget-probe:{key}`` is the one call of a key that
+probes its cost before any settled, fleet-wide. No library offers reserve-then-settle accounting on Redis, hence
 the Lua (a dozen lines).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 from farm.distributed.fleet.client import LoopClients, script_arg
 from farm.distributed.store import keys
 from farm.fleet.budget import BudgetLimit, BudgetState, Reservation
+from farm.plan.rate_specs import fleet_name
 from farm.settings import DEFAULT_RESULT_TTL_S
 
 RESERVE_LUA = """
@@ -46,6 +49,19 @@ The negation is Python's: Lua's ``-tonumber('0')`` is ``-0``, which HINCRBY refu
 count would be sent as ``1e+15``), so a call that reserved nothing failed its settle."""
 
 
+LEARN_LUA = """
+local field = 'dearest:' .. ARGV[1]
+if tonumber(ARGV[2]) > 0 and tonumber(ARGV[2]) > (tonumber(redis.call('HGET', KEYS[1], field)) or 0) then
+  redis.call('HSET', KEYS[1], field, ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+end
+redis.call('DEL', KEYS[2])
+return 1
+"""
+"""KEYS: the budget hash, the key's probe claim; ARGV: the limit key's fleet name, the call's USD
+('0' when unknown or never sent), TTL. The dearest only grows; the probe is over either way."""
+
+
 class RedisBudgetBackend:
     """Sweeps' budgets in Redis, kept as long as the sweep's results (``FARM_RESULT_TTL``)."""
 
@@ -75,6 +91,21 @@ class RedisBudgetBackend:
             spent_tokens=int(found.get("spent_tokens", 0)), reserved_tokens=int(found.get("reserved_tokens", 0)),
             exhausted="exhausted" in found,
         )
+
+    async def dearest(self, sweep_id: str, key: str) -> float | None:
+        client = self.clients.client()
+        found = await self.clients.call(lambda: client.hget(keys.budget_key(sweep_id), f"dearest:{fleet_name(key)}"))
+        return None if found is None else float(found)
+
+    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> bool:
+        client = self.clients.client()
+        name = keys.budget_probe_key(sweep_id, key)
+        return bool(await self.clients.call(lambda: client.set(name, "1", nx=True, px=max(1, int(ttl_s * 1000)))))
+
+    async def learn(self, sweep_id: str, key: str, usd: float | None) -> None:
+        await self.clients.run_script(
+            LEARN_LUA, [keys.budget_key(sweep_id), keys.budget_probe_key(sweep_id, key)],
+            [fleet_name(key), repr(float(usd or 0.0)), self.ttl_s])
 
     async def aclose(self) -> None:
         await self.clients.aclose()

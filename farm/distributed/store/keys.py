@@ -22,7 +22,9 @@ the sweep's stream, which the submitter and ``farm results`` read.
     farm:sweep:{id}:report          string: the SweepReport JSON (SET NX)
     farm:sweep:{id}:report-latch    string: set-if-absent guard around enqueuing farm.report
     farm:sweep:{id}:stop            string: why runs not started yet are dropped (cancel, fail-fast)
-    farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens
+    farm:sweep:{id}:budget          hash: the sweep's budget: reserved and spent USD and tokens, the
+                                    dearest call per limit key
+    farm:sweep:{id}:budget-probe:{key} string: the call probing a limit key's cost (expires)
     farm:sweep:{id}:published       counter: the publish cursor, runs published in plan order
                                     (present once the whole plan is stored)
     farm:sweep:{id}:publisher       string: the publisher's lease (a token, expiring unless renewed)
@@ -125,6 +127,11 @@ def budget_key(sweep_id: str) -> str:
     return f"{sweep_key(sweep_id)}:budget"
 
 
+def budget_probe_key(sweep_id: str, limit_key: str) -> str:
+    """The claim of the one call probing a limit key's cost (``farm.fleet.budget.Budget.estimate``)."""
+    return f"{budget_key(sweep_id)}-probe:{fleet_name(limit_key)}"
+
+
 def decided_key(sweep_id: str) -> str:
     """Set of the cases an adaptive rule has decided: their runs not started yet are dropped."""
     return f"{sweep_key(sweep_id)}:decided"
@@ -185,6 +192,13 @@ def sweep_keys(sweep_id: str) -> list[str]:
             decided_key(sweep_id), published_key(sweep_id), publisher_key(sweep_id), reconciler_key(sweep_id),
             running_key(sweep_id), attempts_key(sweep_id), activity_key(sweep_id), settled_count_key(sweep_id),
             index_key(sweep_id)]
+
+
+def lived_keys(sweep_id: str) -> list[str]:
+    """The sweep's fixed keys that live as long as its data (``sweep_keys`` less its two leases,
+    which expire on their own): what ``SweepStore.keep_alive`` gives a full TTL again."""
+    leases = {publisher_key(sweep_id), reconciler_key(sweep_id)}
+    return [key for key in sweep_keys(sweep_id) if key not in leases]
 
 
 def fleet_limit_key(limit_key: str) -> str:

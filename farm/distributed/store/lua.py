@@ -68,10 +68,10 @@ local ok, marker = pcall(cjson.decode, redis.call('HGET', KEYS[3], ARGV[1]) or '
 if ok and type(marker) == 'table' then
   deaths = tonumber(marker['d']) or 0
   if marker['h'] ~= ARGV[2] then
-    if redis.call('EXISTS', ARGV[3] .. tostring(marker['h'])) == 1 then
-      duplicate = 1
-    else
+    if redis.call('EXISTS', ARGV[3] .. tostring(marker['h'])) == 0 then
       deaths = deaths + 1
+    elseif ARGV[7] == '' or tonumber(ARGV[4]) - (tonumber(marker['t']) or 0) < tonumber(ARGV[7]) then
+      duplicate = 1
     end
   end
 end
@@ -83,14 +83,16 @@ return {stop, stored, deaths, duplicate}
 """KEYS: stop key, run key, running hash; ARGV: the run's running field, this process's holder
 token, heartbeat key prefix, epoch now, '1' to ask whether the run is stored (a redelivered or
 republished message: a first delivery's run cannot be), '1' to read the stop key (the store
-caches it a moment per process: ``SweepStore.begin_run``). The common path is one HSETNX: the
+caches it a moment per process: ``SweepStore.begin_run``), the seconds a live holder's marker
+stays its run in flight ('' for ever: past them the holder lost the run, e.g. a requeue after a
+Redis fault, and the reconciler published it again). The common path is one HSETNX: the
 run's marker, ``{"t": started, "h": holder, "d": deaths}``, is its lease (for the reconciler),
 its sign of life (``SweepStore.last_activity``) and its crash record (``workers.crashes``); the
 running hash is made with the plan, with its TTL, and never empties (``keys.SENTINEL``), so
 no per-run EXPIRE. A marker already there is read: of a dead holder, the run was in flight when
-that process died (deaths + 1); of a live holder elsewhere, a concurrent duplicate (left as it
-is). Returns (stop reason or '' (also when not read), 1 when the run is stored already, deaths, 1
-when duplicate)."""
+that process died (deaths + 1); of a live holder elsewhere within ARGV[7], a concurrent duplicate
+(left as it is: the caller drops its copy). Returns (stop reason or '' (also when not read), 1
+when the run is stored already, deaths, 1 when duplicate)."""
 
 STORE_RUN_LUA = _BARRIER + _OFFSET % 5 + """
 -- SET NX is the first write: while Redis refuses writes for memory the script stops here,

@@ -26,6 +26,7 @@ from farm.distributed.store.answers import RunStart as RunStart
 from farm.distributed.store.answers import Settled as Settled
 from farm.distributed.store.answers import SweepProgress as SweepProgress
 from farm.distributed.store.answers import Tally as Tally
+from farm.distributed.store.lifetimes import LifetimeStore, begun_epoch
 from farm.distributed.store.lua import (
     BEGIN_RUN_LUA,
     CASE_HEAD_BITS,
@@ -73,20 +74,12 @@ NEVER = 2**31
 """A planned-runs count no case reaches: the barrier's cases-done look is skipped."""
 
 
-def _begun(marker: str) -> float:
-    """The epoch a running marker was set (``BEGIN_RUN_LUA``)."""
-    try:
-        return float(json.loads(marker)["t"])
-    except (ValueError, KeyError, TypeError):
-        return 0.0
-
-
 def _markers(found: dict[str, str]) -> dict[str, float]:
     """The running hash's runs (its sentinel left out): field → epoch begun."""
-    return {field: _begun(value) for field, value in found.items() if field != keys.SENTINEL}
+    return {field: begun_epoch(value) for field, value in found.items() if field != keys.SENTINEL}
 
 
-class SweepStore(PlanStore, ProgressStore):
+class SweepStore(PlanStore, ProgressStore, LifetimeStore):
     """Reads and writes sweeps in one Redis database (the plan: ``farm.distributed.store.plans``)."""
 
     def __init__(self, client: redis.Redis, *, ttl: int = DEFAULT_RESULT_TTL_S) -> None:
@@ -180,20 +173,22 @@ class SweepStore(PlanStore, ProgressStore):
                 if text is not None:
                     yield RunResult.model_validate_json(str(text))
 
-    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str, *, again: bool = True) -> RunStart:
+    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str, *, again: bool = True,
+                  held_s: float | None = None) -> RunStart:
         """A worker begins a run, in one round trip: its marker set (its lease starts now, the sweep
         is alive; ``holder`` is the worker process's heartbeat token, so a later delivery can tell
         whether it died with the run in flight), the stop reason and, when ``again`` (a redelivered
         or republished message), whether the run is stored already. The stop reason is read at most
         every ``STOP_FRESH_S`` per sweep in this process (a stop is final: once seen, kept; one
-        this process sets is seen at once). ``store_run`` or ``settle`` clears the marker."""
+        this process sets is seen at once). ``store_run`` or ``settle`` clears the marker. A live
+        holder's marker younger than ``held_s`` (None: any) makes this a duplicate (``RunStart``)."""
         seen = self._stops.get(sweep_id)
         now = time.monotonic()
         read = seen is None or (seen[1] is None and now - seen[0] >= STOP_FRESH_S)
         stop, stored, deaths, duplicate = self._begin_run(
             keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id)],
             args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), time.time(),
-                  "1" if again else "0", "1" if read else "0"])
+                  "1" if again else "0", "1" if read else "0", "" if held_s is None else repr(float(held_s))])
         if read:
             self._seen_stop(sweep_id, stop or None, now)
         else:

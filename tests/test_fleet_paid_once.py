@@ -1,0 +1,56 @@
+"""Nothing is paid twice (issue 37, item 4; SPEC 11/26 amended): a run that waits in the queue or
+for a rate-limit slot is not a lost run, so with no fault no run's agent is called twice. Real
+redis-server, real ``farm worker`` processes, an HTTP agent that counts its calls.
+
+Before, the reconciler took a run for lost once its sweep had been idle a whole lease
+(``FARM_LEASE``) and the run had been neither settled nor begun that long: a run still in the
+queue, or begun and waiting for its rate-limit slot, was published again, and both copies called
+the agent (the red team: 25-31 of 200 runs paid twice at ``*=8/s,3conc``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from farm.distributed.store import keys
+from farm.distributed.store.sweep_store import SweepStore, connect
+from tests.fleet_agents import usage_server
+from tests.fleet_project import report_of, write_suite
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+def test_runs_waiting_for_a_slot_or_in_the_queue_past_their_lease_are_called_once(tmp_path, redis_client,
+                                                                                  farm_worker, farm_cli) -> None:
+    # one call every 3 s, leases of 2 s: between two calls the sweep is idle longer than a lease,
+    # with runs begun and waiting for their slot (6 threads) and runs still in the queue
+    env = {"FARM_LEASE": "2", "FARM_RECONCILE_INTERVAL": "0.5"}
+    workers = [farm_worker(queue="paid", concurrency=6, env=env)]
+    suite = write_suite(tmp_path, "w.jsonl", [{"id": "w", "input": "go"}])
+    out = tmp_path / "w.json"
+    with usage_server() as (served, server):
+        done = farm_cli.run("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "8", "--rate-limit",
+                            "*=20/m,1conc", "--broker", farm_cli.broker, "--queue", "paid", "--no-history",
+                            "--no-progress", "-o", str(out), env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        report = report_of(out)
+        republished = sum(w.text().count("published again") for w in workers)
+        assert report["summary"]["total_runs"] == 8
+        assert server.calls == 8, f"{server.calls} calls for 8 runs; republished in {republished} passes"
+        assert republished == 0, [line for w in workers for line in w.text().splitlines() if "again" in line]
+
+
+def test_a_copy_is_a_duplicate_only_while_a_live_workers_run_may_be_in_flight(redis_server, redis_client) -> None:
+    """The copy of a run a live worker process holds is dropped (the holder settles it), unless
+    the marker is older than the run may stay in flight: then the holder lost it (a requeue after a
+    Redis fault), the reconciler published it again, and this copy is the one that runs."""
+    store = SweepStore(connect(redis_server))
+    redis_client.set(keys.worker_alive_key("alive"), "1")
+    assert not store.begin_run("d1", "c", 1, "alive", again=False).duplicate
+    assert store.begin_run("d1", "c", 1, "other", held_s=60).duplicate
+    assert store.begin_run("d1", "c", 1, "other").duplicate  # no horizon given: in flight for ever
+    time.sleep(0.3)
+    late = store.begin_run("d1", "c", 1, "other", held_s=0.2)
+    assert not late.duplicate and late.deaths == 0  # its holder lives: no death counted either
