@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from farm.models import JsonValue
+from farm.models import JsonValue, ToolCall
 
 
 @dataclass(frozen=True)
@@ -49,3 +49,6 @@ class CheckContext:
     neuro_san_compat: bool = False
     """Compare ``less``/``greater`` the way neuro-san's code does (actual > given for less)."""
     judges: JudgeResolver | None = field(default=None, compare=False)
+    trajectory: list[ToolCall] | None = field(default=None, compare=False)
+    """The run's tool calls so far, every answered turn's (the executor appends to it): what
+    trajectory checks read; None: the reply's own calls."""

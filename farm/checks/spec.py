@@ -15,6 +15,8 @@ from typing import Any
 
 from farm.checks.extract import JSON_TYPES, compile_path, json_type_name
 from farm.checks.script import resolve_script
+from farm.checks.tool_spec import Issue, tool_called_issues, tool_check_issues, tool_check_validator
+from farm.checks.trajectory import TRAJECTORY_CHECKS
 from farm.models import Assertion, StockTest
 
 __all__ = [
@@ -29,12 +31,9 @@ __all__ = [
     "suggest",
 ]
 
-Issue = tuple[str, str]
-"""``(key path, message)``: one thing wrong, located inside its case."""
-
 YAO_TYPES = (
     "equals", "contains", "not_contains", "regex", "type", "json_path",
-    "script", "agent", "tool_called", "tool_result",
+    "script", "agent", "tool_called", "tool_result", *TRAJECTORY_CHECKS,
 )  # fmt: skip
 """Every Yao assertion ``type``."""
 
@@ -251,30 +250,6 @@ def _judge_option_issues(options: Any, at: str) -> list[Issue]:
     return issues
 
 
-def _check_tool_called(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
-    if "value" not in raw:
-        return []
-    value, at = raw["value"], f"{where}.value"
-    if isinstance(value, list):
-        if not value:
-            return [(at, "an empty list names no tool")]
-        return [issue for i, item in enumerate(value) for issue in _tool_spec_issues(item, f"{at}[{i}]")]
-    return _tool_spec_issues(value, at)
-
-
-def _tool_spec_issues(value: Any, at: str) -> list[Issue]:
-    if isinstance(value, str):
-        return [] if value.strip() else [(at, "empty tool name")]
-    if not isinstance(value, dict):
-        return [(at, f"must be a tool name, a list of names or {{name, arguments}}, got {json_type_name(value)}")]
-    issues = [(f"{at}.{k}", "unknown key (expected name, arguments)") for k in value if k not in ("name", "arguments")]
-    if not isinstance(value.get("name"), str) or not value["name"].strip():
-        issues.append((f"{at}.name", "missing: the tool name (a string)"))
-    if "arguments" in value and not isinstance(value["arguments"], dict):
-        issues.append((f"{at}.arguments", f"must be an object, got {json_type_name(value['arguments'])}"))
-    return issues
-
-
 def _check_tool_result(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
     if "value" not in raw:
         return []
@@ -305,16 +280,21 @@ _TYPE_VALIDATORS = {
     "json_path": _check_json_path,
     "script": _check_script,
     "agent": _check_agent,
-    "tool_called": _check_tool_called,
+    "tool_called": lambda raw, where, base_dir: tool_called_issues(raw, where),
     "tool_result": _check_tool_result,
+    **{kind: tool_check_validator(kind) for kind in TRAJECTORY_CHECKS},
 }
 
 
 # ------------------------------------------------------------------------- neuro-san responses
 
 
-def parse_response(raw: Any, where: str) -> tuple[list[StockTest], list[Issue]]:
-    """Validate an interaction's ``response`` block into ``StockTest``s (empty block: no tests)."""
+def parse_response(
+    raw: Any, where: str, tool_checks: list[Assertion] | None = None
+) -> tuple[list[StockTest], list[Issue]]:
+    """Validate an interaction's ``response`` block into ``StockTest``s (empty block: no tests);
+    its trajectory checks (``trajectory = {tools = [...], match = in_order}``, SPEC 21) go to
+    ``tool_checks`` as assertions on the run's tool calls."""
     if raw is None:
         return [], []
     if not isinstance(raw, dict):
@@ -323,8 +303,14 @@ def parse_response(raw: Any, where: str) -> tuple[list[StockTest], list[Issue]]:
     issues: list[Issue] = []
     for key, block in raw.items():
         at = f"{where}.{key}"
-        if key not in RESPONSE_KEYS:
-            issues.append((at, f"unknown key ({_one_of(RESPONSE_KEYS)}){suggest(key, RESPONSE_KEYS)}"))
+        if key in TRAJECTORY_CHECKS:
+            found = tool_check_issues(key, block, at)
+            issues += found
+            if not found and tool_checks is not None:
+                tool_checks.append(Assertion(type=key, value=block, has_value=True, where=at))
+        elif key not in RESPONSE_KEYS:
+            known = (*RESPONSE_KEYS, *TRAJECTORY_CHECKS)
+            issues.append((at, f"unknown key ({_one_of(known)}){suggest(key, known)}"))
         elif not isinstance(block, dict):
             issues.append((at, f"not a test block: expected an object of tests, got {json_type_name(block)}"))
         elif not block:

@@ -26,10 +26,12 @@ from farm.errors import AgentError, FaultKind
 from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.models.dynamic import TurnRecord
+from farm.models.trajectory import ToolCall
 from farm.models.usage import RunUsage
 from farm.run.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
 from farm.run.failures import classify_run
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
+from farm.stats.trajectory import recorded_calls
 from farm.suites.hooks import HookFailedError, RunHooks
 
 
@@ -114,6 +116,8 @@ class _RunState:
         """Set when a neuro-san test's budget (``farm.sweep.deadlines``) ends the run sooner: what was left."""
         self.usage = RunUsage()
         """Tokens of every answered turn (``farm.models.usage``)."""
+        self.trajectory: list[ToolCall] = []
+        """The tool calls of every answered turn, in order (SPEC 21): trajectory checks read it."""
 
     def limit(self, case: Case) -> str:
         """How a whole-run timeout is told: ``300s``, or what was left of the test's budget."""
@@ -156,22 +160,11 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
              turn: int) -> AgentContext:
     user_id, team_id = _identity(env, case.user, case.team)
     return AgentContext(
-        user_id=user_id,
-        team_id=team_id,
-        locale=env.locale,
-        client_type=env.client_type,
-        client_ip=env.client_ip,
-        referer=env.referer,
-        accept=env.accept,
-        case_id=case.id,
-        run=run,
-        turn=turn,
+        user_id=user_id, team_id=team_id, locale=env.locale, client_type=env.client_type,
+        client_ip=env.client_ip, referer=env.referer, accept=env.accept, case_id=case.id, run=run, turn=turn,
         chat_id=chat_id,
         metadata=case.metadata if env.metadata is None else {**env.metadata, **(case.metadata or {})},
-        sly_data=sly,
-        connector=env.connector,
-        options=case.options,
-        authorized=env.authorized,
+        sly_data=sly, connector=env.connector, options=case.options, authorized=env.authorized,
     )
 
 
@@ -245,6 +238,7 @@ async def _send_turn(
         raise _Outcome(RunStatus.ERROR, _NO_REPLY.model_copy())
     state.history = [*request.messages, _assistant_message(reply)]
     state.sly_data = _merge(sly, reply.sly_data)
+    state.trajectory.extend(reply.tool_calls)
     return reply
 
 
@@ -350,6 +344,7 @@ def _finish(result: RunResult, state: _RunState, start: float) -> None:
         result.queued_ms = round(queued_s * 1000, 3)
     result.retries = state.total_retries()
     state.usage.fill(result)
+    result.trajectory = recorded_calls(state.trajectory)
     if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
         result.failure_class, result.failed_turn = classify_run(result, state.turn)
 
@@ -370,9 +365,9 @@ async def execute_run(
     if case.skip:
         result.status = RunStatus.SKIPPED
         return result
-    ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
-                       neuro_san_compat=env.neuro_san_compat, judges=judges)
     state = _RunState(_first_chat_id(env, run))
+    ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
+                       neuro_san_compat=env.neuro_san_compat, judges=judges, trajectory=state.trajectory)
     hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
     hook_context = _context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None
     start = time.monotonic()

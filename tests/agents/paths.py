@@ -1,0 +1,45 @@
+"""An agent whose tool calls are fixed by the run index (the trajectory tests, SPEC 21).
+
+Over runs 1..10 it calls, and then answers "done":
+
+====  ================================  ====
+run   path                              note
+====  ================================  ====
+1-4   search → fetch → answer           search {"q": "rome"}
+5     search → answer
+6     search → answer                   search {"q": "paris"}
+7     fetch → search → answer
+8     search → fetch → fetch → answer
+9     (no call)
+10    search → delete → answer
+====  ================================  ====
+
+``respond_turns`` spreads a run's path over a two-turn case: the first call in turn 1, the rest
+in turn 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from farm.models import Reply, ToolCall
+
+PATHS = {
+    **{run: ["search", "fetch", "answer"] for run in range(1, 5)},
+    5: ["search", "answer"], 6: ["search", "answer"], 7: ["fetch", "search", "answer"],
+    8: ["search", "fetch", "fetch", "answer"], 9: [], 10: ["search", "delete", "answer"],
+}
+
+
+def calls(run: int) -> list[ToolCall]:
+    query = "paris" if run == 6 else "rome"
+    return [ToolCall(name=name, arguments={"q": query} if name == "search" else {}) for name in PATHS[run]]
+
+
+def respond(messages: list[dict[str, Any]], context: Any) -> Reply:
+    return Reply(text="done", tool_calls=calls(context.run))
+
+
+def respond_turns(messages: list[dict[str, Any]], context: Any) -> Reply:
+    made = calls(context.run)
+    return Reply(text=f"turn {context.turn}", tool_calls=made[:1] if context.turn == 1 else made[1:])

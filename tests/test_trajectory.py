@@ -1,0 +1,167 @@
+"""Trajectories (SPEC 21): an agent whose tool calls are fixed by the run index
+(``tests/agents/paths.py``) gives exact pass counts for every match mode and the other trajectory
+checks, exact ``trajectories`` / ``trajectory_consistency`` / ``divergence``, and each run's calls
+in its details, in process, from both suite formats; bad shapes exit 2 naming file, line and key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from farm.checks.spec import parse_assertions, parse_response
+from farm.stats.trajectory import divergence
+
+AGENT = "py:tests/agents/paths.py:respond"
+PATH = ["search", "fetch", "answer"]
+
+CHECKS: dict[str, tuple[dict[str, Any], int]] = {
+    # case id: (assertion, passing runs of 10) -- see the table in tests/agents/paths.py
+    "strict": ({"type": "trajectory", "value": {"tools": PATH, "match": "strict"}}, 4),
+    "in_order": ({"type": "trajectory", "value": {"tools": PATH, "match": "in_order"}}, 5),
+    "unordered": ({"type": "trajectory", "value": {"tools": PATH, "match": "unordered"}}, 5),
+    "subset": ({"type": "trajectory", "value": {"tools": PATH, "match": "subset"}}, 9),
+    "superset": ({"type": "trajectory", "value": {"tools": PATH, "match": "superset"}}, 6),
+    "in_order_args": ({"type": "trajectory", "value": {
+        "tools": [{"name": "search", "arguments": {"q": "rome"}}, "answer"], "match": "in_order"}}, 8),
+    "one_fetch": ({"type": "tool_count", "value": {"tool": "fetch", "min": 1, "max": 1}}, 5),
+    "at_most_3": ({"type": "tool_count", "value": {"tool": "*", "max": 3}}, 9),
+    "no_delete": ({"type": "not_tool_called", "value": "delete"}, 9),
+    "two_steps": ({"type": "max_steps", "value": 2}, 3),
+    "never": ({"type": "tool_count", "value": {"tool": "refund", "min": 1}}, 0),
+}
+
+
+def _sweep(farm_cli: Any, tmp_path: Path, suite: Path, agent: str = AGENT, *outs: str) -> dict[str, Any]:
+    args = ["test", "-i", str(suite), "-n", agent, "--runs", "10", "--no-progress", "--no-history",
+            "-o", str(tmp_path / "r.json")]
+    for out in outs:
+        args += ["-o", str(tmp_path / out)]
+    done = farm_cli.run(*args, local=True)
+    assert done.returncode == 1, done.stderr
+    return {case["id"]: case for case in json.loads((tmp_path / "r.json").read_text())["results"]}
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> tuple[dict[str, Any], Path]:
+    from tests.conftest import FarmCli
+
+    tmp_path = tmp_path_factory.mktemp("paths")
+    suite = tmp_path / "paths.jsonl"
+    suite.write_text("".join(json.dumps({"id": case, "input": "go", "assert": [check]}) + "\n"
+                             for case, (check, _n) in CHECKS.items()))
+    return _sweep(FarmCli(redis_server), tmp_path, suite, AGENT, "r.md", "r.xml", "r.html", "r.jsonl"), tmp_path
+
+
+def test_every_mode_and_check_passes_exactly_the_runs_it_should(swept: tuple[dict[str, Any], Path]) -> None:
+    results, _ = swept
+    assert {case: results[case]["passed"] for case in CHECKS} == {case: n for case, (_c, n) in CHECKS.items()}
+    strict = results["strict"]
+    assert strict["criteria"][0]["criterion"] == "trajectory strict search → fetch → answer"
+    assert (strict["criteria"][0]["passed"], strict["criteria"][0]["runs"]) == (4, 10)
+    assert set(strict["failure_classes"]) == {"assertion:trajectory"}
+    assert set(results["one_fetch"]["failure_classes"]) == {"assertion:tool_count"}
+    assert set(results["no_delete"]["failure_classes"]) == {"assertion:not_tool_called"}
+    assert set(results["two_steps"]["failure_classes"]) == {"assertion:max_steps"}
+
+
+def test_a_failure_shows_the_expected_and_the_actual_path(swept: tuple[dict[str, Any], Path]) -> None:
+    results, _ = swept
+    details = {d["run"]: d for d in results["strict"]["run_details"]}
+    (check,) = details[7]["failed_checks"]
+    assert check["message"] == ("expected path [search → fetch → answer] (strict), "
+                                "actual path [fetch → search → answer]")
+    assert [c["name"] for c in details[7]["trajectory"]] == ["fetch", "search", "answer"]
+    assert details[6]["trajectory"][0] == {"name": "search", "arguments": {"q": "paris"}, "result": None,
+                                           "error": None}  # results are not kept (the agent's business)
+    assert details[9].get("trajectory") is None  # no call: the empty path
+    (deleted,) = {d["run"]: d for d in results["no_delete"]["run_details"]}[10]["failed_checks"]
+    assert deleted["message"] == "delete was called at step 2 (actual path [search → delete → answer])"
+
+
+def test_paths_consistency_and_divergence_are_exact(swept: tuple[dict[str, Any], Path]) -> None:
+    results, _ = swept
+    strict = results["strict"]
+    assert [(p["path"], p["count"], p["share"], p["passed"]) for p in strict["trajectories"]] == [
+        (PATH, 4, 0.4, 4), (["search", "answer"], 2, 0.2, 0), ([], 1, 0.1, 0),
+        (["fetch", "search", "answer"], 1, 0.1, 0), (["search", "delete", "answer"], 1, 0.1, 0),
+        (["search", "fetch", "fetch", "answer"], 1, 0.1, 0)]
+    assert strict["trajectory_consistency"] == 0.4
+    # failing runs leave search → fetch → answer at step 1 (runs 7, 9), 2 (5, 6, 10) and 3 (8)
+    assert strict["divergence"] == {"step": 2, "count": 3, "path": PATH}
+    # no run passed: the reference is the most common path, and its own runs do not diverge
+    assert results["never"]["divergence"] == {"step": 2, "count": 3, "path": PATH}
+    # the reference is the most common *passing* path: search → answer passes once by arguments
+    subset = results["subset"]  # only run 10 fails: it leaves at step 2
+    assert subset["divergence"] == {"step": 2, "count": 1, "path": PATH}
+
+
+def test_divergence_prefers_the_most_common_passing_path() -> None:
+    paths = {("a", "b"): (5, 0), ("a", "c"): (3, 3), ("d",): (2, 0)}
+    found = divergence(paths)
+    assert found is not None and (found.step, found.count, found.path) == (2, 5, ["a", "c"])
+    assert divergence({("a",): (3, 3)}) is None  # nothing fails
+
+
+def test_a_check_sees_the_calls_of_every_turn_so_far(farm_cli: Any, tmp_path: Path) -> None:
+    suite = tmp_path / "turns.hocon"  # turn 1 makes the first call, turn 2 the rest
+    suite.write_text('{"agent": "paths", "interactions": [{"text": "one", "response": {"max_steps": 1}}, '
+                     '{"text": "two", "response": {"trajectory": {"tools": ["search", "fetch", "answer"]}}}]}')
+    (case,) = _sweep(farm_cli, tmp_path, suite, "py:tests/agents/paths.py:respond_turns").values()
+    assert case["passed"] == 4
+    assert [(c["id"], c["passed"]) for c in case["criteria"]] == [("1.1", 10), ("2.1", 4)]
+
+
+def test_hocon_response_blocks_take_the_same_checks(farm_cli: Any, tmp_path: Path) -> None:
+    suite = tmp_path / "paths.hocon"
+    suite.write_text('{"agent": "paths", "interactions": [{"text": "go", "response": {'
+                     '"trajectory": {"tools": ["search", "answer"], "match": "in_order"}, '
+                     '"max_steps": 3, "text": {"keywords": "done"}}}]}')
+    (case,) = _sweep(farm_cli, tmp_path, suite).values()
+    assert case["passed"] == 8  # in_order search → answer: all but runs 9 (no call) and 8 (4 steps)
+    assert [c["criterion"] for c in case["criteria"]] == [
+        "trajectory in_order search → answer", "max_steps 3", "text keywords done"]
+
+
+@pytest.mark.parametrize(("value", "key", "message"), [
+    ({"tools": ["a"], "match": "in-order"}, "assert[0].value.match", "did you mean 'in_order'?"),
+    ({"tools": "a"}, "assert[0].value.tools", "missing: the expected calls"),
+    ({"tools": [], "match": "superset"}, "assert[0].value.tools", "superset would pass whatever"),
+    ({"tools": [{"nam": "a"}]}, "assert[0].value.tools[0].nam", "unknown key"),
+    (["a", "b"], "assert[0].value", "must be an object"),
+])
+def test_bad_trajectory_values_name_their_key(value: Any, key: str, message: str) -> None:
+    _assertions, issues = parse_assertions([{"type": "trajectory", "value": value}])
+    assert any(where == key and message in said for where, said in issues), issues
+
+
+@pytest.mark.parametrize(("check", "key", "message"), [
+    ({"type": "tool_count", "value": {"tool": "a"}}, "assert[0].value", "give min, max or both"),
+    ({"type": "tool_count", "value": {"tool": "a", "min": 3, "max": 1}}, "assert[0].value", "above max"),
+    ({"type": "tool_count", "value": {"tool": "a", "min": -1}}, "assert[0].value.min", "whole number"),
+    ({"type": "max_steps", "value": True}, "assert[0].value", "whole number"),
+    ({"type": "not_tool_called", "value": []}, "assert[0].value", "names no tool"),
+    ({"type": "max_steps"}, "assert[0].value", "missing"),
+])
+def test_bad_counts_name_their_key(check: dict[str, Any], key: str, message: str) -> None:
+    _assertions, issues = parse_assertions([check])
+    assert any(where == key and message in said for where, said in issues), issues
+
+
+def test_bad_hocon_tool_checks_name_their_key() -> None:
+    _tests, issues = parse_response({"max_step": 2, "tool_count": {"tool": "a", "max": "3"}}, "r")
+    assert ("r.max_step", "unknown key (expected one of: text, sly_data, structure, trajectory, tool_count, "
+            "not_tool_called, max_steps) (did you mean 'max_steps'?)") in issues
+    assert any(where == "r.tool_count.max" for where, _said in issues)
+
+
+def test_a_bad_shape_exits_2_naming_file_line_and_key(farm_cli: Any, tmp_path: Path) -> None:
+    suite = tmp_path / "bad.jsonl"
+    good = {"id": "ok", "input": "go", "assert": [{"type": "max_steps", "value": 2}]}
+    bad = {"id": "bad", "input": "go", "assert": [{"type": "trajectory", "value": {"tools": ["a"], "match": "any"}}]}
+    suite.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    done = farm_cli.run("test", "-i", str(suite), "-n", AGENT, "--no-progress", "--no-history", local=True)
+    assert done.returncode == 2, done.stderr
+    assert f"{suite}:2" in done.stderr and "assert[0].value.match" in done.stderr
