@@ -6,6 +6,8 @@ in its details, in process, from both suite formats; bad shapes exit 2 naming fi
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 
 from farm.checks.spec import parse_assertions, parse_response
 from farm.stats.trajectory import divergence
+from tests.browser_fixtures import Opened, headless_chromium
 
 AGENT = "py:tests/agents/paths.py:respond"
 PATH = ["search", "fetch", "answer"]
@@ -165,3 +168,45 @@ def test_a_bad_shape_exits_2_naming_file_line_and_key(farm_cli: Any, tmp_path: P
     done = farm_cli.run("test", "-i", str(suite), "-n", AGENT, "--no-progress", "--no-history", local=True)
     assert done.returncode == 2, done.stderr
     assert f"{suite}:2" in done.stderr and "assert[0].value.match" in done.stderr
+def test_every_report_format_shows_the_paths(swept: tuple[dict[str, Any], Path]) -> None:
+    _, tmp_path = swept
+    markdown = (tmp_path / "r.md").read_text()
+    assert "| search → fetch → answer | 4 | 40.0% | 4 |" in markdown
+    assert "Trajectory consistency: 0.4" in markdown
+    assert "Divergence: step 2 (3 failing runs leave search → fetch → answer)" in markdown
+    case = next(c for c in ET.parse(tmp_path / "r.xml").getroot().iter("testcase") if c.get("name") == "strict")
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties["trajectory_consistency"] == "0.4"
+    assert properties["divergence_step"] == "2"
+    assert properties["trajectory_1"] == "search → fetch → answer: 4 (4 passed)"
+    html = (tmp_path / "r.html").read_text()
+    assert '"trajectory_consistency":0.4' in html and "function trajectoriesBlock" in html
+    events = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    strict = next(e for e in events if e["type"] == "stability" and e.get("id", e.get("case")) == "strict")
+    assert strict["trajectory_consistency"] == 0.4 and strict["divergence"]["step"] == 2
+
+
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with headless_chromium() as launched:
+        yield launched
+
+
+@pytest.mark.browser
+def test_the_html_report_shows_the_paths_as_a_table(swept: tuple[dict[str, Any], Path], browser: Any) -> None:
+    _, tmp_path = swept
+    opened = Opened(browser, tmp_path / "r.html")
+    try:
+        page = opened.page
+        page.locator("tr.case-row", has_text="unordered").click()
+        box = page.locator("tr.detail-row .trajectories")
+        assert box.locator(".note").inner_text() == (
+            "Trajectory consistency: 0.4 · Divergence: step 2 (3 failing runs leave search → fetch → answer)")
+        rows = [r.locator("td").all_inner_texts() for r in box.locator("tbody tr").all()]
+        assert rows[:3] == [["search → fetch → answer", "4", "40%", "4"], ["search → answer", "2", "20%", "0"],
+                            ["(no tool call)", "1", "10%", "0"]]
+        assert opened.problems == [] and opened.blocked == []
+    finally:
+        opened.context.close()

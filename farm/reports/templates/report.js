@@ -182,6 +182,7 @@
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
+    if ((c.trajectories || []).length) add(box, el("h3", null, "Trajectories"), trajectoriesBlock(c));
     if ((c.semantic_clusters || []).length) add(box, el("h3", null, "Meanings"), clustersTable(c.semantic_clusters));
     const classes = Object.entries(c.failure_classes || {});
     if (classes.length) add(box, el("h3", null, "Failure classes"), classesTable(classes));
@@ -247,6 +248,20 @@
       const ci = k.pass_rate_ci || [0, 100];
       return [k.id, k.criterion, k.kind, k.passed + "/" + k.runs, pct(k.pass_rate), ci[0] + "–" + ci[1] + "%", k.label];
     })));
+  }
+
+  // The paths of tool calls (SPEC 21), worded as farm.reports.trajectory words them.
+  function pathText(path) { return path.length ? path.join(" → ") : "(no tool call)"; }
+
+  function trajectoriesBlock(c) {
+    const box = el("div", "trajectories");
+    let said = "Trajectory consistency: " + c.trajectory_consistency;
+    const d = c.divergence;
+    if (d) said += " · Divergence: step " + d.step + " (" + d.count + (d.count === 1 ? " failing run leaves " : " failing runs leave ") + pathText(d.path) + ")";
+    add(box, el("p", "note", said));
+    const head = [["Path", false], ["Runs", true], ["Share", true], ["Passed", true]];
+    return add(box, miniTable(head, c.trajectories.slice(0, 5).map((p) =>
+      [pathText(p.path), String(p.count), pct(Math.round(p.share * 1000) / 10), String(p.passed)])));
   }
 
   function classesTable(classes) {
