@@ -6,6 +6,7 @@ in its details, in process, from both suite formats; bad shapes exit 2 naming fi
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +14,12 @@ from typing import Any
 
 import pytest
 
+from farm.agents.prompt import manifest_tools
 from farm.checks.spec import parse_assertions, parse_response
+from farm.errors import AgentResolutionError
 from farm.stats.trajectory import divergence
 from tests.browser_fixtures import Opened, headless_chromium
+from tests.servers import openai_server
 
 AGENT = "py:tests/agents/paths.py:respond"
 PATH = ["search", "fetch", "answer"]
@@ -210,3 +214,47 @@ def test_the_html_report_shows_the_paths_as_a_table(swept: tuple[dict[str, Any],
         assert opened.problems == [] and opened.blocked == []
     finally:
         opened.context.close()
+
+
+def test_a_prompt_agent_passes_its_connectors_tool_calls_through(farm_cli: Any, tmp_path: Path) -> None:
+    """The bundled OpenAI-compatible server calls the offered tool the user message names
+    (``examples/servers/openai_server.py``): package.yao's ``tools`` are offered, the calls of both
+    turns make the run's trajectory."""
+    agent = tmp_path / "assistants" / "tooly"
+    agent.mkdir(parents=True)
+    tools = [{"name": "weather", "parameters": {"type": "object"}},
+             {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+    (agent / "package.yao").write_text(json.dumps({"name": "tooly", "connector": "local.echo", "tools": tools}))
+    connector = tmp_path / "connectors" / "local" / "echo.conn.yao"
+    connector.parent.mkdir(parents=True)
+    suite = tmp_path / "tools.hocon"
+    suite.write_text(json.dumps({"agent": "tooly", "interactions": [
+        {"text": "weather in Oslo?", "response": {"max_steps": 1}},
+        {"text": "now search the web", "response": {
+            "trajectory": {"tools": [{"name": "weather", "arguments": {"input": "regex:Oslo"}}, "search"]},
+            "not_tool_called": "delete"}}]}))
+    with openai_server() as served:
+        connector.write_text(json.dumps({"type": "openai", "options": {"model": "echo", "host": served.url + "/v1"}}))
+        done = farm_cli.run("test", "-i", str(suite), "-n", "tooly", "--runs", "3", "--no-progress", "--no-history",
+                            "-o", str(tmp_path / "r.json"), local=True,
+                            env={"FARM_AGENTS_ROOT": str(tmp_path / "assistants"),
+                                 "FARM_CONNECTORS_ROOT": str(tmp_path / "connectors")})
+        offered = [r["body"].get("tools") for r in served.server.requests]
+    assert done.returncode == 0, done.stderr
+    assert offered[0] == [{"type": "function", "function": tools[0]}, tools[1]]
+    (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert case["passed"] == 3
+    assert case["trajectories"] == [{"path": ["weather", "search"], "count": 3, "share": 1.0, "passed": 3}]
+    assert case["trajectory_consistency"] == 1.0 and case["divergence"] is None
+    first = case["run_details"][0]["trajectory"]
+    assert [(c["name"], c["arguments"]) for c in first] == [("weather", {"input": "weather in Oslo?"}),
+                                                            ("search", {"input": "now search the web"})]
+
+
+@pytest.mark.parametrize(("tools", "message"), [
+    ("weather", "expected a list of tools, got str"),
+    ([{"description": "no name"}], "tools[0]: expected {name, description, parameters} with a name"),
+])
+def test_bad_manifest_tools_are_refused(tools: Any, message: str) -> None:
+    with pytest.raises(AgentResolutionError, match=re.escape(message)):
+        manifest_tools(tools, "package.yao: tools")
