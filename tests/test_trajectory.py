@@ -258,3 +258,35 @@ def test_a_prompt_agent_passes_its_connectors_tool_calls_through(farm_cli: Any, 
 def test_bad_manifest_tools_are_refused(tools: Any, message: str) -> None:
     with pytest.raises(AgentResolutionError, match=re.escape(message)):
         manifest_tools(tools, "package.yao: tools")
+
+
+def test_workers_count_the_same_paths(tmp_path: Path, farm_worker: Any, farm_cli: Any) -> None:
+    """A distributed sweep: the calls cross the queue in each result, the figures are the same."""
+    farm_worker(queue="paths")
+    suite = tmp_path / "paths.jsonl"
+    suite.write_text("".join(json.dumps({"id": case, "input": "go", "assert": [CHECKS[case][0]]}) + "\n"
+                             for case in ("strict", "subset", "two_steps")))
+    done = farm_cli.run("test", "-i", str(suite), "-n", AGENT, "--runs", "10", "--no-progress", "--no-history",
+                        "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker, "--queue", "paths")
+    assert done.returncode == 1, done.stderr
+    results = {c["id"]: c for c in json.loads((tmp_path / "remote.json").read_text())["results"]}
+    assert {case: results[case]["passed"] for case in results} == {"strict": 4, "subset": 9, "two_steps": 3}
+    assert results["strict"]["trajectory_consistency"] == 0.4
+    assert results["strict"]["divergence"] == {"step": 2, "count": 3, "path": PATH}
+    assert results["strict"]["trajectories"][1] == {"path": ["search", "answer"], "count": 2, "share": 0.2,
+                                                    "passed": 0}
+
+
+def test_a_secret_in_tool_arguments_is_masked(farm_cli: Any, tmp_path: Path) -> None:
+    secret = "sk-live-5ec12e7-path"
+    suite = tmp_path / "leak.hocon"
+    suite.write_text('{ interactions: [ { text = "key is "${?API_KEY}" ok", response { max_steps = 0 } } ] }\n')
+    done = farm_cli.run("test", "-i", str(suite), "-n", "py:tests/agents/paths.py:echo_tool", "--runs", "2",
+                        "--no-progress", "--no-history", "-o", str(tmp_path / "r.json"),
+                        "-o", str(tmp_path / "r.jsonl"), local=True, env={"API_KEY": secret})
+    assert done.returncode == 1, done.stderr
+    texts = [(tmp_path / name).read_text() for name in ("r.json", "r.jsonl")] + [done.stdout, done.stderr]
+    assert all(secret not in text for text in texts)
+    (case,) = json.loads(texts[0])["results"]
+    assert case["run_details"][0]["trajectory"] == [{"name": "lookup", "arguments": {"said": "key is *** ok"},
+                                                     "result": None, "error": "key is *** ok"}]

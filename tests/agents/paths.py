@@ -43,3 +43,9 @@ def respond(messages: list[dict[str, Any]], context: Any) -> Reply:
 def respond_turns(messages: list[dict[str, Any]], context: Any) -> Reply:
     made = calls(context.run)
     return Reply(text=f"turn {context.turn}", tool_calls=made[:1] if context.turn == 1 else made[1:])
+
+
+def echo_tool(messages: list[dict[str, Any]], context: Any) -> Reply:
+    """Calls ``lookup`` with what the user said (a secret substituted into a suite travels in it)."""
+    said = str(messages[-1].get("content"))
+    return Reply(text="looked up", tool_calls=[ToolCall(name="lookup", arguments={"said": said}, error=said)])
