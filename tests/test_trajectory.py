@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -290,3 +291,22 @@ def test_a_secret_in_tool_arguments_is_masked(farm_cli: Any, tmp_path: Path) -> 
     (case,) = json.loads(texts[0])["results"]
     assert case["run_details"][0]["trajectory"] == [{"name": "lookup", "arguments": {"said": "key is *** ok"},
                                                      "result": None, "error": "key is *** ok"}]
+
+
+def test_the_tool_using_example_passes_its_trajectory_checks(farm_cli: Any, tmp_path: Path) -> None:
+    """``examples/tools`` as the README runs it, its connector pointed at a server on a free port."""
+    example = tmp_path / "tools"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "tools", example)
+    connector = example / "connectors" / "local" / "concierge.conn.yao"
+    with openai_server(key="demo-key") as served:
+        connector.write_text(connector.read_text().replace("http://127.0.0.1:8001", served.url))
+        done = farm_cli.run("test", "-i", str(example / "assistants/concierge/tests/inputs.jsonl"), "--runs", "3",
+                            "--no-progress", "--no-history", "-o", str(tmp_path / "r.json"), local=True,
+                            env={"EXAMPLE_LLM_KEY": "demo-key", "FARM_AGENTS_ROOT": str(example / "assistants"),
+                                 "FARM_CONNECTORS_ROOT": str(example / "connectors")})
+    assert done.returncode == 0, done.stderr
+    results = {c["id"]: c for c in json.loads((tmp_path / "r.json").read_text())["results"]}
+    assert {case: [p["path"] for p in c["trajectories"]] for case, c in results.items()} == {
+        "forecast": [["weather"]], "lookup": [["search"]], "small-talk": []}  # no run of it called a tool
+    assert [(c["passed"], c["trajectory_consistency"]) for c in results.values()] == [(3, 1.0), (3, 1.0), (3, None)]
+    assert [k["kind"] for k in results["forecast"]["criteria"]] == ["trajectory", "not_tool_called", "max_steps"]

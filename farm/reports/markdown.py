@@ -142,7 +142,7 @@ def _trajectories(stats: CaseStats) -> list[str]:
     if stats.trajectory_consistency is None:
         return []
     rows = [tuple(md_inline(cell) for cell in row) for row in trajectory_rows(stats)]
-    lines = [f"**Trajectories**: {len(stats.trajectories)} distinct paths", "",
+    lines = [f"**Trajectories**: {plural(len(stats.trajectories), 'distinct path')}", "",
              *_table(TRAJECTORY_HEADER, rows, "lrrr"), "", f"Trajectory consistency: {stats.trajectory_consistency}"]
     divergence = divergence_text(stats)
     return [*lines, *([f"Divergence: {md_inline(divergence)}"] if divergence else []), ""]
