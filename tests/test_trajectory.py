@@ -18,6 +18,7 @@ import pytest
 from farm.agents.prompt import manifest_tools
 from farm.checks.spec import parse_assertions, parse_response
 from farm.errors import AgentResolutionError
+from farm.stats.path_change import PathCount, path_p_value, paths_of
 from farm.stats.trajectory import divergence
 from tests.browser_fixtures import Opened, headless_chromium
 from tests.servers import openai_server
@@ -310,3 +311,36 @@ def test_the_tool_using_example_passes_its_trajectory_checks(farm_cli: Any, tmp_
         "forecast": [["weather"]], "lookup": [["search"]], "small-talk": []}  # no run of it called a tool
     assert [(c["passed"], c["trajectory_consistency"]) for c in results.values()] == [(3, 1.0), (3, 1.0), (3, None)]
     assert [k["kind"] for k in results["forecast"]["criteria"]] == ["trajectory", "not_tool_called", "max_steps"]
+
+
+def test_compare_flags_paths_that_moved_and_not_paths_that_stayed(farm_cli: Any, tmp_path: Path) -> None:
+    suite = tmp_path / "paths.jsonl"
+    suite.write_text(json.dumps({"id": "any", "input": "go", "assert": [CHECKS["subset"][0]]}) + "\n")
+
+    def sweep(agent: str, name: str) -> Path:
+        done = farm_cli.run("test", "-i", str(suite), "-n", f"py:tests/agents/paths.py:{agent}", "--runs", "40",
+                            "--no-progress", "--no-history", "-o", str(tmp_path / name), local=True)
+        assert done.returncode in (0, 1), done.stderr
+        return tmp_path / name
+
+    base, again, shifted = sweep("respond", "base.json"), sweep("respond", "again.json"), sweep("respond_shifted",
+                                                                                                "shifted.json")
+    moved = farm_cli.run("compare", str(base), str(shifted), "-o", str(tmp_path / "cmp.json"), local=True)
+    (row,) = json.loads((tmp_path / "cmp.json").read_text())["cases"]
+    assert row["path_changed"] is True and row["path_q_value"] < 0.001
+    assert row["path_grew"] == {"path": ["search", "delete", "answer"], "base_share": 0.1, "head_share": 0.6}
+    assert "path changed: search → delete → answer 10 % → 60 % of runs" in moved.stdout, moved.stdout
+    stayed = farm_cli.run("compare", str(base), str(again), "-o", str(tmp_path / "same.json"), local=True)
+    (row,) = json.loads((tmp_path / "same.json").read_text())["cases"]
+    assert (row["path_changed"], row["path_q_value"], row["path_grew"]) == (False, 1.0, None)
+    assert "path changed" not in stayed.stdout
+
+
+def test_few_runs_take_the_seeded_permutation_test() -> None:
+    same = [PathCount(path=["a"], count=6), PathCount(path=["b"], count=4)]
+    moved = [PathCount(path=["c"], count=9), PathCount(path=["a"], count=1)]
+    assert path_p_value(same, same) == 1.0
+    p = path_p_value(same, moved)
+    assert p is not None and p < 0.01 and p == path_p_value(same, moved)  # seeded: the same every time
+    assert path_p_value(same, []) is None
+    assert paths_of([], 5) == [PathCount(path=[], count=5)]  # no run called a tool: all on the empty path

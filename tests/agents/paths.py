@@ -14,6 +14,8 @@ run   path                              note
 10    search → delete → answer
 ====  ================================  ====
 
+Runs past 10 repeat the table (run 11 as run 1). ``respond_shifted`` takes a new path, search →
+delete → answer, in the first half of every ten runs (the paths moved, for ``farm compare``).
 ``respond_turns`` spreads a run's path over a two-turn case: the first call in turn 1, the rest
 in turn 2.
 """
@@ -32,12 +34,19 @@ PATHS = {
 
 
 def calls(run: int) -> list[ToolCall]:
+    run = (run - 1) % 10 + 1
     query = "paris" if run == 6 else "rome"
     return [ToolCall(name=name, arguments={"q": query} if name == "search" else {}) for name in PATHS[run]]
 
 
 def respond(messages: list[dict[str, Any]], context: Any) -> Reply:
     return Reply(text="done", tool_calls=calls(context.run))
+
+
+def respond_shifted(messages: list[dict[str, Any]], context: Any) -> Reply:
+    if (context.run - 1) % 10 < 5:
+        return Reply(text="done", tool_calls=[ToolCall(name=n) for n in ("search", "delete", "answer")])
+    return respond(messages, context)
 
 
 def respond_turns(messages: list[dict[str, Any]], context: Any) -> Reply:
