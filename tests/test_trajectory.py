@@ -344,3 +344,21 @@ def test_few_runs_take_the_seeded_permutation_test() -> None:
     assert p is not None and p < 0.01 and p == path_p_value(same, moved)  # seeded: the same every time
     assert path_p_value(same, []) is None
     assert paths_of([], 5) == [PathCount(path=[], count=5)]  # no run called a tool: all on the empty path
+
+
+def test_assess_without_a_judge_tells_failures_apart_by_path(swept: tuple[dict[str, Any], Path],
+                                                              farm_cli: Any) -> None:
+    _, tmp_path = swept
+    done = farm_cli.run("assess", str(tmp_path / "r.json"), "--no-memory", "-o", str(tmp_path / "assess.json"),
+                        local=True)
+    assert done.returncode in (0, 1), done.stderr
+    cases = {c["id"]: c for c in json.loads((tmp_path / "assess.json").read_text())["cases"]}
+    # max_steps 2 failed runs 1-4 and 7, 8, 10: one class, four paths
+    assert [(m["mode"], m["count"]) for m in cases["two_steps"]["modes"]] == [
+        ("assertion:max_steps via search → fetch → answer", 4),
+        ("assertion:max_steps via fetch → search → answer", 1),
+        ("assertion:max_steps via search → fetch → fetch → answer", 1),
+        ("assertion:max_steps via search → delete → answer", 1)]
+    # not_tool_called delete failed one run: one path, the class alone names it
+    assert [m["mode"] for m in cases["no_delete"]["modes"]] == ["assertion:not_tool_called"]
+    assert cases["no_delete"]["modes"][0]["examples"][0]["path"] == ["search", "delete", "answer"]
