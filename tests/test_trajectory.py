@@ -362,3 +362,20 @@ def test_assess_without_a_judge_tells_failures_apart_by_path(swept: tuple[dict[s
     # not_tool_called delete failed one run: one path, the class alone names it
     assert [m["mode"] for m in cases["no_delete"]["modes"]] == ["assertion:not_tool_called"]
     assert cases["no_delete"]["modes"][0]["examples"][0]["path"] == ["search", "delete", "answer"]
+
+
+def test_history_keeps_the_paths_for_compare_and_trends(farm_cli: Any, tmp_path: Path,
+                                                         sqlite_history_url: str) -> None:
+    suite = tmp_path / "paths.jsonl"
+    suite.write_text(json.dumps({"id": "any", "input": "go", "assert": [CHECKS["subset"][0]]}) + "\n")
+    for agent in ("respond", "respond_shifted"):
+        done = farm_cli.run("test", "-i", str(suite), "-n", f"py:tests/agents/paths.py:{agent}", "--runs", "40",
+                            "--no-progress", "--history", sqlite_history_url, local=True)
+        assert done.returncode in (0, 1), done.stderr
+    compared = farm_cli.run("compare", "last~1", "last", "--history", sqlite_history_url, "-o",
+                            str(tmp_path / "cmp.json"), local=True)
+    (row,) = json.loads((tmp_path / "cmp.json").read_text())["cases"]
+    assert row["path_changed"] is True and row["path_grew"]["path"] == ["search", "delete", "answer"]
+    assert "path changed: search → delete → answer 10 % → 60 % of runs" in compared.stdout
+    trend = json.loads(farm_cli.run("history", "--history", sqlite_history_url, "--json", local=True).stdout)
+    assert [p["trajectory_consistency"] for p in trend["cases"][0]["points"]] == [0.4, 0.6]
