@@ -8,12 +8,11 @@ line and raise one ``SuiteError`` with every issue.
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from farm.checks.extract import JSON_TYPES, compile_path, json_type_name
+from farm.checks.hints import one_of, suggest
 from farm.checks.script import resolve_script
 from farm.checks.tool_spec import Issue, tool_called_issues, tool_check_issues, tool_check_validator
 from farm.checks.trajectory import TRAJECTORY_CHECKS
@@ -50,16 +49,6 @@ _NEEDS_VALUE = frozenset(YAO_TYPES) - {"script"}
 _KEY_OWNER = {"path": "json_path", "script": "script", "use": "agent", "options": "agent"}
 _JUDGE_OPTION_KEYS = ("connector", "metadata")
 _ORDERED_TESTS = frozenset({"less", "not_less", "greater", "not_greater"})
-
-
-def suggest(word: str, choices: Iterable[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the closest choice, or ``""``."""
-    close = difflib.get_close_matches(str(word).lower(), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _one_of(choices: Iterable[str]) -> str:
-    return "expected one of: " + ", ".join(choices)
 
 
 # ------------------------------------------------------------------------------ Yao assertions
@@ -124,7 +113,7 @@ def parse_assertion(raw: Any, where: str, base_dir: str = "") -> tuple[Assertion
     if not isinstance(raw, dict):
         return None, [(where, f"must be an object, got {json_type_name(raw)}")]
     issues: list[Issue] = [
-        (f"{where}.{k}", f"unknown key ({_one_of(ASSERTION_KEYS)}){suggest(k, ASSERTION_KEYS)}")
+        (f"{where}.{k}", f"unknown key ({one_of(ASSERTION_KEYS)}){suggest(k, ASSERTION_KEYS)}")
         for k in raw
         if k not in ASSERTION_KEYS
     ]
@@ -134,7 +123,7 @@ def parse_assertion(raw: Any, where: str, base_dir: str = "") -> tuple[Assertion
     if not isinstance(kind, str):
         return None, [*issues, (f"{where}.type", f"must be a string, got {json_type_name(kind)}")]
     if kind not in YAO_TYPES:
-        message = f"unknown check {kind!r} ({_one_of(YAO_TYPES)}){suggest(kind, YAO_TYPES)}"
+        message = f"unknown check {kind!r} ({one_of(YAO_TYPES)}){suggest(kind, YAO_TYPES)}"
         return None, [*issues, (f"{where}.type", message)]
     issues += _common_issues(raw, kind, where)
     issues += _TYPE_VALIDATORS.get(kind, _no_more)(raw, where, base_dir)
@@ -197,7 +186,7 @@ def _check_type(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
     if "value" not in raw or (isinstance(value, str) and value in JSON_TYPES):
         return []
     shown = value if isinstance(value, str) else json_type_name(value)
-    return [(f"{where}.value", f"not a JSON type: {shown!r} ({_one_of(JSON_TYPES)}){suggest(shown, JSON_TYPES)}")]
+    return [(f"{where}.value", f"not a JSON type: {shown!r} ({one_of(JSON_TYPES)}){suggest(shown, JSON_TYPES)}")]
 
 
 def _check_json_path(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
@@ -241,7 +230,7 @@ def _judge_option_issues(options: Any, at: str) -> list[Issue]:
         return []
     if not isinstance(options, dict):
         return [(at, f"must be an object, got {json_type_name(options)}")]
-    issues = [(f"{at}.{k}", f"unknown key ({_one_of(_JUDGE_OPTION_KEYS)})") for k in options
+    issues = [(f"{at}.{k}", f"unknown key ({one_of(_JUDGE_OPTION_KEYS)})") for k in options
               if k not in _JUDGE_OPTION_KEYS]
     if "connector" in options and (not isinstance(options["connector"], str) or not options["connector"]):
         issues.append((f"{at}.connector", "must be a connector id (a non-empty string)"))
@@ -310,7 +299,7 @@ def parse_response(
                 tool_checks.append(Assertion(type=key, value=block, has_value=True, where=at))
         elif key not in RESPONSE_KEYS:
             known = (*RESPONSE_KEYS, *TRAJECTORY_CHECKS)
-            issues.append((at, f"unknown key ({_one_of(known)}){suggest(key, known)}"))
+            issues.append((at, f"unknown key ({one_of(known)}){suggest(key, known)}"))
         elif not isinstance(block, dict):
             issues.append((at, f"not a test block: expected an object of tests, got {json_type_name(block)}"))
         elif not block:
@@ -327,7 +316,7 @@ def _text_tests(block: dict[str, Any], where: str, tests: list[StockTest], issue
         at = f"{where}.{name}"
         test = name.lower()
         if test not in STOCK_TESTS:
-            issues.append((at, f"unknown stock test {name!r} ({_one_of(STOCK_TESTS)}){suggest(name, STOCK_TESTS)}"))
+            issues.append((at, f"unknown stock test {name!r} ({one_of(STOCK_TESTS)}){suggest(name, STOCK_TESTS)}"))
         elif isinstance(given, dict):
             issues.append((at, "the text is a string: give a value or a list of values, not an object"))
         else:

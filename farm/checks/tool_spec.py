@@ -5,11 +5,11 @@ and the trajectory checks (``trajectory``, ``tool_count``, ``max_steps``; SPEC 2
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
 from farm.checks.extract import json_type_name
+from farm.checks.hints import one_of, suggest
 from farm.checks.trajectory import MATCH_MODES
 
 __all__ = ["Issue", "tool_called_issues", "tool_check_issues", "tool_check_validator"]
@@ -76,8 +76,8 @@ def _trajectory_issues(value: Any, at: str) -> list[Issue]:
     issues = _unknown_keys(value, _TRAJECTORY_KEYS, at)
     mode = value.get("match", "strict")
     if mode not in MATCH_MODES:
-        issues.append((f"{at}.match", f"unknown match {mode!r} (expected one of: {', '.join(MATCH_MODES)})"
-                       + _suggest(str(mode), MATCH_MODES)))
+        issues.append((f"{at}.match", f"unknown match {mode!r} ({one_of(MATCH_MODES)})"
+                       + suggest(str(mode), MATCH_MODES)))
     tools = value.get("tools")
     if not isinstance(tools, list):
         issues.append((f"{at}.tools", f"missing: the expected calls (a list of names or {{name, arguments}}), "
@@ -116,10 +116,5 @@ def _shown(value: Any) -> str:
 
 
 def _unknown_keys(value: dict[str, Any], keys: tuple[str, ...], at: str) -> list[Issue]:
-    return [(f"{at}.{k}", f"unknown key (expected one of: {', '.join(keys)}){_suggest(k, keys)}")
+    return [(f"{at}.{k}", f"unknown key ({one_of(keys)}){suggest(k, keys)}")
             for k in value if k not in keys]
-
-
-def _suggest(word: str, choices: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word.lower(), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
