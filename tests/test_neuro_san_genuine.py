@@ -213,6 +213,19 @@ def test_calls_below_the_front_man_are_recorded_in_call_order(genuine: Genuine) 
     assert reply.tool_calls[0].arguments == {"input": "please ask the clerk to calc it"}
 
 
+def test_a_trajectory_check_on_the_genuine_server(genuine: Genuine, tmp_path: Path, farm_cli: Any) -> None:
+    """End to end: no chat_filter in the case; its trajectory check makes the farm ask MAXIMAL."""
+    suite = tmp_path / "team.hocon"
+    suite.write_text(json.dumps({"agent": "team", "interactions": [{
+        "text": "please ask the clerk to calc it", "sly_data": {"x": 6, "y": 7},
+        "response": {"trajectory": {"tools": ["clerk", "calc"], "match": "strict"}, "not_tool_called": "boss"}}]}))
+    done = farm_cli.run("test", "-i", str(suite), "--server", genuine.url, "--runs", "2", "--no-progress",
+                        "--no-history", "-o", str(tmp_path / "r.json"), local=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert case["trajectories"] == [{"path": ["clerk", "calc"], "count": 2, "share": 1.0, "passed": 2}]
+
+
 def test_a_failing_tool_is_recorded(genuine: Genuine) -> None:
     turn = request("please calc it", chat_filter="MAXIMAL")  # no sly_data: the tool raises
     reply = converse(create_neuro_san_agent(genuine.url, "multiply"), turn)[0]

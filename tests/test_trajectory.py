@@ -21,7 +21,7 @@ from farm.errors import AgentResolutionError
 from farm.stats.path_change import PathCount, path_p_value, paths_of
 from farm.stats.trajectory import divergence
 from tests.browser_fixtures import Opened, headless_chromium
-from tests.servers import openai_server
+from tests.servers import HOST, load_example, openai_server, serve_in_thread
 
 AGENT = "py:tests/agents/paths.py:respond"
 PATH = ["search", "fetch", "answer"]
@@ -379,3 +379,19 @@ def test_history_keeps_the_paths_for_compare_and_trends(farm_cli: Any, tmp_path:
     assert "path changed: search → delete → answer 10 % → 60 % of runs" in compared.stdout
     trend = json.loads(farm_cli.run("history", "--history", sqlite_history_url, "--json", local=True).stdout)
     assert [p["trajectory_consistency"] for p in trend["cases"][0]["points"]] == [0.4, 0.6]
+
+
+def test_a_neuro_san_case_that_checks_tool_calls_asks_for_them(farm_cli: Any, tmp_path: Path) -> None:
+    """No chat_filter given: a case with a trajectory check is sent MAXIMAL, the filter neuro-san
+    sends its calls with (the example server's echo calls its repeater tool)."""
+    suite = tmp_path / "echo.hocon"
+    suite.write_text('{"agent": "echo", "interactions": [{"text": "hi", "response": {"text": {"keywords": "hi"}}}, '
+                     '{"text": "again", "response": {"trajectory": {"tools": ["repeater", "repeater"]}}}]}')
+    with serve_in_thread(load_example("neuro_san_server").NeuroSanServer((HOST, 0))) as served:
+        done = farm_cli.run("test", "-i", str(suite), "--server", served.url, "--runs", "2", "--no-progress",
+                            "--no-history", "-o", str(tmp_path / "r.json"), local=True)
+        sent = [r["body"].get("chat_filter") for r in served.server.requests]
+    assert done.returncode == 0, done.stderr
+    assert sent == [{"chat_filter_type": "MAXIMAL"}] * 4
+    (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert case["trajectories"] == [{"path": ["repeater", "repeater"], "count": 2, "share": 1.0, "passed": 2}]

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
-from farm.checks import evaluate_turn, waiting_checks
+from farm.checks import calls_filter, evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError, FaultKind
 from farm.fleet.waiting import left, queued_timeout, run_clock
@@ -118,6 +118,8 @@ class _RunState:
         """Tokens of every answered turn (``farm.models.usage``)."""
         self.trajectory: list[ToolCall] = []
         """The tool calls of every answered turn, in order (SPEC 21): trajectory checks read it."""
+        self.chat_filter: str | None = None
+        """For turns that set none: ``MAXIMAL`` when the case checks tool calls (``calls_filter``)."""
 
     def limit(self, case: Case) -> str:
         """How a whole-run timeout is told: ``300s``, or what was left of the test's budget."""
@@ -214,7 +216,7 @@ async def _send_turn(
         messages=state.history + new_messages,
         new_messages=new_messages,
         sly_data=sly,
-        chat_filter=turn.chat_filter,
+        chat_filter=turn.chat_filter or state.chat_filter,
         timeout_s=max(turn_timeout, 0.0),
         context=_context(case, run, env, state.conversation.chat_id, sly, index),
         conversation=state.conversation,
@@ -273,6 +275,7 @@ async def _run_turns(
     state: _RunState, result: RunResult, deadline: float,
 ) -> None:
     fresh_next = False
+    state.chat_filter = calls_filter(case)
     for index, turn in enumerate(case.turns, start=1):
         if fresh_next:
             state.start_fresh()
