@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from farm.assess.models import Failure
+from farm.reports.trajectory import path_text
 from farm.stats.outputs import normalise_output
 
 MODE_EXAMPLE_CHARS = 80
@@ -63,7 +64,7 @@ def failure_groups(failures: Sequence[Failure]) -> list[FailureGroup]:
     paths_of_class = Counter(failure_class for failure_class, _path in by_class)
     merged: list[FailureGroup] = []
     for (failure_class, path), groups in by_class.items():
-        unit = failure_class if paths_of_class[failure_class] == 1 else f"{failure_class} via {_path_text(path)}"
+        unit = failure_class if paths_of_class[failure_class] == 1 else f"{failure_class} via {path_text(path)}"
         meanings = _by_meaning(groups)
         for group in meanings:
             group.failures.sort(key=lambda f: f.run)
@@ -95,10 +96,6 @@ def known_mode(group: FailureGroup, known: Sequence[str]) -> str:
     similarity = (vectors[len(samples):] @ vectors[:len(samples)].T).max(axis=1)
     best = int(similarity.argmax())
     return candidates[best] if float(similarity[best]) >= SIMILARITY_THRESHOLD else group.name
-
-
-def _path_text(path: Sequence[str]) -> str:
-    return " → ".join(path) if path else "(no tool call)"
 
 
 def _example(sample: str) -> str:
