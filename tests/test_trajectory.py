@@ -18,8 +18,10 @@ import pytest
 from farm.agents.prompt import manifest_tools
 from farm.checks.spec import parse_assertions, parse_response
 from farm.errors import AgentResolutionError
+from farm.models import Case, Message, RunResult, RunStatus, ToolCall, Turn
+from farm.stats import CaseAccumulator, plan_case
 from farm.stats.path_change import PathCount, path_p_value, paths_of
-from farm.stats.trajectory import divergence
+from farm.stats.trajectory import MAX_DETAIL_CALLS, MAX_PATH_STEPS, MAX_RUN_CALLS, divergence, recorded_calls
 from tests.browser_fixtures import Opened, headless_chromium
 from tests.servers import HOST, load_example, openai_server, serve_in_thread
 
@@ -395,3 +397,19 @@ def test_a_neuro_san_case_that_checks_tool_calls_asks_for_them(farm_cli: Any, tm
     assert sent == [{"chat_filter_type": "MAXIMAL"}] * 4
     (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
     assert case["trajectories"] == [{"path": ["repeater", "repeater"], "count": 2, "share": 1.0, "passed": 2}]
+
+
+def test_a_long_trajectory_is_bounded_in_the_details_and_counted_whole() -> None:
+    case = Case(id="long", format="yao", turns=[Turn(messages=[Message(content="go")])])
+    accumulator = CaseAccumulator(case, plan_case(case, 2, 1.0))
+    many = [ToolCall(name=f"t{i}", arguments={"blob": "x" * 5000}) for i in range(MAX_RUN_CALLS + 10)]
+    for run in (1, 2):
+        accumulator.add(RunResult(case_id="long", run=run, status=RunStatus.PASSED, trajectory=recorded_calls(many)))
+    stats = accumulator.stats()
+    (detail, _) = stats.run_details
+    assert detail.trajectory is not None and len(detail.trajectory) == MAX_DETAIL_CALLS
+    assert str(detail.trajectory[0].arguments).endswith("[truncated, 5012 chars]")
+    kept = recorded_calls(many)
+    assert kept is not None and kept[-1].arguments is None  # past MAX_RUN_CALLS: the name alone
+    assert len(stats.trajectories[0].path) == MAX_PATH_STEPS + 1 and stats.trajectories[0].path[-1] == "…"
+    assert (stats.trajectories[0].count, stats.trajectory_consistency) == (2, 1.0)

@@ -67,7 +67,8 @@ class RunDetail(FarmModel):
     turns: list[TurnRecord] | None = None
     checkpoints: dict[str, CheckpointResult] | None = None
     trajectory: list[ToolCall] | None = None
-    """The run's tool calls over all its turns (name, arguments, error; bounded, SPEC 21)."""
+    """The run's tool calls over all its turns (name, arguments, error; SPEC 21), the first
+    ``farm.stats.trajectory.MAX_DETAIL_CALLS`` of them, arguments cut to 1,000 characters."""
 
     @property
     def error_line(self) -> str:

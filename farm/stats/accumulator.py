@@ -34,7 +34,7 @@ from farm.stats.plan import CasePlan
 from farm.stats.reasons import ReasonCounter
 from farm.stats.retry_bias import RetryTally
 from farm.stats.semantic import SemanticSample, semantic_text
-from farm.stats.trajectory import TrajectoryTally
+from farm.stats.trajectory import MAX_DETAIL_CALLS, TrajectoryTally
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
@@ -144,7 +144,8 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         judged_checks=[_bounded_check(c) for c in judged], retries=result.retries,
         failure_class=result.failure_class, failed_turn=result.failed_turn, queued_ms=result.queued_ms,
         turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
-        checkpoints=result.checkpoints, trajectory=result.trajectory,
+        checkpoints=result.checkpoints,
+        trajectory=None if result.trajectory is None else result.trajectory[:MAX_DETAIL_CALLS],
     )
 
 

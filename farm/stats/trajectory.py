@@ -14,12 +14,14 @@ from farm.models import Divergence, RunResult, RunStatus, ToolCall, TrajectoryPa
 from farm.stats.measures import round_ratio_half_up
 from farm.stats.outputs import bounded, bounded_text
 
-__all__ = ["MAX_LISTED_PATHS", "TrajectoryTally", "divergence", "recorded_calls"]
+__all__ = ["MAX_DETAIL_CALLS", "MAX_LISTED_PATHS", "TrajectoryTally", "divergence", "recorded_calls"]
 
 MAX_RUN_CALLS = 200
 """Calls a run records with their arguments; later ones keep their name only."""
 MAX_ARGUMENT_CHARS = 1000
 """A recorded call's arguments and error are cut to this many characters."""
+MAX_DETAIL_CALLS = 50
+"""Calls a kept run detail shows (``RunDetail.trajectory``); its paths are counted whole."""
 MAX_PATH_STEPS = 100
 """Steps of a path told apart; a longer path ends in ``…`` (its further calls are pooled)."""
 MAX_DISTINCT_PATHS = 1000
