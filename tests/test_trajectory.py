@@ -182,6 +182,8 @@ def test_every_report_format_shows_the_paths(swept: tuple[dict[str, Any], Path])
     assert "| search → fetch → answer | 4 | 40.0% | 4 |" in markdown
     assert "Trajectory consistency: 0.4" in markdown
     assert "Divergence: step 2 (3 failing runs leave search → fetch → answer)" in markdown
+    assert "- Run 7 (failed, " in markdown
+    assert " · assertion:trajectory, turn 1 · path fetch → search → answer" in markdown
     case = next(c for c in ET.parse(tmp_path / "r.xml").getroot().iter("testcase") if c.get("name") == "strict")
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert properties["trajectory_consistency"] == "0.4"
@@ -215,6 +217,8 @@ def test_the_html_report_shows_the_paths_as_a_table(swept: tuple[dict[str, Any],
         rows = [r.locator("td").all_inner_texts() for r in box.locator("tbody tr").all()]
         assert rows[:3] == [["search → fetch → answer", "4", "40%", "4"], ["search → answer", "2", "20%", "0"],
                             ["(no tool call)", "1", "10%", "0"]]
+        paths = page.locator("tr.detail-row .run-path").all_inner_texts()
+        assert "path search → fetch → answer" in paths and "path fetch → search → answer" in paths
         assert opened.problems == [] and opened.blocked == []
     finally:
         opened.context.close()

@@ -21,7 +21,7 @@ from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
 from farm.reports.semantic import cluster_rows, semantic_case_text, semantic_summary
-from farm.reports.trajectory import TRAJECTORY_HEADER, divergence_text, trajectory_rows
+from farm.reports.trajectory import TRAJECTORY_HEADER, divergence_text, path_text, trajectory_rows
 from farm.stats import case_verdict
 from farm.wording import plural
 
@@ -161,6 +161,8 @@ def _run_lines(detail: RunDetail) -> list[str]:
     if detail.failure_class:
         turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
         head += f" · {md_inline(detail.failure_class)}{turn}"
+    if detail.trajectory:
+        head += f" · path {md_inline(path_text([c.name for c in detail.trajectory]))}"
     if detail.error:
         return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]

@@ -317,6 +317,7 @@
     const tr = el("tr", "run-row" + (bad ? " is-bad" : ""));
     const status = add(el("td"), badge(r.status, r.status));
     if (r.failure_class) add(status, el("div", "fclass", r.failure_class + (r.failed_turn ? " · turn " + r.failed_turn : "")));
+    if ((r.trajectory || []).length) add(status, el("div", "sub run-path", "path " + pathText(r.trajectory.map((c) => c.name))));
     add(tr, el("td", "num", "#" + r.run), status);
     add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
