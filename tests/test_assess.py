@@ -145,7 +145,7 @@ def test_json_follows_spec_14_3(project: Project) -> None:
     assert set(mode) >= {"mode", "count", "share", "failure_classes", "examples"}
     assert (mode["count"], mode["share"], mode["failure_classes"]) == (3, 0.75, ["assertion:contains"])
     assert mode["examples"][0] == {"run": 1, "turn": 1, "failure_class": "assertion:contains",
-                                   "criteria": "contains: right", "sample": "wrong A"}
+                                   "criteria": "contains: right", "sample": "wrong A", "path": []}
     assert document["judge"] == "local.judge"
 
 

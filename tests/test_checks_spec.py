@@ -23,7 +23,8 @@ from farm.checks.spec import parse_assertions, parse_response
             (
                 "assert.type",
                 "unknown check 'contians' (expected one of: equals, contains, not_contains, regex, type, "
-                "json_path, script, agent, tool_called, tool_result) (did you mean 'contains'?)",
+                "json_path, script, agent, tool_called, tool_result, trajectory, tool_count, not_tool_called, "
+                "max_steps) (did you mean 'contains'?)",
             ),
         ),
         ({"type": 3}, ("assert.type", "must be a string, got number")),
@@ -90,7 +91,8 @@ def test_valid_assertions_keep_what_was_written() -> None:
     ("response", "issue"),
     [
         ("x", ("r", "must be an object, got string")),
-        ({"txt": {"keywords": "a"}}, ("r.txt", "unknown key (expected one of: text, sly_data, structure) "
+        ({"txt": {"keywords": "a"}}, ("r.txt", "unknown key (expected one of: text, sly_data, structure, trajectory, "
+                                      "tool_count, not_tool_called, max_steps) "
                                       "(did you mean 'text'?)")),
         ({"text": "Beatles"}, ("r.text", "not a test block: expected an object of tests, got string")),
         ({"text": {}}, ("r.text", "empty test block: it would test nothing")),

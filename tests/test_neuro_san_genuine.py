@@ -58,7 +58,7 @@ from tests.servers import HOST, free_port, openai_server, stop_process, wait_for
 
 FIXTURE = Path(__file__).resolve().parent / "neuro_san_fixture"
 DEFAULT_PYTHON = "/tmp/ns-venv/bin/python"
-AGENTS = {"echo", "deep/echo", "multiply", "nerd", "broken", "slow"}
+AGENTS = {"echo", "deep/echo", "multiply", "nerd", "broken", "slow", "team"}
 
 pytestmark = pytest.mark.slow
 
@@ -200,6 +200,30 @@ def test_sly_data_tool_calls_and_usage(genuine: Genuine) -> None:
     assert [(c.name, c.result, c.error) for c in reply.tool_calls] == [("calc", "product is 42", None)]
     assert reply.usage is not None and reply.usage["total_tokens"] > 0
     assert '"user_id": "farm-ann"' in genuine.log_text()  # the header arrived as metadata
+
+
+def test_calls_below_the_front_man_are_recorded_in_call_order(genuine: Genuine) -> None:
+    """SPEC 21: the boss calls the clerk (an agent), which calls calc (a CodedTool); the clerk's
+    call comes with origin [boss, clerk], calc's own result with [boss, clerk, calc]."""
+    turn = request("please ask the clerk to calc it", sly_data={"x": 6, "y": 7}, chat_filter="MAXIMAL")
+    reply = converse(create_neuro_san_agent(genuine.url, "team"), turn)[0]
+    assert reply.text == "tool said: tool said: product is 42"
+    assert [(c.name, c.result, c.error) for c in reply.tool_calls] == [
+        ("clerk", "tool said: product is 42", None), ("calc", "product is 42", None)]
+    assert reply.tool_calls[0].arguments == {"input": "please ask the clerk to calc it"}
+
+
+def test_a_trajectory_check_on_the_genuine_server(genuine: Genuine, tmp_path: Path, farm_cli: Any) -> None:
+    """End to end: no chat_filter in the case; its trajectory check makes the farm ask MAXIMAL."""
+    suite = tmp_path / "team.hocon"
+    suite.write_text(json.dumps({"agent": "team", "interactions": [{
+        "text": "please ask the clerk to calc it", "sly_data": {"x": 6, "y": 7},
+        "response": {"trajectory": {"tools": ["clerk", "calc"], "match": "strict"}, "not_tool_called": "boss"}}]}))
+    done = farm_cli.run("test", "-i", str(suite), "--server", genuine.url, "--runs", "2", "--no-progress",
+                        "--no-history", "-o", str(tmp_path / "r.json"), local=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert case["trajectories"] == [{"path": ["clerk", "calc"], "count": 2, "share": 1.0, "passed": 2}]
 
 
 def test_a_failing_tool_is_recorded(genuine: Genuine) -> None:

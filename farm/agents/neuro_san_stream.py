@@ -9,7 +9,8 @@ client reads them (``AnswerMessageProcessor``, ``ChatContextMessageProcessor``,
 - ``chat_context`` and returned ``sly_data``: the last ``AGENT_FRAMEWORK`` message carrying a
   ``chat_context``;
 - ``usage``: the front man's last ``AGENT`` token-accounting message (MAXIMAL filter only);
-- ``tool_calls``: the front man's ``invoking_start`` messages and their results (MAXIMAL only).
+- ``tool_calls``: every ``invoking_start`` message, the front man's and those of the agents it
+  called, in stream order, with their results (MAXIMAL only): the run's trajectory.
 
 neuro-san answers errors with HTTP 200: the answer text is then ``Error from <agent>: …`` (its
 string error formatter), a fenced JSON ``{"error", "tool"}`` (its JSON formatter), or the handler
@@ -63,7 +64,7 @@ class StreamReader:
         self.sly_data: dict[str, Any] | None = None
         self.usage: dict[str, JsonValue] | None = None
         self.tool_calls: list[ToolCall] = []
-        self._open_calls: list[ToolCall] = []
+        self._open_calls: list[tuple[tuple[str, ...], ToolCall]] = []
         self.server_error: str | None = None
         self._head: list[dict[str, Any]] = []
         self._tail: deque[dict[str, Any]] = deque(maxlen=RAW_MESSAGES_KEPT - RAW_MESSAGES_KEPT // 2)
@@ -110,30 +111,36 @@ class StreamReader:
             self.structure = structure
 
     def _track_tools(self, kind: str, message: dict[str, Any], depth: int) -> None:
-        """Calls the front man made: ``invoking_start`` opens one, its tool's result closes it."""
+        """Calls the network made, the front man's and those below it (SPEC 21), in stream order:
+        ``invoking_start`` from the calling agent opens one, keyed by the caller's origin and the
+        tool's name; the tool's own ``tool_end`` (origin: that key) or the caller's
+        ``AGENT_TOOL_RESULT`` (``tool_result_origin``: that key) closes it."""
         found = message.get("structure")
         structure: dict[str, Any] = found if isinstance(found, dict) else {}
-        if kind == "AGENT" and depth <= 1 and structure.get("invoking_start"):
+        if kind == "AGENT" and structure.get("invoking_start"):
             call = ToolCall(name=str(structure.get("invoked_agent_name")), arguments=structure.get("params"))
             self.tool_calls.append(call)
-            self._open_calls.append(call)
-        elif kind == "AGENT" and depth == 2 and structure.get("tool_end"):
+            self._open_calls.append(((*_names(message.get("origin")), call.name), call))
+        elif kind == "AGENT" and depth >= 2 and structure.get("tool_end"):
             ended = self._open_call(message.get("origin"))  # the tool's own output, as data
             if ended is not None and structure.get("tool_error"):
                 ended.error = str(structure.get("tool_output"))
             elif ended is not None:
                 ended.result = structure.get("tool_output")
-        elif kind == "AGENT_TOOL_RESULT" and depth <= 1:
-            done = self._open_call(message.get("tool_result_origin"))  # the output as the front man got it
+        elif kind == "AGENT_TOOL_RESULT":
+            done = self._open_call(message.get("tool_result_origin"))  # the output as the caller got it
             if done is not None:
                 done.result = message.get("text") if done.result is None else done.result
-                self._open_calls.remove(done)
+                self._open_calls = [(key, c) for key, c in self._open_calls if c is not done]
 
     def _open_call(self, origin: Any) -> ToolCall | None:
-        if not isinstance(origin, list) or len(origin) != 2 or not isinstance(origin[-1], dict):
+        """The open call ``origin`` names: the same path, else (a front man that sent no origin)
+        the same tool name."""
+        path = _names(origin)
+        if len(path) < 2:
             return None
-        name = origin[-1].get("tool")
-        return next((c for c in self._open_calls if c.name == name), None)
+        exact = next((c for key, c in self._open_calls if key == path), None)
+        return exact or next((c for key, c in self._open_calls if key[-1] == path[-1]), None)
 
     def check(self) -> None:
         """Raise ``AgentError`` when the stream carried an error or ended without an answer."""
@@ -166,6 +173,13 @@ class StreamReader:
         if len(self._tail) == self._tail.maxlen:
             self.dropped += 1
         self._tail.append(kept)
+
+
+def _names(origin: Any) -> tuple[str, ...]:
+    """An origin list's tool names, front man first (``instantiation_index`` left out)."""
+    if not isinstance(origin, list):
+        return ()
+    return tuple(str(o.get("tool")) for o in origin if isinstance(o, dict))
 
 
 def token_usage(structure: dict[str, Any]) -> dict[str, JsonValue]:

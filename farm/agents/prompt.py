@@ -4,6 +4,8 @@ The agent is its system messages (``prompts.yml``: a YAML list of ``{role, conte
 connector. Each turn sends prompts + the conversation to the connector and returns its Reply
 as it is: the text stays text (Yao assertions parse JSON out of it themselves). A Yao case's
 ``options.connector`` picks another connector for that case; ``-c`` wins over it (Yao's order).
+The manifest's ``tools`` (OpenAI function tools, or bare ``{name, description, parameters}``) are
+offered on every call; the connector's tool calls come back in the Reply (a run's trajectory).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class PromptAgent:
 
     def __init__(
         self, agent_id: str, connector: Connector, prompts: list[dict[str, Any]], temperature: float | None = None,
-        registry: ConnectorRegistry | None = None,
+        registry: ConnectorRegistry | None = None, tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self.id = agent_id
         self.connector = connector
@@ -66,6 +68,8 @@ class PromptAgent:
         self.temperature = temperature
         self.registry = registry
         """Where a case's ``options.connector`` is looked up (None: the option is not honoured)."""
+        self.tools = tools
+        """Offered to the model on every call (``package.yao`` ``tools``)."""
 
     def _connector_for(self, request: AgentRequest) -> Connector:
         chosen = (request.context.options or {}).get("connector")
@@ -79,6 +83,7 @@ class PromptAgent:
             temperature=self.temperature,
             timeout_s=read_timeout(request.timeout_s, None),
             conversation=request.conversation,
+            tools=self.tools,
         )
 
     async def aclose(self) -> None:
@@ -112,4 +117,27 @@ def create_prompt_agent(
         raise AgentResolutionError(f"{agent_dir / 'package.yao'}: options.temperature: expected a number")
     declared = manifest.get("id")
     agent_id = declared if isinstance(declared, str) and declared else agent_dir.name
-    return PromptAgent(agent_id, connector, prompts, temperature, registry)
+    tools = manifest_tools(manifest.get("tools"), f"{agent_dir / 'package.yao'}: tools")
+    return PromptAgent(agent_id, connector, prompts, temperature, registry, tools)
+
+
+def manifest_tools(value: Any, where: str) -> list[dict[str, Any]] | None:
+    """``package.yao`` ``tools`` as OpenAI function tools: a list (or Yao's ``{tools: [...]}``) of
+    ``{type: function, function: {...}}`` or bare ``{name, description, parameters}``.
+
+    Raises:
+        AgentResolutionError: not a list of objects, or a tool without a name.
+    """
+    if isinstance(value, dict) and "tools" in value:
+        value = value["tools"]
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise AgentResolutionError(f"{where}: expected a list of tools, got {type(value).__name__}")
+    tools = []
+    for i, tool in enumerate(value):
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+            raise AgentResolutionError(f"{where}[{i}]: expected {{name, description, parameters}} with a name")
+        tools.append({"type": "function", "function": function})
+    return tools or None

@@ -7,6 +7,8 @@ and 3. Without the ``[semantic]`` extra, a group is one distinct sample, as befo
 
 Without a judge, a class with more than one cluster names each mode ``<class>: <example>``; a
 remembered mode of that form matches a cluster of the same class with a sample that means the same.
+Failures of a class that took different tool-call paths (SPEC 21) are apart too: ``<class> via
+search → answer`` (the path stands in for the class in the names above).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from farm.assess.models import Failure
+from farm.reports.trajectory import path_text
 from farm.stats.outputs import normalise_output
 
 MODE_EXAMPLE_CHARS = 80
@@ -35,9 +38,9 @@ class FailureGroup:
 
 
 def _distinct(failures: Sequence[Failure]) -> list[FailureGroup]:
-    groups: dict[tuple[str, str, str], FailureGroup] = {}
+    groups: dict[tuple[str, tuple[str, ...], str, str], FailureGroup] = {}
     for failure in failures:
-        key = (failure.failure_class, failure.criteria, normalise_output(failure.sample))
+        key = (failure.failure_class, tuple(failure.path), failure.criteria, normalise_output(failure.sample))
         groups.setdefault(key, FailureGroup()).failures.append(failure)
     return list(groups.values())
 
@@ -54,17 +57,19 @@ def _by_meaning(groups: list[FailureGroup]) -> list[FailureGroup]:
 
 
 def failure_groups(failures: Sequence[Failure]) -> list[FailureGroup]:
-    """The case's failures by class, then by meaning; most frequent first."""
-    by_class: dict[str, list[FailureGroup]] = {}
+    """The case's failures by class and path (SPEC 21), then by meaning; most frequent first."""
+    by_class: dict[tuple[str, tuple[str, ...]], list[FailureGroup]] = {}
     for group in _distinct(failures):
-        by_class.setdefault(group.failures[0].failure_class, []).append(group)
+        by_class.setdefault((group.failures[0].failure_class, tuple(group.failures[0].path)), []).append(group)
+    paths_of_class = Counter(failure_class for failure_class, _path in by_class)
     merged: list[FailureGroup] = []
-    for failure_class, groups in by_class.items():
+    for (failure_class, path), groups in by_class.items():
+        unit = failure_class if paths_of_class[failure_class] == 1 else f"{failure_class} via {path_text(path)}"
         meanings = _by_meaning(groups)
         for group in meanings:
             group.failures.sort(key=lambda f: f.run)
             example = _example(group.failures[0].sample)
-            group.name = failure_class if len(meanings) == 1 else f"{failure_class}: {example}"
+            group.name = unit if len(meanings) == 1 else f"{unit}: {example}"
         merged += meanings
     return sorted(merged, key=lambda g: (-len(g.failures), g.failures[0].run))
 

@@ -22,6 +22,8 @@ class Failure(FarmModel):
     """What the run had to do (neuro-san's ``acceptance_criteria``): the failed check and its expectation."""
     sample: str
     """What the run did (neuro-san's ``text_sample``): the value the check saw, or the error."""
+    path: list[str] = Field(default_factory=list)
+    """The tool names the run called, in order (SPEC 21); ``[]``: none."""
 
 
 class FailureMode(FarmModel):

@@ -5,10 +5,11 @@ For each case of a finished sweep:
 1. every failed run becomes a ``Failure``: its deterministic class, what it had to do (the first
    failed check and its expectation, or "answer without error") and what it did (the value the
    check saw, or the error). Every kind of check counts, not only ``gist``;
-2. failures are grouped by class, then by the meaning of their samples (``farm.assess.clusters``;
-   by distinct sample without the ``[semantic]`` extra), most frequent first;
-3. without a judge a group's mode is its failure class (``<class>: <example>`` when the class
-   splits by meaning). With one, each group is one judge call (temperature 0), shown an example,
+2. failures are grouped by class and tool-call path, then by the meaning of their samples
+   (``farm.assess.clusters``; by distinct sample without the ``[semantic]`` extra), most frequent first;
+3. without a judge a group's mode is its failure class (``<class> via <path>`` when the class's
+   failures took different paths, ``…: <example>`` when it splits by meaning). With one, each
+   group is one judge call (temperature 0), shown an example,
    the group's size and the case's known modes as a numbered list; it answers an index or a new
    mode of at most two sentences. Known modes start from the case's memory, so re-assessing the
    same failures gives the same modes.
@@ -65,7 +66,7 @@ def _failure(detail: RunDetail) -> Failure:
     else:
         criteria, sample = "the run passes", _text(detail.output)
     return Failure(run=detail.run, turn=detail.failed_turn, failure_class=failure_class, criteria=criteria,
-                   sample=sample)
+                   sample=sample, path=[c.name for c in detail.trajectory or ()])
 
 
 def failures_of(stats: CaseStats) -> list[Failure]:

@@ -15,6 +15,7 @@ from farm.checks.extract import JSON_TYPES, json_equal
 from farm.checks.judged import parse_verdict
 from farm.checks.spec import STOCK_TESTS, YAO_TYPES
 from farm.checks.stock import evaluate_stock
+from farm.checks.trajectory import TRAJECTORY_CHECKS
 from farm.checks.yao import evaluate_assertion
 from farm.models import Case, CheckOutcome, Reply, Turn
 
@@ -28,6 +29,7 @@ __all__ = [
     "Judge",
     "JudgeResolver",
     "JudgeVerdict",
+    "calls_filter",
     "evaluate_assertion",
     "evaluate_stock",
     "evaluate_turn",
@@ -45,6 +47,7 @@ JUDGED_STOCK_TESTS = frozenset({"gist", "not_gist"})
 _WAITING_ASSERTIONS = JUDGED_ASSERTIONS | {"script"}
 """Assertion types that may wait on I/O (a script, an LLM judge)."""
 _WAITING_STOCK_TESTS = JUDGED_STOCK_TESTS
+_TOOL_CHECKS = frozenset({"tool_called", "tool_result", *TRAJECTORY_CHECKS})
 
 
 async def evaluate_turn(turn: Turn, reply: Reply, ctx: CheckContext, turn_index: int) -> list[CheckOutcome]:
@@ -77,6 +80,14 @@ def judges_needed(cases: Iterable[Case]) -> dict[str | None, Case]:
             if turn.stock_tests and any(t.test in JUDGED_STOCK_TESTS for t in turn.stock_tests):
                 uses.setdefault(None, case)
     return uses
+
+
+def calls_filter(case: Case) -> str | None:
+    """``MAXIMAL`` when a check of ``case`` reads tool calls (``tool_called``, ``tool_result``, the
+    trajectory checks): neuro-san sends its calls only with that chat filter, and a trajectory
+    check needs every turn's. None: the agent's default."""
+    wanted = any(a.type in _TOOL_CHECKS for turn in case.turns for a in turn.assertions)
+    return "MAXIMAL" if wanted else None
 
 
 def waiting_checks(turn: Turn) -> int:

@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from farm.models import JsonValue
+from farm.models import JsonValue, ToolCall
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,9 @@ class CheckContext:
     neuro_san_compat: bool = False
     """Compare ``less``/``greater`` the way neuro-san's code does (actual > given for less)."""
     judges: JudgeResolver | None = field(default=None, compare=False)
+    trajectory: list[ToolCall] | None = field(default=None, compare=False)
+    """The run's tool calls so far, every answered turn's (the executor appends to it): what
+    trajectory checks read; None: the reply's own calls."""
     confirm_failures: int = 1
     """``--confirm-failures k`` (odd): a judged check that fails is judged k times in all, the
     majority stands (1: the first verdict stands)."""

@@ -8,13 +8,14 @@ line and raise one ``SuiteError`` with every issue.
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from farm.checks.extract import JSON_TYPES, compile_path, json_type_name
+from farm.checks.hints import one_of, suggest
 from farm.checks.script import resolve_script
+from farm.checks.tool_spec import Issue, tool_called_issues, tool_check_issues, tool_check_validator
+from farm.checks.trajectory import TRAJECTORY_CHECKS
 from farm.models import Assertion, StockTest
 
 __all__ = [
@@ -29,12 +30,9 @@ __all__ = [
     "suggest",
 ]
 
-Issue = tuple[str, str]
-"""``(key path, message)``: one thing wrong, located inside its case."""
-
 YAO_TYPES = (
     "equals", "contains", "not_contains", "regex", "type", "json_path",
-    "script", "agent", "tool_called", "tool_result",
+    "script", "agent", "tool_called", "tool_result", *TRAJECTORY_CHECKS,
 )  # fmt: skip
 """Every Yao assertion ``type``."""
 
@@ -51,16 +49,6 @@ _NEEDS_VALUE = frozenset(YAO_TYPES) - {"script"}
 _KEY_OWNER = {"path": "json_path", "script": "script", "use": "agent", "options": "agent"}
 _JUDGE_OPTION_KEYS = ("connector", "metadata")
 _ORDERED_TESTS = frozenset({"less", "not_less", "greater", "not_greater"})
-
-
-def suggest(word: str, choices: Iterable[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the closest choice, or ``""``."""
-    close = difflib.get_close_matches(str(word).lower(), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _one_of(choices: Iterable[str]) -> str:
-    return "expected one of: " + ", ".join(choices)
 
 
 # ------------------------------------------------------------------------------ Yao assertions
@@ -125,7 +113,7 @@ def parse_assertion(raw: Any, where: str, base_dir: str = "") -> tuple[Assertion
     if not isinstance(raw, dict):
         return None, [(where, f"must be an object, got {json_type_name(raw)}")]
     issues: list[Issue] = [
-        (f"{where}.{k}", f"unknown key ({_one_of(ASSERTION_KEYS)}){suggest(k, ASSERTION_KEYS)}")
+        (f"{where}.{k}", f"unknown key ({one_of(ASSERTION_KEYS)}){suggest(k, ASSERTION_KEYS)}")
         for k in raw
         if k not in ASSERTION_KEYS
     ]
@@ -135,7 +123,7 @@ def parse_assertion(raw: Any, where: str, base_dir: str = "") -> tuple[Assertion
     if not isinstance(kind, str):
         return None, [*issues, (f"{where}.type", f"must be a string, got {json_type_name(kind)}")]
     if kind not in YAO_TYPES:
-        message = f"unknown check {kind!r} ({_one_of(YAO_TYPES)}){suggest(kind, YAO_TYPES)}"
+        message = f"unknown check {kind!r} ({one_of(YAO_TYPES)}){suggest(kind, YAO_TYPES)}"
         return None, [*issues, (f"{where}.type", message)]
     issues += _common_issues(raw, kind, where)
     issues += _TYPE_VALIDATORS.get(kind, _no_more)(raw, where, base_dir)
@@ -198,7 +186,7 @@ def _check_type(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
     if "value" not in raw or (isinstance(value, str) and value in JSON_TYPES):
         return []
     shown = value if isinstance(value, str) else json_type_name(value)
-    return [(f"{where}.value", f"not a JSON type: {shown!r} ({_one_of(JSON_TYPES)}){suggest(shown, JSON_TYPES)}")]
+    return [(f"{where}.value", f"not a JSON type: {shown!r} ({one_of(JSON_TYPES)}){suggest(shown, JSON_TYPES)}")]
 
 
 def _check_json_path(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
@@ -242,36 +230,12 @@ def _judge_option_issues(options: Any, at: str) -> list[Issue]:
         return []
     if not isinstance(options, dict):
         return [(at, f"must be an object, got {json_type_name(options)}")]
-    issues = [(f"{at}.{k}", f"unknown key ({_one_of(_JUDGE_OPTION_KEYS)})") for k in options
+    issues = [(f"{at}.{k}", f"unknown key ({one_of(_JUDGE_OPTION_KEYS)})") for k in options
               if k not in _JUDGE_OPTION_KEYS]
     if "connector" in options and (not isinstance(options["connector"], str) or not options["connector"]):
         issues.append((f"{at}.connector", "must be a connector id (a non-empty string)"))
     if "metadata" in options and not isinstance(options["metadata"], dict):
         issues.append((f"{at}.metadata", f"must be an object, got {json_type_name(options['metadata'])}"))
-    return issues
-
-
-def _check_tool_called(raw: dict[str, Any], where: str, base_dir: str) -> list[Issue]:
-    if "value" not in raw:
-        return []
-    value, at = raw["value"], f"{where}.value"
-    if isinstance(value, list):
-        if not value:
-            return [(at, "an empty list names no tool")]
-        return [issue for i, item in enumerate(value) for issue in _tool_spec_issues(item, f"{at}[{i}]")]
-    return _tool_spec_issues(value, at)
-
-
-def _tool_spec_issues(value: Any, at: str) -> list[Issue]:
-    if isinstance(value, str):
-        return [] if value.strip() else [(at, "empty tool name")]
-    if not isinstance(value, dict):
-        return [(at, f"must be a tool name, a list of names or {{name, arguments}}, got {json_type_name(value)}")]
-    issues = [(f"{at}.{k}", "unknown key (expected name, arguments)") for k in value if k not in ("name", "arguments")]
-    if not isinstance(value.get("name"), str) or not value["name"].strip():
-        issues.append((f"{at}.name", "missing: the tool name (a string)"))
-    if "arguments" in value and not isinstance(value["arguments"], dict):
-        issues.append((f"{at}.arguments", f"must be an object, got {json_type_name(value['arguments'])}"))
     return issues
 
 
@@ -305,16 +269,21 @@ _TYPE_VALIDATORS = {
     "json_path": _check_json_path,
     "script": _check_script,
     "agent": _check_agent,
-    "tool_called": _check_tool_called,
+    "tool_called": lambda raw, where, base_dir: tool_called_issues(raw, where),
     "tool_result": _check_tool_result,
+    **{kind: tool_check_validator(kind) for kind in TRAJECTORY_CHECKS},
 }
 
 
 # ------------------------------------------------------------------------- neuro-san responses
 
 
-def parse_response(raw: Any, where: str) -> tuple[list[StockTest], list[Issue]]:
-    """Validate an interaction's ``response`` block into ``StockTest``s (empty block: no tests)."""
+def parse_response(
+    raw: Any, where: str, tool_checks: list[Assertion] | None = None
+) -> tuple[list[StockTest], list[Issue]]:
+    """Validate an interaction's ``response`` block into ``StockTest``s (empty block: no tests);
+    its trajectory checks (``trajectory = {tools = [...], match = in_order}``, SPEC 21) go to
+    ``tool_checks`` as assertions on the run's tool calls."""
     if raw is None:
         return [], []
     if not isinstance(raw, dict):
@@ -323,8 +292,14 @@ def parse_response(raw: Any, where: str) -> tuple[list[StockTest], list[Issue]]:
     issues: list[Issue] = []
     for key, block in raw.items():
         at = f"{where}.{key}"
-        if key not in RESPONSE_KEYS:
-            issues.append((at, f"unknown key ({_one_of(RESPONSE_KEYS)}){suggest(key, RESPONSE_KEYS)}"))
+        if key in TRAJECTORY_CHECKS:
+            found = tool_check_issues(key, block, at)
+            issues += found
+            if not found and tool_checks is not None:
+                tool_checks.append(Assertion(type=key, value=block, has_value=True, where=at))
+        elif key not in RESPONSE_KEYS:
+            known = (*RESPONSE_KEYS, *TRAJECTORY_CHECKS)
+            issues.append((at, f"unknown key ({one_of(known)}){suggest(key, known)}"))
         elif not isinstance(block, dict):
             issues.append((at, f"not a test block: expected an object of tests, got {json_type_name(block)}"))
         elif not block:
@@ -341,7 +316,7 @@ def _text_tests(block: dict[str, Any], where: str, tests: list[StockTest], issue
         at = f"{where}.{name}"
         test = name.lower()
         if test not in STOCK_TESTS:
-            issues.append((at, f"unknown stock test {name!r} ({_one_of(STOCK_TESTS)}){suggest(name, STOCK_TESTS)}"))
+            issues.append((at, f"unknown stock test {name!r} ({one_of(STOCK_TESTS)}){suggest(name, STOCK_TESTS)}"))
         elif isinstance(given, dict):
             issues.append((at, "the text is a string: give a value or a list of values, not an object"))
         else:

@@ -13,7 +13,8 @@ from typing import Any
 from farm.checks.extract import json_equal, parse_json_text, safe_repr, to_text
 from farm.models import ToolCall
 
-__all__ = ["check_tool_called", "check_tool_result", "match_partial", "name_matches"]
+__all__ = ["call_matches", "check_tool_called", "check_tool_result", "describe_spec", "match_partial", "name_matches",
+           "summary"]
 
 Finding = tuple[bool, str, Any]
 """``(passed, message, actual)``."""
@@ -53,11 +54,13 @@ def match_partial(expected: Any, actual: Any) -> bool:
     return json_equal(expected, actual)
 
 
-def _summary(calls: list[ToolCall]) -> list[dict[str, Any]]:
+def summary(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The calls as ``{name, arguments}`` (arguments parsed): what a check saw."""
     return [{"name": c.name, "arguments": _decoded(c.arguments)} for c in calls]
 
 
-def _call_matches(spec: Any, call: ToolCall) -> bool:
+def call_matches(spec: Any, call: ToolCall) -> bool:
+    """A tool name, or ``{name, arguments}`` (arguments as a subset), matches ``call``."""
     if isinstance(spec, str):
         return name_matches(call.name, spec)
     if not isinstance(spec, dict) or not name_matches(call.name, str(spec.get("name", ""))):
@@ -70,14 +73,15 @@ def check_tool_called(value: Any, calls: list[ToolCall]) -> Finding:
     specs = value if isinstance(value, list) else [value]
     names = ", ".join(c.name for c in calls) or "none"
     for spec in specs:
-        hit = next((c for c in calls if _call_matches(spec, c)), None)
+        hit = next((c for c in calls if call_matches(spec, c)), None)
         if hit is not None:
-            return True, f"{hit.name} was called", _summary(calls)
-    wanted = " or ".join(_describe(s) for s in specs)
-    return False, f"no call to {wanted} (calls: {names})", _summary(calls)
+            return True, f"{hit.name} was called", summary(calls)
+    wanted = " or ".join(describe_spec(s) for s in specs)
+    return False, f"no call to {wanted} (calls: {names})", summary(calls)
 
 
-def _describe(spec: Any) -> str:
+def describe_spec(spec: Any) -> str:
+    """``'search'``, or ``'search' with arguments {...}``."""
     if isinstance(spec, dict) and "arguments" in spec:
         return f"{spec.get('name')!r} with arguments {safe_repr(spec['arguments'])}"
     if isinstance(spec, dict):
@@ -92,7 +96,7 @@ def check_tool_result(value: Any, calls: list[ToolCall]) -> Finding:
     call = next((c for c in calls if name_matches(c.name, tool)), None)
     if call is None:
         names = ", ".join(c.name for c in calls) or "none"
-        return False, f"{tool!r} was not called (calls: {names})", _summary(calls)
+        return False, f"{tool!r} was not called (calls: {names})", summary(calls)
     found = {"name": call.name, "result": call.result, "error": call.error}
     if call.error:
         return False, f"{call.name} failed: {safe_repr(call.error)}", found

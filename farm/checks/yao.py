@@ -30,6 +30,7 @@ from farm.checks.extract import (
 from farm.checks.judged import ask_confirmed
 from farm.checks.script import call_script, resolve_script
 from farm.checks.tools import check_tool_called, check_tool_result
+from farm.checks.trajectory import TRAJECTORY_CHECKS, check_trajectory_family
 from farm.models import Assertion, CheckOutcome, Reply
 
 __all__ = ["Result", "evaluate_assertion"]
@@ -225,6 +226,13 @@ def _tool_result(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
     return Result(passed, message, actual)
 
 
+def _trajectory_check(a: Assertion, reply: Reply, ctx: CheckContext) -> Result:
+    """A trajectory check (SPEC 21) on the run's calls so far (``ctx.trajectory``), else the reply's."""
+    calls = ctx.trajectory if ctx.trajectory is not None else reply.tool_calls
+    passed, message, actual = check_trajectory_family(a.type, a.value, calls)
+    return Result(passed, message, actual)
+
+
 _CHECKS: dict[str, CheckFn] = {
     "equals": check_equals,
     "contains": check_contains,
@@ -236,4 +244,5 @@ _CHECKS: dict[str, CheckFn] = {
     "agent": check_agent,
     "tool_called": _tool_called,
     "tool_result": _tool_result,
+    **dict.fromkeys(TRAJECTORY_CHECKS, _trajectory_check),
 }

@@ -24,6 +24,7 @@ from farm.history.tables import case_results, sweep_tags, sweeps
 from farm.models import CaseStats, SweepOutcome, SweepReport
 from farm.models.outcome import outcome_of
 from farm.stats.compare_terms import is_adaptive
+from farm.stats.path_change import paths_of
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ def case_row(sweep_pk: int, stats: CaseStats, metadata: dict[str, Any]) -> dict[
         "avg_duration_ms": stats.avg_duration_ms, "min_duration_ms": stats.min_duration_ms,
         "max_duration_ms": stats.max_duration_ms, "std_deviation_ms": stats.std_deviation_ms,
         "distinct_outputs": stats.distinct_outputs, "semantic_consistency": stats.semantic_consistency,
+        "trajectory_consistency": stats.trajectory_consistency,
+        "trajectories": [p.model_dump() for p in paths_of(stats.trajectories, stats.runs - stats.skipped)],
         "failure_reasons": [r.model_dump() for r in stats.failure_reasons],
         "pass_at_k": stats.pass_at_k, "pass_hat_k": stats.pass_hat_k,
     }

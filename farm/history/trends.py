@@ -42,16 +42,18 @@ class CasePoint:
     passed: int
     skipped: int
     semantic_consistency: float | None = None
+    trajectory_consistency: float | None = None
+    """SPEC 21: share of runs on the most common tool-call path; None: no run called a tool."""
 
 
 _POINT_COLUMNS = [case_results.c[n] for n in ("pass_rate", "ci_low", "ci_high", "label", "runs", "passed",
-                                                 "skipped", "semantic_consistency")]
+                                                 "skipped", "semantic_consistency", "trajectory_consistency")]
 
 
 def _point(row: Any) -> CasePoint:
     return CasePoint(sweep_id=row.sweep_id, pass_rate=row.pass_rate, ci_low=row.ci_low, ci_high=row.ci_high,
                      label=row.label, runs=row.runs, passed=row.passed, skipped=row.skipped,
-                     semantic_consistency=row.semantic_consistency)
+                     semantic_consistency=row.semantic_consistency, trajectory_consistency=row.trajectory_consistency)
 
 
 def case_points(engine: Engine, window: Sequence[SweepInfo], case_id: str | None = None

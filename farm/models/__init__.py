@@ -27,6 +27,9 @@ from farm.models.base import RunStatus as RunStatus
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
 from farm.models.stats import *  # noqa: F403
+from farm.models.trajectory import Divergence as Divergence
+from farm.models.trajectory import ToolCall as ToolCall
+from farm.models.trajectory import TrajectoryPath as TrajectoryPath
 
 # ----------------------------------------------------------------------------------- messages
 
@@ -146,17 +149,6 @@ class Case(PerCaseModel):
 # ------------------------------------------------------------------------------------ replies
 
 
-class ToolCall(FarmModel):
-    """A tool call the agent made while answering."""
-
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    arguments: JsonValue = None
-    result: JsonValue = None
-    error: str | None = None
-
-
 class Reply(FarmModel):
     """What an agent answered to one turn. Every adapter returns one."""
 
@@ -260,6 +252,9 @@ class RunResult(FarmModel):
     """Dynamic runs: the conversation, turn by turn."""
     checkpoints: dict[str, CheckpointResult] | None = None
     """Dynamic runs: every checkpoint by id, in the case's order."""
+    trajectory: list[ToolCall] | None = None
+    """The tool calls of all its turns, in order (SPEC 21; bounded: ``farm.run.trajectory``);
+    None: the run made none."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:

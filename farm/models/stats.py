@@ -15,6 +15,7 @@ from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
+from farm.models.trajectory import Divergence, ToolCall, TrajectoryPath
 
 __all__ = [
     "BudgetFigures",
@@ -65,6 +66,9 @@ class RunDetail(FarmModel):
     """Time the run's calls waited for a slot in fleet control (not in ``duration_ms``, SPEC 15)."""
     turns: list[TurnRecord] | None = None
     checkpoints: dict[str, CheckpointResult] | None = None
+    trajectory: list[ToolCall] | None = None
+    """The run's tool calls over all its turns (name, arguments, error; SPEC 21), the first
+    ``farm.stats.trajectory.MAX_DETAIL_CALLS`` of them, arguments cut to 1,000 characters."""
 
     @property
     def error_line(self) -> str:
@@ -218,6 +222,13 @@ class CaseStats(FarmModel):
     """Dynamic cases: each checkpoint's reach rate over the runs, in the case's order."""
     criteria: list[CriterionStats] = Field(default_factory=list)
     """Each check of each turn over the runs, in the case's order (SPEC 17; ``farm.stats.criteria``)."""
+    trajectories: list[TrajectoryPath] = Field(default_factory=list)
+    """Distinct tool-call paths of the scored runs, most common first (SPEC 21; the first
+    ``farm.stats.trajectory.MAX_LISTED_PATHS``); empty when no run called a tool."""
+    trajectory_consistency: float | None = None
+    """Share (0–1) of the scored runs on the most common path; null when no run called a tool."""
+    divergence: Divergence | None = None
+    """Where failing runs leave the most common passing path; null: no failing run left it."""
 
 
 class SweepSummary(FarmModel):

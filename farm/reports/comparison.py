@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from farm.reports.markdown import md_inline
+from farm.reports.trajectory import path_text
 from farm.stats.compare import VERDICTS, CaseComparison, Comparison, Counts, SweepRef
 from farm.stats.compare_criteria import move_text
 from farm.wording import plural
@@ -69,7 +70,20 @@ def _notes(row: CaseComparison) -> list[str]:
             notes.append(f"semantic consistency {base} → {head}")
     if row.rules_out_drop is not None:
         notes.append(f"rules out a drop over {row.rules_out_drop:g} points")
+    if row.path_changed:
+        notes.append(path_change_text(row))
     return notes
+
+
+def path_change_text(row: CaseComparison) -> str:
+    """``path changed: a new path search → delete in 30 % of runs (q 0.002)``."""
+    grew, q = row.path_grew, f"(q {row.path_q_value:.3g})"
+    if grew is None:
+        return f"path changed {q}"
+    head = f"{round(grew.head_share * 100)} % of runs"
+    if grew.base_share == 0:
+        return f"path changed: a new path {path_text(grew.path)} in {head} {q}"
+    return f"path changed: {path_text(grew.path)} {round(grew.base_share * 100)} % → {head} {q}"
 
 
 def render_text(comparison: Comparison, show_all: bool = False) -> str:

@@ -21,6 +21,7 @@ from farm.quarantine.marks import badge, is_quarantined
 from farm.reports.criteria import failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import adaptive_text, budget_text, cost_text
+from farm.reports.trajectory import trajectory_properties
 from farm.stats import case_verdict
 
 MAX_TEXT = 8192
@@ -111,6 +112,7 @@ def _testcase(stats: CaseStats) -> ET.Element:
         **({"adaptive": adaptive_text(stats), "runs_planned": stats.runs_planned} if stats.adaptive else {}),
         **({"quarantine": badge(stats)} if stats.quarantine else {}),
         **({"semantic_consistency": stats.semantic_consistency} if stats.semantic_consistency is not None else {}),
+        **trajectory_properties(stats),
     })
     verdict = _junit_verdict(stats)
     if verdict == "quarantined":  # runs and is reported, but CI stays green as the exit code does

@@ -21,6 +21,7 @@ from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
 from farm.reports.semantic import cluster_rows, semantic_case_text, semantic_summary
+from farm.reports.trajectory import TRAJECTORY_HEADER, divergence_text, path_text, trajectory_rows
 from farm.stats import case_verdict
 from farm.wording import plural
 
@@ -137,6 +138,16 @@ def _criteria(stats: CaseStats) -> list[str]:
     failing = failing_text(stats)
     return ["**Criteria**", "", *([md_inline(failing), ""] if failing else []),
             *_table(CRITERIA_HEADER, rows, "lllrrr"), ""]
+def _trajectories(stats: CaseStats) -> list[str]:
+    if stats.trajectory_consistency is None:
+        return []
+    rows = [tuple(md_inline(cell) for cell in row) for row in trajectory_rows(stats)]
+    lines = [f"**Trajectories**: {plural(len(stats.trajectories), 'distinct path')}", "",
+             *_table(TRAJECTORY_HEADER, rows, "lrrr"), "", f"Trajectory consistency: {stats.trajectory_consistency}"]
+    divergence = divergence_text(stats)
+    return [*lines, *([f"Divergence: {md_inline(divergence)}"] if divergence else []), ""]
+
+
 def _meanings(stats: CaseStats) -> list[str]:
     text = semantic_case_text(stats)
     if text is None:
@@ -150,6 +161,8 @@ def _run_lines(detail: RunDetail) -> list[str]:
     if detail.failure_class:
         turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
         head += f" · {md_inline(detail.failure_class)}{turn}"
+    if detail.trajectory:
+        head += f" · path {md_inline(path_text([c.name for c in detail.trajectory]))}"
     if detail.error:
         return [f"- {head}: {md_inline(detail.error_line)}"]
     lines = [f"- {head}"]
@@ -198,7 +211,7 @@ def _case(stats: CaseStats) -> list[str]:
     shown = next((d for d in stats.run_details if d.status is not RunStatus.SKIPPED), None)
     if shown is not None and shown.output is not None:
         lines += [f"**Output** (run {shown.run})", "", _block(shown.output), ""]
-    lines += _checkpoints(stats) + _criteria(stats) + _meanings(stats)
+    lines += _checkpoints(stats) + _criteria(stats) + _trajectories(stats) + _meanings(stats)
     if stats.failure_classes:
         lines += ["**Failure classes**", "", *_failure_classes(stats.failure_classes, with_case=False), ""]
     return lines + _failures(stats)

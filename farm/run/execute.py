@@ -20,16 +20,18 @@ import time
 from dataclasses import dataclass
 
 from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
-from farm.checks import evaluate_turn, waiting_checks
+from farm.checks import calls_filter, evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError, FaultKind
 from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.models.dynamic import TurnRecord
+from farm.models.trajectory import ToolCall
 from farm.models.usage import RunUsage
 from farm.run.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
 from farm.run.failures import classify_run
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
+from farm.stats.trajectory import recorded_calls
 from farm.suites.hooks import HookFailedError, RunHooks
 
 
@@ -116,6 +118,10 @@ class _RunState:
         """Set when a neuro-san test's budget (``farm.sweep.deadlines``) ends the run sooner: what was left."""
         self.usage = RunUsage()
         """Tokens of every answered turn (``farm.models.usage``)."""
+        self.trajectory: list[ToolCall] = []
+        """The tool calls of every answered turn, in order (SPEC 21): trajectory checks read it."""
+        self.chat_filter: str | None = None
+        """For turns that set none: ``MAXIMAL`` when the case checks tool calls (``calls_filter``)."""
 
     def limit(self, case: Case) -> str:
         """How a whole-run timeout is told: ``300s``, or what was left of the test's budget."""
@@ -158,22 +164,11 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
              turn: int) -> AgentContext:
     user_id, team_id = _identity(env, case.user, case.team)
     return AgentContext(
-        user_id=user_id,
-        team_id=team_id,
-        locale=env.locale,
-        client_type=env.client_type,
-        client_ip=env.client_ip,
-        referer=env.referer,
-        accept=env.accept,
-        case_id=case.id,
-        run=run,
-        turn=turn,
+        user_id=user_id, team_id=team_id, locale=env.locale, client_type=env.client_type,
+        client_ip=env.client_ip, referer=env.referer, accept=env.accept, case_id=case.id, run=run, turn=turn,
         chat_id=chat_id,
         metadata=case.metadata if env.metadata is None else {**env.metadata, **(case.metadata or {})},
-        sly_data=sly,
-        connector=env.connector,
-        options=case.options,
-        authorized=env.authorized,
+        sly_data=sly, connector=env.connector, options=case.options, authorized=env.authorized,
     )
 
 
@@ -223,7 +218,7 @@ async def _send_turn(
         messages=state.history + new_messages,
         new_messages=new_messages,
         sly_data=sly,
-        chat_filter=turn.chat_filter,
+        chat_filter=turn.chat_filter or state.chat_filter,
         timeout_s=max(turn_timeout, 0.0),
         context=_context(case, run, env, state.conversation.chat_id, sly, index),
         conversation=state.conversation,
@@ -247,6 +242,7 @@ async def _send_turn(
         raise _Outcome(RunStatus.ERROR, _NO_REPLY.model_copy())
     state.history = [*request.messages, _assistant_message(reply)]
     state.sly_data = _merge(sly, reply.sly_data)
+    state.trajectory.extend(reply.tool_calls)
     return reply
 
 
@@ -281,6 +277,7 @@ async def _run_turns(
     state: _RunState, result: RunResult, deadline: float,
 ) -> None:
     fresh_next = False
+    state.chat_filter = calls_filter(case)
     for index, turn in enumerate(case.turns, start=1):
         if fresh_next:
             state.start_fresh()
@@ -352,6 +349,7 @@ def _finish(result: RunResult, state: _RunState, start: float) -> None:
         result.queued_ms = round(queued_s * 1000, 3)
     result.retries = state.total_retries()
     state.usage.fill(result)
+    result.trajectory = recorded_calls(state.trajectory)
     if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
         result.failure_class, result.failed_turn = classify_run(result, state.turn)
 
@@ -372,9 +370,10 @@ async def execute_run(
     if case.skip:
         result.status = RunStatus.SKIPPED
         return result
-    ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
-                       neuro_san_compat=env.neuro_san_compat, judges=judges, confirm_failures=env.confirm_failures)
     state = _RunState(_first_chat_id(env, run))
+    ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
+                       neuro_san_compat=env.neuro_san_compat, judges=judges, trajectory=state.trajectory,
+                       confirm_failures=env.confirm_failures)
     hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
     hook_context = _context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None
     start = time.monotonic()

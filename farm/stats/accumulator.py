@@ -34,6 +34,7 @@ from farm.stats.plan import CasePlan
 from farm.stats.reasons import ReasonCounter
 from farm.stats.retry_bias import RetryTally
 from farm.stats.semantic import SemanticSample, semantic_text
+from farm.stats.trajectory import MAX_DETAIL_CALLS, TrajectoryTally
 
 DEFAULT_MAX_RUN_DETAILS = 100
 """Runs kept in full per case; the others are counted in ``run_details_truncated``."""
@@ -144,6 +145,7 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         failure_class=result.failure_class, failed_turn=result.failed_turn, queued_ms=result.queued_ms,
         turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
         checkpoints=result.checkpoints,
+        trajectory=None if result.trajectory is None else result.trajectory[:MAX_DETAIL_CALLS],
     )
 
 
@@ -180,6 +182,7 @@ class CaseAccumulator:
         self._failures = FailureTally()
         self._checkpoints = CheckpointTally()
         self._criteria = CriteriaTally(case)
+        self._paths = TrajectoryTally()
         self._costs = CostTotals()
         self._rule = plan.stopping_rule()
         self.decision: Decision | None = None
@@ -224,6 +227,7 @@ class CaseAccumulator:
         self._failures.add(result)
         self._checkpoints.add(result)
         self._criteria.add(result)
+        self._paths.add(result)
         if self._rule is not None and self.decision is None:
             self.decision = self._rule.decide(*self._tally())
         return True
@@ -306,6 +310,6 @@ class CaseAccumulator:
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
             retry_bias=self._retry_split.figures(),
-            criteria=self._criteria.stats(),
+            criteria=self._criteria.stats(), **self._paths.figures(),  # type: ignore[arg-type]
             **self._meanings.figures(),
         )

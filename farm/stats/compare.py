@@ -31,6 +31,7 @@ from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.models import FarmModel, SweepReport, SweepStatus
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
 from farm.stats.compare_terms import check_thresholds, is_adaptive
+from farm.stats.path_change import PathCount, PathShift, path_p_value, path_shift, paths_of
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
 
@@ -52,6 +53,8 @@ class CaseSnapshot(FarmModel):
     adaptive: bool = False
     criteria: list[CriterionCount] = Field(default_factory=list)
     semantic_consistency: float | None = None
+    paths: list[PathCount] | None = None
+    """Runs per tool-call path (SPEC 21); None: not known (a sweep recorded without them)."""
 
 
 class SweepRef(FarmModel):
@@ -106,6 +109,12 @@ class CaseComparison(FarmModel):
     """An ``unchanged`` verdict's largest drop it rules out, in points (SPEC 25): HEAD's pass rate
     is not that far below BASE's, at the comparison's confidence (the Newcombe interval's low end,
     rounded up to a tenth); None for other verdicts."""
+    path_changed: bool | None = None
+    """The distribution of tool-call paths differs (SPEC 21; ``farm.stats.path_change``, BH
+    q ≤ alpha); None: not tested (a side without known paths or runs)."""
+    path_q_value: float | None = None
+    path_grew: PathShift | None = None
+    """The path whose share grew most, when the paths changed."""
 
 
 class Comparison(FarmModel):
@@ -131,7 +140,7 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
             id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
             adaptive=is_adaptive(s, meta), criteria=counts_of(s.criteria),
-            semantic_consistency=s.semantic_consistency,
+            semantic_consistency=s.semantic_consistency, paths=paths_of(s.trajectories, s.runs - s.skipped),
         )
         for s in report.results
     ]
@@ -151,6 +160,8 @@ class _Tested:
     p_higher: float
     q_lower: float = 1.0
     q_higher: float = 1.0
+    p_paths: float | None = None
+    q_paths: float | None = None
 
 
 def compare(base: SweepSnapshot, head: SweepSnapshot, *, alpha: float = DEFAULT_ALPHA,
@@ -194,6 +205,12 @@ def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot
         t.q_lower = q
     for t, q in zip(family, bh_q_values([t.p_higher for t in family]), strict=True):
         t.q_higher = q
+    for t in family:
+        if t.base.paths is not None and t.head.paths is not None:
+            t.p_paths = path_p_value(t.base.paths, t.head.paths)
+    with_paths = [t for t in family if t.p_paths is not None]
+    for t, q in zip(with_paths, bh_q_values([t.p_paths or 1.0 for t in with_paths]), strict=True):
+        t.q_paths = q
     return tested
 
 
@@ -221,7 +238,7 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
         class_change=ClassChange(base=base.label, head=head.label) if base.label != head.label else None,
         new_failure_reasons=[r for r in head.failure_reasons if r not in base.failure_reasons and r != OTHER_REASONS],
         criteria_moved=moved_criteria(base.criteria, head.criteria, min_drop),
-        semantic_consistency=_semantic_pair(base, head),
+        semantic_consistency=_semantic_pair(base, head), **_path_figures(tested, alpha),  # type: ignore[arg-type]
         rules_out_drop=_ruled_out(base, head, z) if verdict == "unchanged" and not adaptive else None,
     )
 
@@ -229,6 +246,14 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
 def _ruled_out(base: CaseSnapshot, head: CaseSnapshot, z: float) -> float:
     low, _ = newcombe_interval(head.passed, head.runs, base.passed, base.runs, z)
     return max(0.0, math.ceil(round(-low * 1000, 6)) / 10)  # rounded up: never claims more than shown
+
+
+def _path_figures(tested: _Tested | None, alpha: float) -> dict[str, object]:
+    if tested is None or tested.q_paths is None or tested.base.paths is None or tested.head.paths is None:
+        return {}
+    changed = tested.q_paths <= alpha
+    return {"path_changed": changed, "path_q_value": _sig(tested.q_paths),
+            "path_grew": path_shift(tested.base.paths, tested.head.paths) if changed else None}
 
 
 def _semantic_pair(base: CaseSnapshot, head: CaseSnapshot) -> tuple[float | None, float | None] | None:

@@ -39,6 +39,9 @@ def criterion_text(check: Assertion | StockTest) -> str:
         tail = f"{check.path} == {_value_text(check.value)}" if check.has_value else f"{check.path}"
     elif check.type == "script":
         tail = check.script or ""
+    elif check.type == "trajectory" and isinstance(check.value, dict) and isinstance(check.value.get("tools"), list):
+        names = [t.get("name") if isinstance(t, dict) else t for t in check.value["tools"]]
+        tail = f"{check.value.get('match', 'strict')} {_value_text(' → '.join(map(str, names)) or '[]')}"
     else:
         tail = _value_text(check.value) if check.has_value or check.value is not None else ""
     return f"{head} {tail}".rstrip()

@@ -30,7 +30,7 @@ from farm.checks.spec import Issue, parse_response, suggest
 from farm.defaults import MAX_RUNS_PER_CASE
 from farm.durations import parse_duration
 from farm.errors import Problem
-from farm.models import Case, Message, SuccessRatio, Turn
+from farm.models import Assertion, Case, Message, SuccessRatio, Turn
 from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon_guard import RemoteIncludeRefused, register_env_secrets, remote_includes, secrets_deferred
 
@@ -306,13 +306,14 @@ def _turn(item: Any, where: str, issues: list[Issue]) -> Turn | None:
         issues.append((f"{where}.continue_conversation", f"must be true or false, got {json_type_name(keep_going)}"))
     timeout = _seconds(item.get("timeout_in_seconds"), f"{where}.timeout_in_seconds", issues)
     chat_filter = _chat_filter(item.get("chat_filter"), f"{where}.chat_filter", issues)
-    tests, found = parse_response(item.get("response"), f"{where}.response")
+    tool_checks: list[Assertion] = []
+    tests, found = parse_response(item.get("response"), f"{where}.response", tool_checks)
     issues += found
     if len(issues) > before:
         return None
     messages = [Message(role="user", content=text)] if isinstance(text, str) else []
     return Turn(messages=messages, sly_data=sly_data, timeout_s=timeout, chat_filter=chat_filter,
-                continue_conversation=keep_going, stock_tests=tests)  # fmt: skip
+                continue_conversation=keep_going, stock_tests=tests, assertions=tool_checks)  # fmt: skip
 
 
 def _chat_filter(value: Any, key: str, issues: list[Issue]) -> Any:

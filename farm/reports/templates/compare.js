@@ -18,7 +18,16 @@
     for (const m of c.criteria_moved || []) {
       out.push("criterion moved: " + m.criterion + " " + m.base + " → " + m.head + " (" + (m.delta > 0 ? "+" : "") + m.delta + " points)");
     }
+    if (c.path_changed) out.push(pathChange(c));  // worded as farm.reports.comparison.path_change_text
     return out;
+  }
+  function pathChange(c) {
+    const g = c.path_grew, q = "(q " + Number(c.path_q_value.toPrecision(3)) + ")";
+    if (!g) return "path changed " + q;
+    const path = g.path.length ? g.path.join(" → ") : "(no tool call)";
+    const head = Math.round(g.head_share * 100) + " % of runs";
+    if (g.base_share === 0) return "path changed: a new path " + path + " in " + head + " " + q;
+    return "path changed: " + path + " " + Math.round(g.base_share * 100) + " % → " + head + " " + q;
   }
   function counts(side) {
     if (!side) return "—";

@@ -182,6 +182,7 @@
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
+    if ((c.trajectories || []).length) add(box, el("h3", null, "Trajectories"), trajectoriesBlock(c));
     if ((c.semantic_clusters || []).length) add(box, el("h3", null, "Meanings"), clustersTable(c.semantic_clusters));
     const classes = Object.entries(c.failure_classes || {});
     if (classes.length) add(box, el("h3", null, "Failure classes"), classesTable(classes));
@@ -249,6 +250,20 @@
     })));
   }
 
+  // The paths of tool calls (SPEC 21), worded as farm.reports.trajectory words them.
+  function pathText(path) { return path.length ? path.join(" → ") : "(no tool call)"; }
+
+  function trajectoriesBlock(c) {
+    const box = el("div", "trajectories");
+    let said = "Trajectory consistency: " + c.trajectory_consistency;
+    const d = c.divergence;
+    if (d) said += " · Divergence: step " + d.step + " (" + d.count + (d.count === 1 ? " failing run leaves " : " failing runs leave ") + pathText(d.path) + ")";
+    add(box, el("p", "note", said));
+    const head = [["Path", false], ["Runs", true], ["Share", true], ["Passed", true]];
+    return add(box, miniTable(head, c.trajectories.slice(0, 5).map((p) =>
+      [pathText(p.path), String(p.count), pct(Math.round(p.share * 1000) / 10), String(p.passed)])));
+  }
+
   function classesTable(classes) {
     return miniTable([["Failure class", false], ["Runs", true], ["Example", false]], classes.map(([name, entry]) => {
       const ex = entry.example || {};
@@ -302,6 +317,7 @@
     const tr = el("tr", "run-row" + (bad ? " is-bad" : ""));
     const status = add(el("td"), badge(r.status, r.status));
     if (r.failure_class) add(status, el("div", "fclass", r.failure_class + (r.failed_turn ? " · turn " + r.failed_turn : "")));
+    if ((r.trajectory || []).length) add(status, el("div", "sub run-path", "path " + pathText(r.trajectory.map((c) => c.name))));
     add(tr, el("td", "num", "#" + r.run), status);
     add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
