@@ -371,9 +371,8 @@ async def execute_run(
         result.status = RunStatus.SKIPPED
         return result
     state = _RunState(_first_chat_id(env, run))
-    ctx = CheckContext(input=case.input, expected=case.expected, base_dir=case.base_dir,
-                       neuro_san_compat=env.neuro_san_compat, judges=judges, trajectory=state.trajectory,
-                       confirm_failures=env.confirm_failures)
+    ctx = CheckContext(case.input, case.expected, case.base_dir, env.neuro_san_compat, judges=judges,
+                       trajectory=state.trajectory, confirm_failures=env.confirm_failures)
     hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
     hook_context = _context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None
     start = time.monotonic()
