@@ -31,7 +31,7 @@ from farm.errors import ExitCode, FarmError, ReporterError
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
-from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url
+from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url, sweep_queue
 from farm.stats import exit_code_for
 from farm.sweep.executor import ExecutorOptions
 from farm.sweep.journal import RunJournal, open_journal, prune_journals
@@ -141,6 +141,9 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:
     """``--detach``: print the sweep id once the plan is stored; the workers run it."""
     click.echo(executor.submit(prepared.plan))
+    if prepared.plan.queue == sweep_queue(prepared.plan.sweep_id):  # --own-queue: what works on it
+        say(err, f"farm: sweep {prepared.plan.sweep_id} is on its own queue: workers for it: "
+                 f"farm worker --sweep {prepared.plan.sweep_id} [--exit-when-idle SECONDS]")
     if prepared.plan.metadata.get("history") == "worker":
         tags = " ".join(getattr(history, "tags", ())) or "none"
         say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
