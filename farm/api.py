@@ -47,7 +47,7 @@ from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
-from farm.settings import FarmSettings, safe_url, semantic_cache_entries, semantic_enabled, sweep_queue
+from farm.settings import FarmSettings, safe_url, semantic_cache_entries, semantic_enabled
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
 from farm.sweep.executor import Executor, ExecutorOptions
@@ -84,8 +84,6 @@ class TestSettings:
     broker: str | None = None
     queue: str = "farm"
     detach: bool = False
-    own_queue: bool = False
-    """``--own-queue``: the sweep is published on ``farm.sweep.{id}`` (``farm.settings.sweep_queue``), not ``queue``."""
     min_pass_rate: float = 1.0
     min_overall_pass_rate: float | None = None
     """Suite-level gate (0–1, run-weighted), on top of the per-case verdicts."""
@@ -203,12 +201,10 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
-    sid = sweep_id or new_sweep_id()
-    if settings.own_queue:
-        settings = dataclasses.replace(settings, queue=sweep_queue(sid))
     specs = resolve_specs(settings)
     stream = _open(settings)
     options = agent_options(settings)
+    sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
     parts = PlanParts(None if settings.collect_only else _case_keeper(specs, env))
     planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)

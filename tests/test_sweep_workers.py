@@ -120,3 +120,16 @@ def test_sigkill_of_one_of_three_workers_for_a_sweep_loses_nothing(tmp_path, red
     # every run counted once; the killed worker's runs in flight were called again elsewhere
     assert cases * runs <= py_calls(calls) <= cases * runs + 4
     print(f"killed at {killed_at} runs done; {py_calls(calls)} calls for {cases * runs} runs")
+
+
+@pytest.mark.parametrize("args", [
+    ("test", "-m", "hi", "-n", "py:x.py:f", "--own-queue"),  # no broker: no queue to own
+    ("test", "-m", "hi", "-n", "py:x.py:f", "--own-queue", "--queue", "other", "--broker", "redis://h:1/0"),
+    ("worker", "--exit-when-idle", "3"),  # a shared queue is never idle for good
+    ("worker", "--sweep", "a,b"),  # not a sweep id: it would be two queues
+    ("worker", "--sweep", "20261122T101500-3f2a9c", "-Q", "other"),
+])
+def test_sweep_queue_flags_in_contradiction_are_usage_errors(farm_cli, args):
+    done = farm_cli.run(*args, local=args[0] == "test")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr

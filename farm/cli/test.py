@@ -155,22 +155,24 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     estimate_workers = (workers or 1) if estimate else None
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     semantic = False if flags.pop("no_semantic", False) else None  # None: FARM_SEMANTIC decides
-    _check_own_queue(flags)
+    own_queue = _check_own_queue(flags)
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
-                                 estimate_workers=estimate_workers, otel=otel), verbose=settings.verbose)
+                                 estimate_workers=estimate_workers, otel=otel, own_queue=own_queue),
+                verbose=settings.verbose)
 
 
 
-def _check_own_queue(flags: dict[str, Any]) -> None:
-    """``--own-queue`` names the queue itself, and only a broker has queues."""
-    if not flags.get("own_queue"):
-        return
+def _check_own_queue(flags: dict[str, Any]) -> bool:
+    """``--own-queue`` (taken out of ``flags``): it names the queue itself, and only a broker has queues."""
+    if not flags.pop("own_queue", False):
+        return False
     if not flags.get("broker"):
         raise click.UsageError("--own-queue: only for a distributed sweep (--broker URL or FARM_BROKER_URL)")
     source = click.get_current_context().get_parameter_source("queue")
     if source is click.core.ParameterSource.COMMANDLINE:
         raise click.UsageError("--own-queue names the sweep's queue itself: drop --queue")
+    return True
 
 
 __all__ = ["test"]

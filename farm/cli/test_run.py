@@ -10,6 +10,7 @@ cleanly (``farm.cli.signals``): the reports are still written from what ran.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
@@ -29,6 +30,7 @@ from farm.cli.otel_flags import OtelFlags
 from farm.cli.signals import StopSignals
 from farm.errors import ExitCode, FarmError, ReporterError
 from farm.models import SweepReport
+from farm.plan.sweep_plan import new_sweep_id
 from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
 from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url, sweep_queue
@@ -152,8 +154,9 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None, otel: OtelFlags | None = None) -> int:
-    """``farm test``: returns the exit code."""
+             estimate_workers: int | None = None, otel: OtelFlags | None = None, own_queue: bool = False) -> int:
+    """``farm test``: returns the exit code. ``own_queue``: the sweep goes on ``farm.sweep.{id}``
+    (``farm.settings.sweep_queue``), its id chosen here to name it."""
     from farm.history.session import start_history
     from farm.quarantine.plan import attach_quarantine
 
@@ -161,7 +164,10 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     err = Console(stderr=True)
     otel = otel or OtelFlags()
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
-        prepared = prepare_sweep(settings, read=read)
+        sid = new_sweep_id()
+        if own_queue:
+            settings = dataclasses.replace(settings, queue=sweep_queue(sid))
+        prepared = prepare_sweep(settings, sweep_id=sid, read=read)
     attach_quarantine(prepared, quarantine)  # a bad entry is exit 2 before anything runs
     specs = prepared.specs  # what follows takes these, never ``settings`` whole
     if estimate_workers is not None and specs.extras.listing is None:  # --estimate: nothing else runs
