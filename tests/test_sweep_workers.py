@@ -73,6 +73,7 @@ def test_a_worker_for_one_sweep_exits_0_by_itself_once_the_sweep_is_done(tmp_pat
     worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "3", *processes, queue=None, supervised=supervised)
     assert _exit_code(worker) == 0, worker.text()[-3000:]
     assert "this worker stops" in worker.text()
+    assert redis_client.keys(f"*{sweep_queue(sweep_id)}*") == []  # its queue and kombu's bindings of it: gone
     report = _results(farm_cli, sweep_id, tmp_path / "r.json")
     _assert_exactly_once(report, 3, 4)
     assert py_calls(calls) == 12  # one call a run

@@ -61,7 +61,13 @@ def watch_when_ready(sweep_id: str, idle_s: float, queue: str) -> None:
 
     from farm.distributed.store.sweep_store import SweepStore
     from farm.distributed.submit import create_celery_app
-    from farm.distributed.sweep_idle import IdleWatch, stop_this_worker, sweep_activity, watch_in_thread
+    from farm.distributed.sweep_idle import (
+        IdleWatch,
+        forget_queue,
+        stop_this_worker,
+        sweep_activity,
+        watch_in_thread,
+    )
     from farm.settings import FarmSettings
 
     settings = FarmSettings.from_env()
@@ -70,7 +76,7 @@ def watch_when_ready(sweep_id: str, idle_s: float, queue: str) -> None:
         store = SweepStore.from_url(settings.store_url, ttl=settings.result_ttl_s)
         app = create_celery_app(settings)
         watch_in_thread(IdleWatch(lambda: sweep_activity(store, app, sweep_id, queue), idle_s,
-                                  stop_this_worker(sweep_id)))
+                                  stop_this_worker(sweep_id), forget_queue(app, queue)))
 
     worker_ready.connect(start, weak=False)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from farm.distributed.broker.queues import waiting_messages
+from farm.distributed.broker.queues import delete_empty_queue, waiting_messages
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
 
@@ -75,6 +75,8 @@ class IdleWatch:
     read: Callable[[], SweepActivity]
     idle_s: float
     stop: Callable[[str], None]
+    finished: Callable[[], None] = lambda: None
+    """Called once the sweep is finished, before ``stop`` (its own queue deleted)."""
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 
@@ -90,6 +92,10 @@ class IdleWatch:
                 self.sleep(POLL_S)
                 continue
             if activity.finished:
+                try:
+                    self.finished()
+                except Exception:  # best effort: the worker stops all the same
+                    log.warning("could not clean up after the finished sweep", exc_info=True)
                 self.stop("the sweep is finished")
                 return
             if not activity.known and not told_unknown:
@@ -115,10 +121,15 @@ def stop_this_worker(sweep_id: str) -> Callable[[str], None]:
     return stop
 
 
+def forget_queue(app: Any, queue: str) -> Callable[[], None]:
+    """Delete a finished sweep's own queue (``delete_empty_queue``: kept while messages wait)."""
+    return lambda: delete_empty_queue(app, queue)
+
+
 def watch_in_thread(watch: IdleWatch) -> threading.Thread:
     thread = threading.Thread(target=watch.run, name="farm-idle-watch", daemon=True)
     thread.start()
     return thread
 
 
-__all__ = ["IdleWatch", "SweepActivity", "stop_this_worker", "sweep_activity", "watch_in_thread"]
+__all__ = ["IdleWatch", "SweepActivity", "forget_queue", "stop_this_worker", "sweep_activity", "watch_in_thread"]
