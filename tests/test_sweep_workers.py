@@ -134,3 +134,31 @@ def test_sweep_queue_flags_in_contradiction_are_usage_errors(farm_cli, args):
     done = farm_cli.run(*args, local=args[0] == "test")
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, farm_worker, farm_cli):
+    """The queue name is one RabbitMQ takes, and the finished sweep's queue is deleted there too."""
+    import shutil
+    import subprocess
+    from urllib.parse import unquote, urlsplit
+
+    from tests.broker_servers import rabbitmq_vhost
+
+    agent, calls = write_py_agent(tmp_path)
+    env = {"FARM_STORE_URL": redis_server}
+    with rabbitmq_vhost() as amqp_url:
+        done = farm_cli.run("test", "-i", str(write_suite(tmp_path / "q.jsonl", _cases(2))), "-n", agent, "--runs", "3",
+                            "--detach", "--own-queue", "--no-history", "--broker", amqp_url, env=env)
+        assert done.returncode == 0, done.stderr
+        sweep_id = done.stdout.strip()
+        worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "3", broker=amqp_url, queue=None, env=env)
+        assert _exit_code(worker) == 0, worker.text()[-3000:]
+        out = tmp_path / "q.json"
+        got = farm_cli.run("results", sweep_id, "-o", str(out), "--no-progress", "--broker", amqp_url, env=env)
+        assert got.returncode in (0, 1), got.stderr
+        _assert_exactly_once(json.loads(out.read_text(encoding="utf-8")), 2, 3)
+        assert py_calls(calls) == 6
+        vhost = unquote(urlsplit(amqp_url).path.lstrip("/"))
+        listed = subprocess.run([shutil.which("rabbitmqctl") or "rabbitmqctl", "list_queues", "-p", vhost, "name"],
+                                capture_output=True, text=True, timeout=60, check=True).stdout
+        assert sweep_queue(sweep_id) not in listed, listed

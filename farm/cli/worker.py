@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import click
 
@@ -48,37 +49,49 @@ def start_worker(broker: str, argv: list[str], *, events: bool, queue: str = DEF
     if events:
         os.environ["FARM_TASK_EVENTS"] = "1"
     celery_settings(broker)  # a bad FARM_* value exits 2 here; workers.app reads the same environment
-    if idle is not None:
-        watch_when_ready(*idle, queue)
+    finished = watch_when_ready(*idle, queue) if idle is not None else None
     with contained():  # this process runs the agents: what they leave behind ends with it (farm.agents.reaper)
-        return celery_main(["-A", WORKER_APP, *argv])
+        code = celery_main(["-A", WORKER_APP, *argv])
+    if finished is not None and finished.is_set():  # after the consumer stopped, or Celery declares it again
+        forget_sweep_queue(broker, queue)
+    return code
 
 
-def watch_when_ready(sweep_id: str, idle_s: float, queue: str) -> None:
+def watch_when_ready(sweep_id: str, idle_s: float, queue: str) -> threading.Event:
     """Once Celery's worker is up (its SIGTERM handler installed), watch the sweep: finished or idle
-    ``idle_s`` seconds, this worker stops warmly and exits 0 (``farm.distributed.sweep_idle``)."""
+    ``idle_s`` seconds, this worker stops warmly and exits 0 (``farm.distributed.sweep_idle``).
+    The event returned is set when it stopped because the sweep is finished."""
     from celery.signals import worker_ready
 
     from farm.distributed.store.sweep_store import SweepStore
     from farm.distributed.submit import create_celery_app
-    from farm.distributed.sweep_idle import (
-        IdleWatch,
-        forget_queue,
-        stop_this_worker,
-        sweep_activity,
-        watch_in_thread,
-    )
+    from farm.distributed.sweep_idle import IdleWatch, stop_this_worker, sweep_activity, watch_in_thread
     from farm.settings import FarmSettings
 
     settings = FarmSettings.from_env()
+    finished = threading.Event()
 
     def start(**_: object) -> None:
         store = SweepStore.from_url(settings.store_url, ttl=settings.result_ttl_s)
         app = create_celery_app(settings)
         watch_in_thread(IdleWatch(lambda: sweep_activity(store, app, sweep_id, queue), idle_s,
-                                  stop_this_worker(sweep_id), forget_queue(app, queue)))
+                                  stop_this_worker(sweep_id), finished.set))
 
     worker_ready.connect(start, weak=False)
+    return finished
+
+
+def forget_sweep_queue(broker: str, queue: str) -> None:
+    """Delete a finished sweep's own queue unless messages wait in it (``delete_empty_queue``):
+    kombu's Redis bindings of it never expire, and RabbitMQ keeps the queue."""
+    from farm.distributed.broker.queues import delete_empty_queue
+    from farm.distributed.submit import create_celery_app
+    from farm.settings import FarmSettings
+
+    try:
+        delete_empty_queue(create_celery_app(FarmSettings.from_env(broker_url=broker)), queue)
+    except Exception as exc:  # best effort: the sweep is done either way
+        print(f"farm worker: could not delete the finished sweep's queue {queue}: {exc}", file=sys.stderr)
 
 
 def celery_main(argv: list[str]) -> int:

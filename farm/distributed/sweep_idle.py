@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from farm.distributed.broker.queues import delete_empty_queue, waiting_messages
+from farm.distributed.broker.queues import waiting_messages
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
 
@@ -76,7 +76,7 @@ class IdleWatch:
     idle_s: float
     stop: Callable[[str], None]
     finished: Callable[[], None] = lambda: None
-    """Called once the sweep is finished, before ``stop`` (its own queue deleted)."""
+    """Called once the sweep is finished, before ``stop`` (``farm worker`` then deletes its queue)."""
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 
@@ -121,15 +121,10 @@ def stop_this_worker(sweep_id: str) -> Callable[[str], None]:
     return stop
 
 
-def forget_queue(app: Any, queue: str) -> Callable[[], None]:
-    """Delete a finished sweep's own queue (``delete_empty_queue``: kept while messages wait)."""
-    return lambda: delete_empty_queue(app, queue)
-
-
 def watch_in_thread(watch: IdleWatch) -> threading.Thread:
     thread = threading.Thread(target=watch.run, name="farm-idle-watch", daemon=True)
     thread.start()
     return thread
 
 
-__all__ = ["IdleWatch", "SweepActivity", "forget_queue", "stop_this_worker", "sweep_activity", "watch_in_thread"]
+__all__ = ["IdleWatch", "SweepActivity", "stop_this_worker", "sweep_activity", "watch_in_thread"]
