@@ -162,3 +162,17 @@ def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, 
         listed = subprocess.run([shutil.which("rabbitmqctl") or "rabbitmqctl", "list_queues", "-p", vhost, "name"],
                                 capture_output=True, text=True, timeout=60, check=True).stdout
         assert sweep_queue(sweep_id) not in listed, listed
+
+
+def test_a_worker_for_a_sweep_on_the_shared_queue_says_it_takes_none_of_its_runs(tmp_path, redis_client,
+                                                                                 farm_worker, farm_cli):
+    agent, calls = write_py_agent(tmp_path)
+    done = farm_cli.run("test", "-i", str(write_suite(tmp_path / "f.jsonl", _cases(2))), "-n", agent, "--runs", "2",
+                        "--detach", "--no-history", "--queue", "shared", "--broker", farm_cli.broker)
+    assert done.returncode == 0, done.stderr
+    sweep_id = done.stdout.strip()
+    waiting = redis_client.llen("shared")
+    worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "2", queue=None)
+    assert _exit_code(worker) == 0
+    assert "the sweep is on queue 'shared', not its own" in worker.text()
+    assert redis_client.llen("shared") == waiting and py_calls(calls) == 0

@@ -42,6 +42,8 @@ class SweepActivity:
     """Why a worker must stay (runs queued, in flight or not published yet); None: nothing."""
     known: bool = True
     """False: the store holds no such sweep."""
+    elsewhere: str | None = None
+    """The queue the sweep was published on when it is not the one watched (no ``--own-queue``)."""
 
 
 def sweep_activity(store: SweepStore, app: Any, sweep_id: str, queue: str) -> SweepActivity:
@@ -51,11 +53,14 @@ def sweep_activity(store: SweepStore, app: Any, sweep_id: str, queue: str) -> Sw
     pipe.hget(keys.sweep_key(sweep_id), "total_runs")
     pipe.get(keys.published_key(sweep_id))
     pipe.get(keys.settled_count_key(sweep_id))
-    report, total, published, settled = pipe.execute()
+    pipe.hget(keys.sweep_key(sweep_id), "queue")
+    report, total, published, settled, published_on = pipe.execute()
     if report:
         return SweepActivity(finished=True, busy=None)
     if total is None:
         return SweepActivity(finished=False, busy=None, known=False)
+    if published_on and published_on != queue:  # nothing of it ever comes to this worker
+        return SweepActivity(finished=False, busy=None, elsewhere=str(published_on))
     if published is None:
         return SweepActivity(finished=False, busy="its plan is being stored")
     waiting = waiting_messages(app, [queue]).get(queue, 0)
@@ -82,7 +87,7 @@ class IdleWatch:
 
     def run(self) -> None:
         idle_since: float | None = None
-        told_unknown = False
+        told = False
         while True:
             try:
                 activity = self.read()
@@ -98,9 +103,11 @@ class IdleWatch:
                     log.warning("could not clean up after the finished sweep", exc_info=True)
                 self.stop("the sweep is finished")
                 return
-            if not activity.known and not told_unknown:
-                log.warning("the store holds no such sweep (yet): nothing is queued for it")
-                told_unknown = True
+            if not told and (not activity.known or activity.elsewhere):
+                log.warning("%s", "the store holds no such sweep (yet): nothing is queued for it" if not activity.known
+                            else f"the sweep is on queue {activity.elsewhere!r}, not its own (farm test --own-queue):"
+                                 f" this worker takes none of its runs (`farm worker -Q {activity.elsewhere}` does)")
+                told = True
             now = self.clock()
             if activity.busy is not None:
                 idle_since = None
