@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,12 @@ DEFAULT_BROKER_URL = "redis://localhost:6379/0"
 """Where workers and submitters look for the broker when nothing is set."""
 DEFAULT_QUEUE = "farm"
 """The Celery queue of ``farm.run`` and friends."""
+SWEEP_QUEUE_PREFIX = "farm.sweep."
+"""A sweep's own queue (``farm test --own-queue``, ``farm worker --sweep ID``) is this plus its id."""
+SWEEP_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+"""What a sweep id may be when it names a queue: a Redis key, an AMQP queue name (at most 255
+bytes, never ``amq.``), a ``-Q`` item (no comma) and kombu's binding entries (no control bytes)
+all accept it; ``new_sweep_id``'s ``20261122T101500-3f2a9c`` is one."""
 DEFAULT_CASE_TIMEOUT_S = 300.0
 """A run's whole time budget when neither the case nor ``--timeout`` sets one (Yao: 5m)."""
 DEFAULT_VISIBILITY_TIMEOUT_S = int(DEFAULT_CASE_TIMEOUT_S) + 60
@@ -233,6 +240,14 @@ def _check_host_and_port(name: str, url: str | None) -> None:
         raise SettingsError(f"{name} {safe_url(url)}: {exc}") from None
 
 
+def sweep_queue(sweep_id: str) -> str:
+    """The queue of a sweep published on its own (``farm.sweep.{id}``); a ValueError for an id that
+    cannot name one (``SWEEP_ID_PATTERN``)."""
+    if not SWEEP_ID_PATTERN.fullmatch(sweep_id):
+        raise ValueError(f"{sweep_id!r} is not a sweep id (letters, digits, '.', '_', '-'; at most 200)")
+    return SWEEP_QUEUE_PREFIX + sweep_id
+
+
 def safe_url(url: str) -> str:
     """``url`` without its password, for messages, logs, reports and spans (the one place that
     hides a URL's credentials: a broker's, an agent's ``-n http://user:PASSWORD@host/``)."""
@@ -256,6 +271,8 @@ __all__ = [
     "DEFAULT_STOP_GRACE_S",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "REDIS_SCHEMES",
+    "SWEEP_ID_PATTERN",
+    "SWEEP_QUEUE_PREFIX",
     "FarmSettings",
     "data_dir",
     "is_amqp_url",
@@ -263,4 +280,5 @@ __all__ = [
     "safe_url",
     "semantic_cache_entries",
     "semantic_enabled",
+    "sweep_queue",
 ]

@@ -106,6 +106,9 @@ def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
 @click.option("--queue", envvar="FARM_QUEUE", default=DEFAULT_QUEUE, show_default=True,
               help="Celery queue to submit to. Env: FARM_QUEUE.")
 @click.option("--detach", is_flag=True, help="Submit, print the sweep id and return (distributed only).")
+@click.option("--own-queue", "own_queue", is_flag=True,
+              help="Publish the sweep on a queue of its own, farm.sweep.<sweep id> (distributed only, instead of "
+                   "--queue): `farm worker --sweep ID` consumes it and no other sweep's runs.")
 @click.option("--min-pass-rate", type=RATE, default=1.0, show_default=True, metavar="RATE",
               help="A case passes when its pass rate is at least RATE (0.95 or 95%); a case's success_ratio wins.")
 @click.option("--min-overall-pass-rate", type=RATE, default=None, metavar="RATE",
@@ -167,11 +170,25 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     estimate_workers = (workers or 1) if estimate else None
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     semantic = False if flags.pop("no_semantic", False) else None  # None: FARM_SEMANTIC decides
+    own_queue = _check_own_queue(flags)
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
-                                 estimate_workers=estimate_workers, detect=detect, otel=otel),
+                                 estimate_workers=estimate_workers, detect=detect, otel=otel,
+                                 own_queue=own_queue),
                 verbose=settings.verbose)
 
+
+
+def _check_own_queue(flags: dict[str, Any]) -> bool:
+    """``--own-queue`` (taken out of ``flags``): it names the queue itself, and only a broker has queues."""
+    if not flags.pop("own_queue", False):
+        return False
+    if not flags.get("broker"):
+        raise click.UsageError("--own-queue: only for a distributed sweep (--broker URL or FARM_BROKER_URL)")
+    source = click.get_current_context().get_parameter_source("queue")
+    if source is click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("--own-queue names the sweep's queue itself: drop --queue")
+    return True
 
 
 __all__ = ["test"]

@@ -10,6 +10,7 @@ cleanly (``farm.cli.signals``): the reports are still written from what ran.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
@@ -29,9 +30,10 @@ from farm.cli.otel_flags import OtelFlags
 from farm.cli.signals import StopSignals
 from farm.errors import ExitCode, FarmError, ReporterError
 from farm.models import SweepReport
+from farm.plan.sweep_plan import new_sweep_id
 from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
-from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url
+from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url, sweep_queue
 from farm.stats import exit_code_for
 from farm.sweep.executor import ExecutorOptions
 from farm.sweep.journal import RunJournal, open_journal, prune_journals
@@ -141,6 +143,9 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:
     """``--detach``: print the sweep id once the plan is stored; the workers run it."""
     click.echo(executor.submit(prepared.plan))
+    if prepared.plan.queue == sweep_queue(prepared.plan.sweep_id):  # --own-queue: what works on it
+        say(err, f"farm: sweep {prepared.plan.sweep_id} is on its own queue: workers for it: "
+                 f"farm worker --sweep {prepared.plan.sweep_id} [--exit-when-idle SECONDS]")
     if prepared.plan.metadata.get("history") == "worker":
         tags = " ".join(getattr(history, "tags", ())) or "none"
         say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
@@ -149,9 +154,10 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None, detect: float | None = None, otel: OtelFlags | None = None
-             ) -> int:
-    """``farm test``: returns the exit code."""
+             estimate_workers: int | None = None, detect: float | None = None, otel: OtelFlags | None = None,
+             own_queue: bool = False) -> int:
+    """``farm test``: returns the exit code. ``own_queue``: the sweep goes on ``farm.sweep.{id}``
+    (``farm.settings.sweep_queue``), its id chosen here to name it."""
     from farm.history.session import start_history
     from farm.quarantine.plan import attach_quarantine
 
@@ -159,7 +165,10 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     err = Console(stderr=True)
     otel = otel or OtelFlags()
     with LoadProgress(err) if progress and err.is_terminal else contextlib.nullcontext() as read:
-        prepared = prepare_sweep(settings, read=read)
+        sid = new_sweep_id()
+        if own_queue:
+            settings = dataclasses.replace(settings, queue=sweep_queue(sid))
+        prepared = prepare_sweep(settings, sweep_id=sid, read=read)
     attach_quarantine(prepared, quarantine,  # a bad entry is exit 2 before anything runs; a typo is said
                       lambda line: say(err, f"farm: warning: {line}"))
     specs = prepared.specs  # what follows takes these, never ``settings`` whole

@@ -47,7 +47,7 @@ from farm.models import CaseStats, RunResult, SweepReport
 from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan, utc_now
 from farm.run.execute import RunEnvironment
-from farm.settings import FarmSettings, safe_url
+from farm.settings import FarmSettings, safe_url, sweep_queue
 from farm.sweep.executor import Executor
 from farm.sweep.lifecycle import StopReason, SweepStop
 from farm.sweep.observers import SweepObserver, SweepStart
@@ -364,8 +364,10 @@ class CeleryExecutor(Executor):
                 watch.no_worker_since = None
             elif watch.no_worker_since is None:
                 watch.no_worker_since = now
+                own = sweep.queue == sweep_queue(sweep.sweep_id)  # --own-queue: its workers are --sweep ID
+                how = f"--sweep {sweep.sweep_id}" if own else f"-Q {sweep.queue}"
                 self._warn(f"no worker consumes queue {sweep.queue!r} on {safe_url(self.broker_url)}: start one "
-                           f"with `farm worker --broker URL -Q {sweep.queue}`; waiting {no_worker:g}s")
+                           f"with `farm worker --broker URL {how}`; waiting {no_worker:g}s")
         sid = sweep.sweep_id
         if watch.no_worker_since is not None and now - watch.no_worker_since >= no_worker:
             raise WorkerLostError(f"no worker consumed queue {sweep.queue!r} for {no_worker:g}s: detached, not "

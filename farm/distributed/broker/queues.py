@@ -39,4 +39,20 @@ def _waiting(connection: Any, name: str) -> int:
             log.debug("closing the channel of queue %s", name, exc_info=True)
 
 
-__all__ = ["waiting_messages"]
+def delete_empty_queue(app: Any, name: str) -> None:
+    """Delete queue ``name`` unless messages wait in it: a finished sweep's own queue
+    (``farm test --own-queue``). Celery declares such a queue with a direct exchange of its name;
+    kombu's Redis transport keeps its bindings in sets with no expiry and RabbitMQ keeps the queue
+    itself, so one left behind per sweep would pile up. Declared first, so the channel knows the
+    bindings it deletes."""
+    from kombu.entity import Exchange, Queue
+
+    with app.connection_for_write() as connection:
+        exchange: Any = Exchange(name, type="direct")  # type: ignore[no-untyped-call]
+        queue: Any = Queue(name, exchange, routing_key=name)  # type: ignore[no-untyped-call]
+        bound = queue.bind(connection.default_channel)
+        bound.declare()
+        bound.delete(if_empty=True)
+
+
+__all__ = ["delete_empty_queue", "waiting_messages"]
