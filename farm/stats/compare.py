@@ -209,7 +209,9 @@ def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot
         if t.base.paths is not None and t.head.paths is not None:
             t.p_paths = path_p_value(t.base.paths, t.head.paths)
     with_paths = [t for t in family if t.p_paths is not None]
-    for t, q in zip(with_paths, bh_q_values([t.p_paths or 1.0 for t in with_paths]), strict=True):
+    # a p-value of 0.0 (a tail that underflows: a path gone entirely) is the strongest evidence, never 1
+    p_values = [t.p_paths if t.p_paths is not None else 1.0 for t in with_paths]
+    for t, q in zip(with_paths, bh_q_values(p_values), strict=True):
         t.q_paths = q
     return tested
 
