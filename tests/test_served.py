@@ -1,0 +1,92 @@
+"""Provenance (SPEC 25): what the provider served each run, against the bundled OpenAI-compatible
+server given ``--serve-model`` and ``--system-fingerprint`` (before them it echoed the requested
+model and sent no fingerprint): every report names them, the history keeps them, and ``farm
+compare`` marks a verdict whose sides were served by different models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from tests.fleet_project import farm_env, write_connector, write_prompt_agent
+from tests.servers import openai_server
+
+ASKED = "gpt-asked"
+CASES = [{"id": "echo", "input": "hello farm", "assert": {"type": "contains", "value": "hello"}}]
+
+
+def farm(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=root, env=farm_env(root),
+                          capture_output=True, text=True, timeout=180, check=False)
+
+
+def sweep(root: Path, served_model: str | None, fingerprint: str | None, *extra: str) -> Path:
+    """Three runs of the echo case against a server that answers ``served_model``; the suite."""
+    with openai_server(serve_model=served_model, system_fingerprint=fingerprint) as server:
+        write_connector(root, server.url, model=ASKED)
+        suite = write_prompt_agent(root, CASES)
+        done = farm(root, "test", "-i", str(suite), "--runs", "3", "--no-progress", *extra)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return suite
+
+
+def test_every_report_names_the_served_model_and_fingerprint(tmp_path: Path) -> None:
+    out = {ext: tmp_path / f"r.{ext}" for ext in ("json", "jsonl", "md", "html", "xml")}
+    sweep(tmp_path, "gpt-served-0613", "fp_abc123", "--no-history", *(a for p in out.values() for a in ("-o", str(p))))
+    report = json.loads(out["json"].read_text())
+    (case,) = report["results"]
+    counts = {"models": {"gpt-served-0613": 3}, "system_fingerprints": {"fp_abc123": 3}, "commits": {}}
+    assert case["served"] == counts and report["summary"]["served"] == counts
+    assert {d["served"]["model"] for d in case["run_details"]} == {"gpt-served-0613"}
+    lines = [json.loads(line) for line in out["jsonl"].read_text().splitlines()]
+    results = [e for e in lines if e["type"] == "result"]
+    assert [e["served"]["model"] for e in results] == ["gpt-served-0613"] * 3  # what served, not what was asked
+    assert {e["served"]["system_fingerprint"] for e in results} == {"fp_abc123"}
+    assert len({e["served"]["request_id"] for e in results}) == 3  # the server's x-request-id, one per answer
+    markdown = out["md"].read_text()
+    assert "Served: gpt-served-0613 ×3 (fp\\_abc123 ×3)" in markdown  # the case's line
+    assert "| Served | gpt-served-0613 ×3 (fp\\_abc123 ×3) |" in markdown  # the summary's row
+    html = out["html"].read_text()
+    assert "gpt-served-0613" in html and "servedText" in html
+    junit = ET.parse(out["xml"]).getroot()
+    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert json.loads(props["served"])["models"] == {"gpt-served-0613": 3}
+
+
+def test_without_the_flags_the_requested_model_is_served(tmp_path: Path) -> None:
+    sweep(tmp_path, None, None, "--no-history", "-o", str(tmp_path / "r.json"))
+    (case,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert case["served"]["models"] == {ASKED: 3} and case["served"]["system_fingerprints"] == {}
+
+
+def compared(root: Path, *args: str) -> tuple[dict[str, Any], str]:
+    done = farm(root, "compare", *args, "-o", str(root / "cmp.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = farm(root, "compare", *args).stdout
+    (row,) = json.loads((root / "cmp.json").read_text())["cases"]
+    return row, text
+
+
+def test_compare_of_reports_marks_a_changed_served_model(tmp_path: Path) -> None:
+    sweep(tmp_path, "gpt-a", "fp_1", "--no-history", "-o", str(tmp_path / "base.json"))
+    sweep(tmp_path, "gpt-b", "fp_2", "--no-history", "-o", str(tmp_path / "head.json"))
+    row, text = compared(tmp_path, str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--all")
+    assert row["served_changed"] is True and row["served"] == ["gpt-a ×3 (fp_1 ×3)", "gpt-b ×3 (fp_2 ×3)"]
+    assert "served model changed: gpt-a ×3 (fp_1 ×3) → gpt-b ×3 (fp_2 ×3)" in text
+    same, _ = compared(tmp_path, str(tmp_path / "base.json"), str(tmp_path / "base.json"))
+    assert same["served_changed"] is False and same["served"] is None
+
+
+def test_the_history_keeps_what_served_and_compare_marks_the_change(tmp_path: Path) -> None:
+    history = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    sweep(tmp_path, "gpt-a", None, "--history", history)
+    sweep(tmp_path, "gpt-a", "fp_swapped", "--history", history)  # same name, another backend
+    row, text = compared(tmp_path, "last~1", "last", "--history", history, "--all")
+    assert row["served_changed"] is False  # a side without a fingerprint: only the models compare, and agree
+    sweep(tmp_path, "gpt-b", "fp_swapped", "--history", history)
+    row, text = compared(tmp_path, "last~1", "last", "--history", history, "--all")
+    assert row["served_changed"] is True and "served model changed: gpt-a ×3 (fp_swapped ×3) → gpt-b" in text
