@@ -90,3 +90,48 @@ def test_the_history_keeps_what_served_and_compare_marks_the_change(tmp_path: Pa
     sweep(tmp_path, "gpt-b", "fp_swapped", "--history", history)
     row, text = compared(tmp_path, "last~1", "last", "--history", history, "--all")
     assert row["served_changed"] is True and "served model changed: gpt-a ×3 (fp_swapped ×3) → gpt-b" in text
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_bisect_that_finds_no_bad_commit_says_the_served_model_changed(tmp_path: Path) -> None:
+    """Three commits that change nothing the agent reads; the provider swaps the model after GOOD's
+    three runs (deterministically: by the answers' count), so BAD is served by another model."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "suite.jsonl").write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
+    shas = []
+    for i in range(3):
+        (repo / "notes.txt").write_text(f"change {i}\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", f"commit {i}")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    with openai_server(system_fingerprint="fp_1") as server:
+        chat = server.server
+        first = chat.served
+
+        def swapped(reply: dict[str, Any]) -> dict[str, str]:
+            header = first(reply)
+            reply["model"] = "gpt-a" if chat.answered <= 3 else "gpt-b"
+            return header
+
+        chat.served = swapped
+        write_connector(tmp_path, server.url, model=ASKED)
+        write_prompt_agent(tmp_path, CASES)
+        done = subprocess.run(
+            [sys.executable, "-m", "farm", "bisect", "--good", shas[0], "--bad", shas[-1], "--runs", "3",
+             "-o", str(tmp_path / "b.json"), "--", "-i", "suite.jsonl", "-n", "extractor", "--parallel", "1",
+             "--no-history"],
+            cwd=repo, env=farm_env(tmp_path, FARM_DATA_DIR=str(tmp_path / "data")), capture_output=True, text=True,
+            timeout=600, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no case regressed between GOOD and BAD" in done.stdout
+    assert ("no bad commit found, and the served model changed between GOOD and BAD: gpt-a ×3 (fp_1 ×3) → "
+            "gpt-b ×3 (fp_1 ×3)") in done.stdout
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["first_bad"] is None and doc["served_changed"] is True
+    assert doc["served"]["good"]["models"] == {"gpt-a": 3} and doc["served"]["bad"]["models"] == {"gpt-b": 3}
