@@ -135,3 +135,21 @@ def test_bisect_that_finds_no_bad_commit_says_the_served_model_changed(tmp_path:
     doc = json.loads((tmp_path / "b.json").read_text())
     assert doc["first_bad"] is None and doc["served_changed"] is True
     assert doc["served"]["good"]["models"] == {"gpt-a": 3} and doc["served"]["bad"]["models"] == {"gpt-b": 3}
+
+
+def test_a_py_agent_names_the_commit_of_its_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "agent.py").write_text("def respond(messages):\n    return 'hello'\n")
+    (repo / "suite.jsonl").write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "agent")
+    sha = git(repo, "rev-parse", "HEAD")
+    for agent in ("py:agent.py:respond", f"cmd:{sys.executable} -c \"print('hello')\""):
+        done = farm(repo, "test", "-i", "suite.jsonl", "-n", agent, "--runs", "2", "--no-progress", "--no-history",
+                    "-o", str(tmp_path / "r.json"))
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["results"][0]["served"]["commits"] == {sha: 2}, agent
+        assert report["summary"]["served"]["models"] == {}
