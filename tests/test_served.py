@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from tests.fleet_project import farm_env, write_connector, write_prompt_agent
+from tests.fleet_project import KEY, farm_env, write_connector, write_prompt_agent
 from tests.servers import openai_server
 
 ASKED = "gpt-asked"
@@ -153,3 +153,19 @@ def test_a_py_agent_names_the_commit_of_its_repository(tmp_path: Path) -> None:
         report = json.loads((tmp_path / "r.json").read_text())
         assert report["results"][0]["served"]["commits"] == {sha: 2}, agent
         assert report["summary"]["served"]["models"] == {}
+
+
+def test_runs_on_a_worker_report_what_served_them(tmp_path: Path, farm_worker: Any, farm_cli: Any) -> None:
+    """The served model crosses the queue with each run (a real ``farm worker``)."""
+    project = {"FARM_AGENTS_ROOT": str(tmp_path / "assistants"), "FARM_CONNECTORS_ROOT": str(tmp_path / "connectors"),
+               "FARM_TEST_OPENAI_KEY": KEY}
+    farm_worker(queue="served", concurrency=4, env=project)
+    with openai_server(serve_model="gpt-on-worker", system_fingerprint="fp_w") as server:
+        write_connector(tmp_path, server.url, model=ASKED)
+        suite = write_prompt_agent(tmp_path, CASES)
+        done = farm_cli.run("test", "-i", str(suite), "--runs", "4", "-o", str(tmp_path / "r.json"), "--broker",
+                            farm_cli.broker, "--queue", "served", "--no-history", "--no-progress", env=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    assert summary["served"]["models"] == {"gpt-on-worker": 4}
+    assert summary["served"]["system_fingerprints"] == {"fp_w": 4}
