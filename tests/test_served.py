@@ -90,6 +90,16 @@ def test_the_history_keeps_what_served_and_compare_marks_the_change(tmp_path: Pa
     sweep(tmp_path, "gpt-b", "fp_swapped", "--history", history)
     row, text = compared(tmp_path, "last~1", "last", "--history", history, "--all")
     assert row["served_changed"] is True and "served model changed: gpt-a ×3 (fp_swapped ×3) → gpt-b" in text
+    trend = json.loads(farm(tmp_path, "history", "--history", history, "--json").stdout)
+    (case,) = trend["cases"]
+    assert [p["served"]["models"] for p in case["points"]] == [{"gpt-a": 3}, {"gpt-a": 3}, {"gpt-b": 3}]
+    (change,) = case["served_changes"]  # the first two sweeps: one without a fingerprint, the models agree
+    assert change["sweep_id"] == trend["sweeps"][-1]["sweep_id"] and change["to"] == "gpt-b ×3 (fp_swapped ×3)"
+    said = farm(tmp_path, "history", "--history", history).stdout
+    assert f"echo: served model changed at {change['sweep_id']}: gpt-a ×3 (fp_swapped ×3) → gpt-b ×3" in said
+    page = tmp_path / "trends.html"
+    assert farm(tmp_path, "history", "--history", history, "--html", str(page)).returncode == 0
+    assert "served_changes" in page.read_text() and "served-changed" in page.read_text()
 
 
 def git(repo: Path, *args: str) -> str:
