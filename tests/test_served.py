@@ -179,3 +179,23 @@ def test_runs_on_a_worker_report_what_served_them(tmp_path: Path, farm_worker: A
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert summary["served"]["models"] == {"gpt-on-worker": 4}
     assert summary["served"]["system_fingerprints"] == {"fp_w": 4}
+
+
+def test_the_commit_is_read_from_loose_packed_and_worktree_refs_and_detached_heads(tmp_path: Path) -> None:
+    from farm.agents.repo_commit import repo_commit
+
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "sub" / "agent.py").write_text("x = 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    sha = git(repo, "rev-parse", "HEAD")
+    assert repo_commit(repo / "sub") == sha  # loose ref, found from a subdirectory
+    git(repo, "pack-refs", "--all")
+    assert repo_commit.__wrapped__(repo / "sub") == sha  # packed-refs (uncached)
+    git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / "tree"))
+    assert repo_commit.__wrapped__(tmp_path / "tree" / "sub") == sha  # a linked worktree's .git file
+    git(repo, "checkout", "-q", "--detach")
+    assert repo_commit.__wrapped__(repo) == sha
+    assert repo_commit.__wrapped__(tmp_path) is None  # outside any repository

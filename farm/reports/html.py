@@ -231,8 +231,9 @@ def _served_cards(s: SweepSummary) -> list[dict[str, str]]:
     """The served models (SPEC 25): one card, the most served model first, the rest in its caption."""
     if s.served is None:
         return []
-    models = list(s.served.models) or list(s.served.system_fingerprints) or list(s.served.commits)
-    return [_card("Served", models[0] if models else "—", s.served.text(), "warn" if len(models) > 1 else "neutral")]
+    served = s.served
+    names = list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+    return [_card("Served", names[0] if names else "—", served.text(), "warn" if len(names) > 1 else "neutral")]
 
 
 CARDS_PER_ROW = 9
