@@ -125,7 +125,7 @@ def test_bisect_that_finds_no_bad_commit_says_the_served_model_changed(tmp_path:
         first = chat.served
 
         def swapped(reply: dict[str, Any]) -> dict[str, str]:
-            header = first(reply)
+            header: dict[str, str] = first(reply)
             reply["model"] = "gpt-a" if chat.answered <= 3 else "gpt-b"
             return header
 
