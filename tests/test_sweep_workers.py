@@ -120,7 +120,6 @@ def test_sigkill_of_one_of_three_workers_for_a_sweep_loses_nothing(tmp_path, red
     _assert_exactly_once(report, cases, runs)
     # every run counted once; the killed worker's runs in flight were called again elsewhere
     assert cases * runs <= py_calls(calls) <= cases * runs + 4
-    print(f"killed at {killed_at} runs done; {py_calls(calls)} calls for {cases * runs} runs")
 
 
 @pytest.mark.parametrize("args", [

@@ -70,7 +70,9 @@ def sweep_activity(store: SweepStore, app: Any, sweep_id: str, queue: str) -> Sw
         return SweepActivity(finished=False, busy=f"{int(published) - int(settled or 0)} runs in flight")
     if int(published) < int(total):
         return SweepActivity(finished=False, busy=f"{int(total) - int(published)} runs not published yet")
-    return SweepActivity(finished=False, busy=None)
+    # every run settled, no report yet: its cases are being closed, or their closing was lost and
+    # a reconciler (this worker's among them) repairs it; leaving now could leave it with no report
+    return SweepActivity(finished=False, busy="every run settled; the report is being built")
 
 
 @dataclass

@@ -154,13 +154,23 @@ def _endpoint() -> str:
     return safe_url(given or "http://localhost:4318")
 
 
+class _Silenced(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith("opentelemetry")  # the SDK's records only: the rest pass
+
+
 @contextlib.contextmanager
 def _sdk_quiet() -> Iterator[None]:
-    """The SDK logs each retry and failure itself: the farm says it once (``ExportFailed``)."""
-    sdk = logging.getLogger("opentelemetry")
-    level = sdk.level
-    sdk.setLevel(logging.CRITICAL + 1)
+    """The SDK logs each retry and failure itself: the farm says it once (``ExportFailed``). A
+    filter of this export's own, not the logger's level: two threads exporting at once (a worker's)
+    cannot leave the SDK silenced for good."""
+    sdk, silenced = logging.getLogger("opentelemetry"), _Silenced()
+    # where the SDK's records end up: its loggers' handlers, the root's (a worker's), or the last resort
+    handlers = [h for h in {*sdk.handlers, *logging.getLogger().handlers, logging.lastResort} if h is not None]
+    for handler in handlers:
+        handler.addFilter(silenced)
     try:
         yield
     finally:
-        sdk.setLevel(level)
+        for handler in handlers:
+            handler.removeFilter(silenced)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,6 +52,10 @@ def register_env_secrets(text: str) -> None:
             register_secret(os.environ[name])
 
 
+_PATCHING = threading.RLock()
+"""Held while pyhocon's resolver is patched (``secrets_deferred``)."""
+
+
 @contextlib.contextmanager
 def secrets_deferred(deferred: set[str]) -> Iterator[None]:
     """While parsing: a substitution that falls back to a secret-named environment variable gives
@@ -73,11 +78,12 @@ def secrets_deferred(deferred: set[str]) -> Iterator[None]:
                 return True, deferred_reference(name, optional=optional)
         return resolve.__func__(cls, config, substitution)
 
-    ConfigParser._resolve_variable = classmethod(defer)
-    try:
-        yield
-    finally:
-        ConfigParser._resolve_variable = resolve
+    with _PATCHING:  # the patch is the process's: two loads at once (threads) must not undo each other's
+        ConfigParser._resolve_variable = classmethod(defer)
+        try:
+            yield
+        finally:
+            ConfigParser._resolve_variable = resolve
 
 
 @contextlib.contextmanager

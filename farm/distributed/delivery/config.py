@@ -19,6 +19,7 @@ Kept apart from ``farm.settings`` because only delivery reads them.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,8 +41,8 @@ def _number(env: Mapping[str, str], name: str) -> float | None:
         value = float(raw)
     except ValueError:
         raise SettingsError(f"{name}={raw!r}: expected a number of seconds") from None
-    if value <= 0:
-        raise SettingsError(f"{name}={raw!r}: must be positive")
+    if not math.isfinite(value) or value <= 0:  # inf/nan would reach the Lua scripts as text they cannot read
+        raise SettingsError(f"{name}={raw!r}: must be a positive, finite number of seconds")
     return value
 
 

@@ -9,8 +9,9 @@ reads of a sweep's life and does to keep it (``farm.distributed.delivery.reconci
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from farm.distributed.store import keys
@@ -66,13 +67,16 @@ class LifetimeStore:
         left_ms = int(self.client.pttl(keys.sweep_key(sweep_id)))
         if left_ms < 0 or left_ms > self.ttl * 500:  # gone (-2), kept for good (-1), or fresh enough
             return False
-        names = keys.lived_keys(sweep_id)
-        for slot in self.plan_slots(sweep_id):
-            names.append(keys.settled_key(sweep_id, slot.id))
-            names += (keys.run_key(sweep_id, slot.id, n) for n in range(1, slot.runs + 1))
-        for first in range(0, len(names), chunk):
+        def names() -> Iterator[str]:  # made as sent: a 100M-run sweep's names never held at once
+            yield from keys.lived_keys(sweep_id)
+            for slot in self.plan_slots(sweep_id):
+                yield keys.settled_key(sweep_id, slot.id)
+                yield from (keys.run_key(sweep_id, slot.id, n) for n in range(1, slot.runs + 1))
+
+        pending = names()
+        while batch := list(itertools.islice(pending, chunk)):
             pipe = self.client.pipeline(transaction=False)
-            for name in names[first:first + chunk]:
+            for name in batch:
                 pipe.expire(name, self.ttl)
             pipe.execute()
         return True
