@@ -148,6 +148,9 @@ def test_each_judged_failure_is_judged_k_times_past_the_cache_and_paid_for(
     assert 0 < case["passed"] < runs and proc.returncode == 1, proc.stderr  # the seed gives both outcomes
     assert case["judge_usage"]["input_tokens"] == 100 * server.calls
     assert case["judge_cost_usd"] == pytest.approx(CALL_USD * server.calls)
+    [criterion] = case["criteria"]  # the scorecard's flip rate: runs whose votes disagree, of those voted
+    assert criterion["judge_flip_rate"] == pytest.approx(sum(len(set(v)) > 1 for v in expected) / runs)
+    assert criterion["judge_flips_from"] == "votes" and isinstance(criterion["judge_noisy"], bool)
 
 
 def test_repeats_are_recorded_apart_and_replayed_as_they_were(

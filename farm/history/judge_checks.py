@@ -18,11 +18,12 @@ from sqlalchemy import Engine, select
 from farm.history.record import now_utc
 from farm.history.store import iso
 from farm.history.tables import judge_checks
+from farm.models import SweepReport
 
 if TYPE_CHECKING:  # the history reads its rows without the judge's machinery
     from farm.judgecheck.run import JudgeCheck
 
-__all__ = ["JudgeCheckPoint", "judge_check_trends", "newest_judge_checks", "record_judge_check"]
+__all__ = ["JudgeCheckPoint", "judge_check_trends", "mark_judge_noise", "newest_judge_checks", "record_judge_check"]
 
 
 def record_judge_check(engine: Engine, found: JudgeCheck) -> int:
@@ -91,3 +92,19 @@ def newest_judge_checks(engine: Engine, case_ids: Sequence[str], sweep_id: str |
         query = query.where(judge_checks.c.sweep_id == sweep_id)
     with engine.connect() as conn:
         return {(row.case_id, row.criterion_id): _point(row) for row in conn.execute(query)}
+
+
+def mark_judge_noise(engine: Engine, report: SweepReport) -> int:
+    """Mark ``report``'s scorecard criteria with the newest recorded ``farm judge-check`` figures of
+    each (they replace figures from the sweep's own votes: a judge-check asks about distinct outputs,
+    the votes only about failures); the number of criteria marked."""
+    known = newest_judge_checks(engine, [stats.id for stats in report.results if stats.criteria])
+    marked = 0
+    for stats in report.results:
+        for criterion in stats.criteria:
+            point = known.get((stats.id, criterion.id))
+            if point is not None:
+                criterion.judge_flip_rate, criterion.judge_noisy = point.judge_flip_rate, point.judge_noisy
+                criterion.judge_flips_from = "judge-check"
+                marked += 1
+    return marked

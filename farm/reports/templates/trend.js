@@ -74,7 +74,8 @@
     li.appendChild(changes);
     for (const m of c.criteria_moved || []) {
       li.appendChild(el("div", "change criterion-moved", "criterion moved: " + m.criterion + " " + m.base + " → " + m.head +
-        " (" + (m.delta > 0 ? "+" : "") + m.delta + " points)"));
+        " (" + (m.delta > 0 ? "+" : "") + m.delta + " points" +
+        (m.judge_noisy && m.delta < 0 ? "; judge-noisy: the judge may explain it (farm judge-check)" : "") + ")"));
     }
     return li;
   }
