@@ -240,7 +240,8 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
             name=safe_url(settings.name) if settings.name else None,  # -n http://user:PASSWORD@host/
             connector=settings.connector, judge=settings.judge, queue=settings.queue,
             neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,
-            detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd)),
+            detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd),
+            confirm_failures=settings.confirm_failures),
         extras=SweepExtras(before=settings.before, after=settings.after, cwd=settings.cwd,
                            listing="json" if settings.dry_run else "ids" if settings.collect_only else None),
         verbose=settings.verbose,
