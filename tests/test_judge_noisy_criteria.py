@@ -14,11 +14,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from farm.models import Assertion, Case, CheckOutcome, Message, RunResult, RunStatus, Turn
+from farm.history.judge_checks import judge_check_trends, mark_judge_noise, record_judge_check
+from farm.history.store import HistoryStore
+from farm.judgecheck.run import CriterionTrust, JudgeCheck
+from farm.models import Assertion, Case, CheckOutcome, Message, RunResult, RunStatus, SweepReport, Turn
+from farm.models.criteria import CriterionStats
 from farm.reports.criteria import criterion_row
 from farm.stats import CaseAccumulator, plan_case
 from farm.stats.compare_criteria import CriterionCount, move_text, moved_criteria
 from farm.stats.judge_trust import flip_counts
+from tests.browser_fixtures import case_stats, run, sweep_report
 from tests.fleet_project import farm_env, report_of, write_connector, write_suite
 from tests.scripted_judge import scripted_judge
 
@@ -30,9 +35,9 @@ def _accumulated(votes: Sequence[list[str] | None]) -> Any:
     case = Case(id="c", format="neuro-san", turns=[Turn(messages=[Message(role="user", content="hi")],
                                                         assertions=[check])])
     acc = CaseAccumulator(case, plan_case(case, len(votes), 1.0))
-    for run, vote in enumerate(votes, start=1):
+    for number, vote in enumerate(votes, start=1):
         passed = vote is None or 2 * vote.count("pass") > len(vote)
-        acc.add(RunResult(case_id="c", run=run, status=RunStatus.PASSED if passed else RunStatus.FAILED,
+        acc.add(RunResult(case_id="c", run=number, status=RunStatus.PASSED if passed else RunStatus.FAILED,
                           turns_completed=1, checks=[CheckOutcome(name="agent", passed=passed, turn=1,
                                                                   verdict="pass" if passed else "fail",
                                                                   judge_votes=vote)]))
@@ -132,3 +137,47 @@ def test_a_recorded_judge_check_marks_the_scorecard_and_compare_notes_it(tmp_pat
     assert head_side.returncode == 1 and note in head_side.stdout, head_side.stdout + head_side.stderr
     neither = _farm(tmp_path, env, "compare", str(tmp_path / "a.json"), str(tmp_path / "b1.json"))
     assert neither.returncode == 1 and "criterion moved" in neither.stdout and note not in neither.stdout
+
+
+# ------------------------------------------------------------------- the store, SQLite and PostgreSQL
+
+
+def _scorecard(passed: int, **judge: Any) -> CriterionStats:
+    return CriterionStats(id="1.1", criterion="agent says yes", kind="agent", turn=1, runs=10, passed=passed,
+                          pass_rate=10.0 * passed, pass_rate_ci=(0.0, 100.0),
+                          label="stable" if passed == 10 else "flaky", **judge)
+
+
+def _report(sweep_id: str, started: str, criterion: CriterionStats) -> SweepReport:
+    runs = [run(n, "passed" if n <= criterion.passed else "failed") for n in range(1, 11)]
+    return sweep_report([case_stats("c", runs, criteria=[criterion])], sweep_id=sweep_id, started_at=started,
+                        completed_at=started)
+
+
+def test_the_store_keeps_the_marks_and_a_later_check_of_a_sweep_marks_it(history_url: str) -> None:
+    store = HistoryStore.open(history_url)
+    try:
+        a = store.record(_report("s-a", "2026-11-01T00:00:00Z", _scorecard(10)))
+        store.record(_report("s-b", "2026-11-02T00:00:00Z", _scorecard(5, judge_flip_rate=0.6, judge_noisy=True,
+                                                                        judge_flips_from="votes")))
+        [info_a] = [i for i in store.sweeps() if i.pk == a.pk]
+        info_b = store.latest()
+        assert info_b is not None
+        before = store.snapshot(info_a).cases[0].criteria[0]
+        assert before.judge_noisy is None and store.snapshot(info_b).cases[0].criteria[0].judge_noisy is True
+        found = JudgeCheck("a.json", "s-a", 5, None)
+        found.criteria.append(CriterionTrust("c", 1, "agent", "says yes", "local.llm", flip_counts(50, 20), "1.1"))
+        assert record_judge_check(store.engine, found) == 1
+        assert store.snapshot(info_a).cases[0].criteria[0].judge_noisy is True  # the check of sweep A marks it
+        fresh = _report("s-c", "2026-11-03T00:00:00Z", _scorecard(7))
+        assert mark_judge_noise(store.engine, fresh) == 1
+        marked = fresh.results[0].criteria[0]
+        assert (marked.judge_flip_rate, marked.judge_noisy, marked.judge_flips_from) == (0.4, True, "judge-check")
+        other = _report("s-d", "2026-11-04T00:00:00Z", _scorecard(7))
+        other.results[0].id = "elsewhere"
+        assert mark_judge_noise(store.engine, other) == 0 and other.results[0].criteria[0].judge_noisy is None
+        [(key, (criterion_id, points))] = judge_check_trends(store.engine).items()
+        assert key == ("c", 1, "agent", "says yes") and criterion_id == "1.1"
+        assert [(p.sweep_id, p.outputs, p.flipped, p.judge_flip_rate) for p in points] == [("s-a", 50, 20, 0.4)]
+    finally:
+        store.close()
