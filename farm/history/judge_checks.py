@@ -61,6 +61,9 @@ def _point(row: Any) -> JudgeCheckPoint:
                            row.judge_flip_rate, (row.ci_low, row.ci_high), row.judge_noisy)
 
 
+IN_CHUNK = 1000
+"""Case ids asked about per query."""
+
 CriterionKey = tuple[str, int, str, str]
 """(case id, turn, check, criterion): one judged criterion across checks."""
 
@@ -85,20 +88,27 @@ def newest_judge_checks(engine: Engine, case_ids: Sequence[str], sweep_id: str |
                         ) -> dict[tuple[str, str], JudgeCheckPoint]:
     """Per (case id, scorecard criterion id) of ``case_ids``: the newest recorded check's figures
     (only checks of ``sweep_id`` when given)."""
-    query = (select(judge_checks).where(judge_checks.c.case_id.in_(list(case_ids)),
-                                        judge_checks.c.criterion_id.is_not(None))
-             .order_by(judge_checks.c.checked_at, judge_checks.c.id))
-    if sweep_id is not None:
-        query = query.where(judge_checks.c.sweep_id == sweep_id)
+    found: dict[tuple[str, str], JudgeCheckPoint] = {}
     with engine.connect() as conn:
-        return {(row.case_id, row.criterion_id): _point(row) for row in conn.execute(query)}
+        for start in range(0, len(case_ids), IN_CHUNK):  # a bound parameter each: databases cap them
+            query = (select(judge_checks).where(judge_checks.c.case_id.in_(list(case_ids[start:start + IN_CHUNK])),
+                                                judge_checks.c.criterion_id.is_not(None))
+                     .order_by(judge_checks.c.checked_at, judge_checks.c.id))
+            if sweep_id is not None:
+                query = query.where(judge_checks.c.sweep_id == sweep_id)
+            found.update({(row.case_id, row.criterion_id): _point(row) for row in conn.execute(query)})
+    return found
 
 
 def mark_judge_noise(engine: Engine, report: SweepReport) -> int:
     """Mark ``report``'s scorecard criteria with the newest recorded ``farm judge-check`` figures of
     each (they replace figures from the sweep's own votes: a judge-check asks about distinct outputs,
     the votes only about failures); the number of criteria marked."""
-    known = newest_judge_checks(engine, [stats.id for stats in report.results if stats.criteria])
+    from farm.checks import JUDGED_ASSERTIONS, JUDGED_STOCK_TESTS
+
+    judged = JUDGED_ASSERTIONS | JUDGED_STOCK_TESTS
+    known = newest_judge_checks(engine, [stats.id for stats in report.results
+                                         if any(c.kind in judged for c in stats.criteria)])
     marked = 0
     for stats in report.results:
         for criterion in stats.criteria:
