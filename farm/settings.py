@@ -248,17 +248,42 @@ def sweep_queue(sweep_id: str) -> str:
     return SWEEP_QUEUE_PREFIX + sweep_id
 
 
+def url_credentials(url: str) -> tuple[str, str, str, str] | None:
+    """``(scheme://, user, password, host and the rest)`` of a URL that carries credentials, else
+    None. The credentials end at the last ``@`` before the host; a password may hold an unencoded
+    ``/``, ``?`` or ``#`` (``redis://:pa/ss@h/0``): then the ``@`` is past the first of them, and it
+    is taken as the credentials' end unless what precedes is a plain ``host:port``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return None
+    authority = rest[:min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))]
+    if "@" not in authority:  # an ``@`` only past the authority: credentials, or a path's or query's
+        head, colon, port = authority.partition(":")
+        if not colon or (head and port.isdigit()):
+            return None  # no password can hide there (no ':' but a host's port)
+        found = _CREDENTIALS_AT.match(rest)
+        if found is None:
+            return None
+        creds, host = found.group(1), found.group(2)
+    else:
+        creds, _, host = authority.rpartition("@")
+        host += rest[len(authority):]
+    user, _, password = creds.partition(":")
+    return scheme + sep, user, password, host
+
+
+_CREDENTIALS_AT = re.compile(r"(.*)@([^@/?#]*(?:[/?#].*)?)\Z", re.DOTALL)
+"""The last ``@`` after which the host has no ``@``: what precedes is the credentials."""
+
+
 def safe_url(url: str) -> str:
     """``url`` without its password, for messages, logs, reports and spans (the one place that
     hides a URL's credentials: a broker's, an agent's ``-n http://user:PASSWORD@host/``)."""
-    scheme, sep, rest = url.partition("://")
-    authority_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority, path = rest[:authority_end], rest[authority_end:]
-    if not sep or "@" not in authority:  # an ``@`` in the path or query holds no credentials
+    parts = url_credentials(url)
+    if parts is None:
         return url
-    creds, _, host = authority.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}{sep}{user + ':***' if user else ':***'}@{host}{path}"
+    scheme, user, _, host = parts
+    return f"{scheme}{user + ':***' if user else ':***'}@{host}"
 
 
 __all__ = [
@@ -281,4 +306,5 @@ __all__ = [
     "semantic_cache_entries",
     "semantic_enabled",
     "sweep_queue",
+    "url_credentials",
 ]

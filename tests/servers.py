@@ -160,17 +160,23 @@ def serve_subprocess(
 
 
 @contextlib.contextmanager
-def openai_server(*, key: str | None = None, separate_process: bool = False) -> Iterator[Served]:
-    """The example OpenAI-compatible server (``examples/servers/openai_server.py``)."""
+def openai_server(*, key: str | None = None, separate_process: bool = False, serve_model: str | None = None,
+                  system_fingerprint: str | None = None) -> Iterator[Served]:
+    """The example OpenAI-compatible server (``examples/servers/openai_server.py``); ``serve_model``
+    and ``system_fingerprint`` are its ``--serve-model`` and ``--system-fingerprint``."""
     if separate_process:
         port = free_port()
         argv = [sys.executable, str(EXAMPLE_SERVERS / "openai_server.py"), "--port", str(port)]
-        with serve_subprocess([*argv, *(["--key", key] if key else [])], port) as served:
+        argv += ["--key", key] if key else []
+        argv += ["--serve-model", serve_model] if serve_model else []
+        argv += ["--system-fingerprint", system_fingerprint] if system_fingerprint else []
+        with serve_subprocess(argv, port) as served:
             served.key = key
             yield served
         return
     module = load_example("openai_server")
-    with serve_in_thread(module.ChatServer((HOST, 0), key=key)) as served:
+    server = module.ChatServer((HOST, 0), key=key, serve_model=serve_model, system_fingerprint=system_fingerprint)
+    with serve_in_thread(server) as served:
         served.key = key
         yield served
 

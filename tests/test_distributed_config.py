@@ -77,6 +77,15 @@ def test_store_url_and_safe_url():
     assert safe_url("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
     assert safe_url("redis://user:s3cret@host/0") == "redis://user:***@host/0"
     assert safe_url("redis://host/0") == "redis://host/0"
+    # a password holding an unencoded / ? # is masked whole, and registered as a secret
+    assert safe_url("redis://:pa/ss@h:6379/0") == "redis://:***@h:6379/0"
+    assert safe_url("http://user:p?w#x@host/path") == "http://user:***@host/path"
+    # an @ past a plain host:port is a path's or a query's, not credentials
+    assert safe_url("http://127.0.0.1:8002/agent?e=a@b.c") == "http://127.0.0.1:8002/agent?e=a@b.c"
+    from farm.agents.secrets import redact, register_url_password
+
+    register_url_password("redis://:pa/ss-long-enough@h:6379/0")
+    assert redact("got pa/ss-long-enough back") == "got *** back"
 
 
 def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):

@@ -53,6 +53,31 @@ def test_one_call_probes_a_keys_cost_for_the_whole_fleet(redis_server, redis_cli
     asyncio.run(two_worker_processes())
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_only_the_probe_ends_its_probe(redis_server, redis_client, shared: bool) -> None:
+    """A call that never held the claim (one that gave up waiting, or a free one) settling with an
+    unknown cost must not end another's live probe: a second $0 probe would start (review of
+    issue 37's fix)."""
+    from farm.fleet.budget import LocalBudgetBackend
+
+    async def sweep() -> None:
+        backend = RedisBudgetBackend(redis_server) if shared else LocalBudgetBackend()
+        budget = Budget(backend, "probe-once", BudgetLimit(max_usd=0.10))
+        try:
+            estimate, token = await budget.estimate_probe("agent")
+            assert (estimate, token is not None) == (0.0, True)
+            await budget.learn("agent", None)  # someone else's give-back: not the probe's holder
+            with pytest.raises(QueueWaitError):  # the probe still runs: no second $0 probe
+                await budget.estimate_probe("agent", max_wait_s=0.3)
+            await budget.learn("agent", None, token)  # the probe itself, never sent: the next may probe
+            assert (await budget.estimate_probe("agent"))[1] is not None
+        finally:
+            if shared:
+                await backend.aclose()
+
+    asyncio.run(sweep())
+
+
 @pytest.mark.slow
 def test_a_worker_that_joins_late_does_not_probe_past_the_budget(tmp_path, redis_client, farm_worker,
                                                                  farm_cli) -> None:

@@ -196,3 +196,16 @@ def test_an_unchanged_verdict_states_the_largest_drop_it_rules_out() -> None:
     from farm.reports.comparison import render_text
 
     assert "rules out a drop over 1.7 points" in render_text(result, show_all=True)
+
+
+def test_a_path_gone_entirely_at_many_runs_is_a_change_not_a_p_of_one() -> None:
+    """The tail of a huge change underflows to p = 0.0: the strongest evidence, never read as 1."""
+    from farm.stats.path_change import PathCount
+
+    def side(sweep_id: str, path: list[str]) -> SweepSnapshot:
+        # the path counts alone feed the path test (runs and passes small: Boschloo's cost is not this test's)
+        case = CaseSnapshot(id="c", runs=20, passed=20, paths=[PathCount(path=path, count=2000)])
+        return SweepSnapshot(sweep_id=sweep_id, cases=[case])
+
+    (row,) = compare(side("b", ["search", "answer"]), side("h", ["delete", "answer"])).cases
+    assert row.path_changed is True and row.path_q_value == 0.0

@@ -34,6 +34,9 @@ and point a connector at it (``connectors/local/echo.conn.yao``)::
 - otherwise: the last user message, echoed.
 
 Every answer reports ``usage`` (words as tokens); models starting with ``priced`` add ``cost``.
+Its ``model`` echoes the requested one; ``--serve-model NAME`` answers ``model: NAME`` whatever was
+asked (a provider swapping the model behind a name), ``--system-fingerprint FP`` adds
+``system_fingerprint``. Every answer carries an ``x-request-id`` header (``req-<n>``).
 Faults are injected by the model name:
 
 - ``fail-<status>[x<N>]-then-ok``: answer <status> the first N times (default 1) per key, with
@@ -85,9 +88,15 @@ class ChatServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], key: str | None = None, verbose: bool = False,
-                 chaos: Chaos | None = None):
+                 chaos: Chaos | None = None, serve_model: str | None = None,
+                 system_fingerprint: str | None = None):
         super().__init__(address, ChatHandler)
         self.key = key
+        self.serve_model = serve_model
+        """The ``model`` every answer names (None: the requested one)."""
+        self.system_fingerprint = system_fingerprint
+        self.answered = 0
+        """Answers sent: the request ids count them."""
         self.chaos = chaos
         self.verbose = verbose
         self.lock = threading.Lock()
@@ -95,6 +104,16 @@ class ChatServer(ThreadingHTTPServer):
         """Requests per fault key (``X-Fault-Key`` header, else the last user message)."""
         self.requests: list[dict[str, Any]] = []
         """The last requests received (path, headers, body), newest last."""
+
+    def served(self, reply: dict[str, Any]) -> dict[str, str]:
+        """Name the served model and fingerprint in ``reply``; return its request id header."""
+        if self.serve_model:
+            reply["model"] = self.serve_model
+        if self.system_fingerprint:
+            reply["system_fingerprint"] = self.system_fingerprint
+        with self.lock:
+            self.answered += 1
+            return {"x-request-id": f"req-{self.answered}"}
 
     def record(self, path: str, headers: dict[str, str], body: Any, key: str) -> int:
         """Remember one request; return how many times this key has been seen."""
@@ -332,7 +351,7 @@ class ChatHandler(JsonHandler):
             content = user if chaos.right(key, float(p)) else f"wrong: {user}"
             reply = answer(body)
             reply["choices"][0]["message"]["content"] = content
-            self.send_json(200, reply)
+            self.send_json(200, reply, self.server.served(reply))
             return False
         return True
 
@@ -364,7 +383,8 @@ class ChatHandler(JsonHandler):
         elif model == "html":
             self.send_bytes(200, b"<html><body>Bad gateway</body></html>", "text/html")
             return
-        self.send_json(200, answer(body))
+        reply = answer(body)
+        self.send_json(200, reply, self.server.served(reply))
 
     def crash(self) -> None:
         self.cut_body(b'{"choices": [')
@@ -377,13 +397,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="inject a fault at this rate, repeatable: 429, 5xx, quota, stall, drop (e.g. 429=0.1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault and right-answer draws")
     parser.add_argument("--stall-s", type=float, default=2.0, help="how long a stall holds its answer")
+    parser.add_argument("--serve-model", default=None, metavar="NAME",
+                        help="answer 'model: NAME' whatever model was asked (a provider swapping models)")
+    parser.add_argument("--system-fingerprint", default=None, metavar="FP", help="add 'system_fingerprint: FP'")
     args = parser.parse_args(argv)
     try:
         rates = dict(parse_rate(text) for text in args.fault_rate)
         chaos = Chaos(rates, args.seed, args.stall_s)
     except ValueError as exc:
         parser.error(str(exc))
-    server = ChatServer((args.host, args.port), key=args.key, verbose=args.verbose, chaos=chaos)
+    server = ChatServer((args.host, args.port), key=args.key, verbose=args.verbose, chaos=chaos,
+                        serve_model=args.serve_model, system_fingerprint=args.system_fingerprint)
     print("openai_server.py: for rehearsals only (tests, demos, chaos drills), never production traffic",
           flush=True)
     serve(server, "OpenAI-compatible server")

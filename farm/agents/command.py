@@ -25,6 +25,7 @@ from typing import Any
 from farm.agents.base import AgentRequest
 from farm.agents.protocol import reply_from_value, request_payload
 from farm.agents.reaper import MARK_VAR, PROGRAMS, adopt_orphans, end_turn_leftovers, new_mark
+from farm.agents.repo_commit import agent_served
 from farm.agents.secrets import excerpt, redact, redact_reply, redact_value
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.models import Reply
@@ -72,6 +73,8 @@ class CommandAgent:
         self.id = agent_id
         self.argv = argv
         self.cwd = cwd
+        self.served = agent_served(cwd)
+        """The commit of the repository it runs in (SPEC 25); None outside one."""
 
     async def respond(self, request: AgentRequest) -> Reply:
         payload = request_payload(request)
@@ -159,8 +162,9 @@ class CommandAgent:
         try:
             value = json.loads(out)
         except ValueError:
-            return Reply(text=out.rstrip("\n"), raw=raw)
-        return reply_from_value(value, raw)
+            return Reply(text=out.rstrip("\n"), raw=raw, served=self.served)
+        reply = reply_from_value(value, raw)
+        return reply if reply.served is not None else reply.model_copy(update={"served": self.served})
 
     async def aclose(self) -> None:
         """Nothing to release: every turn's process is gone when the turn ends."""

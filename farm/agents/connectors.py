@@ -20,6 +20,7 @@ from typing import Any
 
 from farm.agents.base import Conversation
 from farm.agents.limiter import CallLimiter
+from farm.agents.provenance import served_of
 from farm.agents.retry import call_with_retries
 from farm.agents.secrets import excerpt, expand_env, redact, redact_reply, redact_value, register_secret
 from farm.agents.transport import Transport
@@ -96,7 +97,9 @@ class Connector:
             if isinstance(answer, dict) and isinstance(answer.get("usage"), dict):
                 attempt.record_usage(answer["usage"])
         raw = {"request": {"url": redact(self.endpoint), "body": redact_value(body)}, "response": redact_value(answer)}
-        return redact_reply(completion_reply(answer, raw, what=what))
+        reply = completion_reply(answer, raw, what=what)
+        reply.served = served_of(answer, response.headers)  # what served it, not what was asked (SPEC 25)
+        return redact_reply(reply)
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -16,6 +16,7 @@ from farm.agents.answers import HttpAnswer
 from farm.agents.base import AgentRequest
 from farm.agents.limiter import CallLimiter
 from farm.agents.protocol import reply_from_answer, request_payload, text_reply
+from farm.agents.provenance import served_of
 from farm.agents.retry import call_with_retries
 from farm.agents.secrets import (
     SENSITIVE_HEADERS,
@@ -74,6 +75,7 @@ class HttpAgent:
         async with self.transport.attempt(self.id) as attempt:
             answer = await attempt.post_json(self.url, body, headers=self.headers, timeout_s=timeout_s, what=self._what)
             reply = self._read(answer, body)
+            reply.served = reply.served or served_of(None, answer.headers)  # the request id, where sent
             attempt.record_usage(reply.usage)
         return reply
 

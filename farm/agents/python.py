@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from farm.agents.base import AgentRequest
 from farm.agents.callables import load_callable, to_reply
+from farm.agents.repo_commit import agent_served
 from farm.models import Reply
 
 if TYPE_CHECKING:
@@ -149,8 +150,16 @@ class PythonAgent:
         self._with_context = _wants_context(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         self._isolated = None if self._is_async else isolated
+        self.served = agent_served(_source_of(fn))
+        """The commit of the repository holding the callable's file (SPEC 25); None outside one."""
 
     async def respond(self, request: AgentRequest) -> Reply:
+        reply = await self._respond(request)
+        if self.served is not None and isinstance(reply, Reply) and reply.served is None:
+            reply = reply.model_copy(update={"served": self.served})
+        return reply
+
+    async def _respond(self, request: AgentRequest) -> Reply:
         args: tuple[Any, ...] = (request.messages, request.context) if self._with_context else (request.messages,)
         if self._is_async:
             value = await self._fn(*args)
@@ -165,6 +174,15 @@ class PythonAgent:
     async def aclose(self) -> None:
         if self._isolated is not None:
             self._isolated.close()
+
+
+def _source_of(fn: Callable[..., Any]) -> Path:
+    """The file defining ``fn`` (or its class), else the working directory."""
+    for thing in (fn, type(fn)):
+        with contextlib.suppress(TypeError, OSError):
+            if (source := inspect.getsourcefile(thing)) is not None:
+                return Path(source)
+    return Path.cwd()
 
 
 def create_python_agent(spec: str, *, base_dir: Path, agent_id: str | None = None,

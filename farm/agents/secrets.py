@@ -14,10 +14,10 @@ import threading
 from collections.abc import Collection, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, TextIO, cast
-from urllib.parse import urlsplit
 
 from farm.errors import AgentResolutionError
 from farm.models import Reply
+from farm.settings import url_credentials
 
 MASK = "***"
 EXCERPT = 300
@@ -42,9 +42,9 @@ def register_secret(value: str | None) -> None:
 def register_url_password(url: str | None) -> None:
     """Mask from now on the password of ``url`` (``-n http://user:PASSWORD@host/``), wherever it is
     quoted (an adapter's error message names its URL)."""
-    if url and "@" in url:
-        with contextlib.suppress(ValueError):
-            register_secret(urlsplit(url).password)
+    parts = url_credentials(url) if url else None
+    if parts is not None:
+        register_secret(parts[2])
 
 
 def any_secret() -> bool:

@@ -82,6 +82,8 @@ class _Run:
         self.cases: list[str] = []
         self.endpoints: list[Any] = []
         self.search: Any = None
+        self.served: list[Any] = []
+        """What served GOOD's and BAD's runs (SPEC 25): a provider's change is no commit's doing."""
 
     def run(self, runner: Any) -> bool:
         """GOOD and BAD, then the bisection; False when no case regressed."""
@@ -95,6 +97,7 @@ class _Run:
             report = (_end_report(runner, self.good, self.bad, self.options.runs) if verdict == "good"
                       else runner.report(sha, self.options.runs))
             reports.append(report)
+            self.served.append(report.summary.served)
             passed, runs = pooled(report, [c.id for c in report.results])
             self.endpoints.append(ProbeResult(sha, runs, passed, verdict))
             click.echo(f"  {verdict.upper()} {sha[:12]}: {passed}/{runs} runs passed", err=True)
@@ -119,6 +122,7 @@ class _Run:
 
     def document(self) -> dict[str, Any]:
         from farm.bisect.git import subject
+        from farm.bisect.output import served_at_ends
 
         doc: dict[str, Any] = {"bisect_id": self.bisect_id, "good": self.good, "bad": self.bad, "cases": self.cases,
                                "first_bad": None, "suspects": [], "max_runs": self.options.max_runs,
@@ -128,7 +132,7 @@ class _Run:
         else:
             doc.update(self.search.describe(self.endpoints))
         doc["subject"] = subject(self.root, doc["first_bad"]) if doc["first_bad"] else None
-        return doc
+        return {**doc, **served_at_ends(*self.served)} if len(self.served) == 2 else doc
 
 
 def _checked_outputs(options: BisectOptions) -> list[tuple[str, str]]:
@@ -145,10 +149,11 @@ def _checked_outputs(options: BisectOptions) -> list[tuple[str, str]]:
 
 def _tell(outputs: list[tuple[str, str]], doc: dict[str, Any], *, regressed: bool = True) -> None:
     """Write the ``-o`` files and print the result."""
-    from farm.bisect.output import summary_lines, write_outputs
+    from farm.bisect.output import served_line, summary_lines, write_outputs
 
     write_outputs(outputs, doc)
-    for line in summary_lines(doc) if regressed else ["no case regressed between GOOD and BAD"]:
+    said = served_line(doc)
+    for line in summary_lines(doc) if regressed else ["no case regressed between GOOD and BAD", *filter(None, [said])]:
         click.echo(line)
 
 

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from farm.agents.secrets import redact
 from farm.cli.history import history_option
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.errors import ExitCode, FarmError, SettingsError
+from farm.reports.outputs import write_document
 
 if TYPE_CHECKING:
     from farm.judgecheck import JudgeCheck
@@ -69,13 +71,13 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
     found = judge_check(JudgeCheckSettings(source=source, cwd=str(Path.cwd()), repeats=repeats, sample=sample,
                                            judge=judge, seed=seed, labels=labels, estimate=estimate))
     if found.estimate is not None:
-        click.echo(f"judge-check estimate: {found.estimate}")
+        click.echo(redact(f"judge-check estimate: {found.estimate}"))
         return int(ExitCode.OK)
-    click.echo(render_judge_check_text(found), nl=False)
+    click.echo(redact(render_judge_check_text(found)), nl=False)  # a judge's error may quote a secret
     renderers = {"json": render_judge_check_json, "markdown": render_judge_check_markdown,
                  "html": render_judge_check_html, "text": render_judge_check_text}
     for path, fmt in targets:
-        path.write_text(renderers[fmt](found), encoding="utf-8")
+        write_document(path, renderers[fmt](found))  # masked, as every report the farm writes
     if record:
         record_in_history(found, history)
     return int(ExitCode.OK)

@@ -18,6 +18,7 @@ import asyncio
 import math
 import threading
 import time
+import uuid
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -91,14 +92,15 @@ class BudgetBackend(Protocol):
         """The dearest call of ``key`` settled so far by any process of the sweep (None: none yet)."""
         ...
 
-    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> bool:
+    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> str | None:
         """Become the one call of ``key`` that probes its cost (for ``ttl_s`` at most: a prober that
-        dies lets another probe); False while another probes."""
+        dies lets another probe): the claim's token, or None while another probes."""
         ...
 
-    async def learn(self, sweep_id: str, key: str, usd: float | None) -> None:
+    async def learn(self, sweep_id: str, key: str, usd: float | None, probe_token: str | None = None) -> None:
         """A call of ``key`` settled at ``usd`` (None: unknown, or never sent): the dearest so far
-        is at least that, and the probe is over."""
+        is at least that; the probe is over when ``probe_token`` is the claim's (only its holder
+        ends it: a call that never held it must not release another's live probe)."""
         ...
 
 
@@ -109,7 +111,7 @@ class LocalBudgetBackend:
         self._lock = threading.Lock()
         self._states: dict[str, BudgetState] = {}
         self._dearest: dict[tuple[str, str], float] = {}
-        self._probing: set[tuple[str, str]] = set()
+        self._probing: dict[tuple[str, str], str] = {}
 
     async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
         with self._lock:
@@ -138,16 +140,17 @@ class LocalBudgetBackend:
         with self._lock:
             return self._dearest.get((sweep_id, key))
 
-    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> bool:
+    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> str | None:
         with self._lock:  # one process: a prober cannot die without this process (no expiry needed)
             if (sweep_id, key) in self._probing:
-                return False
-            self._probing.add((sweep_id, key))
-            return True
+                return None
+            token = self._probing[(sweep_id, key)] = uuid.uuid4().hex
+            return token
 
-    async def learn(self, sweep_id: str, key: str, usd: float | None) -> None:
+    async def learn(self, sweep_id: str, key: str, usd: float | None, probe_token: str | None = None) -> None:
         with self._lock:
-            self._probing.discard((sweep_id, key))
+            if probe_token is not None and self._probing.get((sweep_id, key)) == probe_token:
+                del self._probing[(sweep_id, key)]
             if usd is not None and usd > 0:
                 self._dearest[(sweep_id, key)] = max(usd, self._dearest.get((sweep_id, key), 0.0))
 
@@ -182,8 +185,14 @@ class Budget:
         """What this process learned (costs that do not grow need no round trip once known)."""
 
     async def estimate(self, key: str, *, probe: bool = True, max_wait_s: float = math.inf) -> float:
+        """What a call of ``key`` of unknown most cost reserves (``estimate_probe``'s figure)."""
+        return (await self.estimate_probe(key, probe=probe, max_wait_s=max_wait_s))[0]
+
+    async def estimate_probe(self, key: str, *, probe: bool = True, max_wait_s: float = math.inf
+                             ) -> tuple[float, str | None]:
         """What a call of ``key`` of unknown most cost reserves: the dearest settled so far; before
-        one settled, 0 for the key's probe while the others wait (``probe``), else 0 at once.
+        one settled, 0 for the key's probe (with its claim's token, for ``learn``) while the others
+        wait (``probe``), else 0 at once.
 
         Raises:
             QueueWaitError: the probe did not settle within ``max_wait_s`` (``--max-queue-wait``).
@@ -193,26 +202,30 @@ class Budget:
             with self._lock:
                 known = self._dearest.get(key)
             if known is not None:
-                return known
+                return known, None
             shared = await self.backend.dearest(self.sweep_id, key)
             if shared is not None:
                 with self._lock:
                     self._dearest[key] = max(shared, self._dearest.get(key, 0.0))
-                return shared
-            if not probe or await self.backend.claim_probe(self.sweep_id, key, self.probe_ttl_s):
-                return 0.0
+                return shared, None
+            if not probe:
+                return 0.0, None
+            token = await self.backend.claim_probe(self.sweep_id, key, self.probe_ttl_s)
+            if token is not None:
+                return 0.0, token
             if time.monotonic() > give_up:
                 raise QueueWaitError(f"budget: no estimate of a call of {key!r} within --max-queue-wait "
                                      f"{max_wait_s:g}s (its first call has not settled)")
             await asyncio.sleep(PROBE_POLL_S)
 
-    async def learn(self, key: str, usd: float | None) -> None:
+    async def learn(self, key: str, usd: float | None, probe_token: str | None = None) -> None:
         """A call of ``key`` settled at ``usd``: later estimates are at least that, fleet-wide (an
-        unknown or free call teaches nothing; the next call probes again)."""
+        unknown or free call teaches nothing; the next call probes again). ``probe_token``: the
+        probe's claim, ended here by its holder only."""
         if usd is not None and usd > 0:
             with self._lock:
                 self._dearest[key] = max(usd, self._dearest.get(key, 0.0))
-        await self.backend.learn(self.sweep_id, key, usd)
+        await self.backend.learn(self.sweep_id, key, usd, probe_token)
 
     async def reserve(self, usd: float, tokens: int) -> Reservation:
         """Reserve a call's most.

@@ -164,6 +164,8 @@ class FleetLease:
     released: bool = False
     estimated: bool = False
     """The budget reservation is ``Budget.estimate``'s: its settled cost teaches the next estimate."""
+    probe_token: str | None = None
+    """This call is its key's cost probe (the claim's token): its settling ends the probe."""
 
     async def release(self, *, status: int | None, retry_after_s: float | None,
                       usage: dict[str, int] | None) -> None:
@@ -179,7 +181,7 @@ class FleetLease:
             if self.reservation is not None and self.scope.budget is not None:
                 tokens = parsed.total_tokens if parsed is not None else None
                 if self.estimated:
-                    await self.scope.budget.learn(self.key, cost)
+                    await self.scope.budget.learn(self.key, cost, self.probe_token)
                 await self.scope.budget.settle(self.reservation, cost, tokens)
             if self.scope.meter is not None and status is not None:
                 self.scope.meter.add(self.role, parsed, cost)
@@ -209,7 +211,9 @@ class FleetLimiter:
                     lease.estimated = scope.budget.limit.max_usd is not None
                     if lease.estimated:  # at least the dearest call of the key so far (max_tokens unknown)
                         wait_s = self.rates.max_wait_s if self.rates is not None else math.inf
-                        most = max(most, await scope.budget.estimate(key, probe=not tokens, max_wait_s=wait_s))
+                        estimated, lease.probe_token = await scope.budget.estimate_probe(
+                            key, probe=not tokens, max_wait_s=wait_s)
+                        most = max(most, estimated)
                     lease.reservation = await scope.budget.reserve(most, tokens)
                 if self.rates is not None:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
@@ -225,7 +229,7 @@ class FleetLimiter:
     @staticmethod
     async def _give_back(lease: FleetLease) -> None:
         if lease.estimated and lease.scope.budget is not None:
-            await lease.scope.budget.learn(lease.key, None)  # never sent: the next call probes
+            await lease.scope.budget.learn(lease.key, None, lease.probe_token)  # never sent: the next probes
         if lease.reservation is not None and lease.scope.budget is not None:
             await lease.scope.budget.settle(lease.reservation, 0.0, 0)  # never sent: nothing spent
 

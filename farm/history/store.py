@@ -151,12 +151,13 @@ class HistoryStore:
 
     def snapshot(self, info: SweepInfo) -> SweepSnapshot:
         """The sweep's cases as a comparison sees them."""
+        from farm.models import ServedCounts
         from farm.stats.compare import CaseSnapshot, SweepSnapshot
         from farm.stats.path_change import PathCount
 
         columns = [case_results.c[n] for n in ("case_id", "runs", "passed", "skipped", "label", "case_passed",
                                                "content_hash", "failure_reasons", "adaptive",
-                                               "semantic_consistency", "trajectories")]
+                                               "semantic_consistency", "trajectories", "served")]
         from farm.history.judge_checks import newest_judge_checks
 
         with self.engine.connect() as conn:
@@ -170,7 +171,9 @@ class HistoryStore:
                               criteria=criteria.get(r.case_id, []),
                               semantic_consistency=r.semantic_consistency,
                               paths=None if r.trajectories is None else [PathCount.model_validate(p)
-                                                                         for p in r.trajectories]) for r in rows]
+                                                                         for p in r.trajectories],
+                              served=None if r.served is None else ServedCounts.model_validate(r.served))
+                 for r in rows]
         return SweepSnapshot(sweep_id=info.sweep_id, started_at=iso(info.started_at), tags=dict(info.tags),
                              cases=cases, partial=info.status != "complete")
 

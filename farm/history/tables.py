@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0008"
+SCHEMA_REVISION = "r0009"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -108,6 +108,7 @@ case_results = Table(
     Column("semantic_consistency", Float, nullable=True),  # SPEC 16; null: not computed
     Column("trajectory_consistency", Float, nullable=True),  # SPEC 21; null: no run called a tool
     Column("trajectories", JSON, nullable=True),  # runs per path [{path, count}]; null: recorded before r0007
+    Column("served", JSON, nullable=True),  # SPEC 25: {models, system_fingerprints, commits}; null: none reported
     Column("failure_reasons", JSON, nullable=False),
     Column("pass_at_k", JSON, nullable=False),
     Column("pass_hat_k", JSON, nullable=False),
@@ -148,7 +149,7 @@ case_criteria = Table(
     Column("ci_low", Float, nullable=False),
     Column("ci_high", Float, nullable=False),
     Column("label", String(16), nullable=False),
-    Column("judge_flip_rate", Float, nullable=True),  # SPEC 23, r0008; null: not known when recorded
+    Column("judge_flip_rate", Float, nullable=True),  # SPEC 23, r0009; null: not known when recorded
     Column("judge_noisy", Boolean, nullable=True),
     Index("ix_farm_case_criteria_case_sweep", "case_id", "sweep"),
 )

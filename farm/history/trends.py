@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from farm.history.judge_checks import CriterionKey, JudgeCheckPoint
+from farm.history.served_trend import served_changes
 from farm.history.store import SweepInfo
 from farm.history.tables import case_results, sweeps
 from farm.stats.compare_criteria import CriterionMove, move_text
@@ -45,16 +46,20 @@ class CasePoint:
     semantic_consistency: float | None = None
     trajectory_consistency: float | None = None
     """SPEC 21: share of runs on the most common tool-call path; None: no run called a tool."""
+    served: dict[str, Any] | None = None
+    """SPEC 25: runs per served model, fingerprint and commit; None: none recorded."""
 
 
 _POINT_COLUMNS = [case_results.c[n] for n in ("pass_rate", "ci_low", "ci_high", "label", "runs", "passed",
-                                                 "skipped", "semantic_consistency", "trajectory_consistency")]
+                                                 "skipped", "semantic_consistency", "trajectory_consistency",
+                                                 "served")]
 
 
 def _point(row: Any) -> CasePoint:
     return CasePoint(sweep_id=row.sweep_id, pass_rate=row.pass_rate, ci_low=row.ci_low, ci_high=row.ci_high,
                      label=row.label, runs=row.runs, passed=row.passed, skipped=row.skipped,
-                     semantic_consistency=row.semantic_consistency, trajectory_consistency=row.trajectory_consistency)
+                     semantic_consistency=row.semantic_consistency, trajectory_consistency=row.trajectory_consistency,
+                     served=row.served)
 
 
 def case_points(engine: Engine, window: Sequence[SweepInfo], case_id: str | None = None
@@ -137,7 +142,7 @@ def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint
         "judge_checks": judge_trend_document(judged or {}),
         "sweeps": [info.to_json() for info in window],
         "cases": [{"id": case_id, "points": [None if p is None else asdict(p) for p in points],
-                   "changes": class_changes(points), "flag": flag(points),
+                   "changes": class_changes(points), "flag": flag(points), "served_changes": served_changes(points),
                    "criteria_moved": [m.model_dump() for m in moved.get(case_id, [])]}
                   for case_id, points in trends.items()],
     }
@@ -171,7 +176,7 @@ def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePo
              "cases (pass rate per sweep, oldest → newest; · = not run):"]
     shown = {cid: pts for cid, pts in trends.items()
              if show_all or class_changes(pts) or any(p is not None and p.pass_rate < 100 for p in pts)
-             or cid in (moves or {})}
+             or cid in (moves or {}) or served_changes(pts)}
     rows = []
     for case_id, points in shown.items():
         newest = next((p for p in reversed(points) if p is not None), None)
@@ -180,6 +185,8 @@ def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePo
     lines += _columns(rows) if rows else []
     lines += [f"  {case_id}: criterion moved: {move_text(m)}" for case_id, moved in (moves or {}).items()
               if case_id in shown for m in moved]
+    lines += [f"  {case_id}: served model changed at {c['sweep_id']}: {c['from']} → {c['to']}"
+              for case_id, points in shown.items() for c in served_changes(points)]
     hidden = len(trends) - len(shown)
     if hidden:
         lines.append(f"  ({plural(hidden, 'case')} passed every run of every sweep; --all lists them)")

@@ -26,6 +26,8 @@ from farm.models.base import PerCaseModel as PerCaseModel
 from farm.models.base import RunStatus as RunStatus
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
+from farm.models.served import Served as Served
+from farm.models.served import ServedCounts as ServedCounts
 from farm.models.stats import *  # noqa: F403
 from farm.models.trajectory import Divergence as Divergence
 from farm.models.trajectory import ToolCall as ToolCall
@@ -160,6 +162,8 @@ class Reply(FarmModel):
     """Tokens and cost where the agent reports them."""
     raw: JsonValue = None
     """The raw exchange, for verbose reports."""
+    served: Served | None = None
+    """What the provider says served the answer (SPEC 25); None: nothing reported."""
 
     @property
     def output(self) -> JsonValue:
@@ -255,6 +259,8 @@ class RunResult(FarmModel):
     trajectory: list[ToolCall] | None = None
     """The tool calls of all its turns, in order (SPEC 21; bounded: ``farm.run.trajectory``);
     None: the run made none."""
+    served: Served | None = None
+    """What served the run's last answered turn (SPEC 25: model, fingerprint, request id, commit)."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:

@@ -15,6 +15,7 @@ from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
+from farm.models.served import Served, ServedCounts
 from farm.models.trajectory import Divergence, ToolCall, TrajectoryPath
 
 __all__ = [
@@ -69,6 +70,8 @@ class RunDetail(FarmModel):
     trajectory: list[ToolCall] | None = None
     """The run's tool calls over all its turns (name, arguments, error; SPEC 21), the first
     ``farm.stats.trajectory.MAX_DETAIL_CALLS`` of them, arguments cut to 1,000 characters."""
+    served: Served | None = None
+    """What served the run (SPEC 25); None: nothing reported."""
 
     @property
     def error_line(self) -> str:
@@ -229,6 +232,9 @@ class CaseStats(FarmModel):
     """Share (0–1) of the scored runs on the most common path; null when no run called a tool."""
     divergence: Divergence | None = None
     """Where failing runs leave the most common passing path; null: no failing run left it."""
+    served: ServedCounts | None = None
+    """Runs per served model, ``system_fingerprint`` and agent commit, most first (SPEC 25); null:
+    no run reported any."""
 
 
 class SweepSummary(FarmModel):
@@ -276,6 +282,9 @@ class SweepSummary(FarmModel):
     """Semantic figures of the sweep (SPEC 16): ``computed`` if any case's were, ``not_installed``
     (``farm.extras.install_hint('semantic')`` says how to get them), ``not_text``, ``off`` (turned off);
     null: no case answered."""
+    served: ServedCounts | None = None
+    """Runs per served model, ``system_fingerprint`` and agent commit over the sweep (SPEC 25);
+    null: no run reported any."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

@@ -72,6 +72,8 @@ def _notes(row: CaseComparison) -> list[str]:
         notes.append(f"rules out a drop over {row.rules_out_drop:g} points")
     if row.path_changed:
         notes.append(path_change_text(row))
+    if row.served_changed and row.served is not None:
+        notes.append(f"served model changed: {row.served[0]} → {row.served[1]}")
     return notes
 
 

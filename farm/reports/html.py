@@ -55,6 +55,7 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
     agent = _text(meta.get("agent_id") or "agent")
     multi_run = summary.runs_per_case > 1
     cards = _cards(summary) + _fleet_cards(summary, meta, report.outcome.budget) + _semantic_cards(summary)
+    cards += _served_cards(summary)
     page = template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
@@ -224,6 +225,15 @@ def _semantic_cards(s: SweepSummary) -> list[dict[str, str]]:
     value = {"computed": "computed", "not_installed": "not installed", "not_text": "not text",
              "off": "off"}[str(s.semantic)]
     return [_card("Semantic consistency", value, words, "neutral" if s.semantic != "not_installed" else "warn")]
+
+
+def _served_cards(s: SweepSummary) -> list[dict[str, str]]:
+    """The served models (SPEC 25): one card, the most served model first, the rest in its caption."""
+    if s.served is None:
+        return []
+    served = s.served
+    names = list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+    return [_card("Served", names[0] if names else "—", served.text(), "warn" if len(names) > 1 else "neutral")]
 
 
 CARDS_PER_ROW = 9

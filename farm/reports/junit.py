@@ -113,6 +113,7 @@ def _testcase(stats: CaseStats) -> ET.Element:
         **({"quarantine": badge(stats)} if stats.quarantine else {}),
         **({"semantic_consistency": stats.semantic_consistency} if stats.semantic_consistency is not None else {}),
         **trajectory_properties(stats),
+        "served": None if stats.served is None else stats.served.model_dump(),  # SPEC 25
     })
     verdict = _junit_verdict(stats)
     if verdict == "quarantined":  # runs and is reported, but CI stays green as the exit code does
@@ -207,7 +208,8 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
         })
         _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
                                                         "min_pass_rate")}, "stopped": report.outcome.stopped,
-                            **_fleet(report), "semantic": _semantic_not_computed(report)})
+                            **_fleet(report), "semantic": _semantic_not_computed(report),
+                            "served": None if report.summary.served is None else report.summary.served.model_dump()})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:

@@ -89,6 +89,8 @@ def _summary(report: SweepReport) -> list[str]:
         rows.append(("Retry Bias", md_inline(bias.get("line"))))
     if semantic_summary(s) is not None:
         rows.append(("Semantic consistency", md_inline(semantic_summary(s))))
+    if s.served is not None:  # SPEC 25: what the provider says served the runs
+        rows.append(("Served", md_inline(s.served.text())))
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
 
 
@@ -204,6 +206,8 @@ def _case(stats: CaseStats) -> list[str]:
         lines += [f"Adaptive: {md_inline(adaptive)} of {stats.runs_planned} planned ({BIASED})", ""]
     if verdict != "skipped":
         lines += ["; ".join(f"{label}: {md_inline(value)}" for label, value in cost_rows(stats)), ""]
+    if stats.served is not None:
+        lines += [f"Served: {md_inline(stats.served.text())}", ""]
     if stats.input is not None:
         lines += ["**Input**", "", _block(stats.input), ""]
     if stats.expected is not None:

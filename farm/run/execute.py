@@ -26,6 +26,7 @@ from farm.errors import AgentError, FaultKind
 from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.models.dynamic import TurnRecord
+from farm.models.served import Served
 from farm.models.trajectory import ToolCall
 from farm.models.usage import RunUsage
 from farm.run.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
@@ -120,6 +121,7 @@ class _RunState:
         """Tokens of every answered turn (``farm.models.usage``)."""
         self.trajectory: list[ToolCall] = []
         """The tool calls of every answered turn, in order (SPEC 21): trajectory checks read it."""
+        self.served: Served | None = None  # the last answered turn's (SPEC 25)
         self.chat_filter: str | None = None
         """For turns that set none: ``MAXIMAL`` when the case checks tool calls (``calls_filter``)."""
 
@@ -243,6 +245,7 @@ async def _send_turn(
     state.history = [*request.messages, _assistant_message(reply)]
     state.sly_data = _merge(sly, reply.sly_data)
     state.trajectory.extend(reply.tool_calls)
+    state.served = reply.served or state.served
     return reply
 
 
@@ -349,7 +352,7 @@ def _finish(result: RunResult, state: _RunState, start: float) -> None:
         result.queued_ms = round(queued_s * 1000, 3)
     result.retries = state.total_retries()
     state.usage.fill(result)
-    result.trajectory = recorded_calls(state.trajectory)
+    result.trajectory, result.served = recorded_calls(state.trajectory), state.served
     if result.status is not RunStatus.PASSED:  # a passing run has no class: no work on the common path
         result.failure_class, result.failed_turn = classify_run(result, state.turn)
 

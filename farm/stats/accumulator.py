@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, TurnRecord
+from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, ServedCounts, TurnRecord
 from farm.run.failures import classified, unreached
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
@@ -146,6 +146,7 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
         checkpoints=result.checkpoints,
         trajectory=None if result.trajectory is None else result.trajectory[:MAX_DETAIL_CALLS],
+        served=result.served,
     )
 
 
@@ -183,6 +184,7 @@ class CaseAccumulator:
         self._checkpoints = CheckpointTally()
         self._criteria = CriteriaTally(case)
         self._paths = TrajectoryTally()
+        self._served = ServedCounts()
         self._costs = CostTotals()
         self._rule = plan.stopping_rule()
         self.decision: Decision | None = None
@@ -228,6 +230,7 @@ class CaseAccumulator:
         self._checkpoints.add(result)
         self._criteria.add(result)
         self._paths.add(result)
+        self._served.add(result.served)
         if self._rule is not None and self.decision is None:
             self.decision = self._rule.decide(*self._tally())
         return True
@@ -311,5 +314,5 @@ class CaseAccumulator:
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
             retry_bias=self._retry_split.figures(),
             criteria=self._criteria.stats(), **self._paths.figures(),  # type: ignore[arg-type]
-            **self._meanings.figures(),
+            **self._meanings.figures(), served=self._served.sorted() if self._served else None,
         )

@@ -28,11 +28,12 @@ from typing import Literal
 from pydantic import Field
 
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
-from farm.models import FarmModel, SweepReport, SweepStatus
+from farm.models import FarmModel, ServedCounts, SweepReport, SweepStatus
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
 from farm.stats.compare_terms import check_thresholds, is_adaptive
 from farm.stats.path_change import PathCount, PathShift, path_p_value, path_shift, paths_of
 from farm.stats.reasons import OTHER_REASONS
+from farm.stats.served_change import served_figures
 from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run"]
@@ -55,6 +56,8 @@ class CaseSnapshot(FarmModel):
     semantic_consistency: float | None = None
     paths: list[PathCount] | None = None
     """Runs per tool-call path (SPEC 21); None: not known (a sweep recorded without them)."""
+    served: ServedCounts | None = None
+    """Runs per served model and fingerprint (SPEC 25); None: none reported or recorded."""
 
 
 class SweepRef(FarmModel):
@@ -115,6 +118,11 @@ class CaseComparison(FarmModel):
     path_q_value: float | None = None
     path_grew: PathShift | None = None
     """The path whose share grew most, when the paths changed."""
+    served_changed: bool | None = None
+    """The sides were served by different models or ``system_fingerprint``s (SPEC 25): the verdict
+    may be the provider's doing, not the agent's; None: a side reported neither."""
+    served: tuple[str, str] | None = None
+    """(BASE, HEAD) served models with counts, as text, when they changed."""
 
 
 class Comparison(FarmModel):
@@ -141,6 +149,7 @@ def snapshot_of(report: SweepReport) -> SweepSnapshot:
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
             adaptive=is_adaptive(s, meta), criteria=counts_of(s.criteria),
             semantic_consistency=s.semantic_consistency, paths=paths_of(s.trajectories, s.runs - s.skipped),
+            served=s.served,
         )
         for s in report.results
     ]
@@ -209,7 +218,9 @@ def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot
         if t.base.paths is not None and t.head.paths is not None:
             t.p_paths = path_p_value(t.base.paths, t.head.paths)
     with_paths = [t for t in family if t.p_paths is not None]
-    for t, q in zip(with_paths, bh_q_values([t.p_paths or 1.0 for t in with_paths]), strict=True):
+    # a p-value of 0.0 (a tail that underflows: a path gone entirely) is the strongest evidence, never 1
+    p_values = [t.p_paths if t.p_paths is not None else 1.0 for t in with_paths]
+    for t, q in zip(with_paths, bh_q_values(p_values), strict=True):
         t.q_paths = q
     return tested
 
@@ -240,6 +251,7 @@ def _row(case_id: str, base: CaseSnapshot | None, head: CaseSnapshot | None, tes
         criteria_moved=moved_criteria(base.criteria, head.criteria, min_drop),
         semantic_consistency=_semantic_pair(base, head), **_path_figures(tested, alpha),  # type: ignore[arg-type]
         rules_out_drop=_ruled_out(base, head, z) if verdict == "unchanged" and not adaptive else None,
+        **served_figures(base.served, head.served),  # type: ignore[arg-type]
     )
 
 

@@ -7,7 +7,15 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from farm.errors import ExitCode
-from farm.models import CaseStats, RunStatus, StabilityClass, SweepOutcome, SweepReport, SweepSummary
+from farm.models import (
+    CaseStats,
+    RunStatus,
+    ServedCounts,
+    StabilityClass,
+    SweepOutcome,
+    SweepReport,
+    SweepSummary,
+)
 from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
@@ -51,8 +59,10 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
     scored_runs = sum(s.runs - s.skipped for s in stats)
     labels = [s.label for s in stats]
     costs = CostTotals()
+    served = ServedCounts()
     for case in stats:
         costs.add_case(case)
+        served.merge(case.served)
     return SweepSummary(
         total_cases=len(stats),
         total_runs=scored_runs,  # a skipped case's placeholder result is not a run (SPEC 7)
@@ -73,6 +83,7 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
         runs_saved=sum(s.runs_saved for s in stats), **costs.figures(by_status["passed"]),
         runs_not_run=sum(s.runs_not_run for s in stats), queued_ms=round(sum(s.queued_ms for s in stats), 3),
         semantic=sweep_semantic_status([s.semantic_status for s in scored]),
+        served=served.sorted() if served else None,
     )
 
 

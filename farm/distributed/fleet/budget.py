@@ -10,6 +10,8 @@ the Lua (a dozen lines).
 
 from __future__ import annotations
 
+import uuid
+
 from farm.distributed.fleet.client import LoopClients, script_arg
 from farm.distributed.store import keys
 from farm.fleet.budget import BudgetLimit, BudgetState, Reservation
@@ -55,11 +57,14 @@ if tonumber(ARGV[2]) > 0 and tonumber(ARGV[2]) > (tonumber(redis.call('HGET', KE
   redis.call('HSET', KEYS[1], field, ARGV[2])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
 end
-redis.call('DEL', KEYS[2])
+if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then
+  redis.call('DEL', KEYS[2])
+end
 return 1
 """
 """KEYS: the budget hash, the key's probe claim; ARGV: the limit key's fleet name, the call's USD
-('0' when unknown or never sent), TTL. The dearest only grows; the probe is over either way."""
+('0' when unknown or never sent), TTL, the probe claim's token ('' none). The dearest only grows;
+the probe is over when its holder says so (a call that never held the claim cannot end another's)."""
 
 
 class RedisBudgetBackend:
@@ -97,15 +102,16 @@ class RedisBudgetBackend:
         found = await self.clients.call(lambda: client.hget(keys.budget_key(sweep_id), f"dearest:{fleet_name(key)}"))
         return None if found is None else float(found)
 
-    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> bool:
+    async def claim_probe(self, sweep_id: str, key: str, ttl_s: float) -> str | None:
         client = self.clients.client()
-        name = keys.budget_probe_key(sweep_id, key)
-        return bool(await self.clients.call(lambda: client.set(name, "1", nx=True, px=max(1, int(ttl_s * 1000)))))
+        name, token = keys.budget_probe_key(sweep_id, key), uuid.uuid4().hex
+        taken = await self.clients.call(lambda: client.set(name, token, nx=True, px=max(1, int(ttl_s * 1000))))
+        return token if taken else None
 
-    async def learn(self, sweep_id: str, key: str, usd: float | None) -> None:
+    async def learn(self, sweep_id: str, key: str, usd: float | None, probe_token: str | None = None) -> None:
         await self.clients.run_script(
             LEARN_LUA, [keys.budget_key(sweep_id), keys.budget_probe_key(sweep_id, key)],
-            [fleet_name(key), repr(float(usd or 0.0)), self.ttl_s])
+            [fleet_name(key), repr(float(usd or 0.0)), self.ttl_s, probe_token or ""])
 
     async def aclose(self) -> None:
         await self.clients.aclose()

@@ -20,6 +20,7 @@
       out.push("criterion moved: " + m.criterion + " " + m.base + " → " + m.head + " (" + (m.delta > 0 ? "+" : "") + m.delta + " points" + noisy + ")");
     }
     if (c.path_changed) out.push(pathChange(c));  // worded as farm.reports.comparison.path_change_text
+    if (c.served_changed && c.served) out.push("served model changed: " + c.served[0] + " → " + c.served[1]);
     return out;
   }
   function pathChange(c) {

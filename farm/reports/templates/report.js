@@ -178,7 +178,7 @@
       ["Retries", c.retries ? String(c.retries) : null],
       ["Adaptive", adaptiveText(c)], ["Cost", usd(c.cost_usd)], ["Tokens", tokens(c.usage)],
       ["Judge cost", c.judge_usage ? usd(c.judge_cost_usd) : null], ["Judge tokens", c.judge_usage ? tokens(c.judge_usage) : null],
-      ["Cost per passing run", usd(c.cost_per_passing_run)],
+      ["Cost per passing run", usd(c.cost_per_passing_run)], ["Served", servedText(c.served)],
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
@@ -208,6 +208,15 @@
     return add(table, body);
   }
 
+  // worded as farm.models.served.ServedCounts.text
+  function servedText(s) {
+    if (!s) return null;
+    const list = (o, pre) => Object.entries(o || {}).map(([k, n]) => pre + k + " ×" + n).join(", ");
+    const models = list(s.models, ""), prints = list(s.system_fingerprints, "");
+    const commits = Object.entries(s.commits || {}).map(([k, n]) => "commit " + k.slice(0, 12) + " ×" + n).join(", ");
+    const text = models + (models && prints ? " (" + prints + ")" : prints);
+    return [text, commits].filter((p) => p).join("; ") || null;
+  }
   function semanticText(c) {
     if (c.semantic_consistency === null || c.semantic_consistency === undefined) return null;
     const n = (c.semantic_clusters || []).length;

@@ -81,6 +81,9 @@
     for (const ch of c.changes || []) changes.appendChild(el("div", "change", ch.from + " → " + ch.to + " at " + ch.sweep_id));
     if (!(c.changes || []).length) changes.textContent = "no label change";
     li.appendChild(changes);
+    for (const ch of c.served_changes || []) {  // SPEC 25: the provider changed what served the case
+      li.appendChild(el("div", "change served-changed", "served model changed at " + ch.sweep_id + ": " + ch.from + " → " + ch.to));
+    }
     for (const m of c.criteria_moved || []) {
       li.appendChild(el("div", "change criterion-moved", "criterion moved: " + m.criterion + " " + m.base + " → " + m.head +
         " (" + (m.delta > 0 ? "+" : "") + m.delta + " points" +

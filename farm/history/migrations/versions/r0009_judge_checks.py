@@ -2,8 +2,8 @@
 ``farm judge-check``, so a judge getting noisier shows over time; and each scorecard criterion's
 ``judge_flip_rate``/``judge_noisy`` as the sweep knew them (null: not known).
 
-Revision ID: r0008
-Revises: r0007
+Revision ID: r0009
+Revises: r0008
 Create Date: 2026-11-28
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "r0008"
-down_revision = "r0007"
+revision = "r0009"
+down_revision = "r0008"
 branch_labels = None
 depends_on = None
 
