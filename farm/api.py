@@ -236,7 +236,7 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
         history=HistoryFacts(
             runs=settings.runs, min_pass_rate=settings.min_pass_rate, parallel=settings.parallel,
-            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast,
+            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast, confirm_failures=settings.confirm_failures,
             name=safe_url(settings.name) if settings.name else None,  # -n http://user:PASSWORD@host/
             connector=settings.connector, judge=settings.judge, queue=settings.queue,
             neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,

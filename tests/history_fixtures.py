@@ -57,8 +57,9 @@ def _drop_farm_tables(url: str) -> None:
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
-            for table in ("farm_comparisons", "farm_baselines", "farm_case_criteria", "farm_case_results",
-                          "farm_sweep_tags", "farm_sweeps", "farm_failure_modes", "farm_alembic_version"):
+            for table in ("farm_comparisons", "farm_baselines", "farm_judge_checks", "farm_case_criteria",
+                          "farm_case_results", "farm_sweep_tags", "farm_sweeps", "farm_failure_modes",
+                          "farm_alembic_version"):
                 conn.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
     finally:
         engine.dispose()

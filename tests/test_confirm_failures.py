@@ -20,6 +20,7 @@ from farm.checks.base import JUDGE_REPEAT, CheckContext, Judge, JudgeVerdict
 from farm.checks.spec import parse_assertions, parse_response
 from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache
 from farm.models import CheckOutcome, Reply, Turn
+from farm.reports.fleet import cost_text
 from tests.fleet_project import (
     COIN,
     KEY,
@@ -148,6 +149,9 @@ def test_each_judged_failure_is_judged_k_times_past_the_cache_and_paid_for(
     assert 0 < case["passed"] < runs and proc.returncode == 1, proc.stderr  # the seed gives both outcomes
     assert case["judge_usage"]["input_tokens"] == 100 * server.calls
     assert case["judge_cost_usd"] == pytest.approx(CALL_USD * server.calls)
+    [criterion] = case["criteria"]  # the scorecard's flip rate: runs whose votes disagree, of those voted
+    assert criterion["judge_flip_rate"] == pytest.approx(sum(len(set(v)) > 1 for v in expected) / runs)
+    assert criterion["judge_flips_from"] == "votes" and isinstance(criterion["judge_noisy"], bool)
 
 
 def test_repeats_are_recorded_apart_and_replayed_as_they_were(
@@ -193,3 +197,36 @@ def test_workers_confirm_failures_too(tmp_path: Path, redis_client: Any, farm_wo
         assert server.calls == 1 + 4 * 2  # one first verdict (single flight, then the cache), two repeats a run
     case = report_of(out)["results"][0]
     assert case["passed"] == 4 and _votes(report_of(out)) == [["fail", "pass", "pass"]] * 4
+
+
+def _figure(output: str, name: str) -> str:
+    return next(line for line in output.splitlines() if line.strip().startswith(f"{name}:")).split(":", 1)[1]
+
+
+def test_the_estimate_counts_the_repeats_and_the_report_keeps_k(tmp_path: Path) -> None:
+    """A judge that fails everything: each run's judged check is asked K = 3 times. The estimate's
+    probe asks the first verdict only (one call), then says 5 runs × 3 judge calls, 10 of them
+    repeats, and their cost; the sweep's real repeats are those 10, within the estimate."""
+    with scripted_judge(lambda output, n, m: False) as (served, server):
+        suite, env = _project(tmp_path, served)
+        args = ["-i", str(suite), "-n", COIN, "--runs", "5", "--parallel", "1", "--confirm-failures", "3"]
+        estimate = run_farm(tmp_path, *args, "--estimate", env=env)
+        assert estimate.returncode == 0, estimate.stderr
+        assert server.calls == 1  # the probe: one run's first verdict, no repeat
+        calls = _figure(estimate.stdout, "calls")
+        assert "0 judge" not in calls and "15 judge" in calls, estimate.stdout
+        assert "10 of them --confirm-failures repeats" in calls
+        cost = _figure(estimate.stdout, "cost").strip()
+        assert cost == (f"{cost_text(15 * CALL_USD)} (of which at most {cost_text(10 * CALL_USD)} for the "
+                        "--confirm-failures repeats)"), cost
+        out = tmp_path / "report.json"
+        swept = run_farm(tmp_path, *args, "-o", str(out), env=env)
+        assert swept.returncode == 1, swept.stderr
+    report = report_of(out)
+    assert report["metadata"]["settings"]["confirm_failures"] == 3
+    repeats = server.calls - 1 - len({"yes", "no"} & {coin_output for coin_output in _outputs(report)})
+    assert repeats == 5 * 2  # the estimate's 10 repeats, all asked: every first verdict failed
+
+
+def _outputs(report: dict[str, Any]) -> list[str]:
+    return [(d["judged_checks"] + d["failed_checks"])[0]["actual"] for d in report["results"][0]["run_details"]]

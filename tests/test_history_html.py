@@ -60,7 +60,12 @@ def trend_doc() -> dict[str, Any]:
          "flag": None},
         {"id": SCRIPT, "points": [point("s1", 100, "stable")] * 3, "changes": [], "flag": None},
     ]
-    return {"sweeps": sweeps, "cases": cases}
+    judged = {"case": "breaks", "criterion_id": "1.1", "turn": 1, "check": "agent", "criterion": SCRIPT,
+              "points": [{"checked_at": f"2026-11-0{i}T03:00:00Z", "sweep_id": f"s{i}", "judge": "j", "repeats": 5,
+                          "outputs": 40, "flipped": flipped, "judge_flip_rate": flipped / 40,
+                          "judge_flip_rate_ci": [0.0, 1.0], "judge_noisy": flipped > 10}
+                         for i, flipped in ((1, 0), (3, 16))]}
+    return {"sweeps": sweeps, "cases": cases, "judge_checks": [judged]}
 
 
 # ------------------------------------------------------------------------------------ pure
@@ -157,7 +162,9 @@ def test_trend_page_draws_lines_with_bands_and_filters(open_page: Any) -> None:
     assert breaks.locator("polyline.line").count() == 1 and breaks.locator("polygon.band").count() == 1
     assert breaks.locator("circle.dot.broken").count() == 1
     expect(breaks.locator(".flag")).to_have_text("became broken")
-    expect(breaks.locator(".change")).to_have_text(["stable → flaky at s2", "flaky → broken at s3"])
+    expect(breaks.locator(".change")).to_have_text(["stable → flaky at s2", "flaky → broken at s3", f"agent {SCRIPT}: "
+                                                    "judge flip rate 0% → 40% NOISY (2 checks, newest 5 verdicts × 40 "
+                                                    "outputs)"])
     gappy = page.locator('li.trend[data-case="gappy"]')
     assert gappy.locator("polyline.line").count() == 2  # the sweep it missed breaks the line
     heights = breaks.locator("circle.dot").evaluate_all("ds => ds.map(d => Number(d.getAttribute('cy')))")

@@ -24,7 +24,7 @@ from farm.stats.compare import compare
 from tests.browser_fixtures import case_stats, run, sweep_report
 
 FARM_TABLES = {"farm_sweeps", "farm_sweep_tags", "farm_case_results", "farm_baselines", "farm_comparisons",
-               "farm_failure_modes", "farm_alembic_version"}
+               "farm_failure_modes", "farm_judge_checks", "farm_alembic_version"}
 
 
 def make_report(sweep_id: str, started: str, cases: dict[str, tuple[int, int]], **meta: Any) -> SweepReport:

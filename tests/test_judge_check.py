@@ -50,7 +50,14 @@ def _sweep(tmp_path: Path, served: Served) -> Path:
 
 
 def judge_check(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "farm", "judge-check", *args], cwd=cwd, env=env,
+    """``farm judge-check ARGS`` (recorded in no history unless ``--history`` is given)."""
+    history = [] if "--history" in args else ["--no-history"]
+    return subprocess.run([sys.executable, "-m", "farm", "judge-check", *history, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def farm_history(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "farm", "history", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=180)
 
 
@@ -165,6 +172,46 @@ def test_bad_input_is_exit_2_before_any_call(judged: tuple[Path, dict[str, str],
     nothing = judge_check(tmp_path, env, str(tmp_path / "plain.json"))
     assert nothing.returncode == 2 and "no judged check" in nothing.stderr
     assert server.calls == before
+
+
+# ------------------------------------------------------------------------------------ the history
+
+
+def test_each_check_is_recorded_and_farm_history_trends_the_flip_rate(
+        judged: tuple[Path, dict[str, str], ScriptedJudge], tmp_path: Path, history_url: str) -> None:
+    """Two checks of the same report: "no" flips in the first (2 of 3 pass) and not in the second
+    (0 of 3): the criterion's flip rate goes 50 % → 0 % in ``farm history``, on SQLite and PostgreSQL."""
+    report, env, _ = judged
+    for _ in range(2):
+        proc = judge_check(tmp_path, env, str(report), "--repeats", "3", "--history", history_url)
+        assert proc.returncode == 0, proc.stderr
+        assert "judge check recorded in the history" in proc.stderr and "(1 criteria)" in proc.stderr
+    shown = farm_history(tmp_path, env, "--history", history_url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    [criterion] = json.loads(shown.stdout)["judge_checks"]
+    assert {k: criterion[k] for k in ("case", "criterion_id", "turn", "check", "criterion")} == {
+        "case": "c", "criterion_id": "1.1", "turn": 1, "check": "agent", "criterion": "says yes"}
+    points = criterion["points"]
+    assert [(p["outputs"], p["flipped"], p["judge_flip_rate"], p["judge_noisy"], p["repeats"]) for p in points] == [
+        (2, 1, 0.5, False, 3), (2, 0, 0.0, False, 3)]
+    assert points[0]["sweep_id"] == _document(report)["metadata"]["sweep_id"] and points[0]["judge"] == "local.llm"
+    assert points[0]["checked_at"] <= points[1]["checked_at"]
+    text = farm_history(tmp_path, env, "--history", history_url)
+    assert text.returncode == 0, text.stderr
+    assert "c: agent says yes: judge flip rate 50% → 0% (2 checks, newest 3 verdicts × 2 outputs)" in text.stdout
+    only = farm_history(tmp_path, env, "--history", history_url, "--case", "other", "--json")
+    assert only.returncode == 0 and json.loads(only.stdout)["judge_checks"] == []
+
+
+def test_an_estimate_or_no_history_records_nothing(judged: tuple[Path, dict[str, str], ScriptedJudge],
+                                                   tmp_path: Path, sqlite_history_url: str) -> None:
+    report, env, _ = judged
+    estimate = judge_check(tmp_path, env, str(report), "--estimate", "--history", sqlite_history_url)
+    off = judge_check(tmp_path, env, str(report), "--repeats", "2", "--history", sqlite_history_url, "--no-history")
+    assert estimate.returncode == off.returncode == 0, (estimate.stderr, off.stderr)
+    assert "recorded" not in estimate.stderr + off.stderr
+    shown = farm_history(tmp_path, env, "--history", sqlite_history_url, "--json")
+    assert json.loads(shown.stdout)["judge_checks"] == []
 
 
 # ------------------------------------------------------------------------------------ --labels

@@ -69,7 +69,7 @@ def test_the_history_keeps_the_same_settings_and_never_the_broker_url(tmp_path: 
     assert kept == {"runs": 7, "min_pass_rate": 0.9, "parallel": 3, "timeout_s": 30.0, "fail_fast": True,
                     "pattern": None, "name": "py:agent.py:respond", "connector": "openai.gpt-4o",
                     "judge": "openai.gpt-4o-mini", "queue": "q1", "neuro_san_compat": True, "user": "u1",
-                    "team": "t1", "detach": True, "distributed": True}
+                    "team": "t1", "detach": True, "confirm_failures": 1, "distributed": True}
     assert "secret" not in json.dumps(kept)
 
 

@@ -72,15 +72,25 @@ def _limits(plan: SweepPlan) -> list[tuple[str, RateLimit]]:
     return [(key, table.for_key(key)) for key in keys if not table.for_key(key).empty]
 
 
+def _confirm_calls(result: Forecast) -> str:
+    return (f"; {result.confirm_calls:,} of them --confirm-failures repeats, asked only when a first verdict fails"
+            if result.confirm_calls else "")
+
+
+def _confirm_cost(result: Forecast) -> str:
+    return (f" (of which at most {cost_text(result.confirm_cost_usd)} for the --confirm-failures repeats)"
+            if result.confirm_cost_usd is not None else "")
+
+
 def lines(result: Forecast, basis: Basis, cases: int) -> list[str]:
     tokens = "unknown" if result.tokens is None else f"{result.tokens:,}"
     limited = f", limited by {result.limited_by}" if result.limited_by else ""
     return [
         f"estimate: {cases} cases, {result.runs:,} runs ({basis.source})",
         f"  calls: {result.agent_calls:,} agent, {result.judge_calls:,} judge (at most: the judge cache"
-        " may answer some)",
+        f" may answer some{_confirm_calls(result)})",
         f"  tokens: {tokens}",
-        f"  cost: {cost_text(result.cost_usd)}",
+        f"  cost: {cost_text(result.cost_usd)}{_confirm_cost(result)}",
         f"  wall: {format_ms(result.wall_s * 1000)} with {result.lanes} runs at once{limited}",
     ]
 
@@ -91,7 +101,7 @@ def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, worker
     plan = prepared.plan
     recorded_basis, recorded = _from_history(prepared, history)
     basis = recorded_basis or by_probes(plan, _run_locally)
-    calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c))
+    calls = plan_calls(plan.cases, lambda c: _limit_key(plan, c), plan.env.confirm_failures)
     result = forecast(calls, basis.per_run, parallel=plan.parallel, workers=workers, limits=_limits(plan))
     budget = plan.fleet.budget
     if basis.per_run.runs == 0:  # no probe scored: its figures (and a wall of 0ms) would mislead

@@ -144,6 +144,7 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     """``farm history``: recorded sweeps and each case's pass rate over them."""
     from farm.history.criteria import criteria_moves
     from farm.history.facts import parse_tags
+    from farm.history.judge_checks import judge_check_trends
     from farm.history.trends import case_points, trend_document
 
     if not 1 <= last <= MAX_SHOWN:
@@ -156,11 +157,12 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
         window = list(reversed(store.sweeps(last=last, tag=tag_filter)))
         trends = case_points(store.engine, window, case_id) if window else {}
         moves = criteria_moves(store.engine, window, case_id) if window else {}
+        judged = judge_check_trends(store.engine, None if case_id is None else [case_id], last)
     finally:
         store.close()
     if case_id is not None and window and not trends:
         raise InputError(f"--case {case_id}: not in the last {plural(len(window), 'sweep')}")
-    document = trend_document(window, trends, moves)
+    document = trend_document(window, trends, moves, judged)
     if html is not None:
         from farm.reports.history_html import render_trend_html
 
@@ -171,7 +173,8 @@ def show_history(*, history: str | None, case_id: str | None, last: int, tag: st
     else:
         from farm.history.trends import render_trend_text
 
-        click.echo(render_trend_text(window, trends, show_all=show_all or case_id is not None, moves=moves), nl=False)
+        click.echo(render_trend_text(window, trends, show_all=show_all or case_id is not None, moves=moves,
+                                     judged=judged), nl=False)
     return int(ExitCode.OK)
 
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from farm.agents.secrets import redact
+from farm.cli.history import history_option
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
-from farm.errors import ExitCode, SettingsError
+from farm.errors import ExitCode, FarmError, SettingsError
 from farm.reports.outputs import write_document
+
+if TYPE_CHECKING:
+    from farm.judgecheck import JudgeCheck
 
 EXAMPLES = """
 \b
@@ -26,6 +31,10 @@ Every distinct output of a judged check (gist, not_gist, agent) is judged --repe
 past the judge cache: each is a paid judge call. Per criterion: judge_flip_rate (share of outputs
 whose verdicts disagree) with its 95% interval, judge_noisy when the interval lies above 5%; per
 case the share of failures the judge alone explains (failed once, passed by the majority).
+
+Each check is recorded in the history (--history, FARM_HISTORY_URL; --no-history: not), so
+`farm history` shows a criterion's judge_flip_rate over the checks and the scorecard of later
+sweeps marks its judge-noisy criteria.
 
 Exit codes: 0 once judged, whatever the judge did; 2 bad input; 3 the judge failed every call.
 """
@@ -47,7 +56,8 @@ def _targets(outputs: tuple[str, ...]) -> list[tuple[Path, str]]:
 
 
 def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
-                    seed: int, labels: str | None = None, estimate: bool = False) -> int:
+                    seed: int, labels: str | None = None, estimate: bool = False, history: str | None = None,
+                    record: bool = True) -> int:
     from farm.judgecheck import (
         JudgeCheckSettings,
         judge_check,
@@ -68,7 +78,33 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
                  "html": render_judge_check_html, "text": render_judge_check_text}
     for path, fmt in targets:
         write_document(path, renderers[fmt](found))  # masked, as every report the farm writes
+    if record:
+        record_in_history(found, history)
     return int(ExitCode.OK)
+
+
+def record_in_history(found: JudgeCheck, history: str | None) -> bool:
+    """Record the check (a history that cannot be written is a warning: the findings are printed)."""
+    from farm.history.engine import error_reason, safe_url
+    from farm.history.judge_checks import record_judge_check
+    from farm.history.location import history_url
+    from farm.history.store import HistoryStore
+
+    url = history_url(history)
+    try:
+        store = HistoryStore.open(url)
+    except FarmError as exc:
+        click.echo(f"farm: warning: judge check not recorded in the history: {exc.message}", err=True)
+        return False
+    try:
+        rows = record_judge_check(store.engine, found)
+    except Exception as exc:  # the findings are out already; the history only keeps them
+        click.echo(f"farm: warning: judge check not recorded in {safe_url(url)}: {error_reason(exc)}", err=True)
+        return False
+    finally:
+        store.close()
+    click.echo(f"farm: judge check recorded in the history {safe_url(url)} ({rows} criteria)", err=True)
+    return True
 
 
 @click.command(cls=StrictCommand, epilog=EXAMPLES)
@@ -87,10 +123,13 @@ def run_judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample:
               help="Say the judge calls and their cost (at the sweep's judge cost per output) and ask nothing.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="Also write the findings: .json, .md, .html, .txt. Repeatable.")
+@history_option
+@click.option("--no-history", is_flag=True, help="Do not record this check in the history.")
 def judge_check(source: str, outputs: tuple[str, ...], repeats: int, sample: int | None, judge: str | None,
-                seed: int, labels: str | None, estimate: bool) -> None:
+                seed: int, labels: str | None, estimate: bool, history: str | None, no_history: bool) -> None:
     """Ask a sweep's judges again about the outputs they judged: per criterion the judge's flip rate."""
-    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed, labels, estimate))
+    run_command(lambda: run_judge_check(source, outputs, repeats, sample, judge, seed, labels, estimate,
+                                        history, not no_history))
 
 
 __all__ = ["judge_check", "run_judge_check"]

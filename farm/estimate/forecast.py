@@ -1,7 +1,9 @@
 """Scale a per-run basis to a planned sweep: calls, tokens, cost and wall time (pure).
 
 Calls come from the plan itself: an agent call per turn of every run, and a judge call per judged
-check (an upper bound: the judge cache answers repeated outputs without a call). Tokens and cost
+check (an upper bound: the judge cache answers repeated outputs without a call), K − 1 more under
+``--confirm-failures K`` (again at most: only a failing first verdict is asked again, never from
+the cache); their cost, at the basis's judge cost, is counted in full too. Tokens and cost
 are the basis's per-run figures times the planned runs. Wall time: the runs' time spread over the
 lanes running at once (``--parallel`` per worker, times the workers), and never under what the
 rate limits allow (calls per second, tokens per second; a concurrency limit caps the lanes).
@@ -26,6 +28,9 @@ class PlannedCalls:
     judge_calls: int
     by_key: dict[str, int]
     """Agent calls by rate-limit key."""
+    confirm_calls: int = 0
+    """Of ``judge_calls``, the ``--confirm-failures`` repeats (at most)."""
+    confirm_failures: int = 1
 
 
 def case_calls(case: Any) -> tuple[int, int]:
@@ -35,8 +40,9 @@ def case_calls(case: Any) -> tuple[int, int]:
     return max(len(case.turns), 1), judged
 
 
-def plan_calls(cases: Iterable[Any], key_of: Any) -> PlannedCalls:
-    """Calls the planned cases (``PlannedCase``) will make; ``key_of(planned)``: its rate-limit key."""
+def plan_calls(cases: Iterable[Any], key_of: Any, confirm_failures: int = 1) -> PlannedCalls:
+    """Calls the planned cases (``PlannedCase``) will make; ``key_of(planned)``: its rate-limit key;
+    ``confirm_failures``: the K of ``--confirm-failures`` (each judged check asked up to K times)."""
     runs = agent = judge = 0
     by_key: dict[str, int] = {}
     for planned in cases:
@@ -47,7 +53,8 @@ def plan_calls(cases: Iterable[Any], key_of: Any) -> PlannedCalls:
         runs, agent, judge = runs + n, agent + n * per_agent, judge + n * per_judge
         key = key_of(planned)
         by_key[key] = by_key.get(key, 0) + n * per_agent
-    return PlannedCalls(runs, agent, judge, by_key)
+    repeats = judge * (confirm_failures - 1)
+    return PlannedCalls(runs, agent, judge + repeats, by_key, repeats, confirm_failures)
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ class Forecast:
     lanes: int
     limited_by: str | None
     """The rate limit that sets the wall time, when one does."""
+    confirm_calls: int = 0
+    """Of ``judge_calls``, the ``--confirm-failures`` repeats: at most, every judged check failing first."""
+    confirm_cost_usd: float | None = None
+    """Of ``cost_usd``, those repeats' cost (at most)."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -93,8 +104,12 @@ def forecast(calls: PlannedCalls, basis: PerRun, *, parallel: int, workers: int,
     """The sweep's expected figures (see the module docstring)."""
     tokens = _sum(_total(basis.tokens, calls.runs), _total(basis.judge_tokens, calls.runs))
     cost = _total(basis.cost_usd, calls.runs)
+    confirm_cost = None
     if basis.judge_cost_usd is not None:
         cost = (cost or 0.0) + basis.judge_cost_usd * calls.runs
+        if calls.confirm_calls:  # each judged check of a run asked K − 1 more times, as paid as the first
+            confirm_cost = basis.judge_cost_usd * calls.runs * (calls.confirm_failures - 1)
+            cost += confirm_cost
     lanes = max(1, parallel * workers)
     caps = [limit.concurrency for _, limit in limits if limit.concurrency]
     if caps:
@@ -102,5 +117,7 @@ def forecast(calls: PlannedCalls, basis: PerRun, *, parallel: int, workers: int,
     lanes = min(lanes, max(calls.runs, 1))
     wall = math.ceil(calls.runs / lanes) * basis.run_ms / 1000
     floor, why = _floor(calls, tokens, limits)
+    if tokens is not None and basis.judge_tokens is not None and calls.confirm_calls:
+        tokens += basis.judge_tokens * calls.runs * (calls.confirm_failures - 1)
     return Forecast(calls.runs, calls.agent_calls, calls.judge_calls, None if tokens is None else round(tokens),
-                    cost, max(wall, floor), lanes, why if floor > wall else None)
+                    cost, max(wall, floor), lanes, why if floor > wall else None, calls.confirm_calls, confirm_cost)

@@ -3,7 +3,7 @@ and the criteria that moved along a case's trend."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, select
@@ -22,7 +22,8 @@ __all__ = ["criteria_counts", "criteria_moves", "criteria_rows", "record_criteri
 def criteria_rows(sweep_pk: int, report: SweepReport) -> list[dict[str, Any]]:
     return [{"sweep": sweep_pk, "case_id": stats.id, "criterion_id": c.id, "criterion": c.criterion,
              "kind": c.kind, "turn": c.turn, "runs": c.runs, "passed": c.passed, "pass_rate": c.pass_rate,
-             "ci_low": c.pass_rate_ci[0], "ci_high": c.pass_rate_ci[1], "label": c.label}
+             "ci_low": c.pass_rate_ci[0], "ci_high": c.pass_rate_ci[1], "label": c.label,
+             "judge_flip_rate": c.judge_flip_rate, "judge_noisy": c.judge_noisy}
             for stats in report.results for c in stats.criteria]
 
 
@@ -34,15 +35,20 @@ def record_criteria(conn: Connection, sweep_pk: int, report: SweepReport) -> Non
 
 def _count(row: Any) -> CriterionCount:
     return CriterionCount(id=row.criterion_id, criterion=row.criterion, runs=row.runs, passed=row.passed,
-                          label=row.label)
+                          label=row.label, judge_noisy=row.judge_noisy)
 
 
-def criteria_counts(conn: Connection, sweep_pk: int) -> dict[str, list[CriterionCount]]:
-    """Every case's criteria in one recorded sweep, by case id, in turn and check order."""
+def criteria_counts(conn: Connection, sweep_pk: int, judged: Mapping[tuple[str, str], bool] | None = None
+                    ) -> dict[str, list[CriterionCount]]:
+    """Every case's criteria in one recorded sweep, by case id, in turn and check order; ``judged``:
+    ``judge_noisy`` per (case id, criterion id) known since (a later ``farm judge-check`` of the sweep)."""
     query = select(case_criteria).where(case_criteria.c.sweep == sweep_pk)
     counts: dict[str, list[CriterionCount]] = {}
     for row in conn.execute(query):
-        counts.setdefault(row.case_id, []).append(_count(row))
+        count = _count(row)
+        if judged and (row.case_id, row.criterion_id) in judged:
+            count.judge_noisy = judged[row.case_id, row.criterion_id]
+        counts.setdefault(row.case_id, []).append(count)
     for listed in counts.values():
         listed.sort(key=lambda c: tuple(int(part) for part in c.id.split(".")))
     return counts

@@ -107,8 +107,10 @@ def _weighted(parts: Sequence[tuple[int, PerRun]]) -> PerRun:
 def _probe_figures(plan: Any, planned: Any, run_plan: Any) -> PerRun | None:
     """``planned``'s first turn run once, its figures scaled to one whole run of the case (None: none scored)."""
     probe = _probe_case(planned)
+    # the first verdicts only: the forecast adds the --confirm-failures repeats itself
     sub = plan.model_copy(update={"cases": PlannedCases([probe]), "total_cases": 1, "total_runs": 1, "runs_per_case": 1,
-                                  "sweep_id": f"{plan.sweep_id}-probe"})
+                                  "sweep_id": f"{plan.sweep_id}-probe",
+                                  "env": dataclasses.replace(plan.env, confirm_failures=1)})
     spent = spend_of(run_plan(sub))
     if spent is None:
         return None

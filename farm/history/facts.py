@@ -25,7 +25,7 @@ TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 GIT_TIMEOUT_S = 5.0
 
 RECORDED_SETTINGS = ("runs", "min_pass_rate", "parallel", "timeout_s", "fail_fast", "pattern", "name", "connector",
-                     "judge", "queue", "neuro_san_compat", "user", "team", "detach")
+                     "judge", "queue", "neuro_san_compat", "user", "team", "detach", "confirm_failures")
 """``farm test`` settings kept with a sweep (never the broker URL: it may hold a password)."""
 
 
@@ -95,6 +95,8 @@ class HistoryFacts:
     detach: bool = False
     distributed: bool = False
     """``--broker`` was given (the URL itself is never kept)."""
+    confirm_failures: int = 1
+    """``--confirm-failures K`` (SPEC 23): a judged failure is judged K times, the majority stands."""
     cwd: Path = Path(".")
     """Where ``farm test`` ran: the git checkout of a ``-m`` sweep (a suite's is its root's)."""
 

@@ -165,7 +165,10 @@ class HistorySession:
             store.close()
 
     def finish(self, report: SweepReport) -> SweepReport:
-        """Compare with the baseline (attached to the report's metadata), then record the sweep."""
+        """Mark judge-noisy criteria from the history's judge checks, compare with the baseline
+        (attached to the report's metadata), then record the sweep."""
+        if report.metadata.get("history") == "submitter":
+            self._mark_judge_noise(report)
         if self.base is not None:
             from farm.stats.compare import compare, snapshot_of
 
@@ -177,6 +180,26 @@ class HistorySession:
         if report.metadata.get("history") == "submitter":
             self._record(report)
         return report
+
+    def _mark_judge_noise(self, report: SweepReport) -> None:
+        """The scorecard's judged criteria with the newest ``farm judge-check`` figures (SPEC 23)."""
+        from farm.checks import JUDGED_ASSERTIONS, JUDGED_STOCK_TESTS
+
+        judged = JUDGED_ASSERTIONS | JUDGED_STOCK_TESTS
+        if not any(c.kind in judged for stats in report.results for c in stats.criteria):
+            return  # no judged check: the history is not opened for it
+        try:
+            from farm.history.judge_checks import mark_judge_noise
+
+            store = self._open()
+            try:
+                mark_judge_noise(store.engine, report)
+            finally:
+                store.close()
+        except Exception as exc:  # the marks are a help; the sweep's reports are written without them
+            from farm.history.engine import error_reason
+
+            self.tell(f"warning: judge checks not read from the history: {error_reason(exc)}")
 
     def _record(self, report: SweepReport) -> bool:
         try:

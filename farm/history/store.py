@@ -158,9 +158,13 @@ class HistoryStore:
         columns = [case_results.c[n] for n in ("case_id", "runs", "passed", "skipped", "label", "case_passed",
                                                "content_hash", "failure_reasons", "adaptive",
                                                "semantic_consistency", "trajectories", "served")]
+        from farm.history.judge_checks import newest_judge_checks
+
         with self.engine.connect() as conn:
             rows = conn.execute(select(*columns).where(case_results.c.sweep == info.pk)).all()
-            criteria = criteria_counts(conn, info.pk)
+        judged = newest_judge_checks(self.engine, [r.case_id for r in rows], info.sweep_id)
+        with self.engine.connect() as conn:
+            criteria = criteria_counts(conn, info.pk, {key: p.judge_noisy for key, p in judged.items()})
         cases = [CaseSnapshot(id=r.case_id, runs=r.runs - r.skipped, passed=r.passed, label=r.label,
                               case_passed=r.case_passed, content_hash=r.content_hash, adaptive=r.adaptive,
                               failure_reasons=[f["reason"] for f in r.failure_reasons or []],

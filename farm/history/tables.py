@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0008"
+SCHEMA_REVISION = "r0009"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -149,9 +149,34 @@ case_criteria = Table(
     Column("ci_low", Float, nullable=False),
     Column("ci_high", Float, nullable=False),
     Column("label", String(16), nullable=False),
+    Column("judge_flip_rate", Float, nullable=True),  # SPEC 23, r0009; null: not known when recorded
+    Column("judge_noisy", Boolean, nullable=True),
     Index("ix_farm_case_criteria_case_sweep", "case_id", "sweep"),
 )
 """Each case's scorecard per criterion (SPEC 17): one row per check of each turn."""
+
+judge_checks = Table(
+    "farm_judge_checks", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("checked_at", DateTime, nullable=False),
+    Column("sweep_id", String(128)),  # the judged sweep's id (not a key: its report need not be recorded)
+    Column("source", Text, nullable=False),
+    Column("judge", Text, nullable=False),
+    Column("repeats", Integer, nullable=False),
+    Column("case_id", String(1024), nullable=False),
+    Column("criterion_id", String(32)),  # the scorecard's ``turn.check``; null: not matched
+    Column("turn", Integer, nullable=False),
+    Column("check", String(256), nullable=False),
+    Column("criterion", Text, nullable=False),
+    Column("outputs", Integer, nullable=False),
+    Column("flipped", Integer, nullable=False),
+    Column("judge_flip_rate", Float),
+    Column("ci_low", Float, nullable=False),
+    Column("ci_high", Float, nullable=False),
+    Column("judge_noisy", Boolean, nullable=False),
+    Index("ix_farm_judge_checks_case_checked", "case_id", "checked_at"),
+)
+"""``farm judge-check``'s findings per criterion (SPEC 23), one row per criterion of each check."""
 
 comparisons = Table(
     "farm_comparisons", metadata,

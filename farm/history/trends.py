@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from farm.history.judge_checks import CriterionKey, JudgeCheckPoint
 from farm.history.served_trend import served_changes
 from farm.history.store import SweepInfo
 from farm.history.tables import case_results, sweeps
@@ -111,12 +112,34 @@ def flag(points: Sequence[CasePoint | None]) -> str | None:
     return None
 
 
+JudgeTrends = dict[CriterionKey, tuple[str | None, list[JudgeCheckPoint]]]
+"""Per judged criterion its scorecard id and recorded judge checks (``farm.history.judge_checks``)."""
+
+
+def judge_trend_document(judged: JudgeTrends) -> list[dict[str, Any]]:
+    """Per judged criterion its ``judge_flip_rate`` over the recorded ``farm judge-check``s, oldest first."""
+    return [{"case": key[0], "criterion_id": criterion_id, "turn": key[1], "check": key[2], "criterion": key[3],
+             "points": [{**asdict(p), "judge_flip_rate_ci": list(p.judge_flip_rate_ci)} for p in points]}
+            for key, (criterion_id, points) in judged.items()]
+
+
+def judge_trend_line(key: CriterionKey, points: Sequence[JudgeCheckPoint]) -> str:
+    """``  c: agent says yes: judge flip rate 0% → 10% → 40% NOISY (3 checks, newest 5 verdicts × 50)``."""
+    rates = " → ".join("-" if p.judge_flip_rate is None else f"{100 * p.judge_flip_rate:.3g}%" for p in points)
+    newest = points[-1]
+    return (f"  {key[0]}: {key[2]} {key[3]}: judge flip rate {rates}{' NOISY' if newest.judge_noisy else ''} "
+            f"({plural(len(points), 'check')}, newest {newest.repeats} verdicts × {newest.outputs} outputs)")
+
+
 def trend_document(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]],
-                   moves: dict[str, list[CriterionMove]] | None = None) -> dict[str, Any]:
+                   moves: dict[str, list[CriterionMove]] | None = None,
+                   judged: JudgeTrends | None = None) -> dict[str, Any]:
     """What the trend page embeds: the sweeps (oldest first) and every case's points and changes
-    (with ``criteria_moved``: the criteria that moved between its last two sweeps)."""
+    (with ``criteria_moved``: the criteria that moved between its last two sweeps), and
+    ``judge_checks``: each judged criterion's flip rate over the recorded judge checks."""
     moved = moves or {}
     return {
+        "judge_checks": judge_trend_document(judged or {}),
         "sweeps": [info.to_json() for info in window],
         "cases": [{"id": case_id, "points": [None if p is None else asdict(p) for p in points],
                    "changes": class_changes(points), "flag": flag(points), "served_changes": served_changes(points),
@@ -139,10 +162,14 @@ def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePoint | None]], *,
-                      show_all: bool = False, moves: dict[str, list[CriterionMove]] | None = None) -> str:
-    """``farm history``'s terminal output: the sweeps, newest first, then each case's sparkline."""
+                      show_all: bool = False, moves: dict[str, list[CriterionMove]] | None = None,
+                      judged: JudgeTrends | None = None) -> str:
+    """``farm history``'s terminal output: the sweeps, newest first, then each case's sparkline, then
+    each judged criterion's flip rate over the recorded judge checks."""
+    judge_lines = ["judge checks (judge_flip_rate per farm judge-check, oldest → newest):",
+                   *(judge_trend_line(key, points) for key, (_, points) in (judged or {}).items())] if judged else []
     if not window:
-        return "no sweeps recorded\n"
+        return "\n".join(["no sweeps recorded", *judge_lines]) + "\n"
     header = ("STARTED (UTC)", "SWEEP", "STATUS", "AGENT", "CASES", "PASS", "FLAKY", "BROKEN", "TAGS")
     lines = [f"sweeps ({len(window)}, newest first):",
              *_columns([header, *(_sweep_line(i) for i in reversed(window))]), "",
@@ -163,4 +190,5 @@ def render_trend_text(window: Sequence[SweepInfo], trends: dict[str, list[CasePo
     hidden = len(trends) - len(shown)
     if hidden:
         lines.append(f"  ({plural(hidden, 'case')} passed every run of every sweep; --all lists them)")
+    lines += ["", *judge_lines] if judge_lines else []
     return "\n".join(lines) + "\n"

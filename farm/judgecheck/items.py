@@ -13,11 +13,12 @@ Pure: reads a ``SweepReport`` and, for each case, its ``Case`` when the suite is
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from farm.checks.judged import criterion_text
 from farm.models import Case, CaseStats, CheckOutcome, JsonValue
+from farm.models.criteria import CriterionStats
 from farm.stats.outputs import normalise_output
 
 TRUNCATED = re.compile(r"(…\[truncated \d+ chars\]|… \[truncated, \d+ chars\])$")
@@ -92,6 +93,22 @@ def collect(results: Iterable[CaseStats], case_of: Callable[[CaseStats], Case | 
                 output.runs.append((detail.run, check.passed))
     collected.outputs = list(found.values())
     return collected
+
+
+def judged_kind(check: str) -> str:
+    """The scorecard's ``kind`` of a judged check: ``agent``, ``gist`` or ``not_gist``."""
+    return "agent" if check.startswith("agent") else check.rsplit(".", 1)[-1]
+
+
+def scorecard_id(criteria: Sequence[CriterionStats], turn: int, check: str, criterion: str) -> str | None:
+    """The id (``turn.check``) of the scorecard criterion a judged check is, among a case's
+    ``criteria``: the only one of its kind in its turn, else the one whose text holds the criterion
+    (the scorecard cuts long values: its first 40 characters); None when that does not tell."""
+    kind = judged_kind(check)
+    same = [c for c in criteria if c.turn == turn and c.kind == kind]
+    if len(same) > 1:
+        same = [c for c in same if criterion[:40] in c.criterion]
+    return same[0].id if len(same) == 1 else None
 
 
 def _use_of(case: Case | None, check: CheckOutcome) -> str | None:

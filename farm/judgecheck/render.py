@@ -23,7 +23,8 @@ def judge_check_document(found: JudgeCheck) -> dict[str, Any]:
         "report": found.source, "sweep_id": found.sweep_id, "repeats": found.repeats, "sample": found.sample,
         "calls": found.calls, "errors": found.errors, "truncated_outputs": found.truncated,
         "noisy_above": NOISY_FLIP_RATE, "notes": found.notes,
-        "criteria": [{"case": c.case_id, "turn": c.turn, "check": c.check, "criterion": c.criterion,
+        "criteria": [{"case": c.case_id, "criterion_id": c.criterion_id, "turn": c.turn, "check": c.check,
+                      "criterion": c.criterion,
                       "judge": c.judge, "outputs": c.flips.outputs, "flipped": c.flips.flipped,
                       "judge_flip_rate": c.flips.judge_flip_rate,
                       "judge_flip_rate_ci": list(c.flips.judge_flip_rate_ci), "judge_noisy": c.flips.judge_noisy}

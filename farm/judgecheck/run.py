@@ -24,7 +24,7 @@ from farm.agents.options import AgentOptions
 from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.checks.judged import criterion_text
 from farm.errors import FarmRuntimeError, InputError
-from farm.judgecheck.items import JudgedOutput, collect
+from farm.judgecheck.items import JudgedOutput, collect, scorecard_id
 from farm.judgecheck.labels import LabelledCriterion, judge_against_labels
 from farm.models import Case, CaseStats, SweepReport
 from farm.reports import parse_json_report
@@ -61,6 +61,8 @@ class CriterionTrust:
     criterion: str
     judge: str
     flips: FlipRate
+    criterion_id: str | None = None
+    """The scorecard's id of the criterion (``turn.check``; ``farm.judgecheck.items.scorecard_id``)."""
 
 
 @dataclass
@@ -174,10 +176,12 @@ def judge_check(settings: JudgeCheckSettings) -> JudgeCheck:
     # every judge built before the first call: an unknown connector is exit 2 with nothing asked
     judges = {use: resolver(use) for use in {None if settings.judge else o.use for g in groups.values() for o in g}}
     verdicts = asyncio.run(_ask_all(groups, judges, settings, result, resolver.aclose))
+    scorecards = {stats.id: stats.criteria for stats in report.results}
     for key, group in groups.items():
         name = settings.judge or group[0].use or default or "?"
         result.criteria.append(CriterionTrust(key[0], key[1], key[2], key[3], name,
-                                              flip_rate(verdicts[id(o)] for o in group)))
+                                              flip_rate(verdicts[id(o)] for o in group),
+                                              scorecard_id(scorecards.get(key[0], []), *key[1:])))
     alone: dict[str, list[tuple[bool, list[bool]]]] = defaultdict(list)
     for group in groups.values():
         for output in group:

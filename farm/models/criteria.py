@@ -32,3 +32,12 @@ class CriterionStats(FarmModel):
     """95 % Wilson interval of the pass rate, 0–100."""
     label: Literal["stable", "flaky", "broken", "skipped"]
     """As cases: ``stable`` always met, ``broken`` never, ``flaky`` between; ``skipped``: no run reached the turn."""
+    judge_flip_rate: float | None = None
+    """Judged checks (SPEC 23): the share (0..1) of outputs whose repeated verdicts disagreed, from
+    ``farm judge-check``'s newest figures in the history, else from this sweep's ``--confirm-failures``
+    votes; None: not known."""
+    judge_noisy: bool | None = None
+    """``judge_flip_rate``'s 95 % interval lies above 5 %: the judge may explain the criterion's
+    failures; None: not known."""
+    judge_flips_from: Literal["judge-check", "votes"] | None = None
+    """Where ``judge_flip_rate`` comes from: a recorded ``farm judge-check``, or this sweep's votes."""

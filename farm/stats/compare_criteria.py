@@ -25,6 +25,8 @@ class CriterionCount(FarmModel):
     runs: int
     passed: int
     label: str
+    judge_noisy: bool | None = None
+    """SPEC 23: the judge's flip rate on this criterion lies above 5 %; None: not known."""
 
 
 class CriterionMove(FarmModel):
@@ -39,11 +41,13 @@ class CriterionMove(FarmModel):
     """HEAD's pass rate minus BASE's, in points."""
     base_label: str
     head_label: str
+    judge_noisy: bool = False
+    """The criterion is judge-noisy in BASE or HEAD: its judge may explain the move (SPEC 23)."""
 
 
 def counts_of(criteria: Sequence[CriterionStats]) -> list[CriterionCount]:
-    return [CriterionCount(id=c.id, criterion=c.criterion, runs=c.runs, passed=c.passed, label=c.label)
-            for c in criteria]
+    return [CriterionCount(id=c.id, criterion=c.criterion, runs=c.runs, passed=c.passed, label=c.label,
+                           judge_noisy=c.judge_noisy) for c in criteria]
 
 
 def _rate(c: CriterionCount) -> Fraction:
@@ -63,10 +67,16 @@ def moved_criteria(base: Sequence[CriterionCount], head: Sequence[CriterionCount
         if abs(delta) >= Fraction(str(min_drop)) or old.label != new.label:
             moves.append(CriterionMove(id=new.id, criterion=new.criterion, base=f"{old.passed}/{old.runs}",
                                        head=f"{new.passed}/{new.runs}", delta=round(float(delta), 1),
-                                       base_label=old.label, head_label=new.label))
+                                       base_label=old.label, head_label=new.label,
+                                       judge_noisy=bool(old.judge_noisy or new.judge_noisy)))
     return sorted(moves, key=lambda m: m.delta)
 
 
+JUDGE_NOISY_NOTE = "judge-noisy: the judge may explain it (farm judge-check)"
+
+
 def move_text(m: CriterionMove) -> str:
-    """``json_path $.city == Rome 10/10 → 7/10 (-30 points)``."""
-    return f"{m.criterion} {m.base} → {m.head} ({m.delta:+g} points)"
+    """``json_path $.city == Rome 10/10 → 7/10 (-30 points)``; a drop of a judge-noisy criterion
+    says so: ``agent says yes 10/10 → 7/10 (-30 points; judge-noisy: …)``."""
+    note = f"; {JUDGE_NOISY_NOTE}" if m.judge_noisy and m.delta < 0 else ""
+    return f"{m.criterion} {m.base} → {m.head} ({m.delta:+g} points{note})"

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from farm.models import Assertion, Case, RunResult, RunStatus, StockTest
 from farm.models.criteria import CriterionStats
+from farm.stats.judge_trust import disagree, flip_counts
 from farm.stats.measures import label_for, percent, wilson_percent
 
 __all__ = ["CriteriaTally", "criterion_text", "failing_criteria"]
@@ -48,7 +49,7 @@ def criterion_text(check: Assertion | StockTest) -> str:
 
 
 class _Criterion:
-    __slots__ = ("criterion", "id", "kind", "passed", "runs", "turn")
+    __slots__ = ("criterion", "flipped", "id", "kind", "passed", "runs", "turn", "voted")
 
     def __init__(self, turn: int, index: int, check: Assertion | StockTest) -> None:
         self.id = f"{turn}.{index}"
@@ -56,6 +57,8 @@ class _Criterion:
         self.kind = check.test if isinstance(check, StockTest) else check.type
         self.criterion = criterion_text(check)
         self.runs = self.passed = 0
+        self.voted = self.flipped = 0  # --confirm-failures: runs whose check was judged k times, and
+        # those whose k verdicts disagreed (SPEC 23)
 
 
 class CriteriaTally:
@@ -73,21 +76,31 @@ class CriteriaTally:
         if not self._turns or RunStatus(result.status) is RunStatus.SKIPPED:
             return
         for turn, criteria in enumerate(self._turns[: result.turns_completed], start=1):
-            met = [c.passed for c in result.checks if c.turn == turn]
+            checks = [c for c in result.checks if c.turn == turn]
             for n, criterion in enumerate(criteria):
                 criterion.runs += 1
-                criterion.passed += n < len(met) and met[n]
+                criterion.passed += n < len(checks) and checks[n].passed
+                votes = checks[n].judge_votes if n < len(checks) else None
+                if votes is not None and len(votes) > 1:
+                    criterion.voted += 1
+                    criterion.flipped += disagree(votes)
 
     def stats(self) -> list[CriterionStats]:
         return [_stats(c) for criteria in self._turns for c in criteria]
 
 
 def _stats(c: _Criterion) -> CriterionStats:
-    return CriterionStats(
+    stats = CriterionStats(
         id=c.id, criterion=c.criterion, kind=c.kind, turn=c.turn, runs=c.runs, passed=c.passed,
         pass_rate=percent(c.passed, c.runs), pass_rate_ci=wilson_percent(c.passed, c.runs),
         label=label_for(c.passed, c.runs),
     )
+    if c.voted:
+        # the votes are of failed first verdicts only: a rough figure, replaced by a judge-check's
+        flips = flip_counts(c.voted, c.flipped)
+        stats.judge_flip_rate, stats.judge_noisy, stats.judge_flips_from = (
+            flips.judge_flip_rate, flips.judge_noisy, "votes")
+    return stats
 
 
 def failing_criteria(criteria: Iterable[CriterionStats]) -> list[CriterionStats]:

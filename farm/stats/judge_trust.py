@@ -15,7 +15,7 @@ Pure: scipy, nothing else.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 NOISY_FLIP_RATE = 0.05
@@ -48,8 +48,8 @@ def exact_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tu
     return (float(ci.low), float(ci.high))
 
 
-def disagree(verdicts: Sequence[bool]) -> bool:
-    """True when the verdicts on one output are not all the same."""
+def disagree(verdicts: Sequence[Hashable]) -> bool:
+    """True when the verdicts on one output (booleans, or ``judge_votes``' words) are not all the same."""
     return len(set(verdicts)) > 1
 
 
@@ -64,6 +64,11 @@ def flip_rate(verdicts_per_output: Iterable[Sequence[bool]]) -> FlipRate:
             continue
         outputs += 1
         flipped += disagree(verdicts)
+    return flip_counts(outputs, flipped)
+
+
+def flip_counts(outputs: int, flipped: int) -> FlipRate:
+    """``FlipRate`` of ``flipped`` of ``outputs`` outputs whose verdicts disagreed."""
     ci = exact_interval(flipped, outputs)
     rate = flipped / outputs if outputs else None
     return FlipRate(outputs, flipped, rate, ci, outputs > 0 and ci[0] > NOISY_FLIP_RATE)

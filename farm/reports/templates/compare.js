@@ -16,7 +16,8 @@
     if (c.adaptive) out.push("adaptive: verdicts only");
     for (const r of c.new_failure_reasons || []) out.push("new failure: " + r);
     for (const m of c.criteria_moved || []) {
-      out.push("criterion moved: " + m.criterion + " " + m.base + " → " + m.head + " (" + (m.delta > 0 ? "+" : "") + m.delta + " points)");
+      const noisy = m.judge_noisy && m.delta < 0 ? "; judge-noisy: the judge may explain it (farm judge-check)" : "";
+      out.push("criterion moved: " + m.criterion + " " + m.base + " → " + m.head + " (" + (m.delta > 0 ? "+" : "") + m.delta + " points" + noisy + ")");
     }
     if (c.path_changed) out.push(pathChange(c));  // worded as farm.reports.comparison.path_change_text
     if (c.served_changed && c.served) out.push("served model changed: " + c.served[0] + " → " + c.served[1]);

@@ -245,17 +245,21 @@
   }
 
   // The scorecard per check (SPEC 17), worded as farm.reports.criteria words it.
+  function judgeMark(k) {  // as farm.reports.criteria.judge_mark (SPEC 23)
+    if (!k.judge_noisy || k.judge_flip_rate == null) return "";
+    return " (judge-noisy: flip rate " + Number((100 * k.judge_flip_rate).toPrecision(3)) + "%)";
+  }
   function criteriaBlock(criteria) {
     const failing = criteria.filter((k) => k.passed < k.runs);
     const box = el("div", "criteria");
     if (failing.length) {
       add(box, el("p", "criteria-failing", failing.length + " of " + criteria.length + " criteria failing: " +
-        failing.map((k) => k.criterion + " " + k.passed + "/" + k.runs).join(", ")));
+        failing.map((k) => k.criterion + " " + k.passed + "/" + k.runs + judgeMark(k)).join(", ")));
     }
     const head = [["Criterion", false], ["Check", false], ["Kind", false], ["Met", true], ["Pass rate", true], ["95% CI", true], ["Label", false]];
     return add(box, miniTable(head, criteria.map((k) => {
       const ci = k.pass_rate_ci || [0, 100];
-      return [k.id, k.criterion, k.kind, k.passed + "/" + k.runs, pct(k.pass_rate), ci[0] + "–" + ci[1] + "%", k.label];
+      return [k.id, k.criterion, k.kind, k.passed + "/" + k.runs, pct(k.pass_rate), ci[0] + "–" + ci[1] + "%", k.label + judgeMark(k)];
     })));
   }
 

@@ -58,6 +58,15 @@
     return box;
   }
 
+  // A judged criterion's flip rate over the recorded judge checks, as farm.history.trends.judge_trend_line words it.
+  function judgeLine(j) {
+    const rates = j.points.map((p) => p.judge_flip_rate == null ? "-" : Number((100 * p.judge_flip_rate).toPrecision(3)) + "%");
+    const newest = j.points[j.points.length - 1];
+    return j.check + " " + j.criterion + ": judge flip rate " + rates.join(" → ") + (newest.judge_noisy ? " NOISY" : "") +
+      " (" + j.points.length + (j.points.length === 1 ? " check" : " checks") + ", newest " + newest.repeats +
+      " verdicts × " + newest.outputs + " outputs)";
+  }
+
   function item(c) {
     const li = el("li", "trend");
     li.dataset.case = c.id;
@@ -77,7 +86,11 @@
     }
     for (const m of c.criteria_moved || []) {
       li.appendChild(el("div", "change criterion-moved", "criterion moved: " + m.criterion + " " + m.base + " → " + m.head +
-        " (" + (m.delta > 0 ? "+" : "") + m.delta + " points)"));
+        " (" + (m.delta > 0 ? "+" : "") + m.delta + " points" +
+        (m.judge_noisy && m.delta < 0 ? "; judge-noisy: the judge may explain it (farm judge-check)" : "") + ")"));
+    }
+    for (const j of (data.judge_checks || []).filter((j) => j.case === c.id)) {
+      li.appendChild(el("div", "change judge-flips", judgeLine(j)));
     }
     return li;
   }
