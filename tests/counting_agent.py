@@ -1,10 +1,11 @@
 """The counting agent, a shared fixture (issue 37: with no fault injected, no run's agent is called twice).
 
-``counting_agent()`` writes a ``py:`` agent file that notes every call's (case, run) in a log and
-then answers as the function it wraps would (``tests/agents/distributed.py:by_run`` unless told):
+``counting_agent()`` writes a ``py:`` agent file that notes every call's (case, run, turn) in a log
+and then answers as the function it wraps would (``tests/agents/distributed.py:by_run`` unless told):
 the agent runs in ``farm worker`` processes, so the log is a file, one JSON line appended per call.
-The test reads ``counts()`` and asserts with ``assert_once_each(runs)``: no (case, run) called
-twice, and as many calls as runs. At teardown the fixture checks again that no (case, run) was
+The test reads ``counts()`` (calls of each run's first turn: the runs that called the agent) and
+asserts with ``assert_once_each(runs)``: no (case, run, turn) called twice, as many runs called
+as runs counted. At teardown the fixture checks again that no (case, run) was
 called twice, unless the agent was made with ``faults=True`` (a test that kills workers: a run in
 flight on the killed one is called again elsewhere, by design). ``clear()`` starts a new count
 (the same agent reused by a second sweep, whose runs have the same (case, run) keys).
@@ -38,7 +39,7 @@ def respond(messages, context):
     """Note the call first (a call that hangs or dies still counts), then answer as the wrapped function."""
     fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:  # one write of one short line with O_APPEND: lines of concurrent processes never interleave
-        os.write(fd, (json.dumps([context.case_id, context.run]) + "\\n").encode())
+        os.write(fd, (json.dumps([context.case_id, context.run, context.turn]) + "\\n").encode())
     finally:
         os.close(fd)
     time.sleep({delay_s!r})
@@ -48,7 +49,7 @@ def respond(messages, context):
 
 @dataclass
 class CountingAgent:
-    """A ``py:`` agent (``ref``) whose calls are counted per (case, run) in ``directory``."""
+    """A ``py:`` agent (``ref``) whose calls are counted per (case, run, turn) in ``directory``."""
 
     ref: str
     directory: Path
@@ -62,15 +63,18 @@ class CountingAgent:
         return self.directory / "calls.jsonl"
 
     def counts(self) -> Counter[tuple[str, int]]:
-        """Calls of each (case, run) since the last ``clear()``."""
-        return _read(self.log)
+        """Calls of each (case, run) since the last ``clear()``: of its first turn (a dynamic or
+        multi-turn run calls once a turn; ``repeated`` looks at every turn)."""
+        return Counter({(case, run): n for (case, run, turn), n in _read(self.log).items() if turn == 1})
 
     @property
     def calls(self) -> int:
+        """Runs that called the agent (their first turn), a repeat counted as often as it came."""
         return sum(self.counts().values())
 
-    def repeated(self) -> dict[tuple[str, int], int]:
-        return {key: n for key, n in self.counts().items() if n > 1}
+    def repeated(self) -> dict[tuple[str, int, int], int]:
+        """The (case, run, turn) called more than once since the last ``clear()``."""
+        return {key: n for key, n in _read(self.log).items() if n > 1}
 
     def assert_once_each(self, runs: int) -> None:
         """No (case, run) called twice, and one call per run: ``runs`` calls in all."""
@@ -94,11 +98,11 @@ class CountingAgent:
             assert not again, f"no fault was injected, yet runs were called more than once: {again}"
 
 
-def _read(log: Path) -> Counter[tuple[str, int]]:
+def _read(log: Path) -> Counter[tuple[str, int, int]]:
     if not log.exists():
         return Counter()
     rows = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line)
-    return Counter((str(case), int(run)) for case, run in rows)
+    return Counter((str(case), int(run), int(turn)) for case, run, turn in rows)
 
 
 @pytest.fixture

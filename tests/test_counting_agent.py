@@ -23,18 +23,20 @@ def test_it_counts_each_run_answers_as_the_wrapped_function_and_catches_a_repeat
     agent = counting_agent(faults=True)  # this test calls a run twice on purpose
     respond = _load(agent.ref).respond
     messages = [{"role": "user", "content": "hi"}]
-    answers = [respond(messages, SimpleNamespace(case_id="c", run=n)) for n in (1, 2, 3)]
+    answers = [respond(messages, SimpleNamespace(case_id="c", run=n, turn=1)) for n in (1, 2, 3)]
     assert answers == ["ok: hi", "ok: hi", "no"]  # tests/agents/distributed.py:by_run's
     agent.assert_once_each(3)
     with pytest.raises(AssertionError, match="3 calls for 2 runs"):
         agent.assert_once_each(2)
-    respond(messages, SimpleNamespace(case_id="c", run=2))
+    respond(messages, SimpleNamespace(case_id="c", run=2, turn=1))
     assert agent.counts()[("c", 2)] == 2
-    with pytest.raises(AssertionError, match=r"called more than once: \{\('c', 2\): 2\}"):
+    with pytest.raises(AssertionError, match=r"called more than once: \{\('c', 2, 1\): 2\}"):
         agent.assert_once_each(4)
     agent.clear()
     with pytest.raises(AssertionError, match="yet runs were called more than once"):
         agent.assert_never_repeated()  # the fixture's check at teardown still sees the count cleared
     assert agent.calls == 0 and agent.counts() == {}
-    respond(messages, SimpleNamespace(case_id="c", run=2))  # a new sweep's run 2: counted anew
+    respond(messages, SimpleNamespace(case_id="c", run=2, turn=1))  # a new sweep's run 2: counted anew
+    agent.assert_once_each(1)
+    respond(messages, SimpleNamespace(case_id="c", run=2, turn=2))  # its second turn: the same run, no repeat
     agent.assert_once_each(1)
