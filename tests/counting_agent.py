@@ -26,13 +26,14 @@ from tests.servers import ROOT
 DEFAULT_ANSWER = "tests/agents/distributed.py:by_run"
 
 AGENT = '''
-import importlib.util, json, os, time
+import importlib.util, inspect, json, os, time
 
 LOG = {log!r}
 _spec = importlib.util.spec_from_file_location("_counted_answer", {target!r})
 _module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_module)
 _answer = getattr(_module, {function!r})
+_TAKES_CONTEXT = len(inspect.signature(_answer).parameters) > 1  # respond(messages) or respond(messages, context)
 
 
 def respond(messages, context):
@@ -43,7 +44,7 @@ def respond(messages, context):
     finally:
         os.close(fd)
     time.sleep({delay_s!r})
-    return _answer(messages, context)
+    return _answer(messages, context) if _TAKES_CONTEXT else _answer(messages)
 '''
 
 
