@@ -182,19 +182,22 @@ def test_an_even_or_non_positive_k_is_exit_2_before_any_call(
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_workers_confirm_failures_too(tmp_path: Path, redis_client: Any, farm_worker: Any, farm_cli: Any) -> None:
+def test_workers_confirm_failures_too(tmp_path: Path, redis_client: Any, farm_worker: Any, farm_cli: Any,
+                                      counting_agent: Any) -> None:
     """The sweep's K reaches real ``farm worker`` processes: every run's cached failure is confirmed
     by two fresh verdicts that pass it (the judge cache, in Redis, answers no repeat)."""
     farm_worker(queue="confirm", concurrency=4, env={"FARM_TEST_OPENAI_KEY": KEY})
     with scripted_judge(lambda output, n, m: m > 0) as (served, server):
         suite, env = _project(tmp_path, served)
         out = tmp_path / "report.json"
-        done = farm_cli.run("test", "-i", str(suite), "-n", COIN, "--runs", "4", "--confirm-failures", "3",
+        agent = counting_agent("tests/agents/coin.py:respond")
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "4", "--confirm-failures", "3",
                             "--broker", farm_cli.broker, "--queue", "confirm", "--no-history", "--no-progress",
                             "-o", str(out), env={k: env[k] for k in ("FARM_AGENTS_ROOT", "FARM_CONNECTORS_ROOT",
                                                                      "FARM_TEST_OPENAI_KEY")}, timeout=180)
         assert done.returncode == 0, done.stderr
         assert server.calls == 1 + 4 * 2  # one first verdict (single flight, then the cache), two repeats a run
+        agent.assert_once_each(4)  # confirming a failure asks the judge again, never the agent
     case = report_of(out)["results"][0]
     assert case["passed"] == 4 and _votes(report_of(out)) == [["fail", "pass", "pass"]] * 4
 

@@ -111,14 +111,17 @@ def test_history_compare_and_trends_name_the_criterion_that_moved(
     assert [m["criterion"] for m in trend["cases"][0]["criteria_moved"]] == ["contains bye"]
 
 
-def test_workers_count_the_same_criteria(tmp_path: Path, farm_worker: Any, farm_cli: Any) -> None:
+def test_workers_count_the_same_criteria(tmp_path: Path, farm_worker: Any, farm_cli: Any,
+                                         counting_agent: Any) -> None:
     farm_worker(queue="criteria")
-    done = farm_cli.run("test", "-i", str(_suite(tmp_path)), "-n", AGENT, "--runs", "10", "--no-progress",
+    agent = counting_agent(AGENT.removeprefix("py:"))
+    done = farm_cli.run("test", "-i", str(_suite(tmp_path)), "-n", agent.ref, "--runs", "10", "--no-progress",
                         "--no-history", "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker,
                         "--queue", "criteria")
     assert done.returncode == 1, done.stderr
     assert _criteria(tmp_path / "remote.json") == EXPECTED
     assert f"  three: {LINE}" in done.stderr.splitlines()
+    agent.assert_once_each(json.loads((tmp_path / "remote.json").read_text())["summary"]["total_runs"])
 
 
 @pytest.fixture(scope="module")

@@ -55,14 +55,18 @@ def _counts(report: dict[str, Any]) -> list[dict[str, Any]]:
             for case in report["results"]]
 
 
-def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker, farm_cli):
+def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker, farm_cli, counting_agent):
     suite = write_suite(tmp_path / "parity.jsonl", PARITY_CASES)
     farm_worker(queue="parity")
-    common = ["test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "6", "--no-progress"]
+    agent = counting_agent()  # one agent for both sweeps: the reports name it alike
+    common = ["test", "-i", str(suite), "-n", agent.ref, "--runs", "6", "--no-progress"]
     local = farm_cli.run(*common, "-o", str(tmp_path / "local.json"), "--parallel", "4", local=True)
+    agent.assert_once_each(18)  # 3 cases of 6 runs (the skipped one never calls)
+    agent.clear()
     remote = farm_cli.run(*common, "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker,
                           "--queue", "parity")
     assert local.returncode == remote.returncode == 1, remote.stderr  # 'mostly'/'rarely' miss 100 %
+    agent.assert_once_each(18)
     remote_report = assert_parity(tmp_path / "local.json", tmp_path / "remote.json")
     sid = remote_report["metadata"]["sweep_id"]
     # the stored report holds no run details (a big sweep's would be all of them at once): its
@@ -74,15 +78,17 @@ def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker
     assert again.returncode == 1 and replayed.returncode in (0, 1), again.stderr + replayed.stderr
     for name in ("again.json", "replayed.json"):
         assert _counts(json.loads((tmp_path / name).read_text())) == _counts(remote_report), name
+    agent.assert_once_each(18)  # reading the sweep back calls nothing
 
 
-def test_jsonl_stream_has_every_event_once(tmp_path, redis_client, farm_worker, farm_cli):
+def test_jsonl_stream_has_every_event_once(tmp_path, redis_client, farm_worker, farm_cli, counting_agent):
     suite = write_suite(tmp_path / "s.jsonl", PARITY_CASES[:2])
     farm_worker(queue="stream")
-    out = tmp_path / "out.jsonl"
-    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "5", "-o", str(out),
+    out, agent = tmp_path / "out.jsonl", counting_agent()
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "5", "-o", str(out),
                         "--broker", farm_cli.broker, "--queue", "stream")
     assert done.returncode == 1, done.stderr
+    agent.assert_once_each(10)
     events = [json.loads(line) for line in out.read_text().splitlines()]
     assert events[0]["type"] == "start" and events[-1]["type"] == "summary"
     results = sorted((e["id"], e["run"]) for e in events if e["type"] == "result")
@@ -94,15 +100,18 @@ def test_jsonl_stream_has_every_event_once(tmp_path, redis_client, farm_worker, 
         assert last_result < events.index(case)
 
 
-def test_hung_agent_is_cut_off_and_recorded_as_timeout(tmp_path, redis_client, farm_worker, farm_cli):
+def test_hung_agent_is_cut_off_and_recorded_as_timeout(tmp_path, redis_client, farm_worker, farm_cli,
+                                                       counting_agent):
     suite = write_suite(tmp_path / "hang.jsonl", [{"id": "hangs", "input": "hi", "timeout": "2s"},
                                                   {"id": "fine", "input": "hi"}])
     farm_worker(queue="hang")
     out, stream = tmp_path / "hang.json", tmp_path / "hang-runs.jsonl"
-    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:hang", "--runs", "2", "-o", str(out),
+    agent = counting_agent("tests/agents/distributed.py:hang")
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "2", "-o", str(out),
                         "-o", str(stream), "--broker", farm_cli.broker, "--queue", "hang", "--timeout", "3s",
                         timeout=90)
     assert done.returncode == 1, done.stderr
+    agent.assert_once_each(4)  # a run cut off is a timeout, not a run to call again
     report = {c["id"]: c for c in json.loads(out.read_text())["results"]}
     assert report["hangs"]["timeouts"] == 2 and report["fine"]["timeouts"] == 2
     assert all("timed out" in d["error"] or "cut off" in d["error"] for d in report["hangs"]["run_details"])
@@ -110,9 +119,10 @@ def test_hung_agent_is_cut_off_and_recorded_as_timeout(tmp_path, redis_client, f
     assert {r["failure_class"] for r in results} == {"timeout"}  # classed where the run was cut off
 
 
-def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, farm_cli):
+def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, farm_cli, counting_agent):
     suite = write_suite(tmp_path / "d.jsonl", PARITY_CASES[:2])
-    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3",
+    agent = counting_agent()
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "3",
                              "--broker", farm_cli.broker, "--queue", "detach", "--detach")
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = submitted.stdout.strip()
@@ -127,6 +137,7 @@ def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, f
     report = json.loads(out.read_text())
     assert report["metadata"]["sweep_id"] == sweep_id
     assert [c["runs"] for c in report["results"]] == [3, 3]
+    agent.assert_once_each(6)
     # A finished sweep re-attaches too, from the stored stream; stdout gets the JSONL events.
     replay = farm_cli.run("results", sweep_id, timeout=60)
     assert [json.loads(line)["type"] for line in replay.stdout.splitlines()].count("result") == 6
@@ -136,52 +147,60 @@ def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, f
     text = farm_cli.run("status").stdout
     assert "detach: 0 waiting" in text and worker.name in text
     assert "already finished" in farm_cli.run("cancel", sweep_id).stdout
+    agent.assert_once_each(6)  # re-attaching twice called nothing
 
 
-def test_cancel_drops_runs_not_started(tmp_path, redis_client, farm_worker, farm_cli):
+def test_cancel_drops_runs_not_started(tmp_path, redis_client, farm_worker, farm_cli, counting_agent):
     suite = write_suite(tmp_path / "c.jsonl", [{"id": f"c{i}", "input": "x"} for i in range(3)])
-    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "4",
+    agent = counting_agent("tests/agents/distributed.py:slow")
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "4",
                              "--broker", farm_cli.broker, "--queue", "cancel", "--detach")
     sweep_id = submitted.stdout.strip()
     cancelled = farm_cli.run("cancel", sweep_id)
     assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout
-    farm_worker(queue="cancel", env={"FARM_TEST_CALLS": str(tmp_path / "calls")})
+    farm_worker(queue="cancel")
     out = tmp_path / "c.json"
     done = farm_cli.run("results", sweep_id, "-o", str(out), timeout=60)
     assert done.returncode == 3, done.stderr  # the sweep did not finish: a runtime outcome, not a pass
     report = json.loads(out.read_text())
     assert report["metadata"]["stopped"] == "cancelled" and report["results"] == []
-    assert not (tmp_path / "calls").exists()  # the agent was never called
+    assert agent.calls == 0  # the agent was never called
     assert farm_cli.run("cancel", "no-such-sweep").returncode == 2
 
 
-def test_fail_fast_stops_runs_once_a_case_cannot_pass(tmp_path, redis_client, farm_worker, farm_cli):
+def test_fail_fast_stops_runs_once_a_case_cannot_pass(tmp_path, redis_client, farm_worker, farm_cli,
+                                                      counting_agent):
     doomed = {"id": "doomed", "input": "x", "assert": {"type": "equals", "value": "never"}}
     suite = write_suite(tmp_path / "ff.jsonl", [doomed] + [{"id": f"later{i}", "input": "x"} for i in range(4)])
     farm_worker(queue="ff", concurrency=1)
-    out = tmp_path / "ff.json"
-    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--fail-fast",
+    out, agent = tmp_path / "ff.json", counting_agent()
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "3", "--fail-fast",
                         "-o", str(out), "--broker", farm_cli.broker, "--queue", "ff", timeout=60)
     assert done.returncode == 1, done.stderr
     report = json.loads(out.read_text())
     assert report["metadata"]["stopped"] == "fail-fast"
     assert report["results"][0]["id"] == "doomed" and report["results"][0]["failed"] >= 1
     assert report["summary"]["total_runs"] < 15  # one worker thread: the first failure stopped the rest
+    agent.assert_once_each(report["summary"]["total_runs"])  # a dropped run was never called
 
 
 def test_the_same_fail_fast_sweep_reports_the_same_way_on_both_executors(tmp_path, redis_client, farm_worker,
-                                                                          farm_cli):
+                                                                          farm_cli, counting_agent):
     """One sweep finisher (farm.sweep.lifecycle): stop reason, cases not run and totals agree (issue 15's bug:
     the distributed summary said "0 cases not run" and left them out)."""
     doomed = {"id": "doomed", "input": "x", "assert": {"type": "equals", "value": "never"}}
     suite = write_suite(tmp_path / "ff.jsonl", [doomed] + [{"id": f"later{i}", "input": "x"} for i in range(4)])
     farm_worker(queue="ffparity", concurrency=1)
-    common = ["test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--fail-fast", "--no-progress",
+    agent = counting_agent()  # one agent for both sweeps: the summaries name it alike
+    common = ["test", "-i", str(suite), "-n", agent.ref, "--runs", "3", "--fail-fast", "--no-progress",
               "--parallel", "1"]
     local = farm_cli.run(*common, "-o", str(tmp_path / "local.json"), local=True)
+    agent.assert_once_each(1)  # the doomed case's first run, and nothing after it
+    agent.clear()
     remote = farm_cli.run(*common, "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker,
                           "--queue", "ffparity", timeout=60)
     assert local.returncode == remote.returncode == 1, remote.stderr
+    agent.assert_once_each(1)
     reports = [json.loads((tmp_path / f"{side}.json").read_text()) for side in ("local", "remote")]
     for report in reports:
         assert report["metadata"]["stopped"] == "fail-fast" and report["metadata"]["status"] == "stopped"
@@ -206,12 +225,15 @@ def test_unreachable_broker_exits_3(tmp_path, farm_cli):
     assert farm_cli.run("results", "x", "--broker", url).returncode == 3
 
 
-def test_the_start_hint_names_a_broker_that_is_not_the_default(tmp_path, redis_client, farm_worker, farm_cli):
+def test_the_start_hint_names_a_broker_that_is_not_the_default(tmp_path, redis_client, farm_worker, farm_cli,
+                                                              counting_agent):
     farm_worker()
     suite = write_suite(tmp_path / "h.jsonl", PARITY_CASES[:1])
-    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", farm_cli.broker,
-                        env={"FARM_BROKER_URL": ""}, timeout=120)
+    agent = counting_agent()
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--broker", farm_cli.broker,
+                        "--runs", "3", env={"FARM_BROKER_URL": ""}, timeout=120)
     assert done.returncode in (0, 1), done.stderr
+    agent.assert_once_each(3)
     line = next(line for line in done.stderr.splitlines() if "farm status" in line)
     sid = line.split()[1]
     assert f"farm status --broker {farm_cli.broker}; farm results {sid} --broker {farm_cli.broker}; " \
@@ -328,13 +350,14 @@ def test_a_runs_marker_is_its_lease_and_its_crash_record_in_one_round_trip(redis
 
 
 def test_redelivered_runs_of_a_counted_case_still_get_it_aggregated(tmp_path, redis_client, redis_server,
-                                                                    farm_worker, farm_cli):
+                                                                    farm_worker, farm_cli, counting_agent):
     """A worker stored every run of a case, then died before enqueuing ``farm.aggregate``: the
     redelivered runs (their messages were never acked) fire it, without calling the agent again."""
     from farm.models import RunResult, RunStatus
 
     suite = write_suite(tmp_path / "w.jsonl", [{"id": "counted", "input": "x"}, {"id": "fresh", "input": "y"}])
-    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "2",
+    agent = counting_agent()
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "2",
                              "--broker", farm_cli.broker, "--queue", "window", "--detach")
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = submitted.stdout.strip()
@@ -349,15 +372,14 @@ def test_redelivered_runs_of_a_counted_case_still_get_it_aggregated(tmp_path, re
         message = json.loads(raw)
         message["headers"]["redelivered"] = message["properties"]["delivery_info"]["redelivered"] = True
         redis_client.lset("window", i, json.dumps(message))
-    calls = tmp_path / "calls"
-    farm_worker(queue="window", env={"FARM_TEST_CALLS": str(calls)})
+    farm_worker(queue="window")
     out = tmp_path / "w.json"
     done = farm_cli.run("results", sweep_id, "-o", str(out), timeout=60)
     assert done.returncode == 0, done.stderr
     report = {c["id"]: c for c in json.loads(out.read_text())["results"]}
     assert report["counted"]["runs"] == report["counted"]["passed"] == 2
     assert report["fresh"]["runs"] == 2
-    assert sorted(calls.read_text().split("\n")[:-1]) == ["fresh 1", "fresh 2"]  # no run of 'counted' again
+    assert agent.counts() == {("fresh", 1): 1, ("fresh", 2): 1}  # no run of 'counted' again
 
 
 def test_worker_sends_task_events_only_when_asked(redis_client, farm_worker):

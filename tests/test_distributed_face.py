@@ -12,7 +12,7 @@ import pytest
 
 from farm.cli.sweeps import FLOWER_TASK_COLUMNS, flower_command
 from farm.models import RunResult, RunStatus
-from tests.test_distributed import AGENTS, write_suite
+from tests.test_distributed import write_suite
 
 
 def test_flower_lists_task_arguments_and_results_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,14 +37,17 @@ def test_a_failed_run_task_leads_its_result_with_the_status() -> None:
 @pytest.mark.redis
 @pytest.mark.slow
 def test_a_distributed_sweep_prints_its_id_and_flower_address_as_it_starts(tmp_path, redis_client, farm_worker,
-                                                                          farm_cli):
+                                                                          farm_cli, counting_agent):
     farm_worker(queue="face")
     suite = write_suite(tmp_path / "s.jsonl", [{"id": "a", "input": "x"}])
-    done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--queue", "face", "-o",
+    agent = counting_agent()
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--queue", "face", "-o",
                         str(tmp_path / "r.json"), "--broker", farm_cli.broker,
                         env={"FARM_FLOWER_URL": "http://flower.example:5555/"})
     assert done.returncode == 0, done.stderr
-    sweep_id = json.loads((tmp_path / "r.json").read_text())["metadata"]["sweep_id"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    sweep_id = report["metadata"]["sweep_id"]
+    agent.assert_once_each(report["summary"]["total_runs"])
     first = done.stderr.splitlines()[0]
     assert first.startswith(f"sweep {sweep_id} on redis://127.0.0.1:") and f"farm results {sweep_id}" in first
     assert f"flower: http://flower.example:5555/tasks (search {sweep_id})" in done.stderr
@@ -52,16 +55,19 @@ def test_a_distributed_sweep_prints_its_id_and_flower_address_as_it_starts(tmp_p
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_a_worker_logs_no_line_per_run_unless_asked(tmp_path, redis_client, farm_worker, farm_cli):
+def test_a_worker_logs_no_line_per_run_unless_asked(tmp_path, redis_client, farm_worker, farm_cli, counting_agent):
     """Issue 16: Celery's "received" / "succeeded in" INFO lines cost CPU per run; the farm's own
     lines (ready, warnings) stay. ``--log-runs`` brings them back."""
     quiet = farm_worker(queue="quiet-log")
     loud = farm_worker("--log-runs", queue="loud-log")
     suite = write_suite(tmp_path / "s.jsonl", [{"id": "a", "input": "x"}])
+    agent = counting_agent()
     for queue in ("quiet-log", "loud-log"):
-        done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--queue", queue,
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "3", "--queue", queue,
                             "--broker", farm_cli.broker, "--no-progress")
         assert done.returncode == 0, done.stderr
+        agent.assert_once_each(3)
+        agent.clear()
     assert " ready." in quiet.text() and "farm.run[" not in quiet.text()
     assert loud.text().count("farm.run[") >= 6  # received and succeeded, three runs
 

@@ -18,8 +18,9 @@ AGENT = "def respond(messages, context):\n    return 'you said: ' + messages[-1]
 
 
 def test_a_dynamic_sweep_on_workers_matches_in_process(tmp_path: Path, redis_client: Any, farm_worker: Any,
-                                                       farm_cli: Any) -> None:
+                                                       farm_cli: Any, counting_agent: Any) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
+    agent = counting_agent(f"{tmp_path}/agent.py:respond")  # one agent for both sweeps: the reports name it alike
     connectors = tmp_path / "connectors" / "local"
     connectors.mkdir(parents=True)
     with openai_server() as server:
@@ -38,11 +39,14 @@ def test_a_dynamic_sweep_on_workers_matches_in_process(tmp_path: Path, redis_cli
         suite.write_text("".join(json.dumps(c) + "\n" for c in cases))
         env = {"FARM_CONNECTORS_ROOT": str(tmp_path / "connectors")}
         farm_worker(queue="dynamic", env=env)
-        common = ["test", "-i", str(suite), "-n", f"py:{tmp_path}/agent.py:respond", "--runs", "3", "--no-progress"]
+        common = ["test", "-i", str(suite), "-n", agent.ref, "--runs", "3", "--no-progress"]
         local = farm_cli.run(*common, "-o", str(tmp_path / "local.json"), local=True, env=env)
+        agent.assert_once_each(9)  # each run's turns once each: 3 cases of 3 runs
+        agent.clear()
         remote = farm_cli.run(*common, "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker,
                               "--queue", "dynamic", env=env)
     assert local.returncode == remote.returncode == 1, remote.stderr
+    agent.assert_once_each(9)
     reports = [json.loads((tmp_path / f"{name}.json").read_text()) for name in ("local", "remote")]
 
     def facts(report: dict[str, Any]) -> list[Any]:

@@ -141,14 +141,17 @@ def test_budget_quota_judge_cache_and_replay_hold_across_workers(tmp_path, redis
 
 
 def test_adaptive_runs_on_workers_drop_the_queued_runs_of_decided_cases(tmp_path, redis_client, farm_worker,
-                                                                          farm_cli) -> None:
+                                                                          farm_cli, counting_agent) -> None:
     farm_worker(queue="fleet-adaptive", concurrency=4)
+    agent = counting_agent("tests/agents/coin.py:respond")
     suite = write_suite(tmp_path, "coins.jsonl", [
         {"id": f"p{p}", "input": "flip", "expected": "yes", "metadata": {"p": p}} for p in (0.0, 0.5, 0.8, 1.0)])
-    common = ("test", "-i", str(suite), "-n", COIN, "--runs", "30", "--min-pass-rate", "0.8", "--no-history",
+    common = ("test", "-i", str(suite), "-n", agent.ref, "--runs", "30", "--min-pass-rate", "0.8", "--no-history",
               "--broker", farm_cli.broker, "--queue", "fleet-adaptive")
     full, adaptive = tmp_path / "full.json", tmp_path / "adaptive.json"
     assert farm_cli.run(*common, "-o", str(full)).returncode == 1
+    agent.assert_once_each(120)
+    agent.clear()
     assert farm_cli.run(*common, "--adaptive", "-o", str(adaptive)).returncode == 1
     verdicts = {c["id"]: c["case_passed"] for c in report_of(full)["results"]}
     cases = report_of(adaptive)["results"]
@@ -156,3 +159,4 @@ def test_adaptive_runs_on_workers_drop_the_queued_runs_of_decided_cases(tmp_path
     assert all(c["adaptive"] and c["runs_planned"] == 30 and c["decided_after"] for c in cases)
     summary = report_of(adaptive)["summary"]
     assert summary["runs_saved"] == 120 - summary["total_runs"] >= 20  # exact curtailment saves ~45 here
+    agent.assert_once_each(summary["total_runs"])  # a dropped run was never called

@@ -42,6 +42,28 @@ def test_runs_waiting_for_a_slot_or_in_the_queue_past_their_lease_are_called_onc
         assert republished == 0, [line for w in workers for line in w.text().splitlines() if "again" in line]
 
 
+def test_calls_longer_than_their_slot_spacing_and_a_lease_are_not_called_again(tmp_path, redis_client, farm_worker,
+                                                                             farm_cli) -> None:
+    """The case where a copy did call the agent on the old code (15 calls for 8 runs): slots every
+    0.5 s, calls of 3 s, leases of 2 s, two workers. The runs waiting for their slot were
+    published again, and a copy granted its slot while its original was still in its call called
+    the agent too (the stored check came before the wait). Above, one call at a time (1conc)
+    finished each original before any copy's slot: it caught the republishing, not the calls."""
+    env = {"FARM_LEASE": "2", "FARM_RECONCILE_INTERVAL": "0.5"}
+    workers = [farm_worker(queue="paid-long", concurrency=6, env=env) for _ in range(2)]
+    suite = write_suite(tmp_path, "w.jsonl", [{"id": "w", "input": "go"}])
+    out = tmp_path / "w.json"
+    with usage_server(delay_s=3.0) as (served, server):
+        done = farm_cli.run("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "8", "--rate-limit",
+                            "*=120/m", "--broker", farm_cli.broker, "--queue", "paid-long", "--no-history",
+                            "--no-progress", "-o", str(out), env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        republished = sum(w.text().count("published again") for w in workers)
+        assert report_of(out)["summary"]["total_runs"] == 8
+        assert server.calls == 8, f"{server.calls} calls for 8 runs; republished in {republished} passes"
+        assert republished == 0, [line for w in workers for line in w.text().splitlines() if "again" in line]
+
+
 def test_a_copy_is_a_duplicate_only_while_a_live_workers_run_may_be_in_flight(redis_server, redis_client) -> None:
     """The copy of a run a live worker process holds is dropped (the holder settles it), unless
     the marker is older than the run may stay in flight: then the holder lost it (a requeue after a

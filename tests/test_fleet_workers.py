@@ -38,7 +38,8 @@ def _run_ids(report: dict) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("kind", ["http", "py"])
 def test_a_distributed_budget_stops_at_exit_4_and_every_paid_call_is_a_run(kind, tmp_path, redis_client,
-                                                                          farm_worker, farm_cli) -> None:
+                                                                          farm_worker, farm_cli,
+                                                                          counting_agent) -> None:
     for _ in range(2):
         farm_worker(queue=f"budget-{kind}", concurrency=3)
     suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(3)])
@@ -46,9 +47,10 @@ def test_a_distributed_budget_stops_at_exit_4_and_every_paid_call_is_a_run(kind,
     with usage_server() as (served, server):
         if kind == "http":
             agent, calls = served.url + "/agent", lambda: server.calls
-        else:
-            agent, directory = write_py_agent(tmp_path)
-            calls = lambda: py_calls(directory)  # noqa: E731
+        else:  # the counting agent around the priced one: calls per (case, run) too
+            priced, directory = write_py_agent(tmp_path)
+            counted = counting_agent(priced.removeprefix("py:"))
+            agent, calls = counted.ref, lambda: py_calls(directory)
         done = farm_cli.run("test", "-i", str(suite), "-n", agent, "--runs", "20", "--budget", "0.05",
                             "--broker", farm_cli.broker, "--queue", f"budget-{kind}", "--no-history",
                             "--no-progress", "-o", str(out),
@@ -61,14 +63,18 @@ def test_a_distributed_budget_stops_at_exit_4_and_every_paid_call_is_a_run(kind,
         assert all(d["status"] == "passed" or d["status"] == "failed"
                    for case in report["results"] for d in case["run_details"])
         assert report["summary"]["cost_usd"] == pytest.approx(0.01 * calls())
+        if kind == "py":
+            counted.assert_once_each(report["summary"]["total_runs"])
 
 
 @pytest.mark.parametrize("kind", ["py", "cmd"])
 def test_a_rate_limit_binds_python_and_command_agents_on_workers(kind, tmp_path, redis_client, farm_worker,
-                                                                farm_cli) -> None:
+                                                                farm_cli, counting_agent) -> None:
     for _ in range(2):
         farm_worker(queue=f"limit-{kind}", concurrency=6)
     agent, directory = (write_py_agent if kind == "py" else write_cmd_agent)(tmp_path, delay_s=0.3)
+    counted = counting_agent(agent.removeprefix("py:")) if kind == "py" else None  # calls per (case, run) too
+    agent = counted.ref if counted else agent
     suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go", "expected": "yes"} for i in range(2)])
     out = tmp_path / "report.json"
     done = farm_cli.run("test", "-i", str(suite), "-n", agent, "--runs", "8", "--rate-limit", "*=5/s,3conc",
@@ -76,6 +82,8 @@ def test_a_rate_limit_binds_python_and_command_agents_on_workers(kind, tmp_path,
                         "-o", str(out), timeout=240)
     assert done.returncode == 1, done.stdout + done.stderr  # half the runs answer "no"
     assert py_calls(directory) == 16
+    if counted:
+        counted.assert_once_each(16)
     assert 1 <= py_peak(directory) <= 3  # 12 threads on two workers, a cap of 3
     assert starts_per_second(directory) <= 5 + LATE_STARTS
     assert [(c["runs"], c["passed"]) for c in report_of(out)["results"]] == [(8, 4), (8, 4)]

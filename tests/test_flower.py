@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.servers import ROOT, free_port, stop_process, wait_for_port
-from tests.test_distributed import AGENTS, write_suite
+from tests.test_distributed import write_suite
 
 USER, PASSWORD = "farmer", "s3cret-pass"
 
@@ -46,7 +46,8 @@ def test_flower_refuses_to_start_without_a_password():
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_flower_shows_the_farm_tasks_with_their_arguments(tmp_path, redis_client, farm_worker, farm_cli):
+def test_flower_shows_the_farm_tasks_with_their_arguments(tmp_path, redis_client, farm_worker, farm_cli,
+                                                          counting_agent):
     port = free_port()
     env = farm_cli.env(FARM_FLOWER_USER=USER, FARM_FLOWER_PASSWORD=PASSWORD)
     argv = [sys.executable, "-m", "farm", "flower", "--port", str(port), "--max-tasks", "500"]
@@ -59,9 +60,11 @@ def test_flower_shows_the_farm_tasks_with_their_arguments(tmp_path, redis_client
         worker = farm_worker(queue="flower")  # defaults: no task events until Flower asks
         _wait_for_log(worker, "Events of group {task} enabled by remote.")
         suite = write_suite(tmp_path / "f.jsonl", [{"id": "case-a", "input": "x"}, {"id": "case-b", "input": "y"}])
-        done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "2", "--queue", "flower",
+        agent = counting_agent()
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "2", "--queue", "flower",
                             "-o", str(tmp_path / "f.json"), "--broker", farm_cli.broker)
         assert done.returncode == 0, done.stderr
+        agent.assert_once_each(4)
         sweep_id = json.loads((tmp_path / "f.json").read_text())["metadata"]["sweep_id"]
         tasks = _wait_for_tasks(f"{base}/api/tasks", {"farm.run": 4, "farm.aggregate": 2, "farm.report": 1})
     finally:

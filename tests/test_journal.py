@@ -134,11 +134,11 @@ def test_an_unwritable_data_dir_is_a_settings_error_before_any_run(tmp_path: Pat
 
 
 @pytest.mark.redis
-def test_report_of_a_distributed_sweep_live_and_finished(tmp_path: Path, redis_client, farm_worker, farm_cli) -> None:
-    from tests.test_distributed import AGENTS as DIST_AGENTS
-
+def test_report_of_a_distributed_sweep_live_and_finished(tmp_path: Path, redis_client, farm_worker, farm_cli,
+                                                         counting_agent) -> None:
     cases = suite(tmp_path, {"id": "a", "input": "x"}, {"id": "b", "input": "y"})
-    detached = farm_cli.run("test", "-i", str(cases), "-n", f"{DIST_AGENTS}:by_run", "--runs", "2", "--queue",
+    agent = counting_agent()
+    detached = farm_cli.run("test", "-i", str(cases), "-n", agent.ref, "--runs", "2", "--queue",
                             "nobody-listens", "--detach")
     assert detached.returncode == 0, detached.stderr
     sweep_id = detached.stdout.strip()
@@ -154,6 +154,7 @@ def test_report_of_a_distributed_sweep_live_and_finished(tmp_path: Path, redis_c
     report = json.loads((tmp_path / "final.json").read_text())
     assert report["metadata"]["status"] == "complete" and [r["id"] for r in report["results"]] == ["a", "b"]
     assert report["results"] == json.loads((tmp_path / "done.json").read_text())["results"]
+    agent.assert_once_each(4)  # `farm report` of the sweep, live and finished, called nothing
 
 
 def test_report_of_an_unknown_sweep_without_a_broker_says_where_it_looked(tmp_path: Path, farm_data_dir: Path) -> None:

@@ -101,11 +101,12 @@ def test_bad_lines_in_a_journal_are_counted_and_reported(tmp_path: Path) -> None
 
 
 def test_a_detached_sweeps_tags_are_recorded_when_farm_results_collects_it(tmp_path: Path, farm_worker: Any,
-                                                                          farm_cli: Any) -> None:
+                                                                          farm_cli: Any, counting_agent: Any) -> None:
     suite = tmp_path / "d.jsonl"
     suite.write_text(json.dumps({"id": "a", "input": "x"}) + "\n")
     history = f"sqlite:///{tmp_path / 'mine.sqlite'}"  # the submitter's own; the worker has none
-    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"py:{AGENTS}:echo", "--runs", "2", "--queue", "tagq",
+    agent = counting_agent(f"{AGENTS}:echo")
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "2", "--queue", "tagq",
                              "--detach", "--tag", "env=ci", env={"FARM_HISTORY_URL": history})
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = submitted.stdout.strip()
@@ -115,6 +116,7 @@ def test_a_detached_sweeps_tags_are_recorded_when_farm_results_collects_it(tmp_p
                              env={"FARM_HISTORY_URL": history})
     assert collected.returncode == 0, collected.stderr
     assert "(tags env=ci)" in collected.stderr
+    agent.assert_once_each(2)
     shown = farm_cli.run("history", "--tag", "env=ci", "--json", env={"FARM_HISTORY_URL": history})
     assert [s["sweep_id"] for s in json.loads(shown.stdout)["sweeps"]] == [sweep_id], shown.stdout
 

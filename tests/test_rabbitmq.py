@@ -36,16 +36,20 @@ def _calls(path: Path) -> Counter[tuple[str, int]]:
 
 
 def test_sweep_over_rabbitmq_matches_in_process(tmp_path, redis_client, redis_server, amqp_url, farm_worker,
-                                                farm_cli):
+                                                farm_cli, counting_agent):
     store = {"FARM_STORE_URL": redis_server}
     suite = write_suite(tmp_path / "parity.jsonl", PARITY_CASES)
     worker = farm_worker(broker=amqp_url, queue="parity", env=store)
     assert "Connected to amqp://" in worker.text()
-    common = ["test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "6", "--no-progress"]
+    agent = counting_agent()  # one agent for both sweeps: the reports name it alike
+    common = ["test", "-i", str(suite), "-n", agent.ref, "--runs", "6", "--no-progress"]
     local = farm_cli.run(*common, "-o", str(tmp_path / "local.json"), "--parallel", "4", local=True)
+    agent.assert_once_each(18)
+    agent.clear()
     remote = farm_cli.run(*common, "-o", str(tmp_path / "remote.json"), "--broker", amqp_url, "--queue", "parity",
                           env=store)
     assert local.returncode == remote.returncode == 1, remote.stderr
+    agent.assert_once_each(18)  # 3 cases of 6 runs, each called once over RabbitMQ too
     assert "amqp://guest:***@" in remote.stderr  # the sweep's line names the broker, without its password
     remote_report = assert_parity(tmp_path / "local.json", tmp_path / "remote.json")
     # The sweep's data is in the store (Redis), not in RabbitMQ.
@@ -83,10 +87,11 @@ def test_sigkilled_worker_on_rabbitmq_loses_no_run_and_counts_each_once(tmp_path
 
 
 def test_status_cancel_and_results_on_rabbitmq(tmp_path, redis_client, redis_server, amqp_url, farm_worker,
-                                               farm_cli):
+                                               farm_cli, counting_agent):
     env = {"FARM_STORE_URL": redis_server, "FARM_BROKER_URL": amqp_url, "FARM_QUEUE": "rq"}
     suite = write_suite(tmp_path / "c.jsonl", [{"id": f"c{i}", "input": "x"} for i in range(3)])
-    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "4", "--detach", env=env)
+    agent = counting_agent("tests/agents/distributed.py:slow")
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "4", "--detach", env=env)
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = submitted.stdout.strip()
     # Nobody consumes FARM_QUEUE=rq yet: the waiting messages are counted by RabbitMQ itself.
@@ -98,13 +103,13 @@ def test_status_cancel_and_results_on_rabbitmq(tmp_path, redis_client, redis_ser
     assert "store: redis://" in farm_cli.run("status", env=env).stdout
     cancelled = farm_cli.run("cancel", sweep_id, env=env)
     assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled.stderr
-    farm_worker(broker=amqp_url, env={**env, "FARM_TEST_CALLS": str(tmp_path / "calls")}, queue="rq")
+    farm_worker(broker=amqp_url, env=env, queue="rq")
     out = tmp_path / "c.json"
     done = farm_cli.run("results", sweep_id, "-o", str(out), timeout=90, env=env)
     assert done.returncode == 3, done.stderr
     report = json.loads(out.read_text())
     assert report["metadata"]["stopped"] == "cancelled" and report["results"] == []
-    assert not (tmp_path / "calls").exists()  # the agent was never called
+    assert agent.calls == 0  # the agent was never called
     wait_for(lambda: json.loads(farm_cli.run("status", "--json", env=env).stdout)["queues"]["rq"] == 0, 60,
               "the dropped runs to leave the queue")
 

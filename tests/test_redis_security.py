@@ -34,7 +34,7 @@ def _tls_url(port: int, ca: Path) -> str:
     return f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=required&ssl_ca_certs={ca}"
 
 
-def test_a_sweep_runs_over_tls_with_the_ca_in_the_url(tmp_path, farm_worker, farm_cli):
+def test_a_sweep_runs_over_tls_with_the_ca_in_the_url(tmp_path, farm_worker, farm_cli, counting_agent):
     certs = self_signed(tmp_path)
     tls_port = free_port()
     server = start_redis(tmp_path, "--port", "0", "--tls-port", str(tls_port), "--tls-cert-file", str(certs.cert),
@@ -46,12 +46,13 @@ def test_a_sweep_runs_over_tls_with_the_ca_in_the_url(tmp_path, farm_worker, far
             redis.Redis(port=tls_port, socket_connect_timeout=2, socket_timeout=2).ping()
         farm_worker(broker=url, queue="tls")
         suite = write_suite(tmp_path / "tls.jsonl", PARITY_CASES[:2])
-        out = tmp_path / "tls.json"
-        done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--queue", "tls",
+        out, agent = tmp_path / "tls.json", counting_agent()
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "3", "--queue", "tls",
                             "--broker", url, "-o", str(out), "--no-progress")
         assert done.returncode == 1, done.stderr  # by_run fails every third run
         report = json.loads(out.read_text())
         assert [c["runs"] for c in report["results"]] == [3, 3] and report["summary"]["total_runs"] == 6
+        agent.assert_once_each(6)
         status = farm_cli.run("status", "--json", "--broker", url)
         assert status.returncode == 0 and json.loads(status.stdout)["broker"].startswith("rediss://"), status.stderr
         # A client that trusts another CA is refused: the certificate really is checked.
@@ -90,7 +91,7 @@ def _compose_broker_url(password: str, port: int) -> str:
     return url.replace("@redis:6379/", f"@127.0.0.1:{port}/")
 
 
-def test_workers_connect_as_the_compose_acl_user(tmp_path, farm_worker, farm_cli):
+def test_workers_connect_as_the_compose_acl_user(tmp_path, farm_worker, farm_cli, counting_agent):
     server = start_redis(tmp_path, *_compose_redis_argv(PASSWORD))
     try:
         url = _compose_broker_url(PASSWORD, server.port)
@@ -113,13 +114,14 @@ def test_workers_connect_as_the_compose_acl_user(tmp_path, farm_worker, farm_cli
         assert f"redis://farm:**@127.0.0.1:{server.port}" in worker.text()
         assert PASSWORD not in worker.text()  # the password never reaches the worker's log
         suite = write_suite(tmp_path / "acl.jsonl", PARITY_CASES[:2])
-        out = tmp_path / "acl.json"
-        done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--runs", "3", "--queue", "acl",
+        out, agent = tmp_path / "acl.json", counting_agent()
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "3", "--queue", "acl",
                             "--broker", url, "-o", str(out), "--no-progress")
         assert done.returncode == 1, done.stderr
         assert PASSWORD not in done.stderr + done.stdout
         report = json.loads(out.read_text())
         assert report["summary"]["total_runs"] == 6
+        agent.assert_once_each(6)
         assert PASSWORD not in out.read_text()
         status = farm_cli.run("status", "--json", "--broker", url)
         assert status.returncode == 0, status.stderr

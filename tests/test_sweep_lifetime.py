@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from farm.distributed.store import keys
-from tests.fleet_agents import py_calls, write_py_agent
+from tests.fleet_agents import write_py_agent
 from tests.test_distributed import write_suite
 from tests.waiting import wait_for
 
@@ -24,22 +24,22 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 
 def test_a_sweep_that_outlives_the_result_ttl_completes_with_every_run_once(tmp_path, redis_client, farm_worker,
-                                                                            farm_cli):
+                                                                            farm_cli, counting_agent):
     # 40 runs of 1 s on 2 threads: at least 20 s, more than twice FARM_RESULT_TTL; no reconcile
     # interval given: the default must keep up with a short TTL on its own (8 s, not less: the read
     # back below starts a process that imports Celery, which a busy machine makes slow)
     env = {"FARM_RESULT_TTL": "8", "FARM_STALL_TIMEOUT": "60"}
-    agent, calls = write_py_agent(tmp_path, delay_s=1.0)
+    agent = counting_agent(delay_s=1.0)
     suite = write_suite(tmp_path / "long.jsonl", [{"id": f"L{i}", "input": "x"} for i in range(4)])
     farm_worker(queue="long", concurrency=2, env=env)
     out = tmp_path / "long.json"
-    done = farm_cli.run("test", "-i", str(suite), "-n", agent, "--runs", "10", "--queue", "long", "--no-progress",
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "10", "--queue", "long", "--no-progress",
                         "--no-history", "-o", str(out), env=env, timeout=300)
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(out.read_text())
     assert report["metadata"]["status"] == "complete", report["metadata"]
     assert report["summary"]["total_runs"] == 40
-    assert py_calls(calls) == 40  # no run lost, none made twice
+    agent.assert_once_each(40)  # no run lost, none made twice
     # and read back later, as `farm results` does, within the TTL after the end
     again = farm_cli.run("results", report["metadata"]["sweep_id"], "-o", str(tmp_path / "again.json"), env=env)
     assert again.returncode in (0, 1), again.stderr

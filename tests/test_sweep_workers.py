@@ -1,7 +1,7 @@
 """Workers for one sweep (SPEC 24, issue 43 item 2): ``farm test --detach --own-queue`` publishes a
 sweep on its own queue, ``farm worker --sweep ID`` consumes that queue only, and
 ``--exit-when-idle SECONDS`` ends such a worker by itself, exit 0. Real redis-server, real
-``farm worker`` subprocesses, a counting ``py:`` agent (its calls are files in a directory).
+``farm worker`` subprocesses, the counting ``py:`` agent (``counting_agent``: calls per (case, run)).
 Deadlines are generous and never asserted as limits.
 """
 
@@ -16,7 +16,6 @@ import pytest
 
 from farm.distributed.store.sweep_store import SweepStore, connect
 from farm.settings import sweep_queue
-from tests.fleet_agents import py_calls, write_py_agent
 from tests.test_distributed import write_suite
 from tests.waiting import wait_for
 
@@ -64,9 +63,9 @@ def _cases(n: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("supervised", [False, True], ids=["one-process", "supervised-2"])
 def test_a_worker_for_one_sweep_exits_0_by_itself_once_the_sweep_is_done(tmp_path, redis_client, farm_worker,
-                                                                         farm_cli, supervised):
-    agent, calls = write_py_agent(tmp_path, delay_s=0.05)
-    sweep_id = _submit(farm_cli, write_suite(tmp_path / "s.jsonl", _cases(3)), agent, 4)
+                                                                         farm_cli, supervised, counting_agent):
+    agent = counting_agent(delay_s=0.05)
+    sweep_id = _submit(farm_cli, write_suite(tmp_path / "s.jsonl", _cases(3)), agent.ref, 4)
     assert redis_client.llen(sweep_queue(sweep_id)) > 0  # published on its own queue
     assert redis_client.llen("farm") == 0  # not on the shared one
     processes = ["--processes", "2"] if supervised else []
@@ -76,35 +75,34 @@ def test_a_worker_for_one_sweep_exits_0_by_itself_once_the_sweep_is_done(tmp_pat
     assert redis_client.keys(f"*{sweep_queue(sweep_id)}*") == []  # its queue and kombu's bindings of it: gone
     report = _results(farm_cli, sweep_id, tmp_path / "r.json")
     _assert_exactly_once(report, 3, 4)
-    assert py_calls(calls) == 12  # one call a run
+    agent.assert_once_each(12)  # one call a run
 
 
-def test_a_worker_for_sweep_a_never_takes_sweep_bs_runs(tmp_path, redis_client, farm_worker, farm_cli):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    agent_a, calls_a = write_py_agent(tmp_path / "a")
-    agent_b, calls_b = write_py_agent(tmp_path / "b")
-    sweep_a = _submit(farm_cli, write_suite(tmp_path / "a.jsonl", _cases(2)), agent_a, 5)
-    sweep_b = _submit(farm_cli, write_suite(tmp_path / "b.jsonl", _cases(2)), agent_b, 5)
+def test_a_worker_for_sweep_a_never_takes_sweep_bs_runs(tmp_path, redis_client, farm_worker, farm_cli,
+                                                        counting_agent):
+    agent_a, agent_b = counting_agent(), counting_agent()
+    sweep_a = _submit(farm_cli, write_suite(tmp_path / "a.jsonl", _cases(2)), agent_a.ref, 5)
+    sweep_b = _submit(farm_cli, write_suite(tmp_path / "b.jsonl", _cases(2)), agent_b.ref, 5)
     store = SweepStore(connect(farm_cli.broker))
     worker_a = farm_worker("--sweep", sweep_a, "--exit-when-idle", "3", queue=None)
     assert _exit_code(worker_a) == 0, worker_a.text()[-3000:]
     assert store.get_report(sweep_a) is not None
-    assert py_calls(calls_a) == 10
-    assert py_calls(calls_b) == 0  # B's runs were neither run nor taken and put back
+    agent_a.assert_once_each(10)
+    assert agent_b.calls == 0  # B's runs were neither run nor taken and put back
     assert store.runs_done(sweep_b) == 0
     assert redis_client.llen(sweep_queue(sweep_b)) == 10
     assert sweep_b not in worker_a.text()
     worker_b = farm_worker("--sweep", sweep_b, "--exit-when-idle", "3", queue=None)
     assert _exit_code(worker_b) == 0, worker_b.text()[-3000:]
     _assert_exactly_once(_results(farm_cli, sweep_b, tmp_path / "b.json"), 2, 5)
-    assert py_calls(calls_b) == 10
+    agent_b.assert_once_each(10)
 
 
-def test_sigkill_of_one_of_three_workers_for_a_sweep_loses_nothing(tmp_path, redis_client, farm_worker, farm_cli):
-    agent, calls = write_py_agent(tmp_path, delay_s=0.2)
+def test_sigkill_of_one_of_three_workers_for_a_sweep_loses_nothing(tmp_path, redis_client, farm_worker, farm_cli,
+                                                                   counting_agent):
+    agent = counting_agent(delay_s=0.2, faults=True)  # a run in flight on the killed worker is called again
     cases, runs = 6, 20
-    sweep_id = _submit(farm_cli, write_suite(tmp_path / "k.jsonl", _cases(cases)), agent, runs, env=LEASES)
+    sweep_id = _submit(farm_cli, write_suite(tmp_path / "k.jsonl", _cases(cases)), agent.ref, runs, env=LEASES)
     store = SweepStore(connect(farm_cli.broker))
     workers = [farm_worker("--sweep", sweep_id, "--exit-when-idle", "5", queue=None, concurrency=4, env=LEASES)
                for _ in range(3)]
@@ -119,7 +117,9 @@ def test_sigkill_of_one_of_three_workers_for_a_sweep_loses_nothing(tmp_path, red
     report = _results(farm_cli, sweep_id, tmp_path / "k.json")
     _assert_exactly_once(report, cases, runs)
     # every run counted once; the killed worker's runs in flight were called again elsewhere
-    assert cases * runs <= py_calls(calls) <= cases * runs + 4
+    assert cases * runs <= agent.calls <= cases * runs + 4
+    assert set(agent.counts()) == {(f"c{i}", n) for i in range(cases) for n in range(1, runs + 1)}
+    assert max(agent.counts().values()) <= 2  # called again once at most: where the kill caught it
 
 
 @pytest.mark.parametrize("args", [
@@ -135,7 +135,8 @@ def test_sweep_queue_flags_in_contradiction_are_usage_errors(farm_cli, args):
     assert "Traceback" not in done.stderr
 
 
-def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, farm_worker, farm_cli):
+def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, farm_worker, farm_cli,
+                                          counting_agent):
     """The queue name is one RabbitMQ takes, and the finished sweep's queue is deleted there too."""
     import shutil
     import subprocess
@@ -143,10 +144,11 @@ def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, 
 
     from tests.broker_servers import rabbitmq_vhost
 
-    agent, calls = write_py_agent(tmp_path)
+    agent = counting_agent()
     env = {"FARM_STORE_URL": redis_server}
     with rabbitmq_vhost() as amqp_url:
-        done = farm_cli.run("test", "-i", str(write_suite(tmp_path / "q.jsonl", _cases(2))), "-n", agent, "--runs", "3",
+        suite = write_suite(tmp_path / "q.jsonl", _cases(2))
+        done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "3",
                             "--detach", "--own-queue", "--no-history", "--broker", amqp_url, env=env)
         assert done.returncode == 0, done.stderr
         sweep_id = done.stdout.strip()
@@ -156,7 +158,7 @@ def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, 
         got = farm_cli.run("results", sweep_id, "-o", str(out), "--no-progress", "--broker", amqp_url, env=env)
         assert got.returncode in (0, 1), got.stderr
         _assert_exactly_once(json.loads(out.read_text(encoding="utf-8")), 2, 3)
-        assert py_calls(calls) == 6
+        agent.assert_once_each(6)
         vhost = unquote(urlsplit(amqp_url).path.lstrip("/"))
         listed = subprocess.run([shutil.which("rabbitmqctl") or "rabbitmqctl", "list_queues", "-p", vhost, "name"],
                                 capture_output=True, text=True, timeout=60, check=True).stdout
@@ -164,9 +166,9 @@ def test_a_sweep_of_its_own_over_rabbitmq(tmp_path, redis_client, redis_server, 
 
 
 def test_a_worker_for_a_sweep_on_the_shared_queue_says_it_takes_none_of_its_runs(tmp_path, redis_client,
-                                                                                 farm_worker, farm_cli):
-    agent, calls = write_py_agent(tmp_path)
-    done = farm_cli.run("test", "-i", str(write_suite(tmp_path / "f.jsonl", _cases(2))), "-n", agent, "--runs", "2",
+                                                                                 farm_worker, farm_cli, counting_agent):
+    agent = counting_agent()
+    done = farm_cli.run("test", "-i", str(write_suite(tmp_path / "f.jsonl", _cases(2))), "-n", agent.ref, "--runs", "2",
                         "--detach", "--no-history", "--queue", "shared", "--broker", farm_cli.broker)
     assert done.returncode == 0, done.stderr
     sweep_id = done.stdout.strip()
@@ -174,4 +176,4 @@ def test_a_worker_for_a_sweep_on_the_shared_queue_says_it_takes_none_of_its_runs
     worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "2", queue=None)
     assert _exit_code(worker) == 0
     assert "the sweep is on queue 'shared', not its own" in worker.text()
-    assert redis_client.llen("shared") == waiting and py_calls(calls) == 0
+    assert redis_client.llen("shared") == waiting and agent.calls == 0

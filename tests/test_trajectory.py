@@ -268,13 +268,14 @@ def test_bad_manifest_tools_are_refused(tools: Any, message: str) -> None:
         manifest_tools(tools, "package.yao: tools")
 
 
-def test_workers_count_the_same_paths(tmp_path: Path, farm_worker: Any, farm_cli: Any) -> None:
+def test_workers_count_the_same_paths(tmp_path: Path, farm_worker: Any, farm_cli: Any, counting_agent: Any) -> None:
     """A distributed sweep: the calls cross the queue in each result, the figures are the same."""
     farm_worker(queue="paths")
+    agent = counting_agent(AGENT.removeprefix("py:"))
     suite = tmp_path / "paths.jsonl"
     suite.write_text("".join(json.dumps({"id": case, "input": "go", "assert": [CHECKS[case][0]]}) + "\n"
                              for case in ("strict", "subset", "two_steps")))
-    done = farm_cli.run("test", "-i", str(suite), "-n", AGENT, "--runs", "10", "--no-progress", "--no-history",
+    done = farm_cli.run("test", "-i", str(suite), "-n", agent.ref, "--runs", "10", "--no-progress", "--no-history",
                         "-o", str(tmp_path / "remote.json"), "--broker", farm_cli.broker, "--queue", "paths")
     assert done.returncode == 1, done.stderr
     results = {c["id"]: c for c in json.loads((tmp_path / "remote.json").read_text())["results"]}
@@ -283,6 +284,7 @@ def test_workers_count_the_same_paths(tmp_path: Path, farm_worker: Any, farm_cli
     assert results["strict"]["divergence"] == {"step": 2, "count": 3, "path": PATH}
     assert results["strict"]["trajectories"][1] == {"path": ["search", "answer"], "count": 2, "share": 0.2,
                                                     "passed": 0}
+    agent.assert_once_each(30)
 
 
 def test_a_secret_in_tool_arguments_is_masked(farm_cli: Any, tmp_path: Path) -> None:
