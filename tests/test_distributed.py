@@ -218,6 +218,18 @@ def test_the_start_hint_names_a_broker_that_is_not_the_default(tmp_path, redis_c
            f"farm cancel {sid} --broker {farm_cli.broker}" in line, line
 
 
+def test_a_detached_sweeps_hints_name_a_broker_that_is_not_the_default(tmp_path, redis_client, farm_cli):
+    """Pasted, ``farm results ID`` must ask the sweep's Redis, not the default one (issue 39)."""
+    suite = write_suite(tmp_path / "h.jsonl", PARITY_CASES[:1])
+    detached = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", farm_cli.broker,
+                            "--detach", "--own-queue", env={"FARM_BROKER_URL": ""}, timeout=120)
+    assert detached.returncode == 0, detached.stderr
+    sid = detached.stdout.strip()
+    assert f"farm results {sid} --broker {farm_cli.broker}`" in detached.stderr, detached.stderr
+    assert f"farm worker --sweep {sid} --broker {farm_cli.broker} " in detached.stderr, detached.stderr
+    assert farm_cli.run("cancel", sid, "--broker", farm_cli.broker).returncode in (0, 3)
+
+
 def test_no_worker_fails_with_exit_3_instead_of_hanging(tmp_path, redis_client, farm_cli):
     suite = write_suite(tmp_path / "n.jsonl", PARITY_CASES[:1])
     done = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--queue", "nobody",
