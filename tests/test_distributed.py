@@ -130,6 +130,13 @@ def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, f
     # A finished sweep re-attaches too, from the stored stream; stdout gets the JSONL events.
     replay = farm_cli.run("results", sweep_id, timeout=60)
     assert [json.loads(line)["type"] for line in replay.stdout.splitlines()].count("result") == 6
+    # Every format from one attach, as the README's CI matrix collects it (issue 39).
+    many = farm_cli.run("results", sweep_id, "-o", str(tmp_path / "r.html"), "-o", str(tmp_path / "junit.xml"),
+                        "-o", str(tmp_path / "r.jsonl"), timeout=60)
+    assert many.returncode == 1, many.stderr
+    assert "<testsuite" in (tmp_path / "junit.xml").read_text() and (tmp_path / "r.html").stat().st_size
+    assert [json.loads(line)["type"] for line in (tmp_path / "r.jsonl").read_text().splitlines()].count("result") == 6
+    assert many.stderr.count("report: ") == 3 and many.stdout == ""
     status = json.loads(farm_cli.run("status", "--json").stdout)
     assert status["sweeps"] == []
     assert any(w["name"].startswith(worker.name) and "detach" in w["queues"] for w in status["workers"])
