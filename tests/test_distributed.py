@@ -141,6 +141,13 @@ def test_detach_results_status_and_cancel(tmp_path, redis_client, farm_worker, f
     # A finished sweep re-attaches too, from the stored stream; stdout gets the JSONL events.
     replay = farm_cli.run("results", sweep_id, timeout=60)
     assert [json.loads(line)["type"] for line in replay.stdout.splitlines()].count("result") == 6
+    # Every format from one attach, as the README's CI matrix collects it (issue 39).
+    many = farm_cli.run("results", sweep_id, "-o", str(tmp_path / "r.html"), "-o", str(tmp_path / "junit.xml"),
+                        "-o", str(tmp_path / "r.jsonl"), timeout=60)
+    assert many.returncode == 1, many.stderr
+    assert "<testsuite" in (tmp_path / "junit.xml").read_text() and (tmp_path / "r.html").stat().st_size
+    assert [json.loads(line)["type"] for line in (tmp_path / "r.jsonl").read_text().splitlines()].count("result") == 6
+    assert many.stderr.count("report: ") == 3 and many.stdout == ""
     status = json.loads(farm_cli.run("status", "--json").stdout)
     assert status["sweeps"] == []
     assert any(w["name"].startswith(worker.name) and "detach" in w["queues"] for w in status["workers"])
@@ -238,6 +245,18 @@ def test_the_start_hint_names_a_broker_that_is_not_the_default(tmp_path, redis_c
     sid = line.split()[1]
     assert f"farm status --broker {farm_cli.broker}; farm results {sid} --broker {farm_cli.broker}; " \
            f"farm cancel {sid} --broker {farm_cli.broker}" in line, line
+
+
+def test_a_detached_sweeps_hints_name_a_broker_that_is_not_the_default(tmp_path, redis_client, farm_cli):
+    """Pasted, ``farm results ID`` must ask the sweep's Redis, not the default one (issue 39)."""
+    suite = write_suite(tmp_path / "h.jsonl", PARITY_CASES[:1])
+    detached = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:by_run", "--broker", farm_cli.broker,
+                            "--detach", "--own-queue", env={"FARM_BROKER_URL": ""}, timeout=120)
+    assert detached.returncode == 0, detached.stderr
+    sid = detached.stdout.strip()
+    assert f"farm results {sid} --broker {farm_cli.broker}`" in detached.stderr, detached.stderr
+    assert f"farm worker --sweep {sid} --broker {farm_cli.broker} " in detached.stderr, detached.stderr
+    assert farm_cli.run("cancel", sid, "--broker", farm_cli.broker).returncode in (0, 3)
 
 
 def test_no_worker_fails_with_exit_3_instead_of_hanging(tmp_path, redis_client, farm_cli):

@@ -136,6 +136,27 @@ def test_a_broker_url_with_a_bad_port_or_host_is_one_clear_line(tmp_path: Path, 
     assert_one_line_error(result, f"broker {broker}")
 
 
+@pytest.mark.parametrize("supervise", ["--supervise", "--no-supervise"])
+def test_a_worker_option_celery_does_not_know_is_one_clear_line_not_a_restart_loop(tmp_path: Path,
+                                                                                   supervise: str) -> None:
+    """``farm worker --queue x`` (farm test's spelling; the worker's is -Q): a usage error, exit 2,
+    where the supervised child raised a traceback and was restarted every 30 s for ever (issue 39)."""
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")} | {"PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "farm", "worker", "--broker", "redis://127.0.0.1:1/0",
+                                "--processes", "1", supervise, "--queue", "x"], cwd=tmp_path, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("farm worker with an unknown option kept running")
+    result = subprocess.CompletedProcess(process.args, process.returncode, "", stderr)
+    assert_one_line_error(result, "No such option '--queue'")
+
+
 # --------------------------------------------------------------------------- HOCON: secrets and includes
 
 

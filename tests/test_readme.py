@@ -101,7 +101,7 @@ def test_the_readme_shows_runnable_commands() -> None:
     assert any("-n keyword" in c for c in commands) and any("examples/prompt" in c for c in commands)
     assert any("cd examples/chaos" in c for c in commands)  # the chaos rehearsal pastes as written
     assert any(c.startswith("farm report") for c in commands)
-    assert set(servers()) == {8001, 8002, 8080}
+    assert set(servers()) == {8001, 8002, 8003, 8080}  # the chaos server on its own port: seeded faults
 
 
 def test_every_readme_command_works_from_a_fresh_checkout(checkout: Path, readme_servers: None,
@@ -117,5 +117,22 @@ def test_every_readme_command_works_from_a_fresh_checkout(checkout: Path, readme
         assert "farm: error" not in done.stderr, command
         failing_on_purpose = "flaky" in command or "examples/chaos" in command  # the README says so
         assert done.returncode == 0 or failing_on_purpose, f"{command}\n{done.stderr}"
+        if "examples/chaos" in command:  # answered by the seeded chaos server, not another on its port
+            assert "retry bias:" in done.stderr and "needed a transient retry" in done.stderr, done.stderr
     assert list((home / ".local" / "share" / "agent-farm" / "journals").glob("*.jsonl"))  # as the README says
     assert (checkout / "report.html").is_file() and (checkout / "junit.xml").is_file()  # farm report's
+
+
+def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git() -> None:
+    """A newcomer who pastes the README sees a clean ``git status`` (issue 39): every report,
+    recording and trend page a command writes into the checkout is in ``.gitignore``."""
+    written = set()
+    for line in code_lines():
+        where = re.match(r"cd (\S+) && ", line)
+        for match in re.finditer(r"(-o|--html|--record)\s+([\w.\-]+)", line):
+            name = f"{where.group(1)}/{match.group(2)}" if where else match.group(2)
+            written.add(f"{name}/a-recording" if match.group(1) == "--record" else name)  # a directory's files
+    assert {"report.html", "junit.xml", "examples/prompt/calls/a-recording"} <= written
+    for name in sorted(written):
+        ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", name], cwd=ROOT, check=False)
+        assert ignored.returncode == 0, f"{name}: a README command writes it; .gitignore does not cover it"

@@ -37,53 +37,59 @@ def _executor(broker: str) -> Any:
     return CeleryExecutor(settings, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
 
 
-def fetch_results(sweep_id: str, broker: str, output: str | None, *, progress: bool) -> int:
-    """``farm results``: follow a sweep (live or finished) into ``-o`` (or JSONL on stdout)."""
+def fetch_results(sweep_id: str, broker: str, outputs: tuple[str, ...], *, progress: bool) -> int:
+    """``farm results``: follow a sweep (live or finished) into every ``-o`` (or JSONL on stdout)."""
+    from contextlib import ExitStack
+
     from rich.console import Console
 
+    from farm.agents.secrets import masking
     from farm.cli.console import print_summary, say
-    from farm.reports import format_for_path
-    from farm.reports.outputs import write_report
+    from farm.reports import write_rendered
+    from farm.reports.outputs import OutputSpec, plan_outputs, write_report
     from farm.stats import exit_code_for
     from farm.sweep.observers import JsonlObserver, Observers, ProgressBar, SweepObserver
 
-    path = Path(output) if output else None
-    fmt = format_for_path(path) if path is not None else "jsonl"
-    if path is not None and not path.parent.is_dir():
-        raise SettingsError(f"-o {output}: directory {path.parent} does not exist")
+    targets = plan_outputs(OutputSpec(outputs), root=None, inputs=[], cwd=Path.cwd()) if outputs else []
     err = Console(stderr=True)
     executor = _executor(broker)
-    stream = path.open("w", encoding="utf-8") if path is not None and fmt == "jsonl" else None
     observers: list[SweepObserver] = []
-    if fmt == "jsonl":
-        observers.append(JsonlObserver(stream or sys.stdout))
-    if progress and err.is_terminal:
-        observers.append(ProgressBar(err))
-    try:
+    with ExitStack() as streams:  # JSONL targets follow the sweep as runs land; stdout when no -o
+        if not targets:
+            observers.append(JsonlObserver(sys.stdout))
+        for target in (t for t in targets if t.format == "jsonl"):
+            path = target.path
+            observers.append(JsonlObserver(sys.stdout if path is None
+                                           else streams.enter_context(path.open("w", encoding="utf-8"))))
+        if progress and err.is_terminal:
+            observers.append(ProgressBar(err))
         report = executor.attach(sweep_id, Observers(*observers))
-    finally:
-        if stream is not None:
-            stream.close()
     from farm.history.session import record_collected
 
     record_collected(report, lambda line: say(err, f"farm: {line}"))  # a detached sweep's --tag lands here
-    if path is not None:
-        if fmt != "jsonl":
-            write_report(report, path, fmt)  # rendered here, run details read from the store case by case
+    for target in targets:
+        if target.format == "jsonl":
+            continue
+        if target.path is None:  # -o - with -r: rendered here, run details read from the store case by case
+            write_rendered(report, target.format, masking(sys.stdout))
+        else:
+            write_report(report, target.path, target.format)
+    if targets:
         print_summary(err, report)
-        say(err, f"report: {path}")
+    for target in targets:
+        say(err, f"report: {target.path or 'stdout'}")
     return int(exit_code_for(report))
 
 
 @click.command(cls=StrictCommand)
 @click.argument("sweep_id")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Report file (.jsonl .json .md .html .xml); default: the JSONL stream on stdout.")
+@click.option("-o", "--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
+              help="Report file, repeatable (.jsonl .json .md .html .xml); default: the JSONL stream on stdout.")
 @broker_option
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def results(sweep_id: str, output: str | None, broker: str, no_progress: bool) -> None:
+def results(sweep_id: str, outputs: tuple[str, ...], broker: str, no_progress: bool) -> None:
     """Re-attach to a distributed sweep, live or finished, and write its results."""
-    run_command(lambda: fetch_results(sweep_id, broker, output, progress=not no_progress))
+    run_command(lambda: fetch_results(sweep_id, broker, outputs, progress=not no_progress))
 
 
 def cancel_sweep(sweep_id: str, broker: str) -> int:

@@ -143,13 +143,14 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:
     """``--detach``: print the sweep id once the plan is stored; the workers run it."""
     click.echo(executor.submit(prepared.plan))
-    if prepared.plan.queue == sweep_queue(prepared.plan.sweep_id):  # --own-queue: what works on it
-        say(err, f"farm: sweep {prepared.plan.sweep_id} is on its own queue: workers for it: "
-                 f"farm worker --sweep {prepared.plan.sweep_id} [--exit-when-idle SECONDS]")
+    sid, where = prepared.plan.sweep_id, _where_flags(prepared.specs.executor)  # pasted, they ask this broker
+    if prepared.plan.queue == sweep_queue(sid):  # --own-queue: what works on it
+        say(err, f"farm: sweep {sid} is on its own queue: workers for it: "
+                 f"farm worker --sweep {sid}{where} [--exit-when-idle SECONDS]")
     if prepared.plan.metadata.get("history") == "worker":
         tags = " ".join(getattr(history, "tags", ())) or "none"
         say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
-                 f"{prepared.plan.sweep_id}` collects it (and by a worker with FARM_HISTORY_URL)")
+                 f"{sid}{where}` collects it (and by a worker with FARM_HISTORY_URL)")
     return ExitCode.OK
 
 

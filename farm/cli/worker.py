@@ -23,6 +23,7 @@ from farm.agents.reaper import contained
 from farm.cli.run import run_command
 from farm.distributed.broker.celery_config import DEFAULT_BROKER_URL, celery_settings
 from farm.distributed.supervise import Supervisor, default_processes
+from farm.errors import SettingsError
 from farm.settings import DEFAULT_QUEUE, sweep_queue
 
 WORKER_APP = "workers.app"
@@ -104,6 +105,9 @@ def celery_main(argv: list[str]) -> int:
         code = celery.main(args=argv, standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+    except click.exceptions.UsageError as exc:  # farm worker hands the options it does not know to Celery
+        raise SettingsError(f"farm worker: {exc.format_message()} (options farm worker does not know go to "
+                            "Celery's worker: see farm worker --help and celery worker --help)") from None
     return code if isinstance(code, int) else 0
 
 

@@ -10,7 +10,9 @@ front of them as their supervisor:
   the children run in their own process group, so a terminal's Ctrl-C reaches each only once;
 - a child that dies (killed, crashed) is started again, after a pause that grows while children
   keep dying young, so a broken setting does not spin; a child that exits 0 was told to stop
-  (``celery control shutdown``) and is not restarted;
+  (``celery control shutdown``) and is not restarted; one that exits 2 (bad input: an option
+  Celery does not know) would fail alike every time: every child is stopped and so is the command,
+  with that code;
 - on Linux each child is sent SIGTERM when the supervisor dies (``PR_SET_PDEATHSIG``): a
   SIGKILLed supervisor leaves no orphan workers behind.
 
@@ -43,6 +45,8 @@ POLL_S = 0.2
 YOUNG_S = 10.0
 """A child that dies younger than this counts towards the growing restart pause."""
 MAX_PAUSE_S = 30.0
+BAD_INPUT = 2
+"""A child's exit code for bad input (``farm.errors.ExitCode.INPUT_ERROR``): never restarted."""
 
 
 def default_processes() -> int:
@@ -112,6 +116,7 @@ class Supervisor:
 
     def _supervise(self) -> int:
         restarts: dict[int, float] = {}  # index → when to start it again
+        failed = 0
         while self._children or restarts:
             self._forward_pending()
             for index, child in list(self._children.items()):
@@ -121,6 +126,14 @@ class Supervisor:
                 del self._children[index]
                 end_strays(keep={c.process.pid for c in self._children.values()})
                 if self._stopping or code == 0:
+                    continue
+                if code == BAD_INPUT:  # its error is above; a restart would print it again, for ever
+                    failed, self._stopping = code, True
+                    self.say(f"worker process {index} stopped on bad input (above): stopping "
+                             f"{len(self._children)} others")
+                    for other in self._children.values():
+                        with contextlib.suppress(ProcessLookupError):
+                            other.process.send_signal(signal.SIGTERM)
                     continue
                 pause = self._pause(child)
                 self.say(f"worker process {index} (pid {child.process.pid}) {how_it_ended(code)}; "
@@ -134,7 +147,7 @@ class Supervisor:
                     self._start(index)
                     self.say(f"worker process {index} restarted: pid {self._children[index].process.pid}")
             time.sleep(POLL_S)
-        return 0
+        return failed
 
     def _forward_pending(self) -> None:
         while self._pending:
