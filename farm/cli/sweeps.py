@@ -11,7 +11,7 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -37,6 +37,14 @@ def _executor(broker: str) -> Any:
     return CeleryExecutor(settings, warn=lambda m: click.echo(f"farm: warning: {m}", err=True))
 
 
+def _jsonl_streams(targets: list[Any], streams: Any) -> list[TextIO]:
+    """Where the JSONL stream goes: each ``-o`` .jsonl file (``-o -``: stdout), stdout without ``-o``."""
+    if not targets:
+        return [sys.stdout]
+    return [sys.stdout if t.path is None else streams.enter_context(t.path.open("w", encoding="utf-8"))
+            for t in targets if t.format == "jsonl"]
+
+
 def fetch_results(sweep_id: str, broker: str, outputs: tuple[str, ...], *, progress: bool) -> int:
     """``farm results``: follow a sweep (live or finished) into every ``-o`` (or JSONL on stdout)."""
     from contextlib import ExitStack
@@ -53,23 +61,15 @@ def fetch_results(sweep_id: str, broker: str, outputs: tuple[str, ...], *, progr
     targets = plan_outputs(OutputSpec(outputs), root=None, inputs=[], cwd=Path.cwd()) if outputs else []
     err = Console(stderr=True)
     executor = _executor(broker)
-    observers: list[SweepObserver] = []
     with ExitStack() as streams:  # JSONL targets follow the sweep as runs land; stdout when no -o
-        if not targets:
-            observers.append(JsonlObserver(sys.stdout))
-        for target in (t for t in targets if t.format == "jsonl"):
-            path = target.path
-            observers.append(JsonlObserver(sys.stdout if path is None
-                                           else streams.enter_context(path.open("w", encoding="utf-8"))))
+        observers: list[SweepObserver] = [JsonlObserver(masking(stream)) for stream in _jsonl_streams(targets, streams)]
         if progress and err.is_terminal:
             observers.append(ProgressBar(err))
         report = executor.attach(sweep_id, Observers(*observers))
     from farm.history.session import record_collected
 
     record_collected(report, lambda line: say(err, f"farm: {line}"))  # a detached sweep's --tag lands here
-    for target in targets:
-        if target.format == "jsonl":
-            continue
+    for target in (t for t in targets if t.format != "jsonl"):
         if target.path is None:  # -o - with -r: rendered here, run details read from the store case by case
             write_rendered(report, target.format, masking(sys.stdout))
         else:
