@@ -174,7 +174,12 @@ def judge_check(settings: JudgeCheckSettings) -> JudgeCheck:
     options = AgentOptions.from_env(Path(settings.cwd), judge=default)
     resolver = create_judge_resolver(options)
     # every judge built before the first call: an unknown connector is exit 2 with nothing asked
-    judges = {use: resolver(use) for use in {None if settings.judge else o.use for g in groups.values() for o in g}}
+    try:
+        judges = {use: resolver(use) for use in {None if settings.judge else o.use for g in groups.values()
+                                                 for o in g}}
+    except BaseException:  # the judges built before the bad one are closed (no unclosed session warning)
+        asyncio.run(resolver.aclose())
+        raise
     verdicts = asyncio.run(_ask_all(groups, judges, settings, result, resolver.aclose))
     scorecards = {stats.id: stats.criteria for stats in report.results}
     for key, group in groups.items():
