@@ -273,3 +273,22 @@ def test_on_simulated_probes_it_names_the_commit_in_nearly_every_trial() -> None
     found = trials(20, seed=30)
     assert sum(t.named == "c5" for t in found) >= 19
     assert all(t.runs < 50 * t.commits_probed for t in found)
+
+
+def test_a_worktree_left_locked_by_a_bisect_killed_inside_git_worktree_add_is_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git locks a worktree while adding it ("initializing"): killed then, the lock stays, plain
+    `remove --force` and `prune` skip it, and the next bisect found it still listed."""
+    import tempfile
+
+    from farm.bisect.git import PREFIX, remove_stale
+
+    shas = make_repo(tmp_path / "repo", commits=2)
+    temp = tmp_path / "temp"
+    (temp / f"{PREFIX}killed").mkdir(parents=True)
+    tree = temp / f"{PREFIX}killed" / shas[0][:12]
+    git(tmp_path / "repo", "worktree", "add", "--detach", str(tree), shas[0])
+    git(tmp_path / "repo", "worktree", "lock", "--reason", "initializing", str(tree))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    assert remove_stale(tmp_path / "repo") == [tree]
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0  # only the repository itself

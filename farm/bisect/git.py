@@ -97,7 +97,10 @@ def remove_stale(root: Path) -> list[Path]:
         base = path.parent
         if not base.name.startswith(PREFIX) or base.parent.resolve() != temp or _in_use(base):
             continue
-        git(root, "worktree", "remove", "--force", str(path), check=False)
+        # a bisect killed inside `git worktree add` leaves that worktree locked ("initializing"):
+        # a locked one needs --force twice, and prune skips it
+        git(root, "worktree", "unlock", str(path), check=False)
+        git(root, "worktree", "remove", "--force", "--force", str(path), check=False)
         shutil.rmtree(base, ignore_errors=True)
         stale.append(path)
     if stale:
@@ -132,7 +135,7 @@ class Worktrees:
 
     def remove_all(self) -> None:
         for path in self.made.values():
-            git(self.root, "worktree", "remove", "--force", str(path), check=False)
+            git(self.root, "worktree", "remove", "--force", "--force", str(path), check=False)
         self.made.clear()
         shutil.rmtree(self.base, ignore_errors=True)
         self._lock.close()
