@@ -217,7 +217,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
-        totals=parts.totals, parallel=settings.parallel,
+        totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings),
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
@@ -367,8 +367,6 @@ def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
         "runs": settings.runs,
         "reporter": settings.reporter,
         **({"yao_compat": True} if settings.yao_compat else {}),
-        # read where the sweep is submitted and carried to the workers with the plan (semantic_on)
-        **({} if _semantic(settings) else {"semantic": False}),
         **({"notes": loaded.notes} if loaded.notes else {}),
     }
     if settings.min_overall_pass_rate is not None:

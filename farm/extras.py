@@ -1,7 +1,7 @@
 """How to install the farm's optional parts, said the one safe way.
 
 The name ``agent-farm`` on the public package index belongs to another project: a hint that
-says ``pip install 'agent-farm[...]'`` installs someone else's code when pasted. Every hint the
+installs an extra by that name from the index installs someone else's code when pasted. Every hint the
 farm prints (reports, the terminal, the Action's job summary, errors) comes from here and names
 the farm's own checkout instead (tests/test_install_hints.py greps the package for the unsafe form).
 """

@@ -116,6 +116,9 @@ class SweepPlan(FarmModel):
     """The longest case timeout: bounds how long one run may take."""
     parallel: int = 8
     fail_fast: bool = False
+    semantic: bool = True
+    """Semantic figures computed (False: ``--no-semantic`` / ``FARM_SEMANTIC=0``, read where the sweep
+    is submitted and carried to the workers with the plan; cases' status ``off``)."""
     max_run_details: int = DEFAULT_MAX_RUN_DETAILS
     """Runs kept per case for the report; 0 when no output shows them (JSONL stream, stdout),
     which keeps an in-process sweep's memory flat however many runs it has."""

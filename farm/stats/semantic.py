@@ -6,12 +6,11 @@ figures are then computed over the sampled runs only (``semantic_estimated``). T
 per distinct answer, in batches, in the process that aggregates the case, and only when asked for
 the case's figures (``figures``). Outputs that are not text (structures) keep exact comparison:
 the semantic figures are null and the status ``not_text``. A sweep run with ``--no-semantic`` (or
-``FARM_SEMANTIC=0``) samples nothing: its cases' status is ``off`` (``semantic_on``).
+``FARM_SEMANTIC=0``) samples nothing: its cases' status is ``off`` (``SweepPlan.semantic``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from farm.models import RunResult
@@ -40,12 +39,6 @@ def semantic_text(result: RunResult) -> Any:
         return "\n".join(f"user: {normalise_output(t.input)}\nagent: {normalise_output(t.output or '')}"
                          for t in turns)
     return result.output
-
-
-def semantic_on(metadata: Mapping[str, Any]) -> bool:
-    """Whether a sweep computes semantic figures: its metadata's ``semantic`` is False when it was
-    turned off where it was submitted (``--no-semantic``, ``FARM_SEMANTIC=0``)."""
-    return metadata.get("semantic", True) is not False
 
 
 class SemanticSample:

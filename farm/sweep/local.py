@@ -40,7 +40,6 @@ from farm.reports.details import attach_details
 from farm.run.simulators import create_simulator_pool
 from farm.settings import DEFAULT_STOP_GRACE_S
 from farm.stats import CaseAccumulator, pass_ks
-from farm.stats.semantic import semantic_on
 from farm.sweep.adaptive import AdaptiveQueue
 from farm.sweep.deadlines import TestBudgets
 from farm.sweep.executor import Executor
@@ -63,7 +62,7 @@ class _Sweep:
         else:
             self.pool = AgentPool(plan.options, self.fleet.hooks)
             self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
-        pass_k, semantic = pass_ks(plan.metadata), semantic_on(plan.metadata)
+        pass_k, semantic = pass_ks(plan.metadata), plan.semantic
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k, semantic=semantic)
             for c in plan.cases

@@ -24,7 +24,6 @@ from farm.models import CaseStats, RunResult, SweepOutcome, SweepReport
 from farm.models.outcome import split_outcome
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
-from farm.stats.semantic import semantic_on
 from farm.sweep.journal_lines import JournalLines
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
 
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult], *,
                     semantic: bool = True, every_run: bool = False) -> dict[str, CaseStats]:
     """Statistics of every case with at least one run among ``results`` (each run counted once);
-    ``semantic``: the sweep's ``semantic_on``; ``every_run``: every run in ``run_details``, not the
+    ``semantic``: the plan's ``semantic``; ``every_run``: every run in ``run_details``, not the
     report's first ``DEFAULT_MAX_RUN_DETAILS`` (``farm judge-check`` judges every output again)."""
     accumulators = {c.id: CaseAccumulator(c.case, c.plan, semantic=semantic,
                                           max_details=c.plan.runs if every_run else DEFAULT_MAX_RUN_DETAILS)
@@ -88,7 +87,7 @@ def report_from_journal(path: str | Path, *, every_run: bool = False) -> SweepRe
     journal = _Journal(Path(path))
     try:
         plan = journal.read_head()
-        stats = case_statistics(plan.cases, journal.results(), semantic=semantic_on(plan.metadata) and not every_run,
+        stats = case_statistics(plan.cases, journal.results(), semantic=plan.semantic and not every_run,
                                 every_run=every_run)
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise InputError(f"{path}: not a readable farm run journal: {exc}") from None
@@ -162,7 +161,7 @@ def report_from_store(store: SweepStore, sweep_id: str) -> SweepReport:
         planned = store.load_case(sweep_id, case_id)
         if planned is not None:
             stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs),
-                                     semantic=semantic_on(plan.metadata))
+                                     semantic=plan.semantic)
     return store.with_run_details(finish_sweep(
         plan, stats, case_ids=case_ids, started_at=plan.started_at,
         duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,

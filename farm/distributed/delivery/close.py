@@ -18,7 +18,6 @@ from farm.distributed.store.sweep_store import SweepStore
 from farm.models import SweepReport
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
 from farm.stats import CaseAccumulator, pass_ks
-from farm.stats.semantic import semantic_on
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
 
 log = logging.getLogger("farm.distributed.delivery")
@@ -47,7 +46,7 @@ def aggregate(store: SweepStore, sweep: SweepPlan, planned: PlannedCase, *, fina
     sid, cid = sweep.sweep_id, planned.id
     # full details kept: `farm results -o x.html` may ask for them later
     acc = CaseAccumulator(planned.case, planned.plan, pass_k=pass_ks(sweep.metadata),
-                          semantic=semantic_on(sweep.metadata))
+                          semantic=sweep.semantic)
     for result in store.case_results(sid, cid, planned.plan.runs):
         acc.add(result)
     if not acc.done and not final:  # the stop key is read only when runs are missing
