@@ -95,3 +95,27 @@ def test_failing_first_keeps_a_compact_plan_compact(tmp_path: Path, sqlite_histo
     assert [c.id for c in plan.cases] == plan.case_ids and [s.id for s in plan.slots()] == plan.case_ids
     assert set(plan.cases.stored) == set(prepared.plan.cases.stored)  # the same stored strings, moved
     assert plan.envelope.recorder == "submitter" and plan.envelope.history is not None
+
+
+@pytest.mark.redis
+def test_the_typed_envelope_crosses_redis_as_it_was_set(tmp_path: Path, redis_server: str) -> None:
+    """The plan a worker loads and the report ``farm results`` reads carry the typed fields, the
+    keys set (and only those) included."""
+    from farm.distributed.store.sweep_store import SweepStore, connect
+
+    suite = write_suite(tmp_path / "s.jsonl", 4)
+    plan = prepare_sweep(TestSettings(input=str(suite), name=AGENT, broker=redis_server)).plan.with_envelope(
+        otel=True, quarantine={"C001": {"case": "C00*", "owner": "ana", "until": "2099-12-31"}},
+        history=HistoryRecord(tags={"team": "core"}, recorder="worker", pass_k=[1, 3]))
+    store = SweepStore(connect(redis_server), ttl=600)
+    store.save_sweep(plan, 0.0)
+    loaded = store.load_sweep(plan.sweep_id)
+    assert loaded is not None and loaded.envelope == plan.envelope
+    written = loaded.envelope.written()
+    assert written == plan.envelope.written() and "min_overall_pass_rate" not in written
+    assert (loaded.envelope.otel, loaded.envelope.recorder) == (True, "worker")
+    report = make_report(plan.sweep_id, "2026-11-01T00:00:00Z", {"C001": (1, 2)}, tags={"team": "core"},
+                         history="worker", otel=True, note="mine")
+    assert store.store_report(plan.sweep_id, report)
+    back = store.get_report(plan.sweep_id)
+    assert back is not None and back.envelope == report.envelope and back.metadata == {"note": "mine"}
