@@ -89,6 +89,7 @@ def render(name: str, tmp: Path) -> dict[str, Any]:
         text = (tmp / f"{name}.{fmt}").read_text()
         if fmt == "json":
             got[fmt] = normalised(json.loads(text), work)
+            got["metadata_order"] = list(json.loads(text)["metadata"])  # the keys in the order written
         elif fmt == "jsonl":
             got[fmt] = [normalised(json.loads(line), work) for line in text.splitlines() if line.strip()]
         else:
@@ -124,5 +125,6 @@ def test_reports_keep_their_keys_and_values(name: str, tmp_path: Path) -> None:
         mine, theirs = _paths(got[fmt]), _paths(want[fmt])
         assert {k: v for k, v in mine.items() if theirs.get(k) != v} == {k: v for k, v in theirs.items()
                                                                          if mine.get(k) != v}, fmt
+    assert got["metadata_order"] == want["metadata_order"]
     for fmt in ("md", "xml"):
         assert got[fmt].splitlines() == want[fmt].splitlines(), fmt

@@ -110,11 +110,11 @@ class SweepEnvelope(_SetOnly):
     min_overall_pass_rate: float | None = None
     """``--min-overall-pass-rate``, 0–1."""
     fleet: FleetFacts | None = None
-    history: HistoryRecord | None = None
     quarantine: dict[str, dict[str, JsonValue]] | None = None
     """Case id → its ``farm-quarantine.toml`` entry (SPEC 18)."""
     otel: bool | None = None
     """``--otel`` of a distributed sweep: the worker that closes it exports it."""
+    history: HistoryRecord | None = None
     completed_at: str | None = None
     retry_bias: dict[str, JsonValue] | None = None
     """``farm.stats.retry_bias.retry_bias_summary``."""
