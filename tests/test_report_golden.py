@@ -30,10 +30,12 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "keyword": ("-i", "{work}/keyword/tests/inputs.jsonl", "--runs", "6", "--parallel", "1", "--adaptive", "exact",
                 "--rate-limit", "keyword=1000/s", "--no-judge-cache", "--min-pass-rate", "0.8"),
     "multiturn": ("-i", "{work}/multiturn/tests", "--runs", "2", "--baseline", "last"),
+    "journal": ("-i", "{work}/keyword/tests/inputs.jsonl", "--runs", "2", "--tag", "team=core"),
     "quarantined": ("-i", "{work}/keyword/tests/inputs.jsonl", "--runs", "2", "--no-history",
                     "--quarantine", "{work}/quarantine.toml"),
 }
-"""Each scenario's ``farm test`` flags (``{work}``: a copy of ``examples/``)."""
+"""Each scenario's ``farm test`` flags (``{work}``: a copy of ``examples/``); ``journal``'s reports are
+then written again by ``farm report`` from its run journal, with a bad line added to it."""
 
 FORMATS = ("json", "jsonl", "md", "xml")
 _TIME_KEYS = re.compile(r"(_ms|_at|_s|duration|timestamp|time|sweep_id|journal|commit|dirty|branch|head)$")
@@ -84,6 +86,12 @@ def render(name: str, tmp: Path) -> dict[str, Any]:
     extra = [] if "--no-history" in args else ["--history", history]
     result = CliRunner().invoke(main, ["test", "--no-progress", *extra, *args, *outs], catch_exceptions=False)
     assert result.exit_code in (0, 1), result.output
+    if name == "journal":
+        journal = Path(json.loads((tmp / f"{name}.json").read_text())["metadata"]["journal"])
+        with journal.open("a", encoding="utf-8") as lines:
+            lines.write("not json\n")
+        result = CliRunner().invoke(main, ["report", str(journal), *outs], catch_exceptions=False)
+        assert result.exit_code in (0, 1) and "1 bad line" in result.output, result.output
     got: dict[str, Any] = {}
     for fmt in FORMATS:
         text = (tmp / f"{name}.{fmt}").read_text()
