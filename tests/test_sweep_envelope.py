@@ -19,6 +19,7 @@ from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan
 from farm.reports import render_report
 from farm.reports.json_report import parse_json_report
+from farm.sweep.lifecycle import finish_sweep
 from tests.history_fixtures import sqlite_history_url  # noqa: F401  (a fixture)
 from tests.test_history_store import make_report
 
@@ -114,6 +115,8 @@ def test_the_typed_envelope_crosses_redis_as_it_was_set(tmp_path: Path, redis_se
     written = loaded.envelope.written()
     assert written == plan.envelope.written() and "min_overall_pass_rate" not in written
     assert (loaded.envelope.otel, loaded.envelope.recorder) == (True, "worker")
+    built = finish_sweep(loaded, {}, case_ids=[], started_at="2026-11-01T00:00:00Z", duration_ms=0.0)
+    assert (built.envelope.otel, built.envelope.recorder, built.envelope.sweep_id) == (True, "worker", plan.sweep_id)
     report = make_report(plan.sweep_id, "2026-11-01T00:00:00Z", {"C001": (1, 2)}, tags={"team": "core"},
                          history="worker", otel=True, note="mine")
     assert store.store_report(plan.sweep_id, report)
