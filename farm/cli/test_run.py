@@ -137,7 +137,7 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
     for line in quarantine_lines(report.results):
         say(err, line)
     if (bias := report.envelope.retry_bias) is not None:
-        say(err, str(bias["line"]))
+        say(err, bias.line)
 
 
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:

@@ -83,6 +83,25 @@ class HistoryRecord(EnvelopeSection):
     """The run journal where ``farm test`` ran (``farm view`` renders the report from it)."""
 
 
+class RetryBiasSummary(_SetOnly):
+    """``metadata.retry_bias``: runs that needed a transient retry, over the sweep (``farm.stats.retry_bias``)."""
+
+    cases: int
+    """Cases with a retried run."""
+    retried_runs: int
+    flagged: list[str] = Field(default_factory=list)
+    """Cases that pass at a different rate when retried."""
+    line: str
+    """The sweep's one line for people."""
+
+
+class BadLines(_SetOnly):
+    """``metadata.journal_bad_lines``: lines of a run journal ``farm report`` could not read."""
+
+    count: int
+    first: str
+
+
 _SECTIONS: dict[str, type[EnvelopeSection]] = {"fleet": FleetFacts, "history": HistoryRecord}
 
 
@@ -116,14 +135,13 @@ class SweepEnvelope(_SetOnly):
     """``--otel`` of a distributed sweep: the worker that closes it exports it."""
     history: HistoryRecord | None = None
     completed_at: str | None = None
-    retry_bias: dict[str, JsonValue] | None = None
-    """``farm.stats.retry_bias.retry_bias_summary``."""
+    retry_bias: RetryBiasSummary | None = None
     baseline: str | None = None
     """``--baseline REF``."""
     compared_with: dict[str, JsonValue] | None = None
     """The comparison with the baseline (SPEC 12's document)."""
-    journal_bad_lines: dict[str, JsonValue] | None = None
-    """``farm report`` of a journal with unreadable lines: ``{"count", "first"}``."""
+    journal_bad_lines: BadLines | None = None
+    """``farm report`` of a journal with unreadable lines."""
 
     @property
     def recorder(self) -> Recorder | None:
@@ -174,4 +192,6 @@ class SweepEnvelope(_SetOnly):
         return {k: v for k, v in written.items() if k not in taken}, fields
 
 
-__all__ = ["EnvelopeSection", "FleetFacts", "HistoryRecord", "Recorder", "SweepEnvelope"]
+__all__ = [
+    "BadLines", "EnvelopeSection", "FleetFacts", "HistoryRecord", "Recorder", "RetryBiasSummary", "SweepEnvelope",
+]

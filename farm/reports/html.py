@@ -126,9 +126,9 @@ def _compared_with(envelope: SweepEnvelope) -> dict[str, Any] | None:
 def _retry_bias(envelope: SweepEnvelope) -> dict[str, str] | None:
     """The sweep-level retry-bias line (``metadata.retry_bias``), warning when a case is flagged."""
     bias = envelope.retry_bias
-    if bias is None or not bias.get("line"):
+    if bias is None or not bias.line:
         return None
-    return {"text": _text(bias["line"]), "tone": "warn" if bias.get("flagged") else "muted"}
+    return {"text": _text(bias.line), "tone": "warn" if bias.flagged else "muted"}
 
 
 # ------------------------------------------------------------------------------- header

@@ -86,7 +86,7 @@ def _summary(report: SweepReport) -> list[str]:
             rows.append((label, md_inline(value)))
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta, report.outcome.budget)]
     if (bias := meta.retry_bias) is not None:
-        rows.append(("Retry Bias", md_inline(bias.get("line"))))
+        rows.append(("Retry Bias", md_inline(bias.line)))
     if semantic_summary(s) is not None:
         rows.append(("Semantic consistency", md_inline(semantic_summary(s))))
     if s.served is not None:  # SPEC 25: what the provider says served the runs
