@@ -20,7 +20,6 @@ from farm.plan.sweep_plan import SweepPlan
 from farm.reports import render_report
 from farm.reports.json_report import parse_json_report
 from farm.sweep.lifecycle import finish_sweep
-from tests.history_fixtures import sqlite_history_url  # noqa: F401  (a fixture)
 from tests.test_history_store import make_report
 
 AGENT = "py:tests/agents/distributed.py:by_run"
@@ -76,7 +75,7 @@ def test_a_report_writes_its_envelope_as_the_same_flat_keys() -> None:
     assert again.envelope == report.envelope and again.written_metadata() == report.written_metadata()
 
 
-def test_failing_first_keeps_a_compact_plan_compact(tmp_path: Path, sqlite_history_url: str) -> None:  # noqa: F811
+def test_failing_first_keeps_a_compact_plan_compact(tmp_path: Path, sqlite_history_url: str) -> None:
     """``--order failing-first --broker``: the plan's cases stay in their stored form, reordered
     string by string, none decoded (a million-case plan was rebuilt as a model per case)."""
     suite = write_suite(tmp_path / "s.jsonl", 30)
