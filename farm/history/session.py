@@ -35,6 +35,7 @@ from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare_terms import check_thresholds
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not with --no-history)
+    from farm.api import PreparedSweep
     from farm.history.refs import Resolved
     from farm.history.store import HistoryStore
     from farm.stats.compare import Comparison  # loaded by a sweep with a baseline
@@ -258,7 +259,7 @@ def compared_line(ref: str, comparison: Comparison) -> str:
     return f"{line}; regressed: {shown}" if regressed else line
 
 
-def start_history(options: HistoryOptions | None, facts: HistoryFacts, prepared: Any,
+def start_history(options: HistoryOptions | None, facts: HistoryFacts, prepared: PreparedSweep,
                   tell: Callable[[str], None]) -> tuple[HistorySession, SweepPlan]:
     """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started, and the
     sweep's plan with what the history adds (``HistorySession.start``)."""

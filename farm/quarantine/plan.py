@@ -11,9 +11,12 @@ import difflib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.quarantine.entries import Entry, EntryIndex, project_file, read_entries
+
+if TYPE_CHECKING:
+    from farm.api import PreparedSweep
 
 _NONE = EntryIndex([])
 
@@ -29,7 +32,7 @@ def _entries_for(source: str, given: EntryIndex | None) -> EntryIndex:
     return _project_entries(project_file(Path(source))) if source else _NONE
 
 
-def quarantine_plan(prepared: Any, quarantine_file: str | None,
+def quarantine_plan(prepared: PreparedSweep, quarantine_file: str | None,
                     warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Case id → entry for the prepared sweep's quarantined cases (each case with its own
     project's file, or every case with ``--quarantine FILE``); InputError on a bad file. ``warn``
