@@ -37,7 +37,7 @@ from farm.agents.retry import attempts_from_env
 from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
-from farm.models import Case, SweepReport
+from farm.models import Case, FleetFacts, SweepEnvelope, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
@@ -133,6 +133,9 @@ class PreparedSweep:
     adapters: BuiltAdapters | None = None
     """An in-process sweep's agents and judges, built once as checked: its executor runs these."""
 
+    def with_plan(self, plan: SweepPlan) -> PreparedSweep:  # what a pre-run contributor made of the (frozen) plan
+        return dataclasses.replace(self, plan=plan)
+
 
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions,
                              *, replaying: bool) -> BuiltAdapters:
@@ -218,7 +221,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings),
-        fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
+        fail_fast=settings.fail_fast, envelope=_envelope(settings, stream, fleet.describe()), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
@@ -360,18 +363,17 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 
-def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
-        "min_pass_rate": settings.min_pass_rate,
-        "runs": settings.runs,
-        "reporter": settings.reporter,
-        **({"yao_compat": True} if settings.yao_compat else {}),
-        **({"notes": loaded.notes} if loaded.notes else {}),
+def _envelope(settings: TestSettings, loaded: CaseStream, fleet: FleetFacts | None) -> SweepEnvelope:
+    """What the report's envelope says of the flags (the optional parts only when given)."""
+    given: dict[str, Any] = {
+        "yao_compat": True if settings.yao_compat else None, "notes": loaded.notes or None,
+        "min_overall_pass_rate": settings.min_overall_pass_rate, "fleet": fleet,
     }
-    if settings.min_overall_pass_rate is not None:
-        metadata["min_overall_pass_rate"] = settings.min_overall_pass_rate
-    return metadata
+    return SweepEnvelope(
+        input=(settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
+        min_pass_rate=settings.min_pass_rate, runs=settings.runs, reporter=settings.reporter,
+        **{k: v for k, v in given.items() if v is not None},
+    )
 
 
 def _semantic(settings: TestSettings) -> bool:
