@@ -21,7 +21,8 @@ scratch, as a first ``farm test`` on a machine does.
 Each process runs the sweep twice: ``fresh`` is what a ``farm test`` pays (the model's load
 included), ``warm`` what a worker's next sweep pays (model loaded, embeddings cached). The semantic
 step's share of the sweep's CPU is ``(cpu_on - cpu_hidden) / cpu_on`` per repetition (process CPU,
-all threads, around ``run_sweep``); runs/s is runs / the ``on`` sweep's wall. ``--before REV``
+all threads, around ``run_sweep``), and of the least CPU each way took (steadier on a shared
+machine, where others' bursts only ever add); runs/s is runs / the ``on`` sweep's wall. ``--before REV``
 measures that commit's ``farm`` too (a ``git archive`` of it in a temporary folder), beside this
 checkout's, in the same repetitions.
 Prints medians with their range; ``--json FILE`` writes every figure.
@@ -135,15 +136,16 @@ def main() -> None:
                 on, hidden = [f[sweep] for f in measured[mode]], [f[sweep] for f in measured["hidden"]]
                 rate = [total / f["wall"] for f in on]
                 share = [100 * (o["cpu"] - h["cpu"]) / o["cpu"] for o, h in zip(on, hidden, strict=True)]
+                least = 100 * (min(o["cpu"] for o in on) - min(h["cpu"] for h in hidden)) / min(o["cpu"] for o in on)
                 line = (f"{name}, {sweep} process{label}: {spread(rate, 0)} runs/s; sweep CPU "
                         f"{spread([f['cpu'] for f in on])} s vs {spread([f['cpu'] for f in hidden])} s without the "
-                        f"step; semantic share {spread(share, 1)} %")
+                        f"step; semantic share {spread(share, 1)} %, of the least CPUs {least:.1f} %")
                 if "off" in measured and mode == "on":
                     off = [total / f[sweep]["wall"] for f in measured["off"]]
                     line += f"; FARM_SEMANTIC=0: {spread(off, 0)} runs/s"
                 print(line)
                 summary[f"{name}_{sweep}" + ("_disk" if mode == "disk" else "")] = {
-                    "runs_per_s": rate, "semantic_share_pct": share}
+                    "runs_per_s": rate, "semantic_share_pct": share, "share_of_least_cpu_pct": least}
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 
