@@ -180,21 +180,27 @@ def _rewrite(path: Path, data: bytes) -> None:
 
 _stores_lock = threading.Lock()
 _stores: dict[tuple[Path, int], DiskStore] = {}
+_by_setting: dict[tuple[str | None, str | None], DiskStore | None] = {}
+"""The store of each (``FARM_DATA_DIR``, ``FARM_SEMANTIC_CACHE``) seen: asked per answer, read once."""
 
 
 def disk_store() -> DiskStore | None:
     """The store of this process's ``FARM_DATA_DIR`` (None when ``FARM_SEMANTIC_CACHE`` is 0)."""
+    setting = (os.environ.get("FARM_DATA_DIR"), os.environ.get("FARM_SEMANTIC_CACHE"))
+    if setting in _by_setting:
+        return _by_setting[setting]
     from farm.settings import data_dir, semantic_cache_entries
 
     limit = semantic_cache_entries()
-    if limit <= 0:
-        return None
-    where = (data_dir() / "semantic", limit)
-    with _stores_lock:
-        found = _stores.get(where)
-        if found is None:
-            found = _stores[where] = DiskStore(*where)
-        return found
+    found: DiskStore | None = None
+    if limit > 0:
+        where = (data_dir() / "semantic", limit)
+        with _stores_lock:
+            found = _stores.get(where)
+            if found is None:
+                found = _stores[where] = DiskStore(*where)
+    _by_setting[setting] = found
+    return found
 
 
 def _forget_locks() -> None:
