@@ -73,7 +73,7 @@ class EmbeddingCache:
             found = key in self._rows
         if not found:
             store = self.disk()
-            found = store is not None and store.row(key) is not None
+            found = store is not None and store.has(key)
         if found:
             with self._lock:
                 self._reused += 1

@@ -16,7 +16,8 @@ a row is read when asked for); each write is one ``write`` of whole records in
 append mode, so processes writing at once add records without mixing them (a record cut short by a
 crash is ignored). Holding more than twice ``FARM_SEMANTIC_CACHE`` records, a file is rewritten
 with the most recent ones. Pure Python: a case whose distinct answers and clusters are on disk
-imports neither numpy nor the model. Any OSError leaves the store out (a cache never fails a sweep).
+imports neither numpy nor the model. An OSError leaves the store out (a cache never fails a sweep):
+all of it when reading, only the writes when writing.
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ class DiskStore:
         self._labels: dict[bytes, tuple[int, ...]] | None = None
         self._paths: tuple[Path, Path] | None = None
         self._broken = False
+        self._read_only = False
+
+    def has(self, key: bytes) -> bool:
+        """Whether the embedding of the text whose key is ``key`` is on disk (nothing read)."""
+        with self._lock:
+            return self._load() and key in self._rows
 
     def row(self, key: bytes) -> bytes | None:
         """The float32 bytes of the embedding of the text whose key is ``key``, if on disk."""
@@ -120,6 +127,8 @@ class DiskStore:
         return True
 
     def _append(self, path: Path, data: bytes) -> None:
+        if self._read_only:
+            return
         try:
             descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -127,7 +136,7 @@ class DiskStore:
             finally:
                 os.close(descriptor)
         except OSError:
-            self._broken = True
+            self._read_only = True  # what was read stays of use
 
 
 def _read(path: Path) -> bytes:
