@@ -128,3 +128,26 @@ def test_a_case_s_clusters_are_kept_by_its_answers_in_memory() -> None:
         cache.keep_labels(answers_key([str(i), "x"]), (1, 2))
     assert [cache.labels(answers_key([str(i), "x"])) for i in range(3)] == [None, (1, 2), (1, 2)]
     assert EmbeddingCache(limit=0).labels(answers_key(["1", "x"])) is None
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from farm.semantic.cache import answers_key
+from farm.semantic.store import DiskStore
+store = DiskStore(Path(sys.argv[1]), 10_000)
+for i in range(400):
+    store.keep_labels(answers_key([sys.argv[2], str(i)]), tuple(range(1, 2 + i % 50)))
+"""
+
+
+@needs_model
+def test_processes_writing_at_once_do_not_mix_their_records(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "semantic"), name], env=env)
+               for name in ("a", "b", "c")]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0, 0]
+    store = _store(tmp_path, limit=10_000)
+    for name in ("a", "b", "c"):
+        assert [store.labels(answers_key([name, str(i)])) for i in range(400)] == [
+            tuple(range(1, 2 + i % 50)) for i in range(400)]
