@@ -14,6 +14,7 @@ from pydantic import Field, SerializationInfo, field_serializer, model_validator
 from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
+from farm.models.load import LoadBias, LoadBiasSummary, Ramp
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 from farm.models.served import Served, ServedCounts
 from farm.models.trajectory import Divergence, ToolCall, TrajectoryPath
@@ -72,6 +73,8 @@ class RunDetail(FarmModel):
     ``farm.stats.trajectory.MAX_DETAIL_CALLS`` of them, arguments cut to 1,000 characters."""
     served: Served | None = None
     """What served the run (SPEC 25); None: nothing reported."""
+    in_flight: int | None = None
+    """The sweep's runs in flight as the run began, itself included (SPEC 25); None: not known."""
 
     @property
     def error_line(self) -> str:
@@ -235,6 +238,9 @@ class CaseStats(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit, most first (SPEC 25); null:
     no run reported any."""
+    load_bias: LoadBias | None = None
+    """The case's runs started under high vs low load (SPEC 25, ``farm.stats.load_bias``); null: no
+    run knew its ``in_flight``."""
 
 
 class SweepSummary(FarmModel):
@@ -285,6 +291,9 @@ class SweepSummary(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit over the sweep (SPEC 25);
     null: no run reported any."""
+    load_bias: LoadBiasSummary | None = None
+    """The sweep's median ``in_flight`` and the cases that pass at a different rate above it (SPEC
+    25); null: no run knew its ``in_flight``, or every run started at the same load."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""
@@ -295,6 +304,9 @@ class SweepReport(FarmModel):
 
     summary: SweepSummary
     environment: dict[str, JsonValue]
+    ramp: Ramp | None = None
+    """``farm test --ramp``: pass rate, latency, 429s and timeouts per concurrency (SPEC 25);
+    null: no ramp."""
     results: list[CaseStats]
     """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
     metadata: dict[str, JsonValue]

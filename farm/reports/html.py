@@ -21,6 +21,7 @@ from farm.models import BudgetFigures, CaseStats, SweepOutcome, SweepReport, Swe
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
 from farm.reports.semantic import semantic_summary
 from farm.wording import plural
 
@@ -72,6 +73,9 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
         compared=_compared_with(meta),
         retry_bias=_retry_bias(meta),
+        load_bias=_load_bias(summary),
+        ramp=None if report.ramp is None else {"line": report.ramp.line, "header": RAMP_HEADER,
+                                               "rows": ramp_rows(report.ramp), "chart": ramp_chart(report.ramp)},
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
@@ -128,6 +132,14 @@ def _retry_bias(meta: dict[str, Any]) -> dict[str, str] | None:
     if not isinstance(bias, dict) or not bias.get("line"):
         return None
     return {"text": _text(bias["line"]), "tone": "warn" if bias.get("flagged") else "muted"}
+
+
+def _load_bias(summary: SweepSummary) -> dict[str, str] | None:
+    """The sweep-level load-bias line (``summary.load_bias``, SPEC 25), warning when a case is flagged."""
+    bias = summary.load_bias
+    if bias is None:
+        return None
+    return {"text": bias.line, "tone": "warn" if bias.flagged else "muted"}
 
 
 # ------------------------------------------------------------------------------- header

@@ -75,6 +75,8 @@ class _Sweep:
         self.simulators = create_simulator_pool(plan.options, self.fleet.hooks)
         self.budgets = TestBudgets()
         self.details = journal_for(plan.sweep_id) if plan.max_run_details else None
+        self.in_flight = 0
+        """Runs begun and not finished (``RunResult.in_flight``: a run waiting for a rate-limit slot counts)."""
 
     def runs(self) -> Iterator[tuple[PlannedCase, int]]:
         if self.adaptive is not None:
@@ -92,13 +94,18 @@ class _Sweep:
         for planned, run in queue:
             agent = self.pool.get(planned.agent)
             not_after, waits = self.budgets.start(planned.case), self.budgets.waits(planned.case)
+            self.in_flight += 1
+            began = self.in_flight  # the sweep's runs in flight as this one begins, itself included (SPEC 25)
             try:
                 result = await self.fleet.run(planned, functools.partial(
                     run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges,
                     simulators=self.simulators, not_after=not_after), waits)
             finally:
+                self.in_flight -= 1
                 if waits is not None:
                     waits.finished()
+            if result is not None:
+                result.in_flight = began
             if self.adaptive is not None:
                 self.adaptive.finished(planned.id)
             if result is not None:  # None: it did not run (refused or starved before its first call)

@@ -179,6 +179,7 @@
       ["Adaptive", adaptiveText(c)], ["Cost", usd(c.cost_usd)], ["Tokens", tokens(c.usage)],
       ["Judge cost", c.judge_usage ? usd(c.judge_cost_usd) : null], ["Judge tokens", c.judge_usage ? tokens(c.judge_usage) : null],
       ["Cost per passing run", usd(c.cost_per_passing_run)], ["Served", servedText(c.served)],
+      ["Load", loadText(c.load_bias)],
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
@@ -208,6 +209,14 @@
     return add(table, body);
   }
 
+  // worded as farm.reports.load.load_text
+  function loadText(b) {
+    if (!b || b.median_in_flight === null || b.median_in_flight === undefined || !b.high_runs || !b.low_runs) return null;
+    let text = "above " + b.median_in_flight + " in flight: " + b.high_pass_rate + "% of " + b.high_runs +
+      " runs; at or below: " + b.low_pass_rate + "% of " + b.low_runs;
+    if (b.q !== null && b.q !== undefined) text += " (q=" + b.q + (b.flagged ? ", flagged" : "") + ")";
+    return text;
+  }
   // worded as farm.models.served.ServedCounts.text
   function servedText(s) {
     if (!s) return null;

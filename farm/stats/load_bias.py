@@ -1,0 +1,117 @@
+"""Load bias: do a case's runs pass at a different rate when the sweep was busy? (SPEC 25)
+
+Under concurrency an agent may time out, get 429s or answer worse. Each run records
+``in_flight``, the sweep's runs in flight as it began (``farm.models.load``). Per case the scored
+runs are counted by ``in_flight`` (``InFlightTally``, fed by ``CaseAccumulator``: cases are
+aggregated apart, on workers too); once every case is in, the sweep's median ``in_flight`` over
+all scored runs splits each case's runs into *high* (started above it) and *low* (at or below).
+Fisher's exact test (two-sided) compares their pass rates, Benjamini–Hochberg q-values across
+the cases with runs on both sides control the false discovery rate, and ``flagged`` is
+q ≤ ``DEFAULT_ALPHA``: the method of ``farm.stats.retry_bias``.
+
+Pure: scipy, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from farm.models import CaseStats, InFlightCount, LoadBias, LoadBiasSummary, RunResult, RunStatus
+from farm.stats.measures import percent
+from farm.stats.retry_bias import DEFAULT_ALPHA, fisher_p
+from farm.stats.significance import bh_q_values
+from farm.wording import plural
+
+MAX_SHOWN = 10
+"""Flagged cases the line names (the JSON lists them all)."""
+
+
+class InFlightTally:
+    """A case's scored runs by ``in_flight``, passed or not (fed by ``CaseAccumulator``)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, list[int]] = {}  # in_flight -> [runs, passed]
+
+    def add(self, result: RunResult) -> None:
+        if result.in_flight is None or RunStatus(result.status) is RunStatus.SKIPPED:
+            return
+        count = self.counts.setdefault(result.in_flight, [0, 0])
+        count[0] += 1
+        count[1] += RunStatus(result.status) is RunStatus.PASSED
+
+    def figures(self) -> LoadBias | None:
+        """The case's ``load_bias`` before the sweep-wide split (None: no run knew its load)."""
+        if not self.counts:
+            return None
+        return LoadBias(in_flight=[InFlightCount(in_flight=n, runs=r, passed=p)
+                                   for n, (r, p) in sorted(self.counts.items())])
+
+
+def sweep_median(cases: Sequence[LoadBias]) -> float | None:
+    """The median ``in_flight`` over every scored run of ``cases`` (None: no run)."""
+    totals: dict[int, int] = {}
+    for bias in cases:
+        for count in bias.in_flight:
+            totals[count.in_flight] = totals.get(count.in_flight, 0) + count.runs
+    runs = sum(totals.values())
+    if runs == 0:
+        return None
+    ordered = sorted(totals.items())
+
+    def nth(index: int) -> int:  # the index-th run (0-based) in order of in_flight
+        seen = 0
+        for value, count in ordered:
+            seen += count
+            if index < seen:
+                return value
+        return ordered[-1][0]
+
+    return (nth((runs - 1) // 2) + nth(runs // 2)) / 2
+
+
+def split(bias: LoadBias, median: float) -> LoadBias:
+    """``bias`` with its runs split at ``median`` (its test not yet made)."""
+    high = [c for c in bias.in_flight if c.in_flight > median]
+    low = [c for c in bias.in_flight if c.in_flight <= median]
+    h_runs, h_passed = sum(c.runs for c in high), sum(c.passed for c in high)
+    l_runs, l_passed = sum(c.runs for c in low), sum(c.passed for c in low)
+    return LoadBias(in_flight=bias.in_flight, median_in_flight=median, high_runs=h_runs, high_passed=h_passed,
+                    low_runs=l_runs, low_passed=l_passed,
+                    high_pass_rate=percent(h_passed, h_runs) if h_runs else None,
+                    low_pass_rate=percent(l_passed, l_runs) if l_runs else None)
+
+
+def flag_load_bias(stats: Sequence[CaseStats], alpha: float = DEFAULT_ALPHA) -> LoadBiasSummary | None:
+    """Split every case's runs at the sweep's median ``in_flight``, test and flag them (each case's
+    ``load_bias`` is replaced); the sweep's summary, None when no run started above the median."""
+    known = [s for s in stats if s.load_bias is not None]
+    median = sweep_median([s.load_bias for s in known if s.load_bias is not None])
+    if median is None:
+        return None
+    for case in known:
+        assert case.load_bias is not None
+        case.load_bias = split(case.load_bias, median)
+    tested = [s.load_bias for s in known if s.load_bias is not None and s.load_bias.high_runs and s.load_bias.low_runs]
+    p_values = [fisher_p(b.high_passed, b.high_runs, b.low_passed, b.low_runs) for b in tested]
+    for bias, q in zip(tested, bh_q_values(p_values), strict=True):
+        bias.q = round(q, 6)
+        bias.flagged = q <= alpha
+    highest = max(c.in_flight for s in known if s.load_bias is not None for c in s.load_bias.in_flight)
+    if highest <= median:
+        return None  # every run started at the same load: nothing to compare
+    flagged = [s for s in known if s.load_bias is not None and s.load_bias.flagged]
+    return LoadBiasSummary(median_in_flight=median, max_in_flight=highest, cases=len(tested),
+                           flagged=[s.id for s in flagged], line=_line(median, highest, len(tested), flagged))
+
+
+def _line(median: float, highest: int, tested: int, flagged: Sequence[CaseStats]) -> str:
+    line = f"load bias: runs started with {median:g} or fewer in flight vs more (up to {highest})"
+    if not flagged:
+        return f"{line}; none of {plural(tested, 'case')} passes at a different rate under load"
+    shown = ", ".join(f"{s.id} ({s.load_bias.high_pass_rate}% above vs {s.load_bias.low_pass_rate}% at or below, "
+                      f"q={s.load_bias.q})" for s in flagged[:MAX_SHOWN] if s.load_bias is not None)
+    more = f" and {len(flagged) - MAX_SHOWN} more" if len(flagged) > MAX_SHOWN else ""
+    return f"{line}; {len(flagged)} of {plural(tested, 'case')} pass at a different rate under load: {shown}{more}"
+
+
+__all__ = ["InFlightTally", "flag_load_bias", "split", "sweep_median"]
