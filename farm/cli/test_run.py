@@ -140,8 +140,8 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
         say(err, str(bias["line"]))
     if (load := report.summary.load_bias) is not None and load.flagged:  # SPEC 25: said when it flags a case
         say(err, load.line)
-    if report.ramp is not None:
-        say(err, report.ramp.line)
+    if report.summary.ramp is not None:
+        say(err, report.summary.ramp.line)
 
 
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:

@@ -25,18 +25,25 @@ class InFlightCount(FarmModel):
 
 class LoadBias(FarmModel):
     """A case's runs started above the sweep's median ``in_flight`` against those started at or
-    below it: Fisher's exact test (two-sided), Benjamini–Hochberg q across the cases tested."""
+    below it: Fisher's exact test (two-sided), Benjamini–Hochberg q across the cases tested.
+
+    When no run of the sweep started above its median (a steady sweep starts nearly every run at
+    its ``--parallel``), the runs at the median count as high: the runs made while the sweep was
+    filling up are the low ones."""
 
     in_flight: list[InFlightCount] = Field(default_factory=list)
     """The case's scored runs by ``in_flight``, lowest first (the sweep's median is known only
     once every case is in: the split below is made then)."""
     median_in_flight: float | None = None
     """The sweep's median ``in_flight`` over every scored run; null: not split yet."""
+    high_from: int | None = None
+    """The fewest runs in flight a *high* run started with: the smallest ``in_flight`` above the
+    median, or the median itself when none is above it; null: not split yet."""
     high_runs: int = 0
-    """Runs started above the median."""
+    """Runs started with ``high_from`` or more in flight."""
     high_passed: int = 0
     low_runs: int = 0
-    """Runs started at or below the median."""
+    """Runs started with fewer."""
     low_passed: int = 0
     high_pass_rate: float | None = None
     """Percent; null: no run above the median."""
@@ -51,6 +58,8 @@ class LoadBiasSummary(FarmModel):
     """The sweep's load line: its median ``in_flight``, the cases tested and flagged."""
 
     median_in_flight: float
+    high_from: int
+    """Runs started with this many or more in flight are the high ones (``LoadBias.high_from``)."""
     max_in_flight: int
     cases: int
     """Cases with runs on both sides of the median (tested)."""

@@ -294,6 +294,9 @@ class SweepSummary(FarmModel):
     load_bias: LoadBiasSummary | None = None
     """The sweep's median ``in_flight`` and the cases that pass at a different rate above it (SPEC
     25); null: no run knew its ``in_flight``, or every run started at the same load."""
+    ramp: Ramp | None = None
+    """``farm test --ramp``: pass rate, latency, 429s and timeouts per concurrency (SPEC 25);
+    null: no ramp."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""
@@ -304,9 +307,6 @@ class SweepReport(FarmModel):
 
     summary: SweepSummary
     environment: dict[str, JsonValue]
-    ramp: Ramp | None = None
-    """``farm test --ramp``: pass rate, latency, 429s and timeouts per concurrency (SPEC 25);
-    null: no ramp."""
     results: list[CaseStats]
     """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
     metadata: dict[str, JsonValue]

@@ -126,6 +126,9 @@ class SweepPlan(FarmModel):
     """Goes into the report's metadata (input, min pass rate, reporter, …)."""
     queue: str = DEFAULT_QUEUE
     started_at: str = ""
+    ramp: list[int] | None = None
+    """``farm test --ramp``: the concurrency of each level, in order; every case's runs are split
+    evenly across them (SPEC 25). None: one level, ``parallel``."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
     cases: Annotated[CaseSource, PlainValidator(_case_source)] = Field(default_factory=PlannedCases, exclude=True)

@@ -74,8 +74,7 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         compared=_compared_with(meta),
         retry_bias=_retry_bias(meta),
         load_bias=_load_bias(summary),
-        ramp=None if report.ramp is None else {"line": report.ramp.line, "header": RAMP_HEADER,
-                                               "rows": ramp_rows(report.ramp), "chart": ramp_chart(report.ramp)},
+        ramp=_ramp(summary),
         generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
@@ -132,6 +131,14 @@ def _retry_bias(meta: dict[str, Any]) -> dict[str, str] | None:
     if not isinstance(bias, dict) or not bias.get("line"):
         return None
     return {"text": _text(bias["line"]), "tone": "warn" if bias.get("flagged") else "muted"}
+
+
+def _ramp(summary: SweepSummary) -> dict[str, Any] | None:
+    """``farm test --ramp``'s panel (SPEC 25): its line, table and quality-under-load chart."""
+    if summary.ramp is None:
+        return None
+    return {"line": summary.ramp.line, "header": RAMP_HEADER, "rows": ramp_rows(summary.ramp),
+            "chart": ramp_chart(summary.ramp)}
 
 
 def _load_bias(summary: SweepSummary) -> dict[str, str] | None:

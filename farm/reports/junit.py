@@ -193,7 +193,7 @@ def _suite_properties(report: SweepReport) -> dict[str, Any]:
             "stopped": report.outcome.stopped, **_fleet(report), "semantic": _semantic_not_computed(report),
             "served": None if summary.served is None else summary.served.model_dump(),
             "load_bias": None if summary.load_bias is None else summary.load_bias.model_dump(),
-            "ramp": None if report.ramp is None else report.ramp.model_dump()}
+            "ramp": None if summary.ramp is None else summary.ramp.model_dump()}
 
 
 def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:

@@ -12,12 +12,12 @@ RAMP_HEADER = ("Concurrency", "Runs", "Pass rate", "95% interval", "p50", "p95",
 
 
 def load_text(bias: LoadBias | None) -> str | None:
-    """``above 4 in flight: 40.0% of 10 runs; at or below: 90.0% of 10 (q=0.01, flagged)``; None:
-    the case's runs were not split (no run above or none at or below the sweep's median)."""
-    if bias is None or bias.median_in_flight is None or not (bias.high_runs and bias.low_runs):
+    """``5+ in flight: 40.0% of 10 runs; fewer: 90.0% of 10 (q=0.01, flagged)``; None: the
+    case's runs were not split, or all on one side."""
+    if bias is None or bias.high_from is None or not (bias.high_runs and bias.low_runs):
         return None
-    text = (f"above {bias.median_in_flight:g} in flight: {bias.high_pass_rate}% of {bias.high_runs} runs; "
-            f"at or below: {bias.low_pass_rate}% of {bias.low_runs}")
+    text = (f"{bias.high_from}+ in flight: {bias.high_pass_rate}% of {bias.high_runs} runs; "
+            f"fewer: {bias.low_pass_rate}% of {bias.low_runs}")
     if bias.q is not None:
         text += f" (q={bias.q:g}{', flagged' if bias.flagged else ''})"
     return text

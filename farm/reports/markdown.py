@@ -99,9 +99,10 @@ def _summary(report: SweepReport) -> list[str]:
 
 def _ramp(report: SweepReport) -> list[str]:
     """``farm test --ramp``'s levels (SPEC 25)."""
-    if report.ramp is None:
+    ramp = report.summary.ramp
+    if ramp is None:
         return []
-    return ["## Ramp", "", md_inline(report.ramp.line), "", *_table(RAMP_HEADER, ramp_rows(report.ramp), "rrrrrrrr")]
+    return ["## Ramp", "", md_inline(ramp.line), "", *_table(RAMP_HEADER, ramp_rows(ramp), "rrrrrrrr")]
 
 
 def _environment(report: SweepReport) -> list[str]:

@@ -211,9 +211,9 @@
 
   // worded as farm.reports.load.load_text
   function loadText(b) {
-    if (!b || b.median_in_flight === null || b.median_in_flight === undefined || !b.high_runs || !b.low_runs) return null;
-    let text = "above " + b.median_in_flight + " in flight: " + b.high_pass_rate + "% of " + b.high_runs +
-      " runs; at or below: " + b.low_pass_rate + "% of " + b.low_runs;
+    if (!b || b.high_from === null || b.high_from === undefined || !b.high_runs || !b.low_runs) return null;
+    let text = b.high_from + "+ in flight: " + b.high_pass_rate + "% of " + b.high_runs +
+      " runs; fewer: " + b.low_pass_rate + "% of " + b.low_runs;
     if (b.q !== null && b.q !== undefined) text += " (q=" + b.q + (b.flagged ? ", flagged" : "") + ")";
     return text;
   }
