@@ -251,7 +251,8 @@ def _served_cards(s: SweepSummary) -> list[dict[str, str]]:
     if s.served is None:
         return []
     served = s.served
-    names = list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+    names = (list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+             or [f"neuro-san {v}" for v in served.server_versions])
     return [_card("Served", names[0] if names else "—", served.text(), "warn" if len(names) > 1 else "neutral")]
 
 

@@ -223,8 +223,9 @@
     const list = (o, pre) => Object.entries(o || {}).map(([k, n]) => pre + k + " ×" + n).join(", ");
     const models = list(s.models, ""), prints = list(s.system_fingerprints, "");
     const commits = Object.entries(s.commits || {}).map(([k, n]) => "commit " + k.slice(0, 12) + " ×" + n).join(", ");
+    const servers = list(s.server_versions, "neuro-san ");
     const text = models + (models && prints ? " (" + prints + ")" : prints);
-    return [text, commits].filter((p) => p).join("; ") || null;
+    return [text, commits, servers].filter((p) => p).join("; ") || null;
   }
   function semanticText(c) {
     if (c.semantic_consistency === null || c.semantic_consistency === undefined) return null;
