@@ -53,7 +53,8 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 
 
 def _describe(detail: RunDetail) -> list[str]:
-    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
+    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
+    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
     if detail.error:
         return [f"{head}: {detail.error_line}"]
     lines = [head]

@@ -170,7 +170,8 @@ def _meanings(stats: CaseStats) -> list[str]:
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
-    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
+    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
+    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
     if detail.failure_class:
         turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
         head += f" · {md_inline(detail.failure_class)}{turn}"

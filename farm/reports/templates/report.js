@@ -328,7 +328,7 @@
     if (!details.length) return el("p", "note", "No run details kept.");
     const table = el("table", "runs");
     const head = el("tr");
-    for (const h of ["Run", "Status", "Duration", "Retries", "Output and checks"]) head.appendChild(el("th", null, h));
+    for (const h of ["Run", "Status", "Duration", "Retries", "In flight", "Output and checks"]) head.appendChild(el("th", null, h));
     add(table, add(el("thead"), head));
     const body = el("tbody");
     for (const r of details) body.appendChild(runRow(r));
@@ -342,7 +342,8 @@
     if (r.failure_class) add(status, el("div", "fclass", r.failure_class + (r.failed_turn ? " · turn " + r.failed_turn : "")));
     if ((r.trajectory || []).length) add(status, el("div", "sub run-path", "path " + pathText(r.trajectory.map((c) => c.name))));
     add(tr, el("td", "num", "#" + r.run), status);
-    add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
+    add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)),
+      el("td", "num", r.in_flight === null || r.in_flight === undefined ? "—" : String(r.in_flight)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
     if (r.error) add(out, errorBox(r));
     if ((r.turns || []).length) add(out, conversation(r.turns));
