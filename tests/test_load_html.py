@@ -26,8 +26,8 @@ def test_the_load_panels_and_a_case_s_load_in_chromium(tmp_path: Path) -> None:
     tally = RampTally([2, 4, 8, 16])
     for level, passed in enumerate((10, 10, 4, 2)):
         for run in range(10):
-            tally.add(level, RunResult(case_id="c0", run=run + 1, duration_ms=100.0 * (level + 1),
-                                       status=RunStatus.PASSED if run < passed else RunStatus.FAILED))
+            tally.add(RunResult(case_id="c0", run=level * 10 + run + 1, duration_ms=100.0 * (level + 1),
+                                status=RunStatus.PASSED if run < passed else RunStatus.FAILED), 40)
     report.summary.ramp = tally.figures(runs=10)
     write_report(report, tmp_path / "r.html")
     with headless_chromium() as browser:

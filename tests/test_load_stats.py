@@ -57,9 +57,11 @@ def test_ramp_levels_are_read_strictly_and_counted_per_level() -> None:
             parse_ramp(bad)
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0 and percentile([1.0, 2.0, 3.0, 4.0], 0.95) == 4.0
     tally = RampTally([1, 4])
-    tally.add(0, RunResult(case_id="c", run=1, status=RunStatus.PASSED, duration_ms=10))
-    tally.add(1, RunResult(case_id="c", run=2, status=RunStatus.TIMEOUT, duration_ms=50))
-    tally.add(1, RunResult(case_id="c", run=3, status=RunStatus.ERROR, duration_ms=5, failure_class="infra:429"))
+    assert [tally.level_of(run, 4) for run in (1, 2, 3, 4)] == [0, 0, 1, 1]  # an equal share a level, in order
+    assert tally.level_of(1, 1) == 0  # a skipped case's one placeholder
+    tally.add(RunResult(case_id="c", run=1, status=RunStatus.PASSED, duration_ms=10), 2)
+    tally.add(RunResult(case_id="c", run=2, status=RunStatus.TIMEOUT, duration_ms=50), 2)
+    tally.add(RunResult(case_id="c", run=3, status=RunStatus.ERROR, duration_ms=5, failure_class="infra:429"), 2)
     ramp = tally.figures(runs=1)
     assert [(lv.concurrency, lv.runs, lv.passed, lv.timeouts, lv.rate_limited) for lv in ramp.levels] == [
         (1, 1, 1, 0, 0), (4, 2, 0, 1, 1)]

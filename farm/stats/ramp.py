@@ -78,8 +78,16 @@ class RampTally:
         self._limited = [0] * len(levels)
         self._timeouts = [0] * len(levels)
 
-    def add(self, level: int, result: RunResult) -> None:
-        """Count ``result``, made at the ``level``-th concurrency (0-based)."""
+    def level_of(self, run: int, case_runs: int) -> int:
+        """The level (0-based) run number ``run`` of a case planned ``case_runs`` runs (every
+        level's) is made at: the runs in order, an equal share a level; a skipped case's one
+        placeholder at the first."""
+        share = case_runs // len(self.levels)
+        return 0 if share == 0 else min((run - 1) // share, len(self.levels) - 1)
+
+    def add(self, result: RunResult, case_runs: int) -> None:
+        """Count ``result``, a run of a case planned ``case_runs`` runs."""
+        level = self.level_of(result.run, case_runs)
         status = RunStatus(result.status)
         if status is RunStatus.SKIPPED:
             return

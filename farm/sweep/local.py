@@ -77,8 +77,6 @@ class _Sweep:
         self.budgets = TestBudgets()
         self.details = journal_for(plan.sweep_id) if plan.max_run_details else None
         self.in_flight = 0
-        self.level = 0
-        """The ``--ramp`` level being run (0-based)."""
         self.ramp = RampTally(plan.ramp) if plan.ramp else None
         """Runs begun and not finished (``RunResult.in_flight``: a run waiting for a rate-limit slot counts)."""
 
@@ -87,7 +85,6 @@ class _Sweep:
         if self.adaptive is not None:
             yield from self.adaptive.runs()
             return
-        self.level = level
         for planned in self.plan.cases:
             for run in self._level_runs(planned, level):
                 if self.stop.reason is not None:
@@ -97,13 +94,13 @@ class _Sweep:
                 yield planned, run
 
     def _level_runs(self, planned: PlannedCase, level: int) -> range:
-        """A case's run numbers at ``level``: all of them without a ramp; with one, the level's
-        share in order (a skipped case's one placeholder at the first level)."""
-        levels = len(self.plan.ramp or (1,))
-        per = planned.plan.runs // levels
-        if per == 0:
-            return range(1, planned.plan.runs + 1) if level == 0 else range(0)
-        return range(level * per + 1, (level + 1) * per + 1)
+        """A case's run numbers at ``level``: all of them without a ramp; with one, those
+        ``RampTally.level_of`` puts there."""
+        runs = range(1, planned.plan.runs + 1)
+        if self.ramp is None:
+            return runs
+        at = [run for run in runs if self.ramp.level_of(run, planned.plan.runs) == level]
+        return range(at[0], at[-1] + 1) if at else range(0)
 
     async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
         for planned, run in queue:
@@ -122,7 +119,7 @@ class _Sweep:
             if result is not None:
                 result.in_flight = began
                 if self.ramp is not None:
-                    self.ramp.add(self.level, result)
+                    self.ramp.add(result, planned.plan.runs)
             if self.adaptive is not None:
                 self.adaptive.finished(planned.id)
             if result is not None:  # None: it did not run (refused or starved before its first call)
