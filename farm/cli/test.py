@@ -106,8 +106,8 @@ def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
               help="Runs in flight at once (in-process).")
 @click.option("--ramp", callback=_ramp, default=None, metavar="LEVELS",
               help="Run the suite --runs times at each concurrency, e.g. 2,4,8,16 (in-process; the cost is "
-                   "levels × runs): the report's ramp gives pass rate, p50/p95 latency, 429s and timeouts per "
-                   "level, the HTML a quality-under-load plot.")
+                   "levels × runs): the report's summary.ramp gives pass rate, p50/p95 latency, 429s and timeouts "
+                   "per level, the HTML a quality-under-load plot.")
 @click.option("-v", "--verbose", is_flag=True,
               help="After the sweep, print each distinct failure once, with its count, an example and its "
                    "traceback.")
