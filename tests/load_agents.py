@@ -16,9 +16,11 @@ from tests.servers import HOST, Served, load_example, serve_in_thread
 
 
 class LoadServer(ThreadingHTTPServer):
-    """Holds each POST ``delay_s``; answers ``{"text": "yes"|"no"}``. ``k``: the most requests in
-    flight (this one included) it answers ``yes`` under; None: load-blind (``yes`` for even runs).
-    It leaves the count before it answers, so a client never sees more in flight than it sent."""
+    """Holds each POST ``delay_s`` to twice that (the n-th request ``delay_s × (1 + (n mod 10)/10)``:
+    answers that come back together would free the server at once while the farm, reading them one
+    by one, still counts them in flight); answers ``{"text": "yes"|"no"}``. ``k``: the most requests
+    in flight (this one included) it answers ``yes`` under; None: load-blind (``yes`` for even
+    runs). It leaves the count before it answers, so a client never sees more in flight than it sent."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -31,14 +33,17 @@ class LoadServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.in_flight = 0
         self.peak = 0
+        self.requests = 0
 
     def answer(self, run: int) -> str:
         with self.lock:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
             load = self.in_flight
+            self.requests += 1
+            delay = self.delay_s * (1 + (self.requests % 10) / 10)
         try:
-            time.sleep(self.delay_s)
+            time.sleep(delay)
         finally:
             with self.lock:
                 self.in_flight -= 1
