@@ -126,7 +126,8 @@ def _line(threshold: int, highest: int, tested: int, flagged: Sequence[CaseStats
     shown = ", ".join(f"{s.id} ({s.load_bias.high_pass_rate}% vs {s.load_bias.low_pass_rate}%, "
                       f"q={s.load_bias.q})" for s in flagged[:MAX_SHOWN] if s.load_bias is not None)
     more = f" and {len(flagged) - MAX_SHOWN} more" if len(flagged) > MAX_SHOWN else ""
-    return f"{line}; {len(flagged)} of {plural(tested, 'case')} pass at a different rate under load: {shown}{more}"
+    verb = "passes" if len(flagged) == 1 else "pass"
+    return f"{line}; {len(flagged)} of {plural(tested, 'case')} {verb} at a different rate under load: {shown}{more}"
 
 
 __all__ = ["InFlightTally", "flag_load_bias", "high_from", "split", "sweep_median"]
