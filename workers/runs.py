@@ -154,7 +154,7 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int, *, interr
         return _record(sweep_id, case_id, run, status="dropped",
                        reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait",
                        sweep_settled=state.count)
-    result = result.model_copy(update={"sweep_id": sweep_id})
+    result = result.model_copy(update={"sweep_id": sweep_id, "in_flight": begun.in_flight})  # fleet-wide (SPEC 25)
     tally, state = store.store_run(sweep_id, result, runs)
     if tally is not None:
         _judge_the_case(store, sweep, planned, tally)

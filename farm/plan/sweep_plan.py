@@ -141,6 +141,9 @@ class SweepPlan(FarmModel):
     """The user's own keys for the report's metadata (free-form; the farm adds none)."""
     queue: str = DEFAULT_QUEUE
     started_at: str = ""
+    ramp: list[int] | None = None
+    """``farm test --ramp``: the concurrency of each level, in order; every case's runs are split
+    evenly across them (SPEC 25). None: one level, ``parallel``."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
     cases: Annotated[CaseSource, PlainValidator(_case_source)] = Field(default_factory=PlannedCases, exclude=True)
