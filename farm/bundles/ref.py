@@ -1,0 +1,30 @@
+"""``BundleRef``: the plan's typed field naming the bundle its workers run from (SPEC 24)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["BundleRef"]
+
+
+@dataclass(frozen=True)
+class BundleRef:
+    """A bundle stored once in the store under its sha256; its roots as the submitter saw them.
+
+    Root ``i`` is packed under the archive's directory ``i/``: a worker maps each root (a path the
+    plan names, such as a case's ``base_dir``) to ``<its copy>/i``.
+    """
+
+    sha256: str
+    roots: tuple[str, ...]
+    """The submitter's project roots (absolute), in archive order."""
+    size: int = 0
+    """Bytes of the archive (compressed)."""
+    files: int = 0
+    content_bytes: int = 0
+    """Bytes of the files it holds (what ``--bundle-max`` caps)."""
+
+    @property
+    def short(self) -> str:
+        """The first 16 hex digits: how module names and messages name the bundle."""
+        return self.sha256[:16]

@@ -1,0 +1,66 @@
+"""A worker's copy of a bundle: verified against its sha256 and unpacked once into
+``<data dir>/bundles/<sha256>/`` (into a temporary directory renamed in place, so a copy that is
+there is whole; processes of one worker host share it). Never a path outside it: the archive is
+read with tarfile's ``data`` filter (no absolute names, no ``..``, no links out, no devices).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from farm.bundles.ref import BundleRef
+from farm.errors import FarmRuntimeError
+
+__all__ = ["BundleError", "bundle_dir", "unpacked"]
+
+_lock = threading.Lock()
+_DONE = ".farm-bundle"
+"""Written last into a copy: its sha256."""
+
+
+class BundleError(FarmRuntimeError):
+    """A bundle a worker cannot use: gone from the store, or not the bytes its hash names."""
+
+
+def bundle_dir(data_dir: Path, ref: BundleRef) -> Path:
+    return data_dir / "bundles" / ref.sha256
+
+
+def unpacked(data_dir: Path, ref: BundleRef, fetch: Callable[[], bytes | None]) -> Path:
+    """The directory of ``ref``'s copy on this host, fetched (``fetch``), verified and unpacked the
+    first time. BundleError when the store has it no more or its bytes are not its hash's."""
+    target = bundle_dir(data_dir, ref)
+    with _lock:
+        if (target / _DONE).is_file():
+            return target
+        data = fetch()
+        if data is None:
+            raise BundleError(f"bundle {ref.short} is gone from the store (expired with its sweep?)")
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != ref.sha256:
+            raise BundleError(f"bundle {ref.short}: the stored bytes hash to {digest[:16]}: refused")
+        temporary = target.parent / f".{ref.sha256}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        temporary.mkdir(parents=True)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as tar:
+                tar.extractall(temporary, filter="data")
+            for n in range(len(ref.roots)):  # a root with no file is still a directory
+                (temporary / str(n)).mkdir(exist_ok=True)
+            (temporary / _DONE).write_text(ref.sha256, encoding="utf-8")
+            try:
+                temporary.rename(target)
+            except OSError:  # another process of this host was first: its copy is the same
+                if not (target / _DONE).is_file():
+                    raise
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+    return target

@@ -1,0 +1,130 @@
+"""Bundles without a broker (SPEC 24, ``farm.bundles``): what a bundle holds, its hash, its cap, a
+worker's copy, and two bundles' code imported apart in one process."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from farm.agents.options import AgentOptions
+from farm.agents.ref import AgentRef
+from farm.bundles.importer import register
+from farm.bundles.pack import BundleTooLarge, pack
+from farm.bundles.relocate import Relocation
+from farm.bundles.roots import project_roots
+from farm.bundles.unpack import BundleError, unpacked
+from farm.imports import resolve_callable
+
+
+def _names(data: bytes) -> list[str]:
+    return tarfile.open(fileobj=io.BytesIO(gzip.decompress(data))).getnames()
+
+
+def _project(root: Path, version: str) -> Path:
+    (root / "pkg").mkdir(parents=True, exist_ok=True)
+    (root / "agent.py").write_text("import helpers\nfrom pkg import sub\n\ndef respond(messages, context=None):\n"
+                                   "    return helpers.VERSION + sub.NAME\n")
+    (root / "helpers.py").write_text(f"VERSION = {version!r}\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "sub.py").write_text("from . import deep\nNAME = '/' + deep.X\n")
+    (root / "pkg" / "deep.py").write_text(f"X = {version!r}\n")
+    return root
+
+
+def test_a_bundle_holds_the_tree_less_ignored_files_and_secrets(tmp_path):
+    root = _project(tmp_path / "proj", "one")
+    (root / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
+    (root / ".env.local").write_text("X=1\n")
+    (root / "data").mkdir()
+    (root / "data" / "big.bin").write_bytes(b"x" * 10)
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "agent.cpython-311.pyc").write_bytes(b"")
+    (root / ".farmignore").write_text("# data sets stay home\ndata/\n")
+    (root / "sub").mkdir()
+    (root / "sub" / ".gitignore").write_text("*.log\n")
+    (root / "sub" / "run.log").write_text("noise")
+    (root / "sub" / "keep.txt").write_text("kept")
+    bundle = pack([root])
+    names = _names(bundle.data)
+    assert "0/agent.py" in names and "0/pkg/deep.py" in names and "0/sub/keep.txt" in names
+    assert not [n for n in names if ".env" in n or "data/" in n or "__pycache__" in n or n.endswith(".log")]
+    assert b"sk-secret" not in gzip.decompress(bundle.data)
+    assert pack([root]).ref.sha256 == bundle.ref.sha256  # the same tree, the same bytes
+    (root / "helpers.py").write_text("VERSION = 'two'\n")
+    assert pack([root]).ref.sha256 != bundle.ref.sha256
+
+
+def test_over_the_cap_names_the_largest_files(tmp_path):
+    root = _project(tmp_path / "proj", "one")
+    (root / "huge.bin").write_bytes(b"x" * 3000)
+    (root / "large.bin").write_bytes(b"x" * 2000)
+    with pytest.raises(BundleTooLarge) as caught:
+        pack([root], max_bytes=4000)
+    assert caught.value.exit_code == 2
+    message = caught.value.message
+    assert "huge.bin" in message and "large.bin" in message and "--bundle-max" in message
+    assert message.index("huge.bin") < message.index("large.bin")
+
+
+def test_roots_are_git_top_levels_or_own_directories_and_merge(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "suites").mkdir()
+    (repo / "suites" / "a.jsonl").write_text("")
+    loose = tmp_path / "loose"
+    (loose / "pkg").mkdir(parents=True)
+    (loose / "pkg" / "__init__.py").write_text("")
+    (loose / "pkg" / "agent.py").write_text("")
+    roots = project_roots([repo / "suites" / "a.jsonl", repo / "suites", loose / "pkg" / "agent.py",
+                           tmp_path / "missing"])
+    assert roots == [loose, repo]  # a module travels with its package: the package's parent
+
+
+def test_a_worker_copy_is_verified_and_two_bundles_import_apart(tmp_path):
+    root = _project(tmp_path / "proj", "one")
+    first = pack([root])
+    _project(root, "two")
+    second = pack([root])
+    data = tmp_path / "data"
+    with pytest.raises(BundleError, match="refused"):
+        unpacked(data, first.ref, lambda: second.data)
+    with pytest.raises(BundleError, match="gone"):
+        unpacked(data, first.ref, lambda: None)
+    copies = []
+    for bundle in (first, second):
+        copy = unpacked(data, bundle.ref, lambda b=bundle: b.data)
+        register(copy, bundle.ref.short)
+        copies.append(copy / "0")
+    assert unpacked(data, first.ref, lambda: None) == copies[0].parent  # once: not fetched again
+    answers = [resolve_callable("agent.py:respond", copy)([]) for copy in copies]
+    assert answers == ["one/one", "two/two"]
+    module_answers = [resolve_callable("agent:respond", copy)([]) for copy in copies]
+    assert module_answers == ["one/one", "two/two"]
+
+
+def test_a_missing_third_party_module_is_named(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "agent.py").write_text("import surely_not_installed_xyz\n\ndef respond(m):\n    return 'x'\n")
+    bundle = pack([root])
+    copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
+    register(copy, bundle.ref.short)
+    with pytest.raises(ValueError, match="surely_not_installed_xyz"):
+        resolve_callable("agent.py:respond", copy / "0")
+
+
+def test_relocation_moves_the_paths_under_a_root_and_nothing_else(tmp_path):
+    root = _project(tmp_path / "proj", "one")
+    bundle = pack([root])
+    move = Relocation(bundle.ref, Path("/data/b"))
+    assert move.path(f"{root}/suites") == "/data/b/0/suites"
+    assert move.path(str(root)) == "/data/b/0"
+    assert move.path(f"{root}x/y") == f"{root}x/y"  # a sibling that shares the prefix stays
+    command = AgentRef("command", f"python {root}/tool.py --flag", str(root))
+    assert move.agent(command).target == "python /data/b/0/tool.py --flag"
+    options = AgentOptions.from_env(root)
+    assert move.options(options).cwd == "/data/b/0"
