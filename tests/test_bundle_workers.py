@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from farm.distributed.store import keys
+from farm.distributed.store.sweep_store import SweepStore, connect
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -129,3 +131,27 @@ def test_an_over_cap_bundle_exits_2_naming_the_largest_files(tmp_path, farm_cli,
     assert "weights.bin" in done.stderr and "corpus.txt" in done.stderr and "--bundle-max" in done.stderr
     assert "Traceback" not in done.stderr
     assert redis_client.keys("farm:bundle:*") == [] and redis_client.keys("farm:sweep:*") == []
+
+
+def test_a_sweep_in_flight_keeps_its_bundle_as_it_keeps_its_keys(redis_client, redis_server):
+    store = SweepStore(connect(redis_server), ttl=100)
+    sid, sha = "20261128T030000-abcdef", "ab" * 32
+    redis_client.hset(keys.sweep_key(sid), mapping={"plan": "{}", "bundle": sha})
+    redis_client.expire(keys.sweep_key(sid), 40)  # under half its TTL left: refreshed
+    redis_client.set(keys.bundle_key(sha), "x", ex=40)
+    assert store.keep_alive(sid)
+    assert redis_client.ttl(keys.bundle_key(sha)) > 90
+
+
+def test_a_bundle_gone_from_the_store_stops_the_sweep_naming_it(tmp_path, farm_worker, farm_cli, redis_client):
+    root = _project(tmp_path / "proj", "one")
+    sweep_id = _submit(farm_cli, root, "--own-queue")
+    (bundle_key,) = redis_client.keys("farm:bundle:*")
+    redis_client.delete(bundle_key)
+    cwd, env = _worker_env(tmp_path, "w")
+    worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "3", queue=None, cwd=cwd, env=env)
+    done = farm_cli.run("results", sweep_id, "--no-progress", timeout=EXIT_TIMEOUT_S)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is gone from the store" in done.stderr and bundle_key.split(":")[-1][:16] in done.stderr
+    assert worker.process.wait(timeout=EXIT_TIMEOUT_S) == 0, worker.text()[-3000:]
+    assert not (tmp_path / "w-data" / "bundles").exists() or not any((tmp_path / "w-data" / "bundles").iterdir())

@@ -16,7 +16,7 @@ import redis
 from farm.bundles.importer import register
 from farm.bundles.pack import Bundle
 from farm.bundles.relocate import Relocation
-from farm.bundles.unpack import unpacked
+from farm.bundles.unpack import BundleError, unpacked
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
@@ -50,24 +50,39 @@ def fetch_bundle(store: SweepStore, sha256: str) -> bytes | None:
 
 
 class BundleView:
-    """How a worker reads plans: one that names a bundle runs from its copy under ``data_dir``."""
+    """How a worker reads plans: one that names a bundle runs from its copy under ``data_dir``.
+
+    A bundle this worker cannot use (gone from the store, or bytes that are not its hash's) leaves
+    the plan as stored and makes each of its runs an agent that cannot be built here (``check``):
+    the submitter stops the sweep as a configuration error naming the bundle; no run falls back
+    to whatever the submitter's paths hold on this machine."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self._moves: dict[str, Relocation] = {}
+        self._failures: dict[str, str] = {}
 
     def plan(self, store: SweepStore, plan: SweepPlan | None) -> SweepPlan | None:
         """``plan`` with its options' paths moved to its bundle's copy (unpacked the first time)."""
         if plan is None or plan.bundle is None:
             return plan
         ref = plan.bundle
-        copy = unpacked(self.data_dir, ref, lambda: fetch_bundle(store, ref.sha256))
+        try:
+            copy = unpacked(self.data_dir, ref, lambda: fetch_bundle(store, ref.sha256))
+        except BundleError as exc:
+            self._failures[ref.sha256] = exc.message
+            return plan
         register(copy, ref.short)
         move = self._moves[ref.sha256] = Relocation(ref, copy)
         return move.plan(plan)
 
     def case(self, plan: SweepPlan | None, planned: PlannedCase | None) -> PlannedCase | None:
         """``planned`` with its paths moved as its (already viewed) plan's."""
-        if planned is None or plan is None or plan.bundle is None:
+        if planned is None or plan is None or plan.bundle is None or plan.bundle.sha256 not in self._moves:
             return planned
         return self._moves[plan.bundle.sha256].planned(planned)
+
+    def check(self, plan: SweepPlan) -> None:
+        """BundleError when ``plan``'s bundle could not be unpacked here."""
+        if plan.bundle is not None and plan.bundle.sha256 in self._failures:
+            raise BundleError(self._failures[plan.bundle.sha256])
