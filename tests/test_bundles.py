@@ -128,3 +128,27 @@ def test_relocation_moves_the_paths_under_a_root_and_nothing_else(tmp_path):
     assert move.agent(command).target == "python /data/b/0/tool.py --flag"
     options = AgentOptions.from_env(root)
     assert move.options(options).cwd == "/data/b/0"
+
+
+def test_a_copy_names_the_commit_its_root_was_packed_at_or_the_bundle(tmp_path):
+    import subprocess
+
+    from farm.agents.repo_commit import repo_commit
+
+    repo = _project(tmp_path / "repo", "one")
+    (repo / ".gitignore").write_text("*.key\n")
+    (repo / "model.key").write_text("private")
+    for args in (["init", "-q", "-b", "main"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                                                               "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    loose = _project(tmp_path / "loose", "two")
+    (repo / "untracked.txt").write_text("new")  # not committed: packed all the same (not ignored)
+    bundle = pack([loose, repo])
+    assert bundle.ref.commits == ("", sha)
+    names = _names(bundle.data)
+    assert "1/untracked.txt" in names and "1/model.key" not in names and not [n for n in names if ".git/" in n]
+    copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
+    assert repo_commit.__wrapped__(copy / "1" / "pkg") == sha  # as from the tree itself
+    assert repo_commit.__wrapped__(copy / "0") == f"bundle:{bundle.ref.short}"

@@ -15,6 +15,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm.agents.repo_commit import repo_commit
 from farm.bundles.files import root_files
 from farm.bundles.ref import BundleRef
 from farm.errors import InputError
@@ -54,7 +55,8 @@ def pack(roots: list[Path], *, max_bytes: int = DEFAULT_BUNDLE_MAX) -> Bundle:
                 tar.addfile(info, stream)
     data = gzip.compress(raw.getvalue(), compresslevel=6, mtime=0)
     ref = BundleRef(hashlib.sha256(data).hexdigest(), tuple(str(r) for r in roots), size=len(data),
-                    files=len(files), content_bytes=total)
+                    files=len(files), content_bytes=total,
+                    commits=tuple(repo_commit(root) or "" for root in roots))
     return Bundle(ref, data)
 
 

@@ -23,6 +23,9 @@ class BundleRef:
     files: int = 0
     content_bytes: int = 0
     """Bytes of the files it holds (what ``--bundle-max`` caps)."""
+    commits: tuple[str, ...] = ()
+    """The git commit each root stood at when packed ('' outside git): what ``served.commit``
+    names for a ``py:``/``cmd:`` agent run from the bundle (SPEC 25), as it would from the tree."""
 
     @property
     def short(self) -> str:

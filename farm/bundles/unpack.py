@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -17,14 +18,15 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from farm.agents.repo_commit import BUNDLE_MARKER
 from farm.bundles.ref import BundleRef
 from farm.errors import FarmRuntimeError
 
 __all__ = ["BundleError", "bundle_dir", "unpacked"]
 
 _lock = threading.Lock()
-_DONE = ".farm-bundle"
-"""Written last into a copy: its sha256."""
+_DONE = BUNDLE_MARKER
+"""Written last into a copy: its sha256 and its roots' commits (``farm.agents.repo_commit``)."""
 
 
 class BundleError(FarmRuntimeError):
@@ -55,7 +57,8 @@ def unpacked(data_dir: Path, ref: BundleRef, fetch: Callable[[], bytes | None]) 
                 tar.extractall(temporary, filter="data")
             for n in range(len(ref.roots)):  # a root with no file is still a directory
                 (temporary / str(n)).mkdir(exist_ok=True)
-            (temporary / _DONE).write_text(ref.sha256, encoding="utf-8")
+            marker = {"sha256": ref.sha256, "commits": list(ref.commits)}
+            (temporary / _DONE).write_text(json.dumps(marker), encoding="utf-8")
             try:
                 temporary.rename(target)
             except OSError:  # another process of this host was first: its copy is the same
