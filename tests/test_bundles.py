@@ -152,3 +152,18 @@ def test_a_copy_names_the_commit_its_root_was_packed_at_or_the_bundle(tmp_path):
     copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
     assert repo_commit.__wrapped__(copy / "1" / "pkg") == sha  # as from the tree itself
     assert repo_commit.__wrapped__(copy / "0") == f"bundle:{bundle.ref.short}"
+
+
+def test_an_agent_reference_names_its_files(tmp_path):
+    from farm.bundles.roots import agent_paths
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "agent.py").write_text("")
+    (tmp_path / "tool.sh").write_text("")
+    (tmp_path / "assistants" / "bot").mkdir(parents=True)
+    assert agent_paths("py:pkg.agent:respond", tmp_path) == [tmp_path / "pkg" / "agent.py"]
+    assert agent_paths(f"py:{tmp_path}/pkg/agent.py:respond", Path("/")) == [tmp_path / "pkg" / "agent.py"]
+    assert agent_paths("cmd:bash tool.sh --fast", tmp_path) == [tmp_path / "tool.sh"]
+    assert agent_paths("assistants/bot", tmp_path) == [tmp_path / "assistants" / "bot"]
+    assert agent_paths("http://host/agent", tmp_path) == [] and agent_paths(None, tmp_path) == []

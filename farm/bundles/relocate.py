@@ -53,7 +53,7 @@ class Relocation:
         return plan.model_copy(update={"options": self.options(plan.options)})
 
     def planned(self, planned: PlannedCase) -> PlannedCase:
-        data = planned.case.model_dump(mode="json", exclude_none=True)
+        data = planned.case.model_dump(mode="json")
         source = data.pop("source", None)
         moved = self._strings(data)
         if source is not None:
