@@ -167,3 +167,24 @@ def test_an_agent_reference_names_its_files(tmp_path):
     assert agent_paths("cmd:bash tool.sh --fast", tmp_path) == [tmp_path / "tool.sh"]
     assert agent_paths("assistants/bot", tmp_path) == [tmp_path / "assistants" / "bot"]
     assert agent_paths("http://host/agent", tmp_path) == [] and agent_paths(None, tmp_path) == []
+
+
+def test_a_new_copy_removes_copies_unused_for_long(tmp_path):
+    import os
+
+    root = _project(tmp_path / "proj", "one")
+    first = pack([root])
+    data = tmp_path / "data"
+    old = unpacked(data, first.ref, lambda: first.data)
+    os.utime(old / ".farm-bundle", (1_000_000, 1_000_000))  # unused since 1970
+    half_made = data / "bundles" / ".deadbeef.1.x"
+    half_made.mkdir()
+    os.utime(half_made, (1_000_000, 1_000_000))
+    _project(root, "two")
+    second = pack([root])
+    recent = unpacked(data, second.ref, lambda: second.data, keep_s=3600)
+    assert recent.is_dir() and not old.exists() and not half_made.exists()
+    third_root = _project(tmp_path / "other", "three")
+    third = pack([third_root])
+    unpacked(data, third.ref, lambda: third.data, keep_s=3600)
+    assert recent.is_dir()  # used within the hour: kept

@@ -14,6 +14,7 @@ import os
 import shutil
 import tarfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -37,12 +38,17 @@ def bundle_dir(data_dir: Path, ref: BundleRef) -> Path:
     return data_dir / "bundles" / ref.sha256
 
 
-def unpacked(data_dir: Path, ref: BundleRef, fetch: Callable[[], bytes | None]) -> Path:
+def unpacked(data_dir: Path, ref: BundleRef, fetch: Callable[[], bytes | None], *,
+             keep_s: float | None = None) -> Path:
     """The directory of ``ref``'s copy on this host, fetched (``fetch``), verified and unpacked the
-    first time. BundleError when the store has it no more or its bytes are not its hash's."""
+    first time. BundleError when the store has it no more or its bytes are not its hash's.
+
+    Each call marks the copy used (its marker's time); ``keep_s``: unpacking a new copy removes the
+    others unused that long (a long-running worker meets a new bundle with every edit)."""
     target = bundle_dir(data_dir, ref)
     with _lock:
         if (target / _DONE).is_file():
+            os.utime(target / _DONE)
             return target
         data = fetch()
         if data is None:
@@ -66,4 +72,21 @@ def unpacked(data_dir: Path, ref: BundleRef, fetch: Callable[[], bytes | None]) 
                     raise
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
+        if keep_s is not None:
+            _prune(target.parent, keep_s, keep=target)
     return target
+
+
+def _prune(directory: Path, keep_s: float, keep: Path) -> None:
+    """Remove the copies (and half-made ones) under ``directory`` unused for ``keep_s`` seconds."""
+    horizon = time.time() - keep_s
+    for copy in directory.iterdir():
+        if copy == keep:
+            continue
+        marker = copy / _DONE
+        try:
+            used = (marker if marker.is_file() else copy).stat().st_mtime
+        except OSError:
+            continue
+        if used < horizon:
+            shutil.rmtree(copy, ignore_errors=True)

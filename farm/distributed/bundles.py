@@ -51,6 +51,7 @@ def fetch_bundle(store: SweepStore, sha256: str) -> bytes | None:
 
 class BundleView:
     """How a worker reads plans: one that names a bundle runs from its copy under ``data_dir``.
+    A new copy removes those no sweep of this host used for twice FARM_RESULT_TTL.
 
     A bundle this worker cannot use (gone from the store, or bytes that are not its hash's) leaves
     the plan as stored and makes each of its runs an agent that cannot be built here (``check``):
@@ -68,7 +69,7 @@ class BundleView:
             return plan
         ref = plan.bundle
         try:
-            copy = unpacked(self.data_dir, ref, lambda: fetch_bundle(store, ref.sha256))
+            copy = unpacked(self.data_dir, ref, lambda: fetch_bundle(store, ref.sha256), keep_s=2 * store.ttl)
         except BundleError as exc:
             self._failures[ref.sha256] = exc.message
             return plan
