@@ -29,7 +29,10 @@ from pkg import sub
 
 
 def respond(messages, context=None):
+    start = time.time()
     time.sleep({delay})
+    with open({log!r}, "a", encoding="utf-8") as out:  # when each call ran, and which code it ran
+        out.write(f"{{helpers.VERSION}} {{start}} {{time.time()}}\\n")
     return helpers.VERSION + sub.SUFFIX
 '''
 
@@ -38,7 +41,7 @@ def _project(root: Path, version: str, delay: float = 0.0) -> Path:
     """A project: a suite with a script check, a ``py:`` agent importing a neighbour and a package."""
     (root / "pkg").mkdir(parents=True, exist_ok=True)
     (root / "suites").mkdir(exist_ok=True)
-    (root / "agent.py").write_text(AGENT.format(delay=delay), encoding="utf-8")
+    (root / "agent.py").write_text(AGENT.format(delay=delay, log=str(root.parent / "calls.log")), encoding="utf-8")
     (root / "helpers.py").write_text(f"VERSION = {version!r}\n", encoding="utf-8")
     (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
     (root / "pkg" / "sub.py").write_text("from . import tail\nSUFFIX = tail.TEXT\n", encoding="utf-8")
@@ -110,6 +113,11 @@ def test_two_sweeps_with_two_versions_of_a_module_in_flight_at_once(tmp_path, fa
     farm_worker(cwd=cwd, env=env, concurrency=8)  # both sweeps' runs are queued: it takes them together
     assert _answers(farm_cli, first, tmp_path / "1.json") == {"one/one"}
     assert _answers(farm_cli, second, tmp_path / "2.json") == {"two/two"}
+    # the premise: the worker had calls of both versions in flight at once (12 of 0.2 s each on 8 threads)
+    calls = [line.split() for line in (tmp_path / "calls.log").read_text(encoding="utf-8").splitlines()]
+    ones = [(float(start), float(end)) for version, start, end in calls if version == "one"]
+    twos = [(float(start), float(end)) for version, start, end in calls if version == "two"]
+    assert any(a < d and c < b for a, b in ones for c, d in twos)
     wait_for(lambda: redis_client.llen("farm") == 0, 10, "the queue to drain")
 
 
