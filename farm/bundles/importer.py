@@ -45,14 +45,14 @@ def namespace_for(base: Path) -> BundleNamespace | None:
     if not _copies:
         return None
     resolved = base.resolve()
-    for copy, short in _copies.items():
-        if resolved == copy or copy in resolved.parents:
-            name = f"{PREFIX}{short}_{hashlib.sha1(str(resolved).encode()).hexdigest()[:8]}"
-            with _lock:
+    with _lock:  # a pool thread may register another bundle meanwhile
+        for copy, short in _copies.items():
+            if resolved == copy or copy in resolved.parents:
+                name = f"{PREFIX}{short}_{hashlib.sha1(str(resolved).encode()).hexdigest()[:8]}"
                 space = _spaces.get(name)
                 if space is None:
                     space = _spaces[name] = BundleNamespace(name, resolved)
-            return space
+                return space
     return None
 
 

@@ -22,7 +22,7 @@ __all__ = ["carry_bundle", "sweep_bundle"]
 
 def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int | None) -> Bundle | None:
     """A distributed sweep's bundle, named on its plan; BundleTooLarge (exit 2) over the cap. None:
-    an in-process sweep, or ``max_bytes`` None (``--no-bundle``)."""
+    an in-process sweep, ``max_bytes`` None (``--no-bundle``), or a sweep that names no file."""
     if not prepared.specs.executor.broker or max_bytes is None:
         return None
     cwd = Path(settings.cwd)
@@ -36,7 +36,10 @@ def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int
     for ref in (settings.name, settings.simulator):
         named += agent_paths(ref, cwd)
     named += [Path(prepared.options.agents_root), Path(prepared.options.connectors_root)]
-    bundle = pack(project_roots(named), max_bytes=max_bytes)
+    roots = project_roots(named)
+    if not roots:  # nothing of the sweep is a file (an HTTP agent, a message): nothing to carry
+        return None
+    bundle = pack(roots, max_bytes=max_bytes)
     prepared.plan = prepared.plan.model_copy(update={"bundle": bundle.ref})
     return bundle
 
