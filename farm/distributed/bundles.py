@@ -21,7 +21,7 @@ from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 
-__all__ = ["BundleView", "store_bundle"]
+__all__ = ["BundleView", "fetch_bundle", "store_bundle"]
 
 
 def store_bundle(store: SweepStore, bundle: Bundle) -> bool:
@@ -34,18 +34,15 @@ def store_bundle(store: SweepStore, bundle: Bundle) -> bool:
     return True
 
 
-def _raw_client(store: SweepStore) -> Any:
-    pool = store.client.connection_pool
-    return redis.Redis(connection_pool=redis.ConnectionPool(
-        connection_class=pool.connection_class, **{**pool.connection_kwargs, "decode_responses": False}))
-
-
 def fetch_bundle(store: SweepStore, sha256: str) -> bytes | None:
-    client = _raw_client(store)
+    """A bundle's bytes (None: not stored), on a connection of its own that does not decode."""
+    shared: Any = store.client.connection_pool
+    pool = redis.ConnectionPool(connection_class=shared.connection_class,
+                                **{**shared.connection_kwargs, "decode_responses": False})
     try:
-        data = client.get(keys.bundle_key(sha256))
+        data: Any = redis.Redis(connection_pool=pool).get(keys.bundle_key(sha256))
     finally:
-        client.close()
+        pool.disconnect()
     return None if data is None else bytes(data)
 
 
