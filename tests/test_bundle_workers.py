@@ -46,6 +46,9 @@ def _project(root: Path, version: str, delay: float = 0.0) -> Path:
     (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
     (root / "pkg" / "sub.py").write_text("from . import tail\nSUFFIX = tail.TEXT\n", encoding="utf-8")
     (root / "pkg" / "tail.py").write_text(f"TEXT = '/{version}'\n", encoding="utf-8")
+    (root / "tool.py").write_text("import pathlib, sys\nsys.stdin.read()\n"  # a cmd: agent reading a file beside it
+                                  "print(pathlib.Path('answer.txt').read_text())\n", encoding="utf-8")
+    (root / "answer.txt").write_text(f"{version}/{version}", encoding="utf-8")
     (root / "suites" / "rules.py").write_text("def known(output, input, expected):\n"
                                               "    return output in ('one/one', 'two/two')\n", encoding="utf-8")
     cases = [{"id": f"c{i}", "input": "x", "assert": {"type": "script", "script": "rules.py:known"}} for i in range(3)]
@@ -53,15 +56,16 @@ def _project(root: Path, version: str, delay: float = 0.0) -> Path:
     return root
 
 
-def _farm_test(farm_cli: Any, root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _farm_test(farm_cli: Any, root: Path, *extra: str, agent: str = "py:agent.py:respond"
+               ) -> subprocess.CompletedProcess[str]:
     """``farm test`` from the project's directory (``py:agent.py`` and its neighbours resolve there)."""
-    return subprocess.run([sys.executable, "-m", "farm", "test", "-i", "suites/s.jsonl", "-n", "py:agent.py:respond",
+    return subprocess.run([sys.executable, "-m", "farm", "test", "-i", "suites/s.jsonl", "-n", agent,
                            "--detach", "--no-history", "--broker", farm_cli.broker, *extra], cwd=root,
                           env=farm_cli.env(), capture_output=True, text=True, timeout=120, check=False)
 
 
-def _submit(farm_cli: Any, root: Path, *extra: str, runs: int = 2) -> str:
-    done = _farm_test(farm_cli, root, "--runs", str(runs), *extra)
+def _submit(farm_cli: Any, root: Path, *extra: str, runs: int = 2, agent: str = "py:agent.py:respond") -> str:
+    done = _farm_test(farm_cli, root, "--runs", str(runs), *extra, agent=agent)
     assert done.returncode == 0, done.stderr
     return str(done.stdout.strip())
 
@@ -80,9 +84,10 @@ def _worker_env(tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
     return empty, {"FARM_DATA_DIR": str(tmp_path / f"{name}-data")}
 
 
-def test_a_worker_in_an_empty_directory_runs_a_sweep_whose_tree_is_gone(tmp_path, farm_worker, farm_cli):
+@pytest.mark.parametrize("agent", ["py:agent.py:respond", f"cmd:{sys.executable} tool.py"], ids=["py", "cmd"])
+def test_a_worker_in_an_empty_directory_runs_a_sweep_whose_tree_is_gone(tmp_path, farm_worker, farm_cli, agent):
     root = _project(tmp_path / "proj", "one")
-    sweep_id = _submit(farm_cli, root, "--own-queue")
+    sweep_id = _submit(farm_cli, root, "--own-queue", agent=agent)
     shutil.move(root, tmp_path / "elsewhere")  # the submitter's tree is not where the plan says
     cwd, env = _worker_env(tmp_path, "w")
     worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "3", queue=None, cwd=cwd, env=env)

@@ -165,6 +165,9 @@ def test_an_agent_reference_names_its_files(tmp_path):
     assert agent_paths("py:pkg.agent:respond", tmp_path) == [tmp_path / "pkg" / "agent.py"]
     assert agent_paths(f"py:{tmp_path}/pkg/agent.py:respond", Path("/")) == [tmp_path / "pkg" / "agent.py"]
     assert agent_paths("cmd:bash tool.sh --fast", tmp_path) == [tmp_path / "tool.sh"]
+    import sys
+
+    assert agent_paths(f"cmd:{sys.executable} tool.sh", tmp_path) == [tmp_path / "tool.sh"]  # not the interpreter
     assert agent_paths("assistants/bot", tmp_path) == [tmp_path / "assistants" / "bot"]
     assert agent_paths("http://host/agent", tmp_path) == [] and agent_paths(None, tmp_path) == []
 

@@ -40,7 +40,8 @@ def _project_of(path: Path) -> Path:
 
 def agent_paths(ref: str | None, cwd: Path) -> list[Path]:
     """The files an agent reference (``-n``) names: a ``py:`` file, a ``cmd:`` program or script in
-    the tree (each word of the command that is a file there), a directory (a manifest agent's)."""
+    the tree (each word of the command that is a file under ``cwd``: an interpreter or a program
+    elsewhere is the workers' own), a directory (a manifest agent's)."""
     if not ref:
         return []
     if ref.startswith("py:"):
@@ -52,5 +53,9 @@ def agent_paths(ref: str | None, cwd: Path) -> list[Path]:
             words = shlex.split(ref[4:])
         except ValueError:
             return []
-        return [cwd / word for word in words if not word.startswith("-") and (cwd / word).is_file()]
+        return [cwd / word for word in words if not word.startswith("-") and _in_tree(cwd / word, cwd)]
     return [cwd / ref] if (cwd / ref).is_dir() else []
+
+
+def _in_tree(path: Path, cwd: Path) -> bool:
+    return path.is_file() and cwd.resolve() in path.resolve().parents
