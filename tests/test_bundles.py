@@ -48,8 +48,12 @@ def test_a_bundle_holds_the_tree_less_ignored_files_and_secrets(tmp_path):
     (root / "sub" / ".gitignore").write_text("*.log\n")
     (root / "sub" / "run.log").write_text("noise")
     (root / "sub" / "keep.txt").write_text("kept")
+    (tmp_path / "id_rsa").write_text("PRIVATE KEY")
+    (root / "key").symlink_to(tmp_path / "id_rsa")  # a link out of the project
+    (root / "same.py").symlink_to(root / "helpers.py")  # a link within it
     bundle = pack([root])
     names = _names(bundle.data)
+    assert "0/key" not in names and "0/same.py" in names
     assert "0/agent.py" in names and "0/pkg/deep.py" in names and "0/sub/keep.txt" in names
     assert not [n for n in names if ".env" in n or "data/" in n or "__pycache__" in n or n.endswith(".log")]
     assert b"sk-secret" not in gzip.decompress(bundle.data)

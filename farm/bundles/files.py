@@ -3,7 +3,8 @@
 then ``.farmignore`` (at the root, gitignore's syntax less ``!``) and the defaults below.
 
 Secrets stay out: environment files (``.env``, ``.env.*``) are never packed, whatever the ignore
-files say; values of the environment never enter a bundle at all (they resolve on the workers).
+files say, nor what a symbolic link out of the root points at; values of the environment never
+enter a bundle at all (they resolve on the workers).
 """
 
 from __future__ import annotations
@@ -78,10 +79,16 @@ def root_files(root: Path) -> Iterator[tuple[str, Path]]:
     """Each file of ``root`` to pack: (path relative to the root with ``/``, its path), in sorted order."""
     farm_rules = [_DEFAULTS, IgnoreRules.read(root / ".farmignore")]
     listed: Iterable[str] | None = _git_files(root)
+    resolved_root = root.resolve()
     for rel in sorted(set(_walk(root, farm_rules) if listed is None else listed)):
         path = root / rel
-        if path.is_file() and not _ignored(rel, False, farm_rules):
+        if path.is_file() and not _ignored(rel, False, farm_rules) and _inside(path, resolved_root):
             yield rel, path
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """A file, or a link to one, within ``root``: a link out of the project (to a key, say) is not packed."""
+    return not path.is_symlink() or root in path.resolve().parents
 
 
 def _git_files(root: Path) -> list[str] | None:
