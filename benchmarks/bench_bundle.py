@@ -97,7 +97,7 @@ def pack_and_unpack(project: Path, redis_url: str, repeat: int) -> dict[str, Any
             figures["unpack"].append(time.perf_counter() - t)
             register(copy, ref.short)
             t = time.perf_counter()
-            resolve_callable("agent.py:respond", copy / "0")([])
+            resolve_callable("agent.py:respond", copy / ref.place(0))([])
             figures["import_copy"].append(time.perf_counter() - t)
             tree = Path(tempfile.mkdtemp(prefix="farm-bench-bundle-tree-"))
             shutil.copytree(project, tree / "p")

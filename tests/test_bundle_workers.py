@@ -95,7 +95,7 @@ def test_a_worker_in_an_empty_directory_runs_a_sweep_whose_tree_is_gone(tmp_path
     assert _answers(farm_cli, sweep_id, tmp_path / "r.json") == {"one/one"}
     assert list(cwd.iterdir()) == []  # nothing written where the worker was started
     copies = list((tmp_path / "w-data" / "bundles").iterdir())
-    assert len(copies) == 1 and (copies[0] / "0" / "pkg" / "tail.py").is_file()
+    assert len(copies) == 1 and (copies[0] / "0" / "proj" / "pkg" / "tail.py").is_file()
 
 
 def test_the_same_worker_runs_each_sweeps_own_code(tmp_path, farm_worker, farm_cli):

@@ -53,8 +53,8 @@ def test_a_bundle_holds_the_tree_less_ignored_files_and_secrets(tmp_path):
     (root / "same.py").symlink_to(root / "helpers.py")  # a link within it
     bundle = pack([root])
     names = _names(bundle.data)
-    assert "0/key" not in names and "0/same.py" in names
-    assert "0/agent.py" in names and "0/pkg/deep.py" in names and "0/sub/keep.txt" in names
+    assert "0/proj/key" not in names and "0/proj/same.py" in names
+    assert "0/proj/agent.py" in names and "0/proj/pkg/deep.py" in names and "0/proj/sub/keep.txt" in names
     assert not [n for n in names if ".env" in n or "data/" in n or "__pycache__" in n or n.endswith(".log")]
     assert b"sk-secret" not in gzip.decompress(bundle.data)
     assert pack([root]).ref.sha256 == bundle.ref.sha256  # the same tree, the same bytes
@@ -102,8 +102,8 @@ def test_a_worker_copy_is_verified_and_two_bundles_import_apart(tmp_path):
     for bundle in (first, second):
         copy = unpacked(data, bundle.ref, lambda b=bundle: b.data)
         register(copy, bundle.ref.short)
-        copies.append(copy / "0")
-    assert unpacked(data, first.ref, lambda: None) == copies[0].parent  # once: not fetched again
+        copies.append(copy / "0" / "proj")
+    assert unpacked(data, first.ref, lambda: None) == copies[0].parent.parent  # once: not fetched again
     answers = [resolve_callable("agent.py:respond", copy)([]) for copy in copies]
     assert answers == ["one/one", "two/two"]
     module_answers = [resolve_callable("agent:respond", copy)([]) for copy in copies]
@@ -118,20 +118,22 @@ def test_a_missing_third_party_module_is_named(tmp_path):
     copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
     register(copy, bundle.ref.short)
     with pytest.raises(ValueError, match="surely_not_installed_xyz"):
-        resolve_callable("agent.py:respond", copy / "0")
+        resolve_callable("agent.py:respond", copy / "0" / "proj")
 
 
 def test_relocation_moves_the_paths_under_a_root_and_nothing_else(tmp_path):
     root = _project(tmp_path / "proj", "one")
     bundle = pack([root])
     move = Relocation(bundle.ref, Path("/data/b"))
-    assert move.path(f"{root}/suites") == "/data/b/0/suites"
-    assert move.path(str(root)) == "/data/b/0"
+    assert move.path(f"{root}/suites") == "/data/b/0/proj/suites"
+    assert move.path(str(root)) == "/data/b/0/proj"
     assert move.path(f"{root}x/y") == f"{root}x/y"  # a sibling that shares the prefix stays
     command = AgentRef("command", f"python {root}/tool.py --flag", str(root))
-    assert move.agent(command).target == "python /data/b/0/tool.py --flag"
+    assert move.agent(command).target == "python /data/b/0/proj/tool.py --flag"
     options = AgentOptions.from_env(root)
-    assert move.options(options).cwd == "/data/b/0"
+    assert move.options(options).cwd == "/data/b/0/proj"
+    manifest = AgentRef("manifest", str(root), str(root))
+    assert move.agent(manifest).label == "proj"  # a directory keeps its name: reports name the agent alike
 
 
 def test_a_copy_names_the_commit_its_root_was_packed_at_or_the_bundle(tmp_path):
@@ -152,10 +154,11 @@ def test_a_copy_names_the_commit_its_root_was_packed_at_or_the_bundle(tmp_path):
     bundle = pack([loose, repo])
     assert bundle.ref.commits == ("", sha)
     names = _names(bundle.data)
-    assert "1/untracked.txt" in names and "1/model.key" not in names and not [n for n in names if ".git/" in n]
+    assert "1/repo/untracked.txt" in names and "1/repo/model.key" not in names
+    assert not [n for n in names if ".git/" in n]
     copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
-    assert repo_commit.__wrapped__(copy / "1" / "pkg") == sha  # as from the tree itself
-    assert repo_commit.__wrapped__(copy / "0") == f"bundle:{bundle.ref.short}"
+    assert repo_commit.__wrapped__(copy / "1" / "repo" / "pkg") == sha  # as from the tree itself
+    assert repo_commit.__wrapped__(copy / "0" / "loose") == f"bundle:{bundle.ref.short}"
 
 
 def test_an_agent_reference_names_its_files(tmp_path):

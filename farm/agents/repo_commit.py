@@ -31,7 +31,7 @@ BUNDLE_MARKER = ".farm-bundle"
 
 @functools.lru_cache(maxsize=64)
 def repo_commit(directory: Path) -> str | None:
-    below = directory
+    below = directory  # in a copy: <copy>/<root index>/<root name>/…
     for folder in (directory, *directory.parents):
         dot_git = folder / ".git"
         if dot_git.exists():

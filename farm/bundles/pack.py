@@ -40,8 +40,10 @@ class Bundle:
 
 
 def pack(roots: list[Path], *, max_bytes: int = DEFAULT_BUNDLE_MAX) -> Bundle:
-    """Pack the files of ``roots`` (root ``i`` under ``i/``); BundleTooLarge over ``max_bytes``."""
-    files = [(f"{n}/{rel}", path) for n, root in enumerate(roots) for rel, path in root_files(root)]
+    """Pack the files of ``roots`` (root ``i`` under ``i/<its name>/``: ``BundleRef.place``);
+    BundleTooLarge over ``max_bytes``."""
+    places = BundleRef("", tuple(str(r) for r in roots))
+    files = [(f"{places.place(n)}/{rel}", path) for n, root in enumerate(roots) for rel, path in root_files(root)]
     sizes = {name: path.stat().st_size for name, path in files}
     total = sum(sizes.values())
     if total > max_bytes:

@@ -25,7 +25,7 @@ class Relocation:
     """Each root of a bundle (as the submitter saw it) → its directory in the worker's copy."""
 
     def __init__(self, ref: BundleRef, copy: Path) -> None:
-        pairs = [(root, str(copy / str(n))) for n, root in enumerate(ref.roots)]
+        pairs = [(root, str(copy / ref.place(n))) for n, root in enumerate(ref.roots)]
         self._pairs = sorted(pairs, key=lambda pair: -len(pair[0]))  # the innermost root first
 
     def path(self, value: str) -> str:

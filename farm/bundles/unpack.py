@@ -62,7 +62,7 @@ def unpacked(data_dir: Path, ref: BundleRef, fetch: Callable[[], bytes | None], 
             with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as tar:
                 tar.extractall(temporary, filter="data")
             for n in range(len(ref.roots)):  # a root with no file is still a directory
-                (temporary / str(n)).mkdir(exist_ok=True)
+                (temporary / ref.place(n)).mkdir(parents=True, exist_ok=True)
             marker = {"sha256": ref.sha256, "commits": list(ref.commits)}
             (temporary / _DONE).write_text(json.dumps(marker), encoding="utf-8")
             try:
