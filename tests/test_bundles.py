@@ -198,3 +198,23 @@ def test_a_new_copy_removes_copies_unused_for_long(tmp_path):
     third = pack([third_root])
     unpacked(data, third.ref, lambda: third.data, keep_s=3600)
     assert recent.is_dir()  # used within the hour: kept
+
+
+def test_relocation_keeps_the_fleet_plans_agent_keys_in_step_with_the_agents(tmp_path):
+    from farm.agents.options import AgentOptions
+    from farm.plan.fleet import FleetPlan, agent_ref_key
+    from farm.plan.sweep_plan import build_plan
+    from farm.run.execute import RunEnvironment
+
+    root = _project(tmp_path / "proj", "one")
+    bundle = pack([root])
+    agents = [AgentRef("python", f"{root}/agent.py:respond", str(root)),
+              AgentRef("command", f"python {root}/tool.py", str(root)), AgentRef("http", "http://h/a", str(root))]
+    fleet = FleetPlan(agent_keys={agent_ref_key(a): f"key{n}" for n, a in enumerate(agents)},
+                      unmetered=[agent_ref_key(a) for a in agents[:2]])
+    plan = build_plan("s", [], env=RunEnvironment(), options=AgentOptions.from_env(root), fleet=fleet)
+    move = Relocation(bundle.ref, tmp_path / "copy")
+    moved = move.plan(plan)
+    for n, agent in enumerate(agents):  # what a worker's fleet control looks up for the moved agent
+        assert moved.fleet.agent_keys[agent_ref_key(move.agent(agent))] == f"key{n}"
+    assert moved.fleet.unmetered == [agent_ref_key(move.agent(a)) for a in agents[:2]]

@@ -3,7 +3,8 @@
 A string the plan holds as a path (the agent options' directories, a case's ``base_dir``, an
 agent's target and directory) or a case's string that *starts with* a root's path (``script``
 references, hooks, a simulator's reference) is rewritten to the same place under the copy; a
-``cmd:`` agent's command has each root's path replaced wherever it appears. ``source`` (the suite
+``cmd:`` agent's command has each root's path replaced wherever it appears; the fleet plan's
+agent keys follow their agents. ``source`` (the suite
 file reports name) is left as the submitter wrote it. Anything else stays as it is.
 """
 
@@ -50,7 +51,17 @@ class Relocation:
         return dataclasses.replace(ref, target=target, base_dir=self.path(ref.base_dir))
 
     def plan(self, plan: SweepPlan) -> SweepPlan:
-        return plan.model_copy(update={"options": self.options(plan.options)})
+        """The options' directories moved, and the fleet plan's agents (``agent_ref_key``, which holds
+        the agent's target) named as the moved agents are: their prices, limits and budget hold."""
+        fleet = plan.fleet.model_copy(update={
+            "agent_keys": {self._ref_key(key): value for key, value in plan.fleet.agent_keys.items()},
+            "unmetered": [self._ref_key(key) for key in plan.fleet.unmetered]})
+        return plan.model_copy(update={"options": self.options(plan.options), "fleet": fleet})
+
+    def _ref_key(self, key: str) -> str:
+        """``agent_ref_key`` of the moved agent, from the key of the agent as planned."""
+        kind, sep, rest = key.partition(":")
+        return kind + sep + (self.text(rest) if kind == "command" else self.path(rest))
 
     def planned(self, planned: PlannedCase) -> PlannedCase:
         data = planned.case.model_dump(mode="json")
