@@ -136,7 +136,7 @@ def test_relocation_moves_the_paths_under_a_root_and_nothing_else(tmp_path):
     assert move.agent(manifest).label == "proj"  # a directory keeps its name: reports name the agent alike
 
 
-def test_a_copy_names_the_commit_its_root_was_packed_at_or_the_bundle(tmp_path):
+def test_a_copy_names_the_commit_its_root_was_packed_at(tmp_path):
     import subprocess
 
     from farm.agents.repo_commit import repo_commit
@@ -158,7 +158,7 @@ def test_a_copy_names_the_commit_its_root_was_packed_at_or_the_bundle(tmp_path):
     assert not [n for n in names if ".git/" in n]
     copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
     assert repo_commit.__wrapped__(copy / "1" / "repo" / "pkg") == sha  # as from the tree itself
-    assert repo_commit.__wrapped__(copy / "0" / "loose") == f"bundle:{bundle.ref.short}"
+    assert repo_commit.__wrapped__(copy / "0" / "loose") is None  # outside git: none, as in-process
 
 
 def test_an_agent_reference_names_its_files(tmp_path):

@@ -5,7 +5,8 @@ stood, not a promise that it was unchanged.
 
 In a worker's copy of a bundle (``farm.bundles``) there is no ``.git``: the commit is the one the
 submitter's root stood at when the bundle was packed (``BundleRef.commits``, kept in the copy's
-marker), or ``bundle:<sha16>`` for a root outside git."""
+marker), and none for a root outside git, as in-process: a distributed sweep's report says what
+the same sweep in-process says."""
 
 from __future__ import annotations
 
@@ -46,14 +47,13 @@ def repo_commit(directory: Path) -> str | None:
 
 
 def _bundle_commit(marker: Path, root: str) -> str | None:
-    """The commit root ``root`` (its index) of a bundle's copy was packed at, else the bundle's name."""
+    """The commit root ``root`` (its index) of a bundle's copy was packed at (None outside git)."""
     try:
-        found = json.loads(marker.read_text(encoding="utf-8"))
-        commits = found.get("commits") or []
+        commits = json.loads(marker.read_text(encoding="utf-8")).get("commits") or []
         commit = commits[int(root)] if root.isdigit() and int(root) < len(commits) else ""
-        return str(commit or f"bundle:{str(found['sha256'])[:16]}")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
+    return str(commit) or None
 
 
 def _git_dir(dot_git: Path) -> Path:
