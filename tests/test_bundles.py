@@ -218,3 +218,21 @@ def test_relocation_keeps_the_fleet_plans_agent_keys_in_step_with_the_agents(tmp
     for n, agent in enumerate(agents):  # what a worker's fleet control looks up for the moved agent
         assert moved.fleet.agent_keys[agent_ref_key(move.agent(agent))] == f"key{n}"
     assert moved.fleet.unmetered == [agent_ref_key(move.agent(a)) for a in agents[:2]]
+
+
+def test_a_bundles_traceback_shows_its_source_lines(tmp_path):
+    import traceback
+
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "boom.py").write_text("def explode():\n    raise RuntimeError('kaboom here')\n")
+    (root / "agent.py").write_text("from pkg import boom\n\ndef respond(m):\n    return boom.explode()\n")
+    bundle = pack([root])
+    copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
+    register(copy, bundle.ref.short)
+    fn = resolve_callable("agent.py:respond", copy / bundle.ref.place(0))
+    with pytest.raises(RuntimeError) as caught:
+        fn([])
+    text = "".join(traceback.format_exception(caught.value))
+    assert "raise RuntimeError('kaboom here')" in text and "boom.py" in text

@@ -120,6 +120,8 @@ class _Loader(importlib.abc.Loader):
         self._inner.exec_module(module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_filename…: tracebacks read the file
+        if name.startswith("__") or name == "_inner":  # never our own attributes (copy, pickle)
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 
