@@ -20,6 +20,7 @@ from pydantic import Field, PlainValidator, model_validator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
+from farm.bundles.ref import BundleRef
 from farm.models import Case, FarmModel, PerCaseModel, SweepEnvelope
 from farm.plan.fleet import FleetPlan
 from farm.run.execute import RunEnvironment
@@ -146,6 +147,9 @@ class SweepPlan(FarmModel):
     evenly across them (SPEC 25). None: one level, ``parallel``."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
+    bundle: BundleRef | None = None
+    """The bundle a distributed sweep's workers run from (SPEC 24, ``farm.bundles``); None: an
+    in-process sweep, or ``--no-bundle`` (the workers see the project at the paths the plan names)."""
     cases: Annotated[CaseSource, PlainValidator(_case_source)] = Field(default_factory=PlannedCases, exclude=True)
     """The cases (``CaseSource``), held as whoever built the plan chose; not validated again when
     the plan is built."""
