@@ -91,3 +91,18 @@ print(before, context.cert_store_stats()["x509"], ssl.create_default_context().c
                           capture_output=True, text=True, timeout=60, check=True)
     before, after, system, verifying = done.stdout.split()
     assert before == "0" and after == system and verifying == "True"  # the same trust, loaded on first use
+
+
+def test_a_method_another_library_put_on_sslcontext_is_put_back() -> None:
+    code = """
+import ssl
+from farm.agents.client_import import import_aiohttp
+def theirs(self):
+    return "theirs"
+ssl.SSLContext.set_default_verify_paths = theirs
+import_aiohttp()
+print(ssl.SSLContext.__dict__.get("set_default_verify_paths") is theirs)
+"""
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True"]

@@ -33,32 +33,37 @@ def import_aiohttp() -> None:
         def note(context: ssl.SSLContext) -> None:
             asked.append(context)
 
-        ssl.SSLContext.set_default_verify_paths = note  # type: ignore[method-assign,assignment]
+        cls = ssl.SSLContext  # another library may have put its own class there (truststore does)
+        own = cls.__dict__.get("set_default_verify_paths")
+        cls.set_default_verify_paths = note  # type: ignore[method-assign,assignment]
         try:
             import aiohttp  # noqa: F401
         finally:
-            del ssl.SSLContext.set_default_verify_paths  # the C method of ssl._SSLContext again
+            if own is None:
+                del cls.set_default_verify_paths  # the C method of ssl._SSLContext again
+            else:
+                cls.set_default_verify_paths = own  # type: ignore[method-assign]
         for context in asked:
             _trust_on_first_wrap(context)
 
 
 def _trust_on_first_wrap(context: ssl.SSLContext) -> None:
     """``context`` loads the default verify paths before its first ``wrap_bio``/``wrap_socket``."""
-    lock, loaded = threading.Lock(), list[bool]()
+    lock, loaded, cls = threading.Lock(), list[bool](), type(context)
 
     def trust() -> None:
         with lock:
             if not loaded:
-                ssl.SSLContext.set_default_verify_paths(context)
+                cls.set_default_verify_paths(context)
                 loaded.append(True)
 
     def wrap_bio(*args: Any, **kwargs: Any) -> ssl.SSLObject:
         trust()
-        return ssl.SSLContext.wrap_bio(context, *args, **kwargs)
+        return cls.wrap_bio(context, *args, **kwargs)
 
     def wrap_socket(*args: Any, **kwargs: Any) -> ssl.SSLSocket:
         trust()
-        return ssl.SSLContext.wrap_socket(context, *args, **kwargs)
+        return cls.wrap_socket(context, *args, **kwargs)
 
     context.wrap_bio = wrap_bio  # type: ignore[method-assign]
     context.wrap_socket = wrap_socket  # type: ignore[method-assign]
