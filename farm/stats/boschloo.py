@@ -17,9 +17,10 @@ one compare in one pass. Column 1 holds ``x1`` passes of ``n1`` runs, column 2 `
   enough that a peak it ranks lower is refined too when it could be the highest.
 
 Per (n1, n2) the diagonals and the grid's binomials are computed once (``_plane``, cached). What
-scipy adds is an optimiser (``shgo``) that can stop short of the maximum by up to ~0.3 % of the
-p-value (seen on 3,000 random tables with n ≤ 200); ``farm.stats.significance`` therefore settles
-a verdict this close to its threshold with scipy itself. Pure: numpy and math.
+scipy adds is an optimiser (``shgo``) that can stop short of the maximum by up to ~0.34 % of the
+p-value (seen on 4,500 random tables with n ≤ 200; ours was never below scipy's by more than
+6e-13); ``farm.stats.significance`` therefore settles a verdict this close to its threshold with
+scipy itself. Pure: numpy and math.
 """
 
 from __future__ import annotations
