@@ -8,6 +8,7 @@ import pytest
 
 from farm.errors import InputError
 from farm.models import Case, CaseStats, CheckOutcome, ErrorInfo, RunResult, RunStatus, SweepReport
+from farm.reports import json_report
 from farm.reports.json_report import parse_json_report, render_json
 from farm.stats import CaseAccumulator, CasePlan, build_report
 
@@ -91,6 +92,41 @@ def test_skipped_cases_are_listed_in_the_summary_and_never_fail_a_jq_gate() -> N
 def test_json_report_reads_back_to_the_same_model() -> None:
     report = sample_report()
     assert parse_json_report(render_json(report)) == report
+
+
+def _without_details(report: SweepReport) -> SweepReport:
+    return report.model_copy(update={"results": [r.model_copy(update={"run_details": []}) for r in report.results]})
+
+
+def test_a_report_read_without_run_details_has_every_other_field() -> None:
+    """What ``farm compare`` reads (issue 45): the run details skipped unparsed, nothing else lost."""
+    report = sample_report()
+    text = render_json(report)
+    assert json_report.without_run_details(text.encode()) is not None
+    assert parse_json_report(text, details=False) == _without_details(report)
+    assert parse_json_report(text.encode(), details=False) == _without_details(report)
+
+
+def test_a_report_in_another_layout_is_read_whole() -> None:
+    report = sample_report()
+    compact = json.dumps(json.loads(render_json(report)))
+    assert json_report.without_run_details(compact.encode()) is None
+    assert parse_json_report(compact, details=False) == report
+    # a list that does not close where write_json closes it: not stripped across results
+    closing = '\n      ],\n      "run_details_truncated"'
+    reindented = render_json(report).replace(closing, closing.replace("],", "] ,"), 1)
+    assert json_report.without_run_details(reindented.encode()) is None
+    assert parse_json_report(reindented, details=False) == report
+
+
+def test_a_broken_report_read_without_details_names_the_whole_files_line() -> None:
+    text = render_json(sample_report())
+    broken = text.replace('"runs_planned": ', '"runs_planned": ,', 1)
+    with pytest.raises(InputError) as lean:
+        parse_json_report(broken, "r.json", details=False)
+    with pytest.raises(InputError) as whole:
+        parse_json_report(broken, "r.json")
+    assert str(lean.value) == str(whole.value)
 
 
 @pytest.mark.parametrize("text", ["not json", "[]", '{"summary": {}}'])

@@ -309,8 +309,10 @@ def client_deferred() -> Iterator[None]:
 
 
 def _load_client() -> None:
-    """Import aiohttp (once per process)."""
-    import aiohttp  # noqa: F401
+    """Import aiohttp (once per process; its default contexts' CA bundles deferred: ``client_import``)."""
+    from farm.agents.client_import import import_aiohttp
+
+    import_aiohttp()
 
 
 def _new_session() -> aiohttp.ClientSession:

@@ -13,14 +13,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from farm.errors import InputError
-from farm.history.store import HistoryStore
-from farm.history.sweep_info import SweepInfo
 from farm.reports.json_report import parse_json_report
 from farm.stats.compare import SweepSnapshot, snapshot_of
-from farm.textfiles import read_utf8
+from farm.textfiles import read_utf8_bytes
 from farm.wording import plural
+
+if TYPE_CHECKING:  # SQLAlchemy is imported when a reference needs the store, not for two report files
+    from farm.history.store import HistoryStore
+    from farm.history.sweep_info import SweepInfo
 
 LAST = re.compile(r"^last(?::(?P<key>[^=~]+)=(?P<value>[^~]*))?(?:~(?P<skip>\d+))?$")
 
@@ -41,8 +44,8 @@ def is_report_path(ref: str) -> bool:
 
 
 def read_report_file(ref: str, role: str) -> SweepSnapshot:
-    text = read_utf8(Path(ref).expanduser(), f"{role} {ref}")
-    return snapshot_of(parse_json_report(text, source=ref))
+    data = read_utf8_bytes(Path(ref).expanduser(), f"{role} {ref}")
+    return snapshot_of(parse_json_report(data, source=ref, details=False))
 
 
 class RefResolver:

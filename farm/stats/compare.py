@@ -34,7 +34,7 @@ from farm.stats.compare_terms import check_thresholds, is_adaptive
 from farm.stats.path_change import PathCount, PathShift, path_p_value, path_shift, paths_of
 from farm.stats.reasons import OTHER_REASONS
 from farm.stats.served_change import served_figures
-from farm.stats.significance import bh_q_values, newcombe_interval, p_head_higher, p_head_lower, z_for
+from farm.stats.significance import bh_q_values, newcombe_interval, settled_p_lower, z_for
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run"]
 VERDICTS: tuple[Verdict, ...] = ("regressed", "improved", "unchanged", "inconclusive", "new", "removed", "not_run")
@@ -179,7 +179,7 @@ def compare(base: SweepSnapshot, head: SweepSnapshot, *, alpha: float = DEFAULT_
     z = z_for(alpha)
     base_cases = {c.id: c for c in base.cases}
     head_ids = {c.id for c in head.cases}
-    tested = _test(base_cases, head.cases)
+    tested = _test(base_cases, head.cases, alpha, min_drop)
     rows = []
     for case in head.cases:
         old = base_cases.get(case.id)
@@ -200,14 +200,19 @@ def partial_warnings(comparison: Comparison, base: SweepSnapshot, head: SweepSna
             for name, side in sides if not_run]
 
 
-def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot]) -> dict[str, _Tested]:
-    tested: dict[str, _Tested] = {}
-    for head in head_cases:
-        base = base_cases.get(head.id)
-        if base is None or base.adaptive or head.adaptive or not base.runs or not head.runs:
-            continue
-        tested[head.id] = _Tested(base, head, p_head_lower(head.passed, head.runs, base.passed, base.runs),
-                                  p_head_higher(head.passed, head.runs, base.passed, base.runs))
+def _test(base_cases: dict[str, CaseSnapshot], head_cases: Sequence[CaseSnapshot], alpha: float,
+          min_drop: float) -> dict[str, _Tested]:
+    pairs = [(base, head) for head in head_cases if (base := base_cases.get(head.id)) is not None
+             and not (base.adaptive or head.adaptive or not base.runs or not head.runs)]
+    threshold = Fraction(str(min_drop))
+    deltas = [_delta(base, head) for base, head in pairs]
+    # each direction's p-values at once; exact (scipy's) wherever the verdict could hang on the difference
+    lower = settled_p_lower([(h.passed, h.runs, b.passed, b.runs) for b, h in pairs],
+                            [-d >= threshold for d in deltas], alpha)
+    higher = settled_p_lower([(b.passed, b.runs, h.passed, h.runs) for b, h in pairs],
+                             [d >= threshold for d in deltas], alpha)
+    tested = {head.id: _Tested(base, head, p_lower, p_higher)
+              for (base, head), p_lower, p_higher in zip(pairs, lower, higher, strict=True)}
     family = list(tested.values())
     for t, q in zip(family, bh_q_values([t.p_lower for t in family]), strict=True):
         t.q_lower = q
