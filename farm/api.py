@@ -37,6 +37,7 @@ from farm.agents.retry import attempts_from_env
 from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
+from farm.matrix.arms import MatrixFlags, matrix_plan
 from farm.models import Case, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
@@ -110,6 +111,8 @@ class TestSettings:
     """``--allow-remote-includes``: HOCON includes of URLs are fetched (refused otherwise)."""
     fleet: FleetFlags = field(default_factory=FleetFlags)
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
+    matrix: MatrixFlags = field(default_factory=MatrixFlags)
+    """``--arm``, ``--matrix``, ``--baseline-arm``, ``--seed`` (SPEC 22)."""
     semantic: bool | None = None
     """False: no semantic figures (``--no-semantic``); None: ``FARM_SEMANTIC`` decides (default on)."""
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
@@ -208,7 +211,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     if parts.totals.runs > MAX_SWEEP_RUNS:
         raise SettingsError(f"the sweep plans {parts.totals.runs:,} runs ({parts.totals.cases:,} cases): at most "
                             f"{MAX_SWEEP_RUNS:,} in one sweep; lower --runs or split the suite")
-    stream.notes += manifest_overrides(parts.agents, settings.name)
+    stream.notes += manifest_overrides(parts.agents, settings.name or ("arms" if specs.plan.matrix else None))
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
     outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
     if parts.refused is not None:
@@ -217,7 +220,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
-        totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings),
+        totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings), matrix=specs.plan.matrix,
         fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
@@ -230,7 +233,8 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
     return SweepSpecs(
         plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                      patterns=settings.patterns),
+                      patterns=settings.patterns, matrix=matrix_plan(settings.matrix, cwd=Path(settings.cwd),
+                                                                     agent_name=settings.name)),
         fleet=settings.fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
@@ -344,11 +348,9 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
 
 
 def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    with contextlib.suppress(RuntimeError):
+        return asyncio.get_running_loop() is not None
+    return False
 
 
 async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None

@@ -26,6 +26,7 @@ from farm.models.base import PerCaseModel as PerCaseModel
 from farm.models.base import RunStatus as RunStatus
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
+from farm.models.matrix import *  # noqa: F403
 from farm.models.served import Served as Served
 from farm.models.served import ServedCounts as ServedCounts
 from farm.models.stats import *  # noqa: F403
@@ -146,6 +147,10 @@ class Case(PerCaseModel):
     env_refs: list[str] | None = None
     """Secret-named environment variables the case's text still holds as ``${?NAME}``: read where
     the run runs, never in the plan (``farm.agents.secrets.resolve_deferred``, SPEC 26)."""
+    arm: str | None = None
+    """A matrix sweep's planned copy: the arm it runs in (its id is then ``T1@ARM``, SPEC 22)."""
+    arm_options: dict[str, JsonValue] | None = None
+    """The arm's options (``model``, ``temperature``, …), given to the agent over ``options``."""
 
 
 # ------------------------------------------------------------------------------------ replies

@@ -14,6 +14,7 @@ from pydantic import Field, SerializationInfo, field_serializer, model_validator
 from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
+from farm.models.matrix import ArmReport, MatrixSection, arm_case_id
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 from farm.models.served import Served, ServedCounts
 from farm.models.trajectory import Divergence, ToolCall, TrajectoryPath
@@ -235,6 +236,16 @@ class CaseStats(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit, most first (SPEC 25); null:
     no run reported any."""
+    arm: str | None = None
+    """A matrix sweep's arm the case ran in (SPEC 22); null: not a matrix sweep."""
+    duration_histogram: dict[str, int] | None = None
+    """Matrix sweeps: runs per duration bucket (``farm.stats.latency``), merged into each arm's
+    p50/p95 latency; null elsewhere."""
+
+    @property
+    def planned_id(self) -> str:
+        """The id the case's runs are kept under: a matrix arm's copy's ``T1@ARM``, else ``id``."""
+        return arm_case_id(self.id, self.arm) if self.arm else self.id
 
 
 class SweepSummary(FarmModel):
@@ -295,6 +306,10 @@ class SweepReport(FarmModel):
 
     summary: SweepSummary
     environment: dict[str, JsonValue]
+    arms: list[ArmReport] | None = None
+    """A matrix sweep's arms, each with its summary (SPEC 22); null: not a matrix sweep."""
+    matrix: MatrixSection | None = None
+    """A matrix sweep's verdicts per case and arm against the baseline arm, and its Pareto fronts."""
     results: list[CaseStats]
     """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
     metadata: dict[str, JsonValue]

@@ -20,7 +20,8 @@ from pydantic import Field, PlainValidator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.models import Case, FarmModel, PerCaseModel
+from farm.matrix.schedule import interleaved
+from farm.models import Case, FarmModel, MatrixPlan, PerCaseModel
 from farm.plan.fleet import FleetPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import DEFAULT_QUEUE
@@ -126,6 +127,9 @@ class SweepPlan(FarmModel):
     """Goes into the report's metadata (input, min pass rate, reporter, …)."""
     queue: str = DEFAULT_QUEUE
     started_at: str = ""
+    matrix: MatrixPlan | None = None
+    """A matrix sweep's arms, baseline arm and seed (SPEC 22): its cases come one copy per arm,
+    their runs interleaved (``farm.matrix.schedule``); None: not a matrix."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
     cases: Annotated[CaseSource, PlainValidator(_case_source)] = Field(default_factory=PlannedCases, exclude=True)
@@ -139,6 +143,18 @@ class SweepPlan(FarmModel):
     def slots(self) -> Sequence[CaseSlot]:
         """What publishing needs of each case, in plan order."""
         return self.cases.slots(self.env)
+
+
+def plan_runs(plan: SweepPlan) -> Iterator[tuple[PlannedCase, int]]:
+    """Every (case, run number) of the plan in the order they are made: case by case, run 1..n;
+    a matrix's runs interleaved round by round across its arms (``farm.matrix.schedule``)."""
+    if plan.matrix is not None:
+        return interleaved(plan.cases, _runs_of, len(plan.matrix.arms), plan.matrix.seed)
+    return ((planned, run) for planned in plan.cases for run in range(1, planned.plan.runs + 1))
+
+
+def _runs_of(planned: PlannedCase) -> int:
+    return planned.plan.runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,5 +243,5 @@ def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env:
 
 __all__ = [
     "CaseSlot", "CaseSource", "PlanTotals", "PlannedCase", "PlannedCases", "SweepPlan", "build_plan", "new_sweep_id",
-    "utc_now",
+    "plan_runs", "utc_now",
 ]

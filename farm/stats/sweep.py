@@ -100,7 +100,7 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     flag_retry_bias(stats)
     if (bias := retry_bias_summary(stats)) is not None:
         metadata = {**metadata, "retry_bias": bias}
-    typed = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
+    typed: dict[str, Any] = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
@@ -130,7 +130,25 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     if unreachable(report):
         return ExitCode.RUNTIME_ERROR
     failed = any(case_verdict(s) == "failed" and not is_quarantined(s) for s in report.results)
-    return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
+    return ExitCode.CASES_FAILED if failed or below_overall_gate(report) or matrix_failed(report) else ExitCode.OK
+
+
+def matrix_failed(report: SweepReport) -> bool:
+    """A matrix sweep (SPEC 22) with an arm ``worse`` than the baseline arm on some case, or an arm
+    whose runs miss ``--min-overall-pass-rate`` (each arm is gated on its own runs)."""
+    if report.matrix is None:
+        return False
+    if any(report.matrix.worse.values()):
+        return True
+    gate = report.metadata.get("min_overall_pass_rate")
+    if not isinstance(gate, int | float) or isinstance(gate, bool):
+        return False
+    for arm in report.arms or ():
+        counted = [c for c in report.results if c.arm == arm.name and not is_quarantined(c)]
+        scored = sum(c.runs - c.skipped for c in counted)
+        if scored > 0 and Fraction(sum(c.passed for c in counted), scored) < Fraction(str(gate)):
+            return True
+    return False
 
 
 def is_partial(report: SweepReport) -> bool:

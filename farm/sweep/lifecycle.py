@@ -19,6 +19,7 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
 from farm.fleet.waiting import queued_timeout
+from farm.matrix.report import with_matrix
 from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
@@ -98,11 +99,12 @@ def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: S
     not_run = [cid for cid in case_ids if cid not in stats]
     outcome = SweepOutcome(status=status, stopped=StopReason(stopped) if stopped else None,
                            not_run=not_run if stopped or not_run else None, reason=reason or None, budget=budget)
-    return build_report(
+    report = build_report(
         [stats[cid] for cid in case_ids if cid in stats],
         duration_ms=round(duration_ms, 1), runs_per_case=plan.runs_per_case,
         environment=plan.env.describe(), metadata=metadata, outcome=outcome,
     )
+    return report if plan.matrix is None else with_matrix(report, plan.matrix)
 
 
 def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
