@@ -24,6 +24,8 @@ class AgentRef:
     """neuro-san: the agent name on the server."""
     connection: str = ""
     """neuro-san: ``mcp`` to call the agent as the server's MCP tool; '' for its HTTP API."""
+    arm: str = ""
+    """The matrix arm this reference is (SPEC 22): its errors name it; '' outside a matrix."""
     connector: str = ""
     """A matrix arm's connector (SPEC 22): a prompt agent's, winning over ``-c`` and its manifest's."""
     settings: str = ""

@@ -156,7 +156,12 @@ def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HO
     if ref.connector:  # a matrix arm's connector wins over -c (SPEC 22)
         options = dataclasses.replace(options, connector=ref.connector)
     with hooks.building():
-        agent = create_adapter(adapter_spec(ref, options), options, hooks)
+        try:
+            agent = create_adapter(adapter_spec(ref, options), options, hooks)
+        except AgentResolutionError as exc:
+            if not ref.arm:
+                raise
+            raise AgentResolutionError(f"arm {ref.arm!r}: {exc.message}") from None
     return hooks.wrap_agent(agent, ref) if hooks.wrap_agent is not None else agent
 
 

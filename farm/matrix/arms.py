@@ -22,7 +22,7 @@ from farm.models import Arm, JsonValue, MatrixPlan
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """An arm's name: a letter or digit, then letters, digits, ``_``, ``.``, ``-`` (64 at most)."""
 KEYS = ("name", "agent", "connector", "options")
-_HEADER = re.compile(r"^\s*\[\[\s*arm\s*\]\]", re.MULTILINE)
+_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*arm[ \t]*\]\]", re.MULTILINE)
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,7 @@ class BatchPlanner:
                 ref = resolve_case_agent(case, arm.agent, self.options)
             except AgentResolutionError as exc:
                 raise AgentResolutionError(f"arm {arm.name!r}: {exc.message}") from None
-            ref = dataclasses.replace(ref, connector=arm.connector or "", settings=arm_settings(arm))
+            ref = dataclasses.replace(ref, arm=arm.name, connector=arm.connector or "", settings=arm_settings(arm))
             self.agents[key] = batch.agents[key] = ref
         return ref
 

@@ -190,8 +190,9 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     case, and each case is built, indented at its depth and written in its place."""
     meta = report.metadata
     suites: dict[str, list[CaseStats]] = {}
-    for stats in report.results:
-        suites.setdefault(stats.suite or "farm", []).append(stats)
+    for stats in report.results:  # a matrix's arms: a suite each (SPEC 22)
+        name = stats.suite or "farm"
+        suites.setdefault(f"{name} [{stats.arm}]" if stats.arm else name, []).append(stats)
     skipped = report.summary.skipped_ids
     counts = _suite_counts(report.results)
     counts["tests"] = str(int(counts["tests"]) + len(skipped))
@@ -208,7 +209,7 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
         })
         _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
                                                         "min_pass_rate")}, "stopped": report.outcome.stopped,
-                            **_fleet(report), "semantic": _semantic_not_computed(report),
+                            **_fleet(report), "semantic": _semantic_not_computed(report), "arm": cases[0].arm,
                             "served": None if report.summary.served is None else report.summary.served.model_dump()})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
