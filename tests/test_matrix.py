@@ -19,6 +19,7 @@ from farm.matrix.arms import MatrixFlags
 from farm.matrix.report import pareto
 from farm.matrix.schedule import group_runs, interleaved, made_before, round_order
 from farm.models import ArmReport, ArmSummary, SweepReport
+from farm.plan.fleet import FleetFlags
 from farm.stats import exit_code_for
 
 ARMS = Path(__file__).resolve().parent / "agents" / "arms.py"
@@ -208,3 +209,53 @@ def test_cli_bad_arm_exits_2(tmp_path: Path, farm_cli: Any) -> None:
     done = farm_cli.run("test", "-i", str(_suite(tmp_path, 1)), "--arm", "a=py:x.py:f", "--no-progress",
                         "--no-history", local=True)
     assert done.returncode == 2 and "arm 'a'" in done.stderr, done.stderr
+
+
+def test_a_prompt_agents_arms_ask_their_own_model_and_temperature(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from tests.servers import ROOT, openai_server
+
+    project = tmp_path / "prompt"
+    shutil.copytree(ROOT / "examples" / "prompt", project)
+    (project / "m.toml").write_text('[[arm]]\nname = "cold"\nagent = "keywords"\n'
+                                    'options = { model = "alpha", temperature = 0.2 }\n'
+                                    '[[arm]]\nname = "hot"\nagent = "keywords"\n'
+                                    'options = { model = "beta", temperature = 0.9 }\n')
+    with openai_server() as served:
+        monkeypatch.setenv("EXAMPLE_LLM_HOST", f"{served.url}/v1")
+        monkeypatch.setenv("EXAMPLE_LLM_KEY", "sk-test")
+        report = run_sweep(TestSettings(input=str(project / "assistants" / "keywords" / "tests" / "inputs.jsonl"),
+                                        runs=2, cwd=str(project), matrix=MatrixFlags(file="m.toml")))
+        asked = Counter((r["body"]["model"], r["body"].get("temperature")) for r in served.server.requests)
+    cases = len(report.results) // 2
+    assert asked == {("alpha", 0.2): 2 * cases, ("beta", 0.9): 2 * cases}
+    served_models = {(r.arm, model) for r in report.results for model in (r.served.models if r.served else {})}
+    assert served_models == {("cold", "alpha"), ("hot", "beta")}
+
+
+def test_record_and_replay_keep_each_arm_apart(tmp_path: Path) -> None:
+    arms = (_arm("one", "p70"), _arm("two", "p70"))
+    recorded = _sweep(tmp_path, *arms, runs=3, cases=2, fleet=FleetFlags(record=str(tmp_path / "rec")))
+    assert len(list((tmp_path / "rec").rglob("*.json"))) == 2 * 2 * 3  # cases × arms × runs: none shared
+    replayed = _sweep(tmp_path, *arms, runs=3, cases=2, fleet=FleetFlags(replay=str(tmp_path / "rec")))
+    assert [(r.id, r.arm, r.passed) for r in replayed.results] == [(r.id, r.arm, r.passed) for r in recorded.results]
+
+
+def test_an_arms_judge_verdicts_are_its_own() -> None:
+    from farm.fleet.judge_cache import ARM_SCOPE, verdict_key
+
+    plain = verdict_key("judge", "is polite", "hi", "hello")
+    token = ARM_SCOPE.set("manifest:/a@|{\"temperature\":0.2}")
+    try:
+        cold = verdict_key("judge", "is polite", "hi", "hello")
+    finally:
+        ARM_SCOPE.reset(token)
+    token = ARM_SCOPE.set("manifest:/a@|{\"temperature\":0.9}")
+    try:
+        hot = verdict_key("judge", "is polite", "hi", "hello")
+    finally:
+        ARM_SCOPE.reset(token)
+    assert len({plain, cold, hot}) == 3
+    assert verdict_key("judge", "is polite", "hi", "hello") == plain  # outside a matrix: the keys as before
