@@ -259,3 +259,9 @@ def test_an_arms_judge_verdicts_are_its_own() -> None:
         ARM_SCOPE.reset(token)
     assert len({plain, cold, hot}) == 3
     assert verdict_key("judge", "is polite", "hi", "hello") == plain  # outside a matrix: the keys as before
+
+
+def test_cli_baseline_with_arms_exits_2(tmp_path: Path, farm_cli: Any) -> None:
+    done = farm_cli.run("test", "-i", str(_suite(tmp_path, 1)), "--arm", _arm("a", "p95"), "--arm", _arm("b", "p95"),
+                        "--baseline", "main", "--no-progress", local=True)
+    assert done.returncode == 2 and "farm compare REF MATRIX:ARM" in done.stderr, done.stderr

@@ -171,6 +171,9 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
         from farm.plan.fleet import FleetFlags
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
+    if history.baseline and (flags.get("arms") or flags.get("matrix_file")):
+        raise click.UsageError(f"--baseline {history.baseline}: a matrix's arms are recorded as sweeps MATRIX:ARM; "
+                               "compare one with farm compare REF MATRIX:ARM")
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
     quarantine = flags.pop("quarantine", None)
     workers, estimate, detect = flags.pop("workers", None), flags.pop("estimate", False), flags.pop("detect", None)
