@@ -14,10 +14,11 @@ from farm.models import ArmSummary, MatrixCell, SweepReport
 MARKS = {"worse": "worse", "better": "better", "inconclusive": "?", "missing": "not run"}
 
 
-def cell_text(cell: MatrixCell) -> str:
+def cell_text(cell: MatrixCell, *, mark: bool = True) -> str:
+    """``95.0% (19/20)``, then the verdict when it is not ``unchanged`` (``mark``: a page shows a badge)."""
     rate = f"{100 * cell.passed / cell.runs:.1f}% ({cell.passed}/{cell.runs})" if cell.runs else "-"
-    mark = MARKS.get(cell.verdict)
-    return f"{rate} {mark}" if mark else rate
+    said = MARKS.get(cell.verdict) if mark else None
+    return f"{rate} {said}" if said else rate
 
 
 def _money(value: float | None) -> str:

@@ -25,8 +25,8 @@ def matrix_section(report: SweepReport) -> dict[str, Any] | None:
     names = [arm.name for arm in report.arms]
     by_case: dict[str, dict[str, Any]] = {}
     for cell in report.matrix.cells:
-        by_case.setdefault(cell.case, {})[cell.arm] = {"text": cell_text(cell), "tone": _TONES[cell.verdict],
-                                                        "verdict": cell.verdict}
+        shown = {"text": cell_text(cell, mark=False), "tone": _TONES[cell.verdict], "verdict": cell.verdict}
+        by_case.setdefault(cell.case, {})[cell.arm] = shown
     rows = [{"case": case, "cells": [cells.get(n, {"text": "-", "tone": "not_run", "verdict": "missing"})
                                      for n in names]} for case, cells in by_case.items()]
     return {"arms": names, "baseline": report.matrix.baseline, "rows": rows,
@@ -53,8 +53,10 @@ def scatter(report: SweepReport) -> dict[str, Any] | None:
     front = set(report.matrix.pareto_cost if report.matrix else ())
     points = [{"name": arm.name, "x": x(arm.summary.cost_usd or 0.0), "y": y(arm.summary.pass_rate),
                "lo": y(arm.summary.pass_rate_ci[0]), "hi": y(arm.summary.pass_rate_ci[1]), "front": arm.name in front,
+               "dy": -6 if i % 2 == 0 else 14,  # neighbours' labels apart
                "tip": f"{arm.name}: {arm.summary.pass_rate:.1f}% [{arm.summary.pass_rate_ci[0]:.1f}–"
-                      f"{arm.summary.pass_rate_ci[1]:.1f}] at ${arm.summary.cost_usd:.4g}"} for arm in known]
+                      f"{arm.summary.pass_rate_ci[1]:.1f}] at ${arm.summary.cost_usd:.4g}"}
+              for i, arm in enumerate(known)]
     grid = [{"y": y(rate), "label": f"{rate}%"} for rate in (0, 25, 50, 75, 100)]
     axis = [{"x": x(most * f), "label": f"${most * f:.3g}"} for f in (0.0, 0.5, 1.0)]
     return {"width": width, "height": height, "left": left, "right": width - right, "base": top + plot_h,
