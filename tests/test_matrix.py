@@ -203,6 +203,10 @@ def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_histo
     compared = farm_cli.run("compare", f"{sweep_id}:good", f"{sweep_id}:bad", "--history", sqlite_history_url,
                             local=True)
     assert compared.returncode == 1 and "3 regressed" in compared.stdout, compared.stdout + compared.stderr
+    from_file = farm_cli.run("compare", f"{outputs[0]}:good", f"{outputs[0]}:bad", local=True)
+    assert from_file.returncode == 1 and "3 regressed" in from_file.stdout, from_file.stdout + from_file.stderr
+    whole = farm_cli.run("compare", outputs[0], f"{outputs[0]}:bad", local=True)
+    assert whole.returncode == 2 and "a matrix report: name an arm" in whole.stderr, whole.stderr
 
 
 def test_cli_bad_arm_exits_2(tmp_path: Path, farm_cli: Any) -> None:
