@@ -203,6 +203,10 @@ def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_histo
     compared = farm_cli.run("compare", f"{sweep_id}:good", f"{sweep_id}:bad", "--history", sqlite_history_url,
                             local=True)
     assert compared.returncode == 1 and "3 regressed" in compared.stdout, compared.stdout + compared.stderr
+    from farm.view.data import ViewData
+
+    page = ViewData(sqlite_history_url).sweep(f"{sweep_id}:bad")  # farm view: the whole matrix on one page
+    assert page is not None and page.report_html is not None and 'id="matrix"' in page.report_html
     from_file = farm_cli.run("compare", f"{outputs[0]}:good", f"{outputs[0]}:bad", local=True)
     assert from_file.returncode == 1 and "3 regressed" in from_file.stdout, from_file.stdout + from_file.stderr
     whole = farm_cli.run("compare", outputs[0], f"{outputs[0]}:bad", local=True)
