@@ -203,6 +203,9 @@ def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_histo
     compared = farm_cli.run("compare", f"{sweep_id}:good", f"{sweep_id}:bad", "--history", sqlite_history_url,
                             local=True)
     assert compared.returncode == 1 and "3 regressed" in compared.stdout, compared.stdout + compared.stderr
+    trend = farm_cli.run("history", "--tag", "arm=bad", "--history", sqlite_history_url, "--json", local=True)
+    assert trend.returncode == 0, trend.stderr
+    assert [s["sweep_id"] for s in json.loads(trend.stdout)["sweeps"]] == [f"{sweep_id}:bad"]
     from farm.view.data import ViewData
 
     page = ViewData(sqlite_history_url).sweep(f"{sweep_id}:bad")  # farm view: the whole matrix on one page
