@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.test_matrix import _arm, _suite
+from tests.test_matrix import ARMS, _arm, _suite
 
 TIMING = ("p50_latency_ms", "p95_latency_ms")
 
@@ -26,7 +26,9 @@ def _comparable(path: Path) -> dict[str, Any]:
 
 def test_distributed_matrix_report_equals_the_in_process_one(tmp_path: Path, farm_worker: Any, farm_cli: Any) -> None:
     suite = _suite(tmp_path, 4)
-    arms = ("--arm", _arm("good", "p95"), "--arm", _arm("mid", "p70"), "--arm", _arm("bad", "p20"), "--seed", "3")
+    matrix = tmp_path / "m.toml"  # an arm's options travel with its cases to the workers
+    matrix.write_text(f'[[arm]]\nname = "mid"\nagent = "py:{ARMS}:by_option"\noptions = {{ p = 0.7, cost = 2 }}\n')
+    arms = ("--arm", _arm("good", "p95"), "--arm", _arm("bad", "p20"), "--matrix", str(matrix), "--seed", "3")
     common = ("test", "-i", str(suite), *arms, "--runs", "12", "--no-progress", "--no-history")
     local_log, remote_log = tmp_path / "local.log", tmp_path / "remote.log"
     local = farm_cli.run(*common, "--parallel", "1", "-o", str(tmp_path / "local.json"),
@@ -37,8 +39,9 @@ def test_distributed_matrix_report_equals_the_in_process_one(tmp_path: Path, far
                           "--queue", "matrix", timeout=180)
     assert remote.returncode == 1, remote.stderr
     assert _comparable(tmp_path / "remote.json") == _comparable(tmp_path / "local.json")
-    expected = _comparable(tmp_path / "local.json")["matrix"]
-    assert {c["verdict"] for c in expected["cells"] if c["arm"] == "bad"} == {"worse"}
+    expected = _comparable(tmp_path / "local.json")
+    assert {c["verdict"] for c in expected["matrix"]["cells"] if c["arm"] == "bad"} == {"worse"}
+    assert [a["summary"]["cost_usd"] for a in expected["arms"]] == [0.048, 0.048, 0.096]  # mid's option: $0.002 a run
     # one worker taking one run at a time: the runs were published (and made) in the interleaved order
     assert remote_log.read_text().splitlines() == local_log.read_text().splitlines()
 
