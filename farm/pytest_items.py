@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from farm.errors import FarmError, InputError
-from farm.pytest_plugin import SUITES_KEY, SWEEPS_KEY
 
 if TYPE_CHECKING:  # the models load with the first suite, not with every pytest run
     from farm.api import PreparedSweep
@@ -58,6 +57,8 @@ class FarmSweeps:
     min_pass_rate: float
     broker: str | None
     cwd: str
+    suites: list[Path] = field(default_factory=list)
+    """The session's ``--farm-suite`` paths (resolved)."""
     chosen: dict[Path, dict[Path, set[str]]] = field(default_factory=dict)
     """Suite argument → suite file → the case ids chosen to run."""
     prepared: dict[Path, PreparedSweep] = field(default_factory=dict)
@@ -111,18 +112,23 @@ class FarmSweeps:
 class SuiteFile(pytest.File):
     """A farm suite: one item per case; a suite with problems is a collection error naming them."""
 
+    def __init__(self, *, sweeps: FarmSweeps, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sweeps = sweeps
+
     def collect(self) -> Iterator[FarmCaseItem]:
         from farm.suites import open_input
 
         stream = open_input(str(self.path))
         cases = list(stream)
         stream.check()  # SuiteError: every problem, each as file:line: key: problem
-        suite_arg = _suite_arg(self.config, self.path)
+        suite_arg = _suite_arg(self.sweeps.suites, self.path)
         if not cases and (suite_arg == self.path.resolve() or not any(open_input(str(suite_arg)))):
             # as farm test: a suite (a file, or a directory of files) holding no case is an error
             raise InputError(f"{self.path}: no test cases")
         for case in cases:
-            yield FarmCaseItem.from_parent(self, name=case.id, case_id=case.id, suite_arg=suite_arg, line=case.line)
+            yield FarmCaseItem.from_parent(self, name=case.id, case_id=case.id, suite_arg=suite_arg, line=case.line,
+                                           sweeps=self.sweeps)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, FarmError):
@@ -130,23 +136,25 @@ class SuiteFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
-def _suite_arg(config: pytest.Config, path: Path) -> Path:
+def _suite_arg(suites: list[Path], path: Path) -> Path:
     resolved = path.resolve()
-    return next(s for s in config.stash[SUITES_KEY] if s == resolved or s in resolved.parents)
+    return next(s for s in suites if s == resolved or s in resolved.parents)
 
 
 class FarmCaseItem(pytest.Item):
     """One case of a farm suite; passes when the farm's verdict for the case is a pass."""
 
-    def __init__(self, *, case_id: str, suite_arg: Path, line: int | None, **kwargs: Any) -> None:
+    def __init__(self, *, case_id: str, suite_arg: Path, line: int | None, sweeps: FarmSweeps,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.sweeps = sweeps
         self.case_id = case_id
         self.suite_arg = suite_arg
         self.line = line
         self.add_marker("farm")
 
     def runtest(self) -> None:
-        sweeps = self.config.stash[SWEEPS_KEY]
+        sweeps = self.sweeps
         sweeps.run_once()
         if self.suite_arg in sweeps.errors:
             raise FarmCaseFailed(f"farm: {sweeps.errors[self.suite_arg]}")

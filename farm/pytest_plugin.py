@@ -96,7 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SWEEPS_KEY] = FarmSweeps(
         agent=config.getoption("farm_agent"), runs=runs, min_pass_rate=_rate(config.getoption("farm_min_pass_rate")),
         broker=config.getoption("farm_broker") or os.environ.get("FARM_BROKER_URL") or None,
-        cwd=str(config.invocation_params.dir),
+        cwd=str(config.invocation_params.dir), suites=suites,
     )
     if given or config.args_source != pytest.Config.ArgsSource.ARGS:
         # collected beside the ordinary tests; [tool.farm] suites, as testpaths, only when no path is given
@@ -129,7 +129,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     if _is_suite(parent.config, file_path):
         from farm.pytest_items import SuiteFile
 
-        node: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
+        node: SuiteFile = SuiteFile.from_parent(parent, path=file_path, sweeps=parent.config.stash[SWEEPS_KEY])
         return node
     return None
 

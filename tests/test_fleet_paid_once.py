@@ -18,6 +18,7 @@ from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore, connect
 from tests.fleet_agents import usage_server
 from tests.fleet_project import report_of, write_suite
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -76,3 +77,37 @@ def test_a_copy_is_a_duplicate_only_while_a_live_workers_run_may_be_in_flight(re
     time.sleep(0.3)
     late = store.begin_run("d1", "c", 1, "other", held_s=0.2)
     assert not late.duplicate and late.deaths == 0  # its holder lives: no death counted either
+
+
+def test_a_second_copy_of_a_run_in_flight_in_the_same_worker_process_is_not_called(tmp_path, redis_server,
+                                                                                   redis_client, farm_worker,
+                                                                                   farm_cli) -> None:
+    """A killed worker's message redelivered and the reconciler's copy of the same run can both
+    reach one surviving worker process; its run marker names that process as the holder, so the
+    marker cannot tell them apart. Seen as one paid call missing from a report (issue 37 item 5,
+    2026-11-28: the second copy called the agent after the report was built)."""
+    from celery import Celery
+
+    farm_worker(queue="copies", concurrency=4)
+    suite = write_suite(tmp_path, "c.jsonl", [{"id": "c", "input": "go"}])
+    out = tmp_path / "c.json"
+    with usage_server(delay_s=3.0) as (served, server):
+        sweep = farm_cli.popen("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "1",
+                               "--broker", farm_cli.broker, "--queue", "copies", "--no-history", "--no-progress",
+                               "-o", str(out))
+        try:
+            wait_for(lambda: server.in_flight >= 1, 120, "the run's call in flight")
+            sweep_id = next(iter(redis_client.scan_iter("farm:sweep:*:running"))).split(":")[2]
+            copier = Celery(broker=redis_server)
+            copier.send_task("farm.run", args=(sweep_id, "c", 1), kwargs={"again": True}, queue="copies")
+            _stdout, stderr = sweep.communicate(timeout=300)
+        finally:
+            if sweep.poll() is None:
+                sweep.kill()
+                sweep.wait()
+        assert sweep.returncode == 0, stderr
+        # the copy taken off the queue and answered (unacknowledged messages wait in ``unacked``)
+        wait_for(lambda: not redis_client.llen("copies") and not redis_client.hlen("unacked"), 60, "the copy taken")
+        time.sleep(4)  # a copy that (wrongly) called the agent would have called by now
+        assert report_of(out)["summary"]["total_runs"] == 1
+        assert server.calls == 1, f"{server.calls} calls for 1 run"

@@ -228,7 +228,7 @@ def _point(sweep: str, rate: float, label: str) -> Any:
 def test_the_trend_page_mentions_big_drops_and_has_axes(chromium: Any, tmp_path: Path) -> None:
     import datetime as dt
 
-    from farm.history.store import SweepInfo
+    from farm.history.sweep_info import SweepInfo
     from farm.history.trends import trend_document
     from farm.reports.history_html import render_trend_html
 

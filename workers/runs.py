@@ -21,6 +21,7 @@ its own (``workers.isolated``), which records it ``crashed`` if that process die
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,32 @@ Fire = Callable[[str, str, str], None]
 
 def _no_fire(sweep_id: str, case_id: str, queue: str) -> None:
     return None
+
+
+class InFlightHere:
+    """The runs this worker process has in flight. A killed worker's message redelivered and the
+    reconciler's copy of the same run can both reach one surviving process; its run marker then
+    names this very process as the holder, so only this set tells the second copy that the run
+    is being made here (the first copy settles it: paid once)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: set[tuple[str, str, int]] = set()
+
+    def take(self, sweep_id: str, case_id: str, run: int) -> bool:
+        """Hold the run (False: this process holds it already)."""
+        with self._lock:
+            if (sweep_id, case_id, run) in self._runs:
+                return False
+            self._runs.add((sweep_id, case_id, run))
+            return True
+
+    def release(self, sweep_id: str, case_id: str, run: int) -> None:
+        with self._lock:
+            self._runs.discard((sweep_id, case_id, run))
+
+
+IN_FLIGHT_HERE = InFlightHere()
 
 
 def _record(sweep_id: str, case_id: str, run: int, **extra: Any) -> dict[str, Any]:
@@ -80,7 +107,12 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
         return _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire, again=again or tries > 1,
                         held_s=held_s)
 
-    return until_writable(attempt, f"run {case_id}/{run} of sweep {sweep_id}")
+    if not IN_FLIGHT_HERE.take(sweep_id, case_id, run):
+        return _record(sweep_id, case_id, run, status="dropped", reason="in flight in this worker")
+    try:
+        return until_writable(attempt, f"run {case_id}/{run} of sweep {sweep_id}")
+    finally:
+        IN_FLIGHT_HERE.release(sweep_id, case_id, run)
 
 
 def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int, *, interrupts: tuple[type[BaseException], ...],
@@ -146,4 +178,4 @@ def _barrier(state: Settled, sweep: SweepPlan, planned: PlannedCase, fire: Fire)
     return state
 
 
-__all__ = ["Fire", "run_one"]
+__all__ = ["IN_FLIGHT_HERE", "Fire", "InFlightHere", "run_one"]

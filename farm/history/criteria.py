@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, select
 
 if TYPE_CHECKING:
-    from farm.history.store import SweepInfo
+    from farm.history.sweep_info import SweepInfo
 
 from farm.defaults import DEFAULT_MIN_DROP
 from farm.history.tables import case_criteria

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, select
 
 from farm.history.record import now_utc
-from farm.history.store import iso
+from farm.history.sweep_info import iso
 from farm.history.tables import judge_checks
 from farm.models import SweepReport
 

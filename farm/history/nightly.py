@@ -30,7 +30,8 @@ from typing import Any
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import FarmRuntimeError
 from farm.history.facts import NIGHTLY_TAG
-from farm.history.store import HistoryStore, SweepInfo
+from farm.history.store import HistoryStore
+from farm.history.sweep_info import SweepInfo
 from farm.models import SweepReport
 from farm.quarantine.marks import quarantined_ids
 from farm.stats.compare import Comparison, compare

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from farm.history.store import SweepInfo
+from farm.history.sweep_info import SweepInfo
 from farm.history.tables import case_results
 from farm.history.trends import case_points
 from farm.quarantine.entries import Entry, EntryIndex

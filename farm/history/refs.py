@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from farm.errors import InputError
-from farm.history.store import HistoryStore, SweepInfo
+from farm.history.store import HistoryStore
+from farm.history.sweep_info import SweepInfo
 from farm.matrix.arms import NAME
 from farm.matrix.split import arm_reports
 from farm.reports.json_report import parse_json_report

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, select
 
 from farm.history.judge_checks import CriterionKey, JudgeCheckPoint
 from farm.history.served_trend import served_changes
-from farm.history.store import SweepInfo
+from farm.history.sweep_info import SweepInfo
 from farm.history.tables import case_results, sweeps
 from farm.stats.compare_criteria import CriterionMove, move_text
 from farm.wording import plural

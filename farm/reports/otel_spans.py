@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -30,7 +31,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span, Status, StatusCode
 
 from farm.models import CaseStats, SweepReport
-from farm.reports.otel import RunSpan
 from farm.settings import safe_url
 
 __all__ = ["ExportFailed", "export_spans"]
@@ -40,6 +40,23 @@ EXPORT_TIMEOUT_S = 3.0
 BATCH = 512
 """Spans per export call (the SDK's batch processor's default)."""
 TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+
+
+class RunSpan(Protocol):
+    """What a per-run span needs of a run (``farm.reports.otel.RunSpan`` holds it)."""
+
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def run(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def started_at(self) -> str | None: ...
+    @property
+    def duration_ms(self) -> float: ...
+    @property
+    def failure_class(self) -> str | None: ...
 
 
 class ExportFailed(Exception):

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from farm.errors import FarmError, InputError
-from farm.history.store import HistoryStore, SweepInfo
+from farm.history.store import HistoryStore
+from farm.history.sweep_info import SweepInfo
 
 __all__ = ["SweepFilter", "ViewData"]
 
