@@ -182,7 +182,7 @@ def test_arms_replace_the_agent_of_hocon_cases(tmp_path: Path) -> None:
 
 
 def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_history_url: str) -> None:
-    outputs = [str(tmp_path / f"r.{ext}") for ext in ("json", "md", "xml", "html")]
+    outputs = [str(tmp_path / f"r.{ext}") for ext in ("json", "md", "xml", "html", "jsonl")]
     done = farm_cli.run("test", "-i", str(_suite(tmp_path, 3)), "--arm", _arm("good", "p95"), "--arm",
                         _arm("bad", "p20"), "--runs", "10", "--no-progress", "--history", sqlite_history_url,
                         *(x for o in outputs for x in ("-o", o)), local=True)
@@ -192,6 +192,9 @@ def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_histo
     assert [a["name"] for a in document["arms"]] == ["good", "bad"]
     assert {r["arm"] for r in document["results"]} == {"good", "bad"}
     assert "## Matrix" in Path(outputs[1]).read_text()
+    lines = [json.loads(line) for line in Path(outputs[4]).read_text().splitlines()]
+    assert Counter((e["id"], e["arm"]) for e in lines if e["type"] == "result") == {
+        (f"c{i}", arm): 10 for i in (1, 2, 3) for arm in ("good", "bad")}  # each run: its case's own id and arm
     suites = ET.parse(outputs[2]).getroot().findall("testsuite")
     assert [s.get("name").rsplit(" ", 1)[-1] for s in suites] == ["[good]", "[bad]"]  # one suite per arm
     page = Path(outputs[3]).read_text()

@@ -266,6 +266,8 @@ class RunResult(FarmModel):
     None: the run made none."""
     served: Served | None = None
     """What served the run's last answered turn (SPEC 25: model, fingerprint, request id, commit)."""
+    arm: str | None = None
+    """A matrix sweep's arm (SPEC 22): ``case_id`` is then the arm's copy, ``T1@ARM``."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:

@@ -121,11 +121,14 @@ async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *
     """``execute_run`` bounded from outside at the case timeout plus ``RUN_GUARD_S``; never raises.
 
     A case holding a suite's ``${?SECRET}`` reads it here, where the run runs, and every result is
-    masked here, in the process that ran it (``farm.run.deferred``)."""
+    masked here, in the process that ran it (``farm.run.deferred``). A matrix arm's run names its arm."""
     if case.env_refs:
-        return await run_resolved(case, run, env.sweep_id, lambda resolved: _guarded(
+        result = await run_resolved(case, run, env.sweep_id, lambda resolved: _guarded(
             resolved, run, agent, env, judges=judges, simulators=simulators, not_after=not_after))
-    return masked(await _guarded(case, run, agent, env, judges=judges, simulators=simulators, not_after=not_after))
+    else:
+        result = masked(await _guarded(case, run, agent, env, judges=judges, simulators=simulators,
+                                       not_after=not_after))
+    return result if case.arm is None else result.model_copy(update={"arm": case.arm})
 
 
 async def _guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None,
