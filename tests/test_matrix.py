@@ -279,3 +279,6 @@ def test_cli_baseline_with_arms_exits_2(tmp_path: Path, farm_cli: Any) -> None:
     done = farm_cli.run("test", "-i", str(_suite(tmp_path, 1)), "--arm", _arm("a", "p95"), "--arm", _arm("b", "p95"),
                         "--baseline", "main", "--no-progress", local=True)
     assert done.returncode == 2 and "farm compare REF MATRIX:ARM" in done.stderr, done.stderr
+    nightly = farm_cli.run("test", "-i", str(_suite(tmp_path, 1)), "--arm", _arm("a", "p95"), "--arm",
+                           _arm("b", "p95"), "--tag", "trigger=nightly", "--no-progress", local=True)
+    assert nightly.returncode == 2 and "nightly" in nightly.stderr, nightly.stderr

@@ -171,9 +171,8 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
         from farm.plan.fleet import FleetFlags
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
-    if history.baseline and (flags.get("arms") or flags.get("matrix_file")):
-        raise click.UsageError(f"--baseline {history.baseline}: a matrix's arms are recorded as sweeps MATRIX:ARM; "
-                               "compare one with farm compare REF MATRIX:ARM")
+    if flags.get("arms") or flags.get("matrix_file"):
+        _check_matrix_history(history.baseline, history.tags)
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
     quarantine = flags.pop("quarantine", None)
     workers, estimate, detect = flags.pop("workers", None), flags.pop("estimate", False), flags.pop("detect", None)
@@ -193,6 +192,17 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
                                  own_queue=own_queue),
                 verbose=settings.verbose)
 
+
+
+def _check_matrix_history(baseline: str | None, tags: tuple[str, ...]) -> None:
+    """A matrix's arms are recorded as sweeps ``MATRIX:ARM``: one baseline comparison, or the nightly
+    loop (one sweep compared with the last nightly), has no single sweep to take."""
+    if baseline:
+        raise click.UsageError(f"--baseline {baseline}: a matrix's arms are recorded as sweeps MATRIX:ARM; "
+                               "compare one with farm compare REF MATRIX:ARM")
+    if "trigger=nightly" in (tag.replace(" ", "") for tag in tags):
+        raise click.UsageError("--tag trigger=nightly: the nightly loop compares one sweep with the last "
+                               "nightly; a matrix's arms are several (run them as nightlies of their own)")
 
 
 def _check_own_queue(flags: dict[str, Any]) -> bool:
