@@ -282,3 +282,17 @@ def test_cli_baseline_with_arms_exits_2(tmp_path: Path, farm_cli: Any) -> None:
     nightly = farm_cli.run("test", "-i", str(_suite(tmp_path, 1)), "--arm", _arm("a", "p95"), "--arm",
                            _arm("b", "p95"), "--tag", "trigger=nightly", "--no-progress", local=True)
     assert nightly.returncode == 2 and "nightly" in nightly.stderr, nightly.stderr
+
+
+def test_each_arm_is_held_to_the_overall_gate_on_its_own_runs(tmp_path: Path) -> None:
+    """p70 then p95: no arm is worse than the baseline and every case passes --min-pass-rate 30%, and
+    the sweep's runs pass about 82% (≥ 80%); the p70 arm's own runs do not: exit 1."""
+    report = _sweep(tmp_path, _arm("mid", "p70"), _arm("good", "p95"), runs=20, cases=6, min_pass_rate=0.3,
+                    min_overall_pass_rate=0.8)
+    assert report.matrix is not None and not any(report.matrix.worse.values())
+    assert report.summary.overall_pass_rate >= 80 and report.arms is not None
+    assert report.arms[0].summary.pass_rate < 80 <= report.arms[1].summary.pass_rate
+    assert exit_code_for(report) == 1
+    relaxed = _sweep(tmp_path, _arm("mid", "p70"), _arm("good", "p95"), runs=20, cases=6, min_pass_rate=0.3,
+                     min_overall_pass_rate=0.6)
+    assert exit_code_for(relaxed) == 0
