@@ -293,6 +293,10 @@ def test_each_arm_is_held_to_the_overall_gate_on_its_own_runs(tmp_path: Path) ->
     assert report.summary.overall_pass_rate >= 80 and report.arms is not None
     assert report.arms[0].summary.pass_rate < 80 <= report.arms[1].summary.pass_rate
     assert exit_code_for(report) == 1
+    from farm.matrix.text import front_lines
+
+    assert any(line.startswith("arm mid: pass rate ") and "below --min-overall-pass-rate 80%" in line
+               for line in front_lines(report))
     relaxed = _sweep(tmp_path, _arm("mid", "p70"), _arm("good", "p95"), runs=20, cases=6, min_pass_rate=0.3,
                      min_overall_pass_rate=0.6)
     assert exit_code_for(relaxed) == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from farm.models import ArmSummary, MatrixCell, SweepReport
+from farm.stats.sweep import arms_below_overall_gate
 
 MARKS = {"worse": "worse", "better": "better", "inconclusive": "?", "missing": "not run"}
 
@@ -59,6 +60,11 @@ def front_lines(report: SweepReport) -> list[str]:
     assert matrix is not None
     worse = [f"{arm} worse on {n}" for arm, n in matrix.worse.items() if n]
     lines = [f"against {matrix.baseline}: " + ("; ".join(worse) if worse else "no arm worse on any case")]
+    below = arms_below_overall_gate(report)  # each arm is gated on its own runs
+    gate = report.metadata.get("min_overall_pass_rate")
+    lines += [f"arm {arm.name}: pass rate {arm.summary.pass_rate:.1f}% is below --min-overall-pass-rate "
+              f"{float(gate) * 100:g}%" for arm in report.arms or () if arm.name in below
+              and isinstance(gate, int | float)]
     lines.append("pareto front, pass rate vs cost: " + (", ".join(matrix.pareto_cost) or "unknown (a cost is unknown)"))
     lines.append("pareto front, pass rate vs p95 latency: " + (", ".join(matrix.pareto_latency) or "unknown"))
     return lines

@@ -138,17 +138,22 @@ def matrix_failed(report: SweepReport) -> bool:
     whose runs miss ``--min-overall-pass-rate`` (each arm is gated on its own runs)."""
     if report.matrix is None:
         return False
-    if any(report.matrix.worse.values()):
-        return True
+    return any(report.matrix.worse.values()) or bool(arms_below_overall_gate(report))
+
+
+def arms_below_overall_gate(report: SweepReport) -> list[str]:
+    """The arms of a matrix whose own runs miss ``--min-overall-pass-rate`` (as ``below_overall_gate``
+    reads the whole sweep's: exactly, quarantined cases left out)."""
     gate = report.metadata.get("min_overall_pass_rate")
     if not isinstance(gate, int | float) or isinstance(gate, bool):
-        return False
+        return []
+    below = []
     for arm in report.arms or ():
         counted = [c for c in report.results if c.arm == arm.name and not is_quarantined(c)]
         scored = sum(c.runs - c.skipped for c in counted)
         if scored > 0 and Fraction(sum(c.passed for c in counted), scored) < Fraction(str(gate)):
-            return True
-    return False
+            below.append(arm.name)
+    return below
 
 
 def is_partial(report: SweepReport) -> bool:
