@@ -107,7 +107,7 @@ class SweepPlan(FarmModel):
     env: RunEnvironment
     options: AgentOptions
     agent_label: str
-    """How reports name the agent (several agents: their labels joined)."""
+    """How reports name the agent (several agents: their labels joined; a matrix: ``arms A, B``)."""
     total_cases: int
     total_runs: int
     runs_per_case: int
@@ -232,9 +232,10 @@ def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env:
         for planned in cases:
             totals.add(planned, env)
     labels = sorted(totals.labels)
+    matrix = settings.get("matrix")  # a matrix is named by its arms (each arm's agent is in ``arms``)
+    label = f"arms {', '.join(matrix.names)}" if matrix else labels[0] if len(labels) == 1 else ", ".join(labels)
     return SweepPlan(
-        sweep_id=sweep_id, env=env, options=options, cases=_case_source(cases),
-        agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
+        sweep_id=sweep_id, env=env, options=options, cases=_case_source(cases), agent_label=label,
         total_cases=totals.cases, total_runs=totals.runs, runs_per_case=max(totals.most_runs, 1),
         skipped_runs=totals.skipped_runs,
         max_case_timeout_s=totals.longest_timeout_s, **settings,
