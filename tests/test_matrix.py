@@ -197,6 +197,8 @@ def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_histo
         (f"c{i}", arm): 10 for i in (1, 2, 3) for arm in ("good", "bad")}  # each run: its case's own id and arm
     suites = ET.parse(outputs[2]).getroot().findall("testsuite")
     assert [s.get("name").rsplit(" ", 1)[-1] for s in suites] == ["[good]", "[bad]"]  # one suite per arm
+    agents = [{p.get("name"): p.get("value") for p in s.iter("property")}["agent_id"] for s in suites]
+    assert agents == [f"py:{ARMS}:p95", f"py:{ARMS}:p20"]
     page = Path(outputs[3]).read_text()
     assert 'class="chart matrix-scatter"' in page and 'data-arm="bad"' in page and "(baseline)" in page
     sweep_id = document["metadata"]["sweep_id"]

@@ -201,6 +201,7 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     # the total of its suites, as a suite's is the total of its cases (summed run time): the sweep's
     # wall clock is shorter when runs overlap, and an overall time below a suite's reads as a bug
     root.set("time", _seconds(sum(_case_ms(s) for s in report.results)))
+    arms = {arm.name: arm.agent for arm in report.arms or ()}  # a matrix arm's suite: its own agent
     for name, cases in suites.items():
         suite = ET.SubElement(root, "testsuite", {
             "name": xml_safe(name), **_suite_counts(cases),
@@ -210,7 +211,8 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
         _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
                                                         "min_pass_rate")}, "stopped": report.outcome.stopped,
                             **_fleet(report), "semantic": _semantic_not_computed(report), "arm": cases[0].arm,
-                            "served": None if report.summary.served is None else report.summary.served.model_dump()})
+                            "served": None if report.summary.served is None else report.summary.served.model_dump(),
+                            **({"agent_id": arms[cases[0].arm]} if cases[0].arm in arms else {})})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:
