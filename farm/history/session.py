@@ -27,7 +27,7 @@ from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
-from farm.models import SweepReport, SweepStatus
+from farm.models import SweepReport, SweepStatus, own_case_id
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
@@ -87,9 +87,10 @@ def gate_on_baseline(comparison: Comparison, report: SweepReport, gate: Gate) ->
 
 def failing_first(cases: Sequence[PlannedCase], last_trouble: dict[str, int]) -> list[PlannedCase]:
     """Cases that failed or were flaky most recently first (``last_trouble``: sweeps ago), then the rest,
-    each group in file order."""
+    each group in file order. A matrix's copies of a case share its own id's place: they stay side
+    by side, as the interleaving takes them (SPEC 22)."""
     position = {id(c): i for i, c in enumerate(cases)}
-    return sorted(cases, key=lambda c: (last_trouble.get(c.id, math.inf), position[id(c)]))
+    return sorted(cases, key=lambda c: (last_trouble.get(own_case_id(c.id, c.case.arm), math.inf), position[id(c)]))
 
 
 def last_trouble(store: HistoryStore, lookback: int = ORDER_LOOKBACK) -> dict[str, int]:
