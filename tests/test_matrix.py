@@ -317,3 +317,17 @@ def test_failing_first_keeps_a_cases_arms_side_by_side(tmp_path: Path) -> None:
                for i in (1, 2, 3) for copy, _ in arm_copies(Case(id=f"c{i}", format="yao", turns=[]), arms)]
     ordered = failing_first(planned, {"c3": 0, "c2": 4})
     assert [p.id for p in ordered] == ["c3@a", "c3@b", "c2@a", "c2@b", "c1@a", "c1@b"]
+
+
+def test_the_verdicts_take_compares_alpha_and_min_drop(tmp_path: Path) -> None:
+    arms = (_arm("good", "p95"), _arm("mid", "p70"))
+
+    def sweep(**thresholds: float) -> SweepReport:
+        return run_sweep(TestSettings(input=str(_suite(tmp_path, 4)), runs=20, cwd=str(tmp_path),
+                                      matrix=MatrixFlags(arms, **thresholds)))  # type: ignore[arg-type]
+
+    usual, lenient = sweep(), sweep(min_drop=60.0)
+    assert lenient.matrix is not None and (lenient.matrix.alpha, lenient.matrix.min_drop) == (0.1, 60.0)
+    assert "worse" in _verdicts(usual, "mid") and "worse" not in _verdicts(lenient, "mid")
+    with pytest.raises(InputError, match=r"--alpha 0\.7"):
+        sweep(alpha=0.7)

@@ -184,7 +184,8 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     semantic = False if flags.pop("no_semantic", False) else None  # None: FARM_SEMANTIC decides
     own_queue = _check_own_queue(flags)
-    matrix = MatrixFlags(flags.pop("arms"), flags.pop("matrix_file"), flags.pop("baseline_arm"), flags.pop("seed"))
+    matrix = MatrixFlags(flags.pop("arms"), flags.pop("matrix_file"), flags.pop("baseline_arm"), flags.pop("seed"),
+                         alpha=history.alpha, min_drop=history.min_drop)
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic,
                             matrix=matrix, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,

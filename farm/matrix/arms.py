@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import SettingsError
 from farm.models import Arm, JsonValue, MatrixPlan
+from farm.stats.compare_terms import check_thresholds
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """An arm's name: a letter or digit, then letters, digits, ``_``, ``.``, ``-`` (64 at most)."""
@@ -37,6 +39,9 @@ class MatrixFlags:
     """``--baseline-arm NAME`` (default: the first arm)."""
     seed: int = 0
     """``--seed N``: the order of the arms in each round."""
+    alpha: float = DEFAULT_ALPHA
+    min_drop: float = DEFAULT_MIN_DROP
+    """``--alpha``, ``--min-drop``: the verdicts' thresholds, as ``farm compare`` takes them."""
 
     @property
     def given(self) -> bool:
@@ -130,7 +135,8 @@ def matrix_plan(flags: MatrixFlags, *, cwd: Path, agent_name: str | None = None)
     baseline = flags.baseline if flags.baseline is not None else arms[0].name
     if baseline not in [arm.name for arm in arms]:
         raise SettingsError(f"--baseline-arm {baseline}: no such arm (arms: {', '.join(a.name for a in arms)})")
-    return MatrixPlan(arms=arms, baseline=baseline, seed=flags.seed)
+    check_thresholds(flags.alpha, flags.min_drop)
+    return MatrixPlan(arms=arms, baseline=baseline, seed=flags.seed, alpha=flags.alpha, min_drop=flags.min_drop)
 
 
 def _check_unique(arms: Sequence[Arm]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.models import (
     ArmReport,
     ArmSummary,
@@ -31,9 +30,9 @@ RENAMED: dict[str, MatrixVerdict] = {"regressed": "worse", "improved": "better",
                                      "inconclusive": "inconclusive"}
 
 
-def with_matrix(report: SweepReport, matrix: MatrixPlan, *, alpha: float = DEFAULT_ALPHA,
-                min_drop: float = DEFAULT_MIN_DROP) -> SweepReport:
-    """``report`` with its ``arms`` and ``matrix`` sections."""
+def with_matrix(report: SweepReport, matrix: MatrixPlan) -> SweepReport:
+    """``report`` with its ``arms`` and ``matrix`` sections (at the matrix's ``alpha`` and ``min_drop``)."""
+    alpha, min_drop = matrix.alpha, matrix.min_drop
     by_arm = {arm.name: [s for s in report.results if s.arm == arm.name] for arm in matrix.arms}
     arms = [ArmReport(name=arm.name, agent=arm.agent, connector=arm.connector, options=dict(arm.options),
                       summary=arm_summary(by_arm[arm.name])) for arm in matrix.arms]

@@ -45,6 +45,10 @@ class MatrixPlan(FarmModel):
     arms: list[Arm]
     baseline: str
     seed: int = 0
+    alpha: float = 0.10
+    """``--alpha``: the BH false discovery rate of the verdicts (``farm compare``'s)."""
+    min_drop: float = 10.0
+    """``--min-drop``: the smallest change, in points, a verdict calls ``worse`` or ``better``."""
 
     @property
     def names(self) -> list[str]:

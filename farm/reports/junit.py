@@ -184,15 +184,21 @@ _CASE_LEVEL = 2
 """A ``<testcase>``'s depth: ``testsuites`` > ``testsuite`` > ``testcase``."""
 
 
+def _suites(results: list[CaseStats]) -> dict[str, list[CaseStats]]:
+    """The cases of each ``<testsuite>``: a suite's, and a matrix's arms a suite each (SPEC 22)."""
+    suites: dict[str, list[CaseStats]] = {}
+    for stats in results:
+        name = stats.suite or "farm"
+        suites.setdefault(f"{name} [{stats.arm}]" if stats.arm else name, []).append(stats)
+    return suites
+
+
 def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
     """The report as JUnit XML, written to ``out`` one ``<testcase>`` at a time (each case's run
     details from ``details`` when given): the tree is built and indented with a placeholder per
     case, and each case is built, indented at its depth and written in its place."""
     meta = report.metadata
-    suites: dict[str, list[CaseStats]] = {}
-    for stats in report.results:  # a matrix's arms: a suite each (SPEC 22)
-        name = stats.suite or "farm"
-        suites.setdefault(f"{name} [{stats.arm}]" if stats.arm else name, []).append(stats)
+    suites = _suites(report.results)
     skipped = report.summary.skipped_ids
     counts = _suite_counts(report.results)
     counts["tests"] = str(int(counts["tests"]) + len(skipped))
