@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +64,8 @@ def _checked_name(name: str, where: str) -> str:
 
 def load_matrix_file(path: Path) -> list[Arm]:
     """The arms of a ``--matrix`` file, in file order."""
+    import tomllib  # only where a matrix file is read (farm test's start-up loads no TOML parser)
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -19,7 +19,6 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
 from farm.fleet.waiting import queued_timeout
-from farm.matrix.report import with_matrix
 from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
@@ -104,7 +103,11 @@ def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: S
         duration_ms=round(duration_ms, 1), runs_per_case=plan.runs_per_case,
         environment=plan.env.describe(), metadata=metadata, outcome=outcome,
     )
-    return report if plan.matrix is None else with_matrix(report, plan.matrix)
+    if plan.matrix is None:
+        return report
+    from farm.matrix.report import with_matrix  # the comparison's tests (scipy) only for a matrix
+
+    return with_matrix(report, plan.matrix)
 
 
 def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
