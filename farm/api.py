@@ -32,13 +32,13 @@ from farm.agents.hooks import AgentHooks
 from farm.agents.notes import manifest_overrides
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import names_neuro_san_server, parse_reference
+from farm.agents.resolve import parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
-from farm.matrix.arms import MatrixFlags, matrix_plan
-from farm.models import Case, SweepReport
+from farm.matrix.arms import MatrixFlags, foreign_agent, matrix_plan
+from farm.models import Case, MatrixPlan, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
@@ -159,14 +159,13 @@ def agent_options(settings: TestSettings) -> AgentOptions:
     return dataclasses.replace(options, isolate=True) if settings.isolate else options
 
 
-def _open(settings: TestSettings) -> CaseStream:
+def _open(settings: TestSettings, matrix: MatrixPlan | None = None) -> CaseStream:
     if (settings.input is None) == (settings.message is None):
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
     if settings.message is not None:
         return open_message(settings.message, cwd=Path(settings.cwd))
-    # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
-    foreign = (settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings))
-               is False else None)
+    # -n (or every arm) naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
+    foreign = foreign_agent(settings.name, matrix, agent_options(settings))
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
                           allow_remote_includes=settings.allow_remote_includes, listing=settings.collect_only)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
@@ -200,7 +199,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
     specs = resolve_specs(settings)
-    stream = _open(settings)
+    stream = _open(settings, specs.plan.matrix)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)

@@ -174,11 +174,12 @@ def test_a_bad_matrix_file_names_the_file_the_line_and_the_arm(tmp_path: Path) -
 
 def test_arms_replace_the_agent_of_hocon_cases(tmp_path: Path) -> None:
     suite = tmp_path / "hello.hocon"
-    suite.write_text('{ "agent": "nonexistent", "interactions": [ { "text": "hi", '
-                     '"response": { "text": { "keywords": "yes" } } } ] }\n')
+    suite.write_text('{ "agent": "nonexistent", "connections": ["direct", "http"], "interactions": [ { "text": "hi", '
+                     '"response": { "text": { "keywords": "yes" } } } ] }\n')  # arms naming no server: run once
     report = run_sweep(TestSettings(input=str(suite), runs=10, cwd=str(tmp_path),
                                     matrix=MatrixFlags((_arm("good", "p95"), _arm("bad", "p20")))))
     assert report.arms is not None and [a.summary.runs for a in report.arms] == [10, 10]
+    assert [(r.id, r.arm) for r in report.results] == [("hello", "good"), ("hello", "bad")]
     assert report.arms[0].summary.pass_rate > report.arms[1].summary.pass_rate
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from farm.agents.options import AgentOptions
+from farm.agents.resolve import names_neuro_san_server
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import SettingsError
 from farm.models import Arm, JsonValue, MatrixPlan
@@ -148,9 +150,18 @@ def _check_unique(arms: Sequence[Arm]) -> None:
         seen.add(arm.name)
 
 
+def foreign_agent(name: str | None, matrix: MatrixPlan | None, options: AgentOptions) -> str | None:
+    """What a neuro-san case's connections do not apply to (it then runs once): ``-n``, or every
+    arm's agent, when it names no neuro-san server; None otherwise."""
+    agents = [name] if name else [arm.agent for arm in matrix.arms] if matrix is not None else []
+    if agents and all(names_neuro_san_server(agent, options) is False for agent in agents):
+        return ", ".join(agents)
+    return None
+
+
 def arm_settings(arm: Arm) -> str:
     """An arm's options as ``AgentRef.settings`` holds them: canonical JSON, '' for none."""
     return json.dumps(arm.options, sort_keys=True, separators=(",", ":")) if arm.options else ""
 
 
-__all__ = ["MatrixFlags", "arm_settings", "load_matrix_file", "matrix_plan", "parse_arm_flag"]
+__all__ = ["MatrixFlags", "arm_settings", "foreign_agent", "load_matrix_file", "matrix_plan", "parse_arm_flag"]
