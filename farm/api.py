@@ -38,7 +38,7 @@ from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
 from farm.matrix.arms import MatrixFlags, foreign_agent, matrix_plan
-from farm.models import Case, MatrixPlan, SweepReport
+from farm.models import Case, FleetFacts, MatrixPlan, SweepEnvelope, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
@@ -136,6 +136,9 @@ class PreparedSweep:
     adapters: BuiltAdapters | None = None
     """An in-process sweep's agents and judges, built once as checked: its executor runs these."""
 
+    def with_plan(self, plan: SweepPlan) -> PreparedSweep:  # what a pre-run contributor made of the (frozen) plan
+        return dataclasses.replace(self, plan=plan)
+
 
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions,
                              *, replaying: bool) -> BuiltAdapters:
@@ -220,7 +223,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings), matrix=specs.plan.matrix,
-        fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
+        fail_fast=settings.fail_fast, envelope=_envelope(settings, stream, fleet.describe()), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
     )
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
@@ -232,8 +235,7 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
     return SweepSpecs(
         plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                      patterns=settings.patterns, matrix=matrix_plan(settings.matrix, cwd=Path(settings.cwd),
-                                                                     agent_name=settings.name)),
+                      patterns=settings.patterns, matrix=matrix_plan(settings.matrix, settings.cwd, settings.name)),
         fleet=settings.fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
@@ -361,18 +363,17 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 
-def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
-        "min_pass_rate": settings.min_pass_rate,
-        "runs": settings.runs,
-        "reporter": settings.reporter,
-        **({"yao_compat": True} if settings.yao_compat else {}),
-        **({"notes": loaded.notes} if loaded.notes else {}),
+def _envelope(settings: TestSettings, loaded: CaseStream, fleet: FleetFacts | None) -> SweepEnvelope:
+    """What the report's envelope says of the flags (the optional parts only when given)."""
+    given: dict[str, Any] = {
+        "yao_compat": True if settings.yao_compat else None, "notes": loaded.notes or None,
+        "min_overall_pass_rate": settings.min_overall_pass_rate, "fleet": fleet,
     }
-    if settings.min_overall_pass_rate is not None:
-        metadata["min_overall_pass_rate"] = settings.min_overall_pass_rate
-    return metadata
+    return SweepEnvelope(
+        input=(settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
+        min_pass_rate=settings.min_pass_rate, runs=settings.runs, reporter=settings.reporter,
+        **{k: v for k, v in given.items() if v is not None},
+    )
 
 
 def _semantic(settings: TestSettings) -> bool:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from farm import TestSettings, run_sweep
-from farm.agents.ref import AgentRef
 from farm.errors import InputError
 from farm.matrix.arms import MatrixFlags
 from farm.matrix.report import pareto
@@ -306,18 +305,13 @@ def test_each_arm_is_held_to_the_overall_gate_on_its_own_runs(tmp_path: Path) ->
     assert exit_code_for(relaxed) == 0
 
 
-def test_failing_first_keeps_a_cases_arms_side_by_side(tmp_path: Path) -> None:
+def test_failing_first_keeps_a_cases_arms_side_by_side() -> None:
     from farm.history.session import failing_first
-    from farm.matrix.schedule import arm_copies
-    from farm.models import Arm, Case
-    from farm.plan.sweep_plan import PlannedCase
-    from farm.stats import plan_case
 
-    arms = [Arm(name="a", agent="x"), Arm(name="b", agent="x")]
-    planned = [PlannedCase(case=copy, plan=plan_case(copy, 2, 1.0), agent=AgentRef("python", "x"))
-               for i in (1, 2, 3) for copy, _ in arm_copies(Case(id=f"c{i}", format="yao", turns=[]), arms)]
-    ordered = failing_first(planned, {"c3": 0, "c2": 4})
-    assert [p.id for p in ordered] == ["c3@a", "c3@b", "c2@a", "c2@b", "c1@a", "c1@b"]
+    ids = [f"c{i}@{arm}" for i in (1, 2, 3) for arm in ("a", "b")]
+    order = failing_first(ids, {"c3": 0, "c2": 4}, arms=("a", "b"))
+    assert [ids[i] for i in order] == ["c3@a", "c3@b", "c2@a", "c2@b", "c1@a", "c1@b"]
+    assert failing_first(["x@y", "c1"], {"x@y": 0}) == [0, 1]  # outside a matrix an id is only itself
 
 
 def test_the_verdicts_take_compares_alpha_and_min_drop(tmp_path: Path) -> None:

@@ -121,8 +121,9 @@ def _json(options: dict[str, Any]) -> dict[str, JsonValue]:
     return loaded
 
 
-def matrix_plan(flags: MatrixFlags, *, cwd: Path, agent_name: str | None = None) -> MatrixPlan | None:
-    """The matrix the flags give (None: no matrix), checked: names unique, a baseline among them."""
+def matrix_plan(flags: MatrixFlags, cwd: str | Path, agent_name: str | None = None) -> MatrixPlan | None:
+    """The matrix the flags give (None: no matrix), checked: names unique, a baseline among them;
+    ``cwd``: where a matrix file's path starts; ``agent_name``: ``-n`` (refused beside arms)."""
     if not flags.given:
         if flags.baseline is not None:
             raise SettingsError(f"--baseline-arm {flags.baseline}: only with --arm or --matrix")
@@ -131,7 +132,7 @@ def matrix_plan(flags: MatrixFlags, *, cwd: Path, agent_name: str | None = None)
         raise SettingsError(f"-n {agent_name}: a matrix's arms name the agents: give each as --arm NAME=AGENT")
     arms = [parse_arm_flag(text) for text in flags.arms]
     if flags.file is not None:
-        arms += load_matrix_file((cwd / flags.file).expanduser())
+        arms += load_matrix_file((Path(cwd) / flags.file).expanduser())
     _check_unique(arms)
     if len(arms) < 2:
         raise SettingsError(f"arm {arms[0].name!r}: a matrix needs at least two arms to compare")

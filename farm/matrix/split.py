@@ -7,7 +7,7 @@ Each arm becomes a report of its own: its results (their own case ids), its summ
 
 from __future__ import annotations
 
-from farm.models import JsonValue, SweepReport
+from farm.models import HistoryRecord, SweepReport
 from farm.stats.sweep import summarize
 
 ARM_ID_SEPARATOR = ":"
@@ -22,18 +22,17 @@ def arm_reports(report: SweepReport) -> list[SweepReport]:
     """One report per arm of a matrix report (``[report]`` itself when it is not a matrix's)."""
     if report.arms is None:
         return [report]
-    matrix_id = str(report.metadata.get("sweep_id", ""))
-    tags = report.metadata.get("tags")
-    own_tags: dict[str, JsonValue] = dict(tags) if isinstance(tags, dict) else {}
+    envelope = report.envelope
+    matrix_id = envelope.sweep_id or ""
+    history = envelope.history or HistoryRecord()
     reports = []
     for arm in report.arms:
         results = [s for s in report.results if s.arm == arm.name]
         summary = summarize(results, duration_ms=report.summary.duration_ms, runs_per_case=report.summary.runs_per_case)
-        metadata = {**report.metadata, "sweep_id": arm_sweep_id(matrix_id, arm.name), "agent_id": arm.agent,
-                    "tags": {**own_tags, "matrix": matrix_id, "arm": arm.name}}
-        if arm.connector:
-            metadata["connector"] = arm.connector
-        reports.append(report.model_copy(update={"results": results, "summary": summary, "metadata": metadata,
+        tagged = history.model_copy(update={"tags": {**history.tags, "matrix": matrix_id, "arm": arm.name}})
+        own = envelope.updated(sweep_id=arm_sweep_id(matrix_id, arm.name), agent_id=arm.agent,
+                               connector=arm.connector or envelope.connector, history=tagged)
+        reports.append(report.model_copy(update={"results": results, "summary": summary, "envelope": own,
                                                  "arms": None, "matrix": None}))
     return reports
 

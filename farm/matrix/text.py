@@ -61,10 +61,9 @@ def front_lines(report: SweepReport) -> list[str]:
     worse = [f"{arm} worse on {n}" for arm, n in matrix.worse.items() if n]
     lines = [f"against {matrix.baseline}: " + ("; ".join(worse) if worse else "no arm worse on any case")]
     below = arms_below_overall_gate(report)  # each arm is gated on its own runs
-    gate = report.metadata.get("min_overall_pass_rate")
+    gate = report.envelope.min_overall_pass_rate or 0.0
     lines += [f"arm {arm.name}: pass rate {arm.summary.pass_rate:.1f}% is below --min-overall-pass-rate "
-              f"{float(gate) * 100:g}%" for arm in report.arms or () if arm.name in below
-              and isinstance(gate, int | float)]
+              f"{gate * 100:g}%" for arm in report.arms or () if arm.name in below]
     lines.append("pareto front, pass rate vs cost: " + (", ".join(matrix.pareto_cost) or "unknown (a cost is unknown)"))
     lines.append("pareto front, pass rate vs p95 latency: " + (", ".join(matrix.pareto_latency) or "unknown"))
     return lines

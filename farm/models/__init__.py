@@ -26,6 +26,9 @@ from farm.models.base import PerCaseModel as PerCaseModel
 from farm.models.base import RunStatus as RunStatus
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
+from farm.models.envelope import FleetFacts as FleetFacts
+from farm.models.envelope import HistoryRecord as HistoryRecord
+from farm.models.envelope import SweepEnvelope as SweepEnvelope
 from farm.models.matrix import *  # noqa: F403
 from farm.models.served import Served as Served
 from farm.models.served import ServedCounts as ServedCounts

@@ -14,6 +14,7 @@ from pydantic import Field, SerializationInfo, field_serializer, model_validator
 from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
+from farm.models.envelope import SweepEnvelope
 from farm.models.matrix import ArmReport, MatrixSection, arm_case_id
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 from farm.models.served import Served, ServedCounts
@@ -312,27 +313,38 @@ class SweepReport(FarmModel):
     """A matrix sweep's verdicts per case and arm against the baseline arm, and its Pareto fronts."""
     results: list[CaseStats]
     """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
-    metadata: dict[str, JsonValue]
-    """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
-    ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """The user's own keys: whatever a written-out ``metadata`` holds that is neither the envelope's
+    nor the outcome's (the farm writes none of its own here)."""
+    envelope: SweepEnvelope = Field(default_factory=SweepEnvelope, exclude=True)
+    """The sweep's identity and sections (``sweep_id``, ``agent_id``, ``connector``, ``started_at``,
+    ``completed_at``, ``version``, ``comparison``, ``min_pass_rate``, history, quarantine, …).
+    Written out (and read back) as keys of ``metadata``; never a key of its own."""
     outcome: SweepOutcome = Field(default_factory=SweepOutcome, exclude=True)
     """How the sweep ended. Written out (and read back) as keys of ``metadata``: ``status``,
     ``stopped``, ``not_run``, ``reason``, ``budget``; never a key of its own."""
 
     @model_validator(mode="before")
     @classmethod
-    def _outcome_from_metadata(cls, data: Any) -> Any:
-        """A report as written out (or built from a metadata dict) keeps its outcome in ``metadata``."""
-        if isinstance(data, dict) and "outcome" not in data and isinstance(data.get("metadata"), dict):
+    def _typed_from_metadata(cls, data: Any) -> Any:
+        """A report as written out (or built from a metadata dict) keeps its envelope and outcome in
+        ``metadata``; a typed envelope or outcome given wins over the keys."""
+        if isinstance(data, dict) and isinstance(data.get("metadata"), dict):
             metadata, outcome = split_outcome(data["metadata"])
-            data = {**data, "metadata": metadata, "outcome": outcome}
+            metadata, envelope = SweepEnvelope.split(metadata)
+            given = data.get("envelope")
+            if isinstance(given, SweepEnvelope):
+                given = given.model_dump()
+            data = {**data, "metadata": metadata, "envelope": {**envelope, **(given or {})},
+                    "outcome": data.get("outcome", outcome)}
         return data
 
     @field_serializer("metadata")
-    def _metadata_with_outcome(self, metadata: dict[str, JsonValue], info: SerializationInfo) -> dict[str, Any]:
+    def _metadata_with_envelope(self, metadata: dict[str, JsonValue], info: SerializationInfo) -> dict[str, Any]:
         # only this field goes through Python: the results (most of a report) stay on pydantic's fast path
         outcome = self.outcome.model_dump(mode=info.mode)
-        return {**metadata, **{k: v for k, v in outcome.items() if v is not None}}
+        return {**self.envelope.written("json" if info.mode_is_json() else "python"), **metadata,
+                **{k: v for k, v in outcome.items() if v is not None}}
 
     def written_metadata(self) -> dict[str, JsonValue]:
         """``metadata`` as the report writes it out: the outcome's keys included (JSON values)."""

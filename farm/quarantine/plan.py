@@ -1,7 +1,8 @@
-"""Attach the quarantine entries of a prepared sweep to its plan's metadata.
+"""The quarantine entries of a prepared sweep, for its plan's envelope.
 
-The plan carries them (``metadata["quarantine"]``: case id → its entry), so a detached or
-nightly sweep whose report a worker builds marks its cases exactly as ``farm test`` does.
+The plan carries them (``SweepEnvelope.quarantine``: case id → its entry; the report's
+``metadata.quarantine``), so a detached or nightly sweep whose report a worker builds marks its
+cases exactly as ``farm test`` does.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import difflib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.quarantine.entries import Entry, EntryIndex, project_file, read_entries
 
-METADATA_KEY = "quarantine"
-
+if TYPE_CHECKING:
+    from farm.api import PreparedSweep
 
 _NONE = EntryIndex([])
 
@@ -31,7 +32,7 @@ def _entries_for(source: str, given: EntryIndex | None) -> EntryIndex:
     return _project_entries(project_file(Path(source))) if source else _NONE
 
 
-def quarantine_plan(prepared: Any, quarantine_file: str | None,
+def quarantine_plan(prepared: PreparedSweep, quarantine_file: str | None,
                     warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Case id → entry for the prepared sweep's quarantined cases (each case with its own
     project's file, or every case with ``--quarantine FILE``); InputError on a bad file. ``warn``
@@ -72,10 +73,3 @@ def _typos(unmatched: list[Entry], ids: list[str]) -> list[str]:
             lines.append(f"{entry.file}:{entry.line}: quarantine case {entry.case!r} names no case of this sweep; "
                          f"did you mean {close[0]!r}?")
     return lines
-
-
-def attach_quarantine(prepared: Any, quarantine_file: str | None, warn: Callable[[str], None] | None = None) -> None:
-    """Put the entries in ``prepared.plan.metadata`` (nothing when no case is quarantined)."""
-    found = quarantine_plan(prepared, quarantine_file, warn)
-    if found:
-        prepared.plan.metadata[METADATA_KEY] = found

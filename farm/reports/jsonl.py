@@ -181,10 +181,10 @@ def render_jsonl(report: SweepReport, results: Iterable[RunResult] | None = None
     """The whole stream after the fact; without ``results`` it holds no ``result`` lines."""
     buffer = io.StringIO()
     writer = JsonlWriter(buffer)
-    meta = report.metadata
-    writer.start(timestamp=str(meta.get("started_at") or ""), agent_id=str(meta.get("agent_id") or ""),
+    meta = report.envelope
+    writer.start(timestamp=str(meta.started_at or ""), agent_id=str(meta.agent_id or ""),
                  total_cases=report.summary.total_cases, total_runs=report.summary.total_runs,
-                 sweep_id=meta.get("sweep_id"))
+                 sweep_id=meta.sweep_id)
     for r in results or ():
         writer.result(r)
     for s in report.results:

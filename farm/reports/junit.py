@@ -149,11 +149,11 @@ SKIPPED_SUITE = "skipped"
 """Skipped cases have no statistics (SPEC 10), their suite included: they sit in a suite of their own."""
 
 
-def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> None:
+def _skipped_suite(root: ET.Element, ids: list[str], report: SweepReport) -> None:
     suite = ET.SubElement(root, "testsuite", {
         "name": SKIPPED_SUITE, "tests": str(len(ids)), "failures": "0", "errors": "0", "skipped": str(len(ids)),
-        "time": "0.000", "timestamp": xml_safe(meta.get("started_at") or ""),
-        "hostname": xml_safe(meta.get("hostname") or "localhost"),
+        "time": "0.000", "timestamp": xml_safe(report.envelope.started_at or ""),
+        "hostname": xml_safe(_hostname(report)),
     })
     for case_id in ids:
         case = ET.SubElement(suite, "testcase", name=xml_safe(case_id), classname=SKIPPED_SUITE, time="0.000")
@@ -161,13 +161,18 @@ def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> No
         ET.SubElement(case, "skipped", message="skip: true in the suite")
 
 
+def _hostname(report: SweepReport) -> str:
+    """The ``hostname`` a user's own metadata gives (the farm writes none), else ``localhost``."""
+    return str(report.metadata.get("hostname") or "localhost")
+
+
 def _fleet(report: SweepReport) -> dict[str, Any]:
     """The sweep's cost (``unknown`` when it is), judge cost, runs saved and budget as properties."""
-    s, meta = report.summary, report.metadata
+    s = report.summary
     budget = report.outcome.budget
     return {"cost_usd": cost_text(s.cost_usd), "cost_per_passing_run": cost_text(s.cost_per_passing_run),
             "judge_cost_usd": cost_text(s.judge_cost_usd) if s.judge_usage is not None else None,
-            "runs_saved": s.runs_saved if meta.get("adaptive") else None,
+            "runs_saved": s.runs_saved if report.envelope.adaptive else None,
             "budget": budget_text(budget) if budget is not None else None}
 
 
@@ -197,7 +202,7 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     """The report as JUnit XML, written to ``out`` one ``<testcase>`` at a time (each case's run
     details from ``details`` when given): the tree is built and indented with a placeholder per
     case, and each case is built, indented at its depth and written in its place."""
-    meta = report.metadata
+    meta = report.envelope
     suites = _suites(report.results)
     skipped = report.summary.skipped_ids
     counts = _suite_counts(report.results)
@@ -207,22 +212,23 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     # the total of its suites, as a suite's is the total of its cases (summed run time): the sweep's
     # wall clock is shorter when runs overlap, and an overall time below a suite's reads as a bug
     root.set("time", _seconds(sum(_case_ms(s) for s in report.results)))
-    arms = {arm.name: arm.agent for arm in report.arms or ()}  # a matrix arm's suite: its own agent
+    arms = {arm.name: arm.agent for arm in report.arms or ()}
     for name, cases in suites.items():
         suite = ET.SubElement(root, "testsuite", {
             "name": xml_safe(name), **_suite_counts(cases),
-            "timestamp": xml_safe(meta.get("started_at") or ""),
-            "hostname": xml_safe(meta.get("hostname") or "localhost"),
+            "timestamp": xml_safe(meta.started_at or ""),
+            "hostname": xml_safe(_hostname(report)),
         })
-        _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
-                                                        "min_pass_rate")}, "stopped": report.outcome.stopped,
+        agent = arms.get(cases[0].arm or "", meta.agent_id)  # a matrix arm's suite: its own agent
+        _properties(suite, {"sweep_id": meta.sweep_id, "agent_id": agent, "connector": meta.connector,
+                            "comparison": meta.comparison, "min_pass_rate": meta.min_pass_rate,
+                            "stopped": report.outcome.stopped,
                             **_fleet(report), "semantic": _semantic_not_computed(report), "arm": cases[0].arm,
-                            "served": None if report.summary.served is None else report.summary.served.model_dump(),
-                            **({"agent_id": arms[cases[0].arm]} if cases[0].arm in arms else {})})
+                            "served": None if report.summary.served is None else report.summary.served.model_dump()})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:
-        _skipped_suite(root, skipped, meta)
+        _skipped_suite(root, skipped, report)
     ET.indent(root)
     pieces = iter(ET.tostring(root, encoding="unicode").split(f"<!--{_CASE}-->"))
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + next(pieces))

@@ -70,9 +70,9 @@ def _table(header: tuple[str, ...], rows: Sequence[Sequence[str]], align: str = 
 
 
 def _summary(report: SweepReport) -> list[str]:
-    s, meta = report.summary, report.metadata
-    rows = [("Agent", md_inline(meta.get("agent_id") or "-")),
-            ("Connector", md_inline(meta.get("connector") or "-")),
+    s, meta = report.summary, report.envelope
+    rows = [("Agent", md_inline(meta.agent_id or "-")),
+            ("Connector", md_inline(meta.connector or "-")),
             ("Total", str(s.total_cases)), ("Passed", str(s.passed_cases)),
             ("Failed", str(s.failed_cases)), ("Skipped", str(s.skipped_cases)),
             ("Pass Rate", f"{s.overall_pass_rate}%"), ("Duration", format_ms(s.duration_ms)),
@@ -80,13 +80,13 @@ def _summary(report: SweepReport) -> list[str]:
     if s.runs_per_case > 1:
         rows += [("Stable", str(s.stable_cases)), ("Flaky", str(s.flaky_cases)),
                  ("Broken", str(s.broken_cases))]
-    for key, label in (("comparison", "Comparison"), ("min_pass_rate", "Min Pass Rate"),
-                       ("sweep_id", "Sweep")):
-        if meta.get(key) is not None:
-            rows.append((label, md_inline(meta[key])))
+    for value, label in ((meta.comparison, "Comparison"), (meta.min_pass_rate, "Min Pass Rate"),
+                         (meta.sweep_id, "Sweep")):
+        if value is not None:
+            rows.append((label, md_inline(value)))
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta, report.outcome.budget)]
-    if isinstance(bias := meta.get("retry_bias"), dict):
-        rows.append(("Retry Bias", md_inline(bias.get("line"))))
+    if (bias := meta.retry_bias) is not None:
+        rows.append(("Retry Bias", md_inline(bias.line)))
     if semantic_summary(s) is not None:
         rows.append(("Semantic consistency", md_inline(semantic_summary(s))))
     if s.served is not None:  # SPEC 25: what the provider says served the runs

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from farm.models import CaseStats, RunResult, RunStatus
+from farm.models.envelope import RetryBiasSummary
 from farm.stats.measures import percent
 from farm.stats.significance import bh_q_values
 from farm.wording import plural
@@ -92,11 +93,12 @@ def retry_bias_line(results: Sequence[CaseStats]) -> str | None:
     return f"{line}; {len(flagged)} pass at a different rate when retried: {shown}"
 
 
-def retry_bias_summary(stats: Sequence[CaseStats]) -> dict[str, Any] | None:
+def retry_bias_summary(stats: Sequence[CaseStats]) -> RetryBiasSummary | None:
     """The report's ``metadata.retry_bias``: cases and runs retried, the flagged case ids, the line."""
     line = retry_bias_line(stats)
     if line is None:
         return None
     retried = [c for c in stats if c.retry_bias]
-    return {"cases": len(retried), "retried_runs": sum(_counts(c.retry_bias)[1] for c in retried if c.retry_bias),
-            "flagged": [c.id for c in retried if c.retry_bias and c.retry_bias.get("flagged")], "line": line}
+    return RetryBiasSummary(cases=len(retried), retried_runs=sum(_counts(c.retry_bias)[1] for c in retried
+                                                                 if c.retry_bias),
+                            flagged=[c.id for c in retried if c.retry_bias and c.retry_bias.get("flagged")], line=line)

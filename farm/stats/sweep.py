@@ -12,6 +12,7 @@ from farm.models import (
     RunStatus,
     ServedCounts,
     StabilityClass,
+    SweepEnvelope,
     SweepOutcome,
     SweepReport,
     SweepSummary,
@@ -88,24 +89,28 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
 
 
 def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: int,
-                 environment: dict[str, Any], metadata: dict[str, Any],
-                 outcome: SweepOutcome | None = None) -> SweepReport:
+                 environment: dict[str, Any], metadata: dict[str, Any] | None = None,
+                 envelope: SweepEnvelope | None = None, outcome: SweepOutcome | None = None) -> SweepReport:
     """The whole report of a sweep, in the order the cases were given.
 
     Skipped cases count in the summary (``skipped_cases``, ``skipped_ids``) but get no result
     row: a row would carry a pass rate of 0 and a stability class for a case that never ran,
     and ``jq '.results | all(.pass_rate >= 80)'`` would no longer mean what it says.
+
+    ``metadata``: written-out keys (the envelope's and outcome's are typed); ``envelope`` wins.
     """
-    mark_quarantined(stats, metadata.get("quarantine"))
+    user, keyed = SweepEnvelope.split(metadata or {})
+    envelope = SweepEnvelope.model_validate({**keyed, **(envelope.model_dump() if envelope else {})})
+    mark_quarantined(stats, envelope.quarantine)
     flag_retry_bias(stats)
     if (bias := retry_bias_summary(stats)) is not None:
-        metadata = {**metadata, "retry_bias": bias}
+        envelope = envelope.updated(retry_bias=bias)
     typed: dict[str, Any] = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
     return SweepReport(
         summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
         environment=dict(environment),
         results=[s for s in stats if s.label != "skipped"],
-        metadata=dict(metadata), **typed,
+        metadata=user, envelope=envelope, **typed,
     )
 
 
@@ -144,8 +149,8 @@ def matrix_failed(report: SweepReport) -> bool:
 def arms_below_overall_gate(report: SweepReport) -> list[str]:
     """The arms of a matrix whose own runs miss ``--min-overall-pass-rate`` (as ``below_overall_gate``
     reads the whole sweep's: exactly, quarantined cases left out)."""
-    gate = report.metadata.get("min_overall_pass_rate")
-    if not isinstance(gate, int | float) or isinstance(gate, bool):
+    gate = report.envelope.min_overall_pass_rate
+    if gate is None:
         return []
     below = []
     for arm in report.arms or ():
@@ -171,8 +176,8 @@ def unreachable(report: SweepReport) -> bool:
 def below_overall_gate(report: SweepReport) -> bool:
     """``--min-overall-pass-rate`` (``metadata.min_overall_pass_rate``, 0–1) not met: passed runs
     over scored runs (run-weighted), compared exactly, not through the rounded percentage."""
-    gate = report.metadata.get("min_overall_pass_rate")
-    if not isinstance(gate, int | float) or isinstance(gate, bool):
+    gate = report.envelope.min_overall_pass_rate
+    if gate is None:
         return False
     by_status = report.summary.by_status
     held = [c for c in report.results if is_quarantined(c)]  # a quarantined case gates nothing, this included

@@ -62,7 +62,7 @@ class _Sweep:
         else:
             self.pool = AgentPool(plan.options, self.fleet.hooks)
             self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
-        pass_k, semantic = pass_ks(plan.metadata), plan.semantic
+        pass_k, semantic = pass_ks(plan.envelope), plan.semantic
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k, semantic=semantic)
             for c in plan.cases

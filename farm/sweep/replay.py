@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from farm.errors import InputError
-from farm.models import CaseStats, RunResult, SweepOutcome, SweepReport
+from farm.models import CaseStats, RunResult, SweepEnvelope, SweepOutcome, SweepReport
 from farm.models.outcome import split_outcome
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
@@ -63,9 +63,8 @@ class _Journal:
                 self.start = event
             elif event.get("type") == "plan":
                 self.plan_event = event
-                plan = SweepPlan.model_validate(event["plan"])
-                plan.cases = PlannedCases(PlannedCase.model_validate(c) for c in event.get("cases", []))
-                return plan
+                return SweepPlan.model_validate({**event["plan"], "cases": PlannedCases(
+                    PlannedCase.model_validate(c) for c in event.get("cases", []))})
         unread = f"; {self.events.bad[0]}" if self.events.bad else ""
         raise InputError(f"{self.path}: not a farm run journal (no plan line{unread}; journals live under "
                          "$FARM_DATA_DIR/journals/)")
@@ -101,8 +100,10 @@ def report_from_journal(path: str | Path, *, every_run: bool = False) -> SweepRe
                               budget=told.budget)
         # the sweep's own account: completed_at, not_run, …
         outcome = SweepOutcome.model_validate(report.outcome.model_dump(exclude_none=True) | recorded)
-        return _with_bad_lines(report.model_copy(update={"metadata": report.metadata | meta, "outcome": outcome}),
-                               journal)
+        user, envelope = SweepEnvelope.split(report.envelope.written() | meta)  # the journal's keys win
+        return _with_bad_lines(report.model_copy(update={
+            "metadata": report.metadata | user, "envelope": SweepEnvelope.model_validate(envelope),
+            "outcome": outcome}), journal)
     alive = _writer_alive(journal.plan_event)
     duration = (Path(path).stat().st_mtime - _epoch(started_at)) * 1000
     return _with_bad_lines(finish_sweep(
@@ -117,7 +118,7 @@ def _with_bad_lines(report: SweepReport, journal: _Journal) -> SweepReport:
     bad = journal.events.summary()
     if bad is None:
         return report
-    return report.model_copy(update={"metadata": {**report.metadata, "journal_bad_lines": bad}})
+    return report.model_copy(update={"envelope": report.envelope.updated(journal_bad_lines=bad)})
 
 
 def _first(exc: BaseException) -> str:

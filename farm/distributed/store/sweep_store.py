@@ -229,7 +229,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore):
     def with_run_details(self, report: SweepReport) -> SweepReport:
         """``report``, its renderers reading each case's run details from this store as they write
         it (``farm.reports.details``); a case that carries its own keeps them."""
-        sweep_id = str(report.metadata.get("sweep_id", ""))
+        sweep_id = report.envelope.sweep_id or ""
         attach_details(report, lambda stats: self.case_run_details(sweep_id, stats.planned_id))
         return report
 
