@@ -159,7 +159,10 @@ def _quarantined(prepared: PreparedSweep, quarantine: str | None, err: Console) 
     anything runs; a typo is said)."""
     from farm.quarantine.plan import quarantine_plan
 
-    held = quarantine_plan(prepared, quarantine, lambda line: say(err, f"farm: warning: {line}"))
+    loaded = prepared.loaded
+    held = quarantine_plan(((p.id, p.case.source) for p in prepared.plan.cases),
+                           [str(f) for f in loaded.files] or [str(loaded.root)], quarantine,
+                           lambda line: say(err, f"farm: warning: {line}"))
     return prepared.with_plan(prepared.plan.with_envelope(quarantine=held)) if held else prepared
 
 
@@ -188,7 +191,8 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     if around is None:
         return ExitCode.OK
     exporters = otel.observers(specs.executor.broker, lambda line: say(err, f"farm: {line}"))
-    session, plan = start_history(history, specs.history, prepared, lambda line: click.echo(f"farm: {line}", err=True))
+    session, plan = start_history(history, specs.history, prepared.plan, prepared.loaded,
+                                  lambda line: click.echo(f"farm: {line}", err=True))
     prepared = prepared.with_plan(plan.with_envelope(otel=True) if otel.by_worker(specs.executor.broker) else plan)
     executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
     if specs.executor.detach:

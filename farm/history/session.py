@@ -35,10 +35,10 @@ from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare_terms import check_thresholds
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not with --no-history)
-    from farm.api import PreparedSweep
     from farm.history.refs import Resolved
     from farm.history.store import HistoryStore
     from farm.stats.compare import Comparison  # loaded by a sweep with a baseline
+    from farm.suites.discover import CaseStream
 
 Gate = Literal["regressions", "verdicts"]
 Order = Literal["file", "failing-first"]
@@ -266,12 +266,10 @@ def compared_line(ref: str, comparison: Comparison) -> str:
     return f"{line}; regressed: {shown}" if regressed else line
 
 
-def start_history(options: HistoryOptions | None, facts: HistoryFacts, prepared: PreparedSweep,
+def start_history(options: HistoryOptions | None, facts: HistoryFacts, plan: SweepPlan, loaded: CaseStream,
                   tell: Callable[[str], None]) -> tuple[HistorySession, SweepPlan]:
-    """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started, and the
-    sweep's plan with what the history adds (``HistorySession.start``)."""
+    """``farm test``'s session for a sweep's plan (its suite ``loaded`` from), started, and the
+    plan with what the history adds (``HistorySession.start``)."""
     session = HistorySession(options or HistoryOptions(), tell=tell)
-    loaded = prepared.loaded
-    plan = session.start(prepared.plan, facts=facts, files=loaded.files, root=loaded.root,
-                         message_mode=loaded.kind == "message")
-    return session, plan
+    return session, session.start(plan, facts=facts, files=loaded.files, root=loaded.root,
+                                  message_mode=loaded.kind == "message")
