@@ -49,7 +49,7 @@ from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url, semantic_cache_entries, semantic_enabled
-from farm.stats import DEFAULT_MAX_RUN_DETAILS
+from farm.stats import DEFAULT_MAX_RUN_DETAILS, check_ramp
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
 from farm.sweep.executor import Executor, ExecutorOptions
 from farm.sweep.lifecycle import SweepStop
@@ -115,6 +115,7 @@ class TestSettings:
     """``--arm``, ``--matrix``, ``--baseline-arm``, ``--seed`` (SPEC 22)."""
     semantic: bool | None = None
     """False: no semantic figures (``--no-semantic``); None: ``FARM_SEMANTIC`` decides (default on)."""
+    ramp: tuple[int, ...] | None = None  # --ramp 2,4,8,16: each case's runs at each concurrency (farm.stats.ramp)
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
 
@@ -181,11 +182,7 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: 
     take tens of seconds: the command shows it)."""
     _check_numbers(settings)
     with collector.paused():  # half the load time at 100k cases was collections (farm.collector)
-        return _prepare(settings, sweep_id, read or _not_told)
-
-
-def _not_told(cases: int) -> None:
-    return None
+        return _prepare(settings, sweep_id, read or (lambda cases: None))
 
 
 PLAN_BATCH = 2_000
@@ -225,7 +222,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
         totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings), matrix=specs.plan.matrix,
         fail_fast=settings.fail_fast, envelope=_envelope(settings, stream, fleet.describe()), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
-    )
+        ramp=list(settings.ramp) if settings.ramp else None)
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
                          adapters=built if _calls_agents_here(specs) else None)
 
@@ -235,7 +232,8 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
     return SweepSpecs(
         plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                      patterns=settings.patterns, matrix=matrix_plan(settings.matrix, settings.cwd, settings.name)),
+                      patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,)),
+                      matrix=matrix_plan(settings.matrix, settings.cwd, settings.name)),
         fleet=settings.fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
@@ -398,3 +396,4 @@ def _check_numbers(settings: TestSettings) -> None:
         raise SettingsError("--timeout: must be positive")
     if settings.detach and not settings.broker:
         raise SettingsError("--detach needs --broker (or FARM_BROKER_URL): only a distributed sweep can detach")
+    check_ramp(settings.ramp, broker=settings.broker, adaptive=settings.fleet.adaptive_rule() is not None)

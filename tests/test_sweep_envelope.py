@@ -121,3 +121,12 @@ def test_the_typed_envelope_crosses_redis_as_it_was_set(tmp_path: Path, redis_se
     assert store.store_report(plan.sweep_id, report)
     back = store.get_report(plan.sweep_id)
     assert back is not None and back.envelope == report.envelope and back.metadata == {"note": "mine"}
+
+
+def test_a_whole_number_pass_rate_is_written_as_given() -> None:
+    """``TestSettings(min_pass_rate=1)`` wrote ``1`` before the envelope was typed; a float type made it ``1.0``."""
+    from farm.models.envelope import SweepEnvelope
+
+    assert SweepEnvelope.model_validate({"min_pass_rate": 1, "min_overall_pass_rate": 90}).written() == {
+        "min_pass_rate": 1, "min_overall_pass_rate": 90}
+    assert SweepEnvelope.model_validate({"min_pass_rate": 0.8}).written() == {"min_pass_rate": 0.8}

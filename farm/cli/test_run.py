@@ -138,6 +138,10 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
         say(err, line)
     if (bias := report.envelope.retry_bias) is not None:
         say(err, bias.line)
+    if (load := report.summary.load_bias) is not None and load.flagged:  # SPEC 25: said when it flags a case
+        say(err, load.line)
+    if report.summary.ramp is not None:
+        say(err, report.summary.ramp.line)
 
 
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:

@@ -114,6 +114,7 @@ def case_row(sweep_pk: int, stats: CaseStats, envelope: SweepEnvelope) -> dict[s
         "trajectory_consistency": stats.trajectory_consistency,
         "trajectories": [p.model_dump() for p in paths_of(stats.trajectories, stats.runs - stats.skipped)],
         "served": None if stats.served is None else stats.served.model_dump(),
+        "load_bias": None if stats.load_bias is None else stats.load_bias.model_dump(),
         "failure_reasons": [r.model_dump() for r in stats.failure_reasons],
         "pass_at_k": stats.pass_at_k, "pass_hat_k": stats.pass_hat_k,
     }

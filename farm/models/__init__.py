@@ -29,6 +29,11 @@ from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
 from farm.models.envelope import FleetFacts as FleetFacts
 from farm.models.envelope import HistoryRecord as HistoryRecord
 from farm.models.envelope import SweepEnvelope as SweepEnvelope
+from farm.models.load import InFlightCount as InFlightCount
+from farm.models.load import LoadBias as LoadBias
+from farm.models.load import LoadBiasSummary as LoadBiasSummary
+from farm.models.load import Ramp as Ramp
+from farm.models.load import RampLevel as RampLevel
 from farm.models.matrix import *  # noqa: F403
 from farm.models.served import Served as Served
 from farm.models.served import ServedCounts as ServedCounts
@@ -269,6 +274,9 @@ class RunResult(FarmModel):
     None: the run made none."""
     served: Served | None = None
     """What served the run's last answered turn (SPEC 25: model, fingerprint, request id, commit)."""
+    in_flight: int | None = None
+    """The sweep's runs in flight as this one began, itself included (SPEC 25, ``farm.models.load``);
+    None: not known (a run recorded before it was kept)."""
     arm: str | None = None
     """A matrix sweep's arm (SPEC 22): ``case_id`` is then the arm's copy, ``T1@ARM``."""
 

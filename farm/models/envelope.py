@@ -119,14 +119,15 @@ class SweepEnvelope(_SetOnly):
     """``documented`` or ``neuro-san-compat``."""
     input: str | None = None
     """The suite file or directory (or ``-m``'s message)."""
-    min_pass_rate: float | None = None
+    min_pass_rate: int | float | None = None
+    """As given (``1`` stays ``1`` in the JSON, as before the envelope was typed)."""
     runs: int | None = None
     """``--runs`` as given (None: each case's own)."""
     reporter: str | None = None
     yao_compat: bool | None = None
     notes: list[str] | None = None
     """What reading the suite noted."""
-    min_overall_pass_rate: float | None = None
+    min_overall_pass_rate: int | float | None = None
     """``--min-overall-pass-rate``, 0–1."""
     fleet: FleetFacts | None = None
     quarantine: dict[str, dict[str, JsonValue]] | None = None

@@ -15,6 +15,7 @@ from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
 from farm.models.envelope import SweepEnvelope
+from farm.models.load import LoadBias, LoadBiasSummary, Ramp
 from farm.models.matrix import ArmReport, MatrixSection, arm_case_id
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 from farm.models.served import Served, ServedCounts
@@ -74,6 +75,8 @@ class RunDetail(FarmModel):
     ``farm.stats.trajectory.MAX_DETAIL_CALLS`` of them, arguments cut to 1,000 characters."""
     served: Served | None = None
     """What served the run (SPEC 25); None: nothing reported."""
+    in_flight: int | None = None
+    """The sweep's runs in flight as the run began, itself included (SPEC 25); None: not known."""
 
     @property
     def error_line(self) -> str:
@@ -237,6 +240,9 @@ class CaseStats(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit, most first (SPEC 25); null:
     no run reported any."""
+    load_bias: LoadBias | None = None
+    """The case's runs started under high vs low load (SPEC 25, ``farm.stats.load_bias``); null: no
+    run knew its ``in_flight``."""
     arm: str | None = None
     """A matrix sweep's arm the case ran in (SPEC 22); null: not a matrix sweep."""
     duration_histogram: dict[str, int] | None = None
@@ -297,6 +303,12 @@ class SweepSummary(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit over the sweep (SPEC 25);
     null: no run reported any."""
+    load_bias: LoadBiasSummary | None = None
+    """The sweep's median ``in_flight`` and the cases that pass at a different rate above it (SPEC
+    25); null: no run knew its ``in_flight``, or every run started at the same load."""
+    ramp: Ramp | None = None
+    """``farm test --ramp``: pass rate, latency, 429s and timeouts per concurrency (SPEC 25);
+    null: no ramp."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""

@@ -33,6 +33,7 @@ from farm.run.execute import RunEnvironment
 from farm.run.simulators import check_simulators
 from farm.stats import CasePlan, plan_case
 from farm.stats.adaptive import AdaptiveRule
+from farm.stats.plan import ramp_plan
 from farm.wording import plural
 
 
@@ -183,6 +184,8 @@ class PlanSpec:
     """``--run REGEX``: the case ids it matches (Yao's filter)."""
     patterns: tuple[str, ...] = ()
     """``-k``, repeatable."""
+    ramp_levels: int = 1
+    """``--ramp``: how many concurrency levels each case's runs are made at (``ramp_plan``)."""
     matrix: MatrixPlan | None = None
     """A matrix's arms (SPEC 22): each case is planned once per arm, against the arm's agent."""
 
@@ -239,6 +242,8 @@ class BatchPlanner:
                 self._plain = case_plan
         else:  # every other case's plan depends on the flags only (``plan_case``): planned once
             case_plan = self._plain
+        if self.spec.ramp_levels > 1 and not case.skip:
+            case_plan = ramp_plan(case_plan, self.spec.ramp_levels)
         matrix = self.spec.matrix
         copies: Sequence[tuple[Case, Arm | None]] = arm_copies(case, matrix.arms) if matrix else ((case, None),)
         for planned, arm in copies:  # a matrix plans the case once per arm (SPEC 22)

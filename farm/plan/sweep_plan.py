@@ -142,6 +142,9 @@ class SweepPlan(FarmModel):
     """The user's own keys for the report's metadata (free-form; the farm adds none)."""
     queue: str = DEFAULT_QUEUE
     started_at: str = ""
+    ramp: list[int] | None = None
+    """``farm test --ramp``: the concurrency of each level, in order; every case's runs are split
+    evenly across them (SPEC 25). None: one level, ``parallel``."""
     matrix: MatrixPlan | None = None
     """A matrix sweep's arms, baseline arm and seed (SPEC 22): its cases come one copy per arm,
     their runs interleaved (``farm.matrix.schedule``); None: not a matrix."""

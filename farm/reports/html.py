@@ -21,6 +21,7 @@ from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepOutcome, S
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
 from farm.reports.matrix_html import matrix_section
 from farm.reports.semantic import semantic_summary
 from farm.wording import plural
@@ -73,6 +74,8 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
         compared=_compared_with(envelope), matrix=matrix_section(report),
         retry_bias=_retry_bias(envelope),
+        load_bias=_load_bias(summary),
+        ramp=_ramp(summary),
         generator=f"agent-farm {_text(envelope.version or '')}".strip(),
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
@@ -130,6 +133,22 @@ def _retry_bias(envelope: SweepEnvelope) -> dict[str, str] | None:
     if bias is None or not bias.line:
         return None
     return {"text": _text(bias.line), "tone": "warn" if bias.flagged else "muted"}
+
+
+def _ramp(summary: SweepSummary) -> dict[str, Any] | None:
+    """``farm test --ramp``'s panel (SPEC 25): its line, table and quality-under-load chart."""
+    if summary.ramp is None:
+        return None
+    return {"line": summary.ramp.line, "header": RAMP_HEADER, "rows": ramp_rows(summary.ramp),
+            "chart": ramp_chart(summary.ramp)}
+
+
+def _load_bias(summary: SweepSummary) -> dict[str, str] | None:
+    """The sweep-level load-bias line (``summary.load_bias``, SPEC 25), warning when a case is flagged."""
+    bias = summary.load_bias
+    if bias is None:
+        return None
+    return {"text": bias.line, "tone": "warn" if bias.flagged else "muted"}
 
 
 # ------------------------------------------------------------------------------- header
@@ -234,7 +253,8 @@ def _served_cards(s: SweepSummary) -> list[dict[str, str]]:
     if s.served is None:
         return []
     served = s.served
-    names = list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+    names = (list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+             or [f"neuro-san {v}" for v in served.server_versions])
     return [_card("Served", names[0] if names else "—", served.text(), "warn" if len(names) > 1 else "neutral")]
 
 

@@ -77,6 +77,8 @@ def result_event(r: RunResult) -> dict[str, Any]:
         event |= {"id": own_case_id(r.case_id, r.arm), "arm": r.arm}
     if r.served is not None:  # SPEC 25, when reported
         event["served"] = r.served.model_dump(mode="json", exclude_none=True)
+    if r.in_flight is not None:  # SPEC 25: the sweep's runs in flight as it began
+        event["in_flight"] = r.in_flight
     if r.usage is not None or r.cost_usd is not None or r.judge_usage is not None:  # SPEC 13, when known
         event |= {"usage": r.usage, "turn_usage": r.turn_usage, "cost_usd": r.cost_usd,
                   "judge_usage": r.judge_usage, "judge_cost_usd": r.judge_cost_usd}

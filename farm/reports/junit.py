@@ -53,7 +53,8 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 
 
 def _describe(detail: RunDetail) -> list[str]:
-    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
+    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
+    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
     if detail.error:
         return [f"{head}: {detail.error_line}"]
     lines = [head]
@@ -114,6 +115,7 @@ def _testcase(stats: CaseStats) -> ET.Element:
         **({"semantic_consistency": stats.semantic_consistency} if stats.semantic_consistency is not None else {}),
         **trajectory_properties(stats),
         "served": None if stats.served is None else stats.served.model_dump(),  # SPEC 25
+        "load_bias": None if stats.load_bias is None else stats.load_bias.model_dump(exclude={"in_flight"}),
     })
     verdict = _junit_verdict(stats)
     if verdict == "quarantined":  # runs and is reported, but CI stays green as the exit code does
@@ -198,6 +200,18 @@ def _suites(results: list[CaseStats]) -> dict[str, list[CaseStats]]:
     return suites
 
 
+def _suite_properties(report: SweepReport) -> dict[str, Any]:
+    """What every ``<testsuite>`` carries of the sweep: who ran what, how it ended, and its typed
+    sections (SPEC 25: served models, load bias, ramp)."""
+    meta, summary = report.envelope, report.summary
+    return {"sweep_id": meta.sweep_id, "agent_id": meta.agent_id, "connector": meta.connector,
+            "comparison": meta.comparison, "min_pass_rate": meta.min_pass_rate,
+            "stopped": report.outcome.stopped, **_fleet(report), "semantic": _semantic_not_computed(report),
+            "served": None if summary.served is None else summary.served.model_dump(),
+            "load_bias": None if summary.load_bias is None else summary.load_bias.model_dump(),
+            "ramp": None if summary.ramp is None else summary.ramp.model_dump()}
+
+
 def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
     """The report as JUnit XML, written to ``out`` one ``<testcase>`` at a time (each case's run
     details from ``details`` when given): the tree is built and indented with a placeholder per
@@ -219,12 +233,8 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
             "timestamp": xml_safe(meta.started_at or ""),
             "hostname": xml_safe(_hostname(report)),
         })
-        agent = arms.get(cases[0].arm or "", meta.agent_id)  # a matrix arm's suite: its own agent
-        _properties(suite, {"sweep_id": meta.sweep_id, "agent_id": agent, "connector": meta.connector,
-                            "comparison": meta.comparison, "min_pass_rate": meta.min_pass_rate,
-                            "stopped": report.outcome.stopped,
-                            **_fleet(report), "semantic": _semantic_not_computed(report), "arm": cases[0].arm,
-                            "served": None if report.summary.served is None else report.summary.served.model_dump()})
+        agent = arms.get(cases[0].arm or "", report.envelope.agent_id)  # a matrix arm's suite: its own agent
+        _properties(suite, {**_suite_properties(report), "agent_id": agent, "arm": cases[0].arm})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:

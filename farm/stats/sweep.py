@@ -20,6 +20,7 @@ from farm.models import (
 from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
+from farm.stats.load_bias import flag_load_bias
 from farm.stats.measures import percent
 from farm.stats.retry_bias import flag_retry_bias, retry_bias_summary
 from farm.stats.semantic import sweep_semantic_status
@@ -105,9 +106,12 @@ def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_cas
     flag_retry_bias(stats)
     if (bias := retry_bias_summary(stats)) is not None:
         envelope = envelope.updated(retry_bias=bias)
+    load = flag_load_bias(stats)  # SPEC 25: each case's load_bias split at the sweep's median in_flight
     typed: dict[str, Any] = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
+    summary = summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case)
+    summary.load_bias = load
     return SweepReport(
-        summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
+        summary=summary,
         environment=dict(environment),
         results=[s for s in stats if s.label != "skipped"],
         metadata=user, envelope=envelope, **typed,
