@@ -38,7 +38,10 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
 then written again by ``farm report`` from its run journal, with a bad line added to it."""
 
 FORMATS = ("json", "jsonl", "md", "xml")
-_TIME_KEYS = re.compile(r"(_ms|_at|_s|duration|timestamp|time|sweep_id|journal|commit|dirty|branch|head)$")
+_TIME_KEYS = re.compile(r"(_ms|_at|_s|duration|timestamp|time|sweep_id|journal|commit|dirty|branch|head|in_flight)$")
+_RUN_DEPENDENT = ("version", "git", "load_bias")
+"""Whole values that change from run to run: ``load_bias`` splits runs by how many ran beside
+each, which the scheduler decides (SPEC 25)."""
 _MD_NUMBERS = re.compile(r"\b\d+(\.\d+)?\s?(ms|s)\b")
 _SWEEP_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{6}")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
@@ -52,7 +55,7 @@ def _text(value: str, work: Path) -> str:
 
 def normalised(value: Any, work: Path, key: str = "") -> Any:
     """``value`` with what changes from run to run replaced by a placeholder."""
-    if key in ("version", "git") or (_TIME_KEYS.search(key) and isinstance(value, (int, float, str))):
+    if key in _RUN_DEPENDENT or (_TIME_KEYS.search(key) and isinstance(value, (int, float, str))):
         return f"<{key}>"
     if isinstance(value, dict):
         return {k: normalised(v, work, k) for k, v in value.items()}
@@ -68,6 +71,11 @@ def _flat_text(text: str, work: Path) -> str:
     text = re.sub(r'(time|timestamp|duration_ms)="[^"]*"', r'\1="<n>"', text)
     text = re.sub(r'(name="(version|[a-z_]*(_ms|_at|duration))" value=)"[^"]*"', r'\1"<n>"', text)
     text = re.sub(r"<version>|farm \d+\.\d+\S*", "<version>", text)
+    # load (SPEC 25): how many runs ran beside each is the scheduler's, not the report's
+    text = re.sub(r", \d+ in flight\)", ", <n> in flight)", text)
+    # a case's load line is there only when its runs fell on both sides of the median: left out
+    text = re.sub(r"(?m)^(Load: .*\n\n|\| Load Bias \| .*\n|\s*<property name=\"load_bias\" value=\"[^\"]*\" />\n)", "",
+                  text)
     return _MD_NUMBERS.sub("<n> s", text)
 
 
