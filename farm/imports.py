@@ -3,6 +3,9 @@
 Shared by python agents and ``script`` checks. Thread-safe (Celery worker threads resolve the
 same agent at once) and cached. A file is loaded under a name unique to its path, so two
 suites' ``rules.py`` or ``agent.py`` never collide in ``sys.modules``.
+
+Code of a bundle's copy on a worker (``farm.bundles.importer``) imports its neighbours and its
+packages under the bundle's own names: two bundles never share a module.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from farm.bundles.importer import namespace_for
 
 __all__ = ["call_user", "resolve_callable"]
 
@@ -73,9 +78,12 @@ def _exec_file(path: Path, base: Path) -> Any:
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    space = namespace_for(base)
+    if space is not None:  # a bundle's: its neighbours are imported under the bundle's names
+        module.__dict__["__builtins__"] = space.builtins
     sys.modules[mod_name] = module
     try:
-        with _on_sys_path(base):  # so the script can import its neighbours
+        with _on_sys_path(base) if space is None else contextlib.nullcontext():  # so it imports its neighbours
             spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
         del sys.modules[mod_name]
@@ -87,7 +95,13 @@ def _import_module(base: Path, target: str) -> Any:
     # A module that lives beside the suite is loaded from its file under a unique name: a
     # plain import would return another suite's module of the same name from sys.modules.
     relative = Path(*target.split("."))
+    space = namespace_for(base)
     for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+        if candidate.is_file() and space is not None:  # a bundle's module, with its package
+            try:
+                return space.module(target)
+            except (Exception, SystemExit) as exc:
+                raise ValueError(f"cannot import module {target!r}: {type(exc).__name__}: {exc}") from None
         if candidate.is_file():
             return _exec_file(candidate, base)
     try:

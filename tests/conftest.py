@@ -207,7 +207,8 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
     started: list[WorkerProcess] = []
 
     def create(*args: str, broker: str | None = None, queue: str | None = "farm", concurrency: int = 8,
-               env: dict[str, str] | None = None, wait: bool = True, supervised: bool = False) -> WorkerProcess:
+               env: dict[str, str] | None = None, wait: bool = True, supervised: bool = False,
+               cwd: Path | None = None) -> WorkerProcess:
         name = f"test{len(started)}-{os.getpid()}"
         log = tmp_path / f"worker-{name}.log"
         full_env = farm_env(broker or redis_server, **(env or {}))
@@ -218,7 +219,7 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
         argv = [sys.executable, "-m", "farm", "worker", "--processes", "1", *supervision, *queues, "-c",
                 str(concurrency), "-n", f"{name}@%h", "-l", "INFO", "--without-mingle", "--without-gossip", *args]
         with log.open("wb") as out:
-            process = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(argv, cwd=cwd or ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
         worker = WorkerProcess(process, log, name, full_env)
         started.append(worker)
         if wait:

@@ -167,7 +167,8 @@ def test_k8s_worker_runs_farm_worker():
     assert "FARM_BROKER_URL" in _secret_refs(container)
     assert container["image"] == SERVICES["worker"]["image"]
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert container["workingDir"] in mounts
+    data = {e["name"]: e.get("value") for e in container["env"]}["FARM_DATA_DIR"]
+    assert data in mounts and "workingDir" not in container  # no project: bundles unpack into the data dir
 
 
 def test_k8s_flower_service_reaches_the_container():

@@ -130,3 +130,15 @@ def test_the_trigger_authentication_reads_keys_of_the_example_secret():
     broker = secret["stringData"]["broker-url"]
     assert secret["stringData"]["redis-address"] in broker  # the same Redis as the workers' broker
     assert f"//{secret['stringData']['redis-username']}:" in broker
+
+
+def test_workers_need_no_project_volume():
+    """Sweeps carry their code (bundles, SPEC 24): the workers mount no claim, only their data directory."""
+    (deployment,) = [d for d in _docs("Deployment") if d["metadata"]["name"] == "farm-worker"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert all("persistentVolumeClaim" not in volume for volume in pod.get("volumes", []))
+    (container,) = pod["containers"]
+    assert "workingDir" not in container
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    mounts = {mount["mountPath"] for mount in container.get("volumeMounts", [])}
+    assert env["FARM_DATA_DIR"] in mounts  # bundles unpack into a writable directory of their own

@@ -111,9 +111,10 @@ def test_a_python_agents_orphaned_grandchild_ends_with_farm_test(tmp_path: Path)
 def _worker_sweep(tmp_path: Path, farm_cli: Any, queue: str) -> None:
     (tmp_path / "agent.py").write_text(FORKING_AGENT)
     (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "c", "input": "hi"}) + "\n")
+    # --no-bundle: the agent writes its helper's pid beside its own file, which a bundle's copy would move
     done = farm_cli.run("test", "-i", str(tmp_path / "suite.jsonl"), "-n", f"py:{tmp_path / 'agent.py'}:respond",
                         "--no-progress", "--broker", farm_cli.broker, "--queue", queue, "-o", str(tmp_path / "r.json"),
-                        timeout=300)
+                        "--no-bundle", timeout=300)
     assert done.returncode == 0, done.stderr
 
 

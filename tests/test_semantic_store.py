@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from farm.semantic import missing_requirement
 from farm.semantic.cache import EmbeddingCache, answers_key, text_key
-from farm.semantic.store import DiskStore
+from farm.semantic.store import _MAGIC, _RECORD, _ROW, DiskStore
 
 ROOT = Path(__file__).resolve().parents[1]
 MISSING = missing_requirement()
@@ -98,7 +99,7 @@ def test_the_disk_gives_back_what_was_kept_and_skips_a_record_cut_short(tmp_path
     assert second.row(text_key("good")) == row and second.row(text_key("bad")) is None
     assert second.labels(answers_key(["good", "bad"])) == (1, 2)
     assert second.labels(answers_key(["bad", "good"])) is None  # the order of the answers counts
-    for path in (tmp_path / "semantic").iterdir():  # a writer that died mid-record
+    for path in (tmp_path / "semantic").glob("*.bin"):  # a writer that died mid-record
         with path.open("ab") as f:
             f.write(b"\x01" * 20)
     third = _store(tmp_path)
@@ -134,7 +135,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from farm.semantic.cache import answers_key
-from farm.semantic.store import DiskStore
+from farm.semantic.store import _MAGIC, _RECORD, _ROW, DiskStore
 store = DiskStore(Path(sys.argv[1]), 10_000)
 for i in range(400):
     store.keep_labels(answers_key([sys.argv[2], str(i)]), tuple(range(1, 2 + i % 50)))
@@ -151,3 +152,118 @@ def test_processes_writing_at_once_do_not_mix_their_records(tmp_path: Path) -> N
     for name in ("a", "b", "c"):
         assert [store.labels(answers_key([name, str(i)])) for i in range(400)] == [
             tuple(range(1, 2 + i % 50)) for i in range(400)]
+
+
+def _records(path: Path) -> int:
+    return path.read_bytes().count(_MAGIC)
+
+
+@needs_model
+def test_a_record_read_is_the_text_s_own_even_when_another_process_rewrites_the_file(tmp_path: Path) -> None:
+    """A reader keeps the descriptor of the file its offsets were computed from (another process's
+    rewrite puts a new file in place: not what the reader indexed), and checks each record's key:
+    a record not for the key asked is a miss, never another text's embedding."""
+    rows = {text_key(str(i)): bytes([i]) * _ROW for i in range(6)}
+    writer = _store(tmp_path, limit=100)
+    writer.keep_rows(rows)
+    reader = _store(tmp_path, limit=100)
+    assert reader.has(text_key("0"))
+    (path,) = (tmp_path / "semantic").glob("embeddings-*.bin")
+    data = path.read_bytes()
+    size = len(data) // 6
+    other = tmp_path / "other"
+    other.write_bytes(data[5 * size:] + data[4 * size:5 * size])  # another process's rewrite: other rows first
+    os.replace(other, path)
+    assert [reader.row(text_key(str(i))) for i in range(6)] == list(rows.values())
+    third = _store(tmp_path, limit=100)
+    assert third.has(text_key("5")) and third.row(text_key("5")) == rows[text_key("5")]
+    with path.open("r+b") as f:  # the same file changed under the reader: record 0 now holds record 1
+        f.write(data[size:2 * size])
+    assert third.row(text_key("5")) is None and third.row(text_key("4")) == rows[text_key("4")]
+
+
+@needs_model
+def test_a_long_lived_process_keeps_the_files_and_its_memory_bounded(tmp_path: Path) -> None:
+    store = _store(tmp_path, limit=2)
+    for i in range(100):
+        store.keep_rows({text_key(str(i)): bytes([i]) * _ROW})
+        store.keep_labels(answers_key([str(i), "x"]), (1, 1))
+        assert len(store._written) + len(store._rows) <= 4 and len(store._labels) <= 4
+    for path in (tmp_path / "semantic").glob("*.bin"):
+        assert _records(path) <= 4
+    fresh = _store(tmp_path, limit=2)
+    assert fresh.row(text_key("99")) == bytes([99]) * _ROW and fresh.labels(answers_key(["99", "x"])) == (1, 1)
+
+
+SHORT_WRITE = """
+import resource, signal, sys
+from pathlib import Path
+from farm.semantic.cache import text_key
+from farm.semantic.store import DiskStore, _RECORD, _ROW, _rewrite
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+folder = Path(sys.argv[1])
+store = DiskStore(folder, 100)
+store.keep_rows({text_key("a"): b"a" * _ROW})
+(path,) = folder.glob("embeddings-*.bin")
+resource.setrlimit(resource.RLIMIT_FSIZE, (_RECORD + 100, resource.RLIM_INFINITY))
+store.keep_rows({text_key("b"): b"b" * _ROW})  # a disk full: 100 bytes of the record written
+store.keep_rows({text_key("c"): b"c" * _ROW})  # not written: the store went read-only
+try:
+    _rewrite(folder / "big", b"x" * (_RECORD + 200))
+except OSError as error:
+    print("rewrite failed:", error.errno)
+"""
+
+
+@needs_model
+def test_a_short_write_is_skipped_and_a_failed_rewrite_leaves_nothing_aside(tmp_path: Path) -> None:
+    folder = tmp_path / "semantic"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", SHORT_WRITE, str(folder)], capture_output=True, text=True,
+                          timeout=300, check=False, env=env)
+    assert done.returncode == 0 and "rewrite failed" in done.stdout, done.stderr
+    assert not list(folder.glob("*.tmp"))
+    (path,) = folder.glob("embeddings-*.bin")
+    assert path.stat().st_size == _RECORD + 100
+    later = _store(tmp_path, limit=100)  # another process appends after the cut record
+    later.keep_rows({text_key("d"): b"d" * _ROW})
+    reader = _store(tmp_path, limit=100)
+    assert [reader.row(text_key(t)) for t in "abcd"] == [b"a" * _ROW, None, None, b"d" * _ROW]
+
+
+@needs_model
+def test_labels_cut_short_damaged_or_impossible_are_skipped(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.keep_labels(answers_key(["a", "b"]), (1, 2))
+    store.keep_labels(answers_key(["a", "c"]), (1, 7))  # not labels of 2 answers: not kept
+    (path,) = (tmp_path / "semantic").glob("labels-*.bin")
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(whole[:-3])  # cut short
+        f.write(whole[:-1] + b"\x00" if whole[-1] else whole[:-1] + b"\x01")  # damaged
+    _store(tmp_path).keep_labels(answers_key(["b", "c"]), (0, 0))
+    reader = _store(tmp_path)
+    assert reader.labels(answers_key(["a", "b"])) == (1, 2) and reader.labels(answers_key(["b", "c"])) == (0, 0)
+    assert reader.labels(answers_key(["a", "c"])) is None
+    assert _records(path) == 4
+
+
+@needs_model
+def test_the_folder_is_private_and_keys_are_salted_per_data_directory(tmp_path: Path) -> None:
+    """The folder is the user's alone, and holds no text nor a plain hash of one: each data
+    directory salts its keys with its own random salt (so two folders' records differ)."""
+    one, two = _store(tmp_path / "one"), _store(tmp_path / "two")
+    for store in (one, two):
+        store.keep_rows({text_key("good"): b"\x00" * _ROW})
+        store.keep_labels(answers_key(["good", "bad"]), (1, 2))
+    folder = tmp_path / "one" / "semantic"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert {p.name.split("-")[0]: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {
+        "embeddings": 0o600, "labels": 0o600, "salt": 0o600}
+    salts = [(tmp_path / d / "semantic" / "salt").read_bytes() for d in ("one", "two")]
+    assert len(salts[0]) == 16 and salts[0] != salts[1]
+    for path in folder.glob("*.bin"):
+        data = path.read_bytes()
+        assert text_key("good") not in data and answers_key(["good", "bad"]) not in data and b"good" not in data
+        assert data != (tmp_path / "two" / "semantic" / path.name).read_bytes()
+    assert _store(tmp_path / "one").row(text_key("good")) == b"\x00" * _ROW

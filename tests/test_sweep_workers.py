@@ -100,12 +100,16 @@ def test_a_worker_for_sweep_a_never_takes_sweep_bs_runs(tmp_path, redis_client, 
 
 def test_sigkill_of_one_of_three_workers_for_a_sweep_loses_nothing(tmp_path, redis_client, farm_worker, farm_cli,
                                                                    counting_agent):
-    agent = counting_agent(delay_s=0.2, faults=True)  # a run in flight on the killed worker is called again
-    cases, runs = 6, 20
+    agent = counting_agent(delay_s=0.3, faults=True)  # a run in flight on the killed worker is called again
+    cases, runs = 6, 30
     sweep_id = _submit(farm_cli, write_suite(tmp_path / "k.jsonl", _cases(cases)), agent.ref, runs, env=LEASES)
     store = SweepStore(connect(farm_cli.broker))
-    workers = [farm_worker("--sweep", sweep_id, "--exit-when-idle", "5", queue=None, concurrency=4, env=LEASES)
-               for _ in range(3)]
+    # started together, then awaited: one started and awaited at a time, the first could finish the
+    # sweep on a busy machine before the third was up (seen: "the sweep ended before the kill")
+    workers = [farm_worker("--sweep", sweep_id, "--exit-when-idle", "5", queue=None, concurrency=4, env=LEASES,
+                           wait=False) for _ in range(3)]
+    for worker in workers:
+        worker.wait_ready()
     wait_for(lambda: store.runs_done(sweep_id) >= 10, EXIT_TIMEOUT_S, "the sweep to be under way")
     victim = workers[0]
     assert victim.process.poll() is None, "the sweep ended before the kill: make it longer"

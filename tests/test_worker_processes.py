@@ -163,7 +163,7 @@ import os, time
 
 
 def respond(messages, context):
-    with open(os.path.join(os.path.dirname(__file__), "pids.txt"), "a") as f:
+    with open(PIDS, "a") as f:  # by absolute path: the agent runs from its bundle's copy on the worker
         f.write(f"{os.getpid()}\\n")
     time.sleep(0.2)
     return "ok"
@@ -172,7 +172,7 @@ def respond(messages, context):
 
 def test_a_sweep_runs_on_every_process(tmp_path: Path, farm_worker: Callable[..., WorkerProcess],
                                        farm_cli: Any) -> None:
-    (tmp_path / "pid_agent.py").write_text(PID_AGENT)
+    (tmp_path / "pid_agent.py").write_text(f"PIDS = {str(tmp_path / 'pids.txt')!r}\n" + PID_AGENT)
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(f'{{"id": "c{i}", "input": "x", "assert": {{"type": "contains", "value": "ok"}}}}\n'
                              for i in range(4)))

@@ -18,7 +18,7 @@ from farm.models import ErrorInfo, RunResult, RunStatus
 from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
 from farm.run.failures import classified
 from farm.sweep.lifecycle import run_guarded
-from workers.context import thread_state
+from workers.context import CACHE, thread_state
 
 
 def failed_run(case_id: str, run: int, sweep_id: str, status: RunStatus, kind: str, message: str,
@@ -33,6 +33,7 @@ def attempt_run(sweep: SweepPlan, planned: PlannedCase, run: int, fleet: FleetRu
     never raises; None when fleet control refused a call (budget, quota)."""
     case, state = planned.case, thread_state()
     try:
+        CACHE.bundles().check(sweep)  # its bundle is not here: no agent of it can be built
         agent = state.agent(sweep.options, planned.agent, fleet)
         judges = state.judge(sweep.options, fleet)
     except Exception as exc:  # the agent cannot be built here (missing key or module on this machine, …)

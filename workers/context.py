@@ -3,7 +3,8 @@
 A worker runs many runs at once in a ``threads`` pool; each pool thread owns an asyncio loop and
 its own agent adapters (an HTTP client is bound to the loop that made it, and several small
 connection pools beat one big one: ARCHITECTURE, "Measured"). Sweep and case data are read from
-Redis once per process and cached, bounded, least recently used out first.
+Redis once per process and cached, bounded, least recently used out first; a plan that names a
+bundle is read as its copy in the data directory has it (``farm.distributed.bundles.BundleView``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import AgentPool
 from farm.checks.base import JudgeResolver
+from farm.distributed.bundles import BundleView
 from farm.distributed.fleet.runtime import redis_runtime
 from farm.distributed.store.sweep_store import SweepStore, connect
 from farm.fleet.runtime import FleetRuntime
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.run.simulators import SimulatorPool, create_simulator_pool
+from farm.settings import data_dir
 
 STORE_RETRIES = 10
 """Redis command retries (exponential backoff capped at 4 s: about half a minute of outage)."""
@@ -63,6 +66,13 @@ class SweepCache:
         self._fleets: OrderedDict[str, FleetRuntime] = OrderedDict()
         self._limits = (max_sweeps, max_cases)
         self._loading: dict[tuple[int, Any], threading.Lock] = {}
+        self._bundles: BundleView | None = None
+
+    def bundles(self) -> BundleView:
+        """Where this process unpacks bundles (``FARM_DATA_DIR``), read when first needed."""
+        if self._bundles is None:
+            self._bundles = BundleView(data_dir())
+        return self._bundles
 
     def _get(self, table: OrderedDict[Any, T], key: Any, limit: int, load: Callable[[], T | None]) -> T | None:
         found = self._cached(table, key)
@@ -92,11 +102,12 @@ class SweepCache:
         return None
 
     def sweep(self, store: SweepStore, sweep_id: str) -> SweepPlan | None:
-        return self._get(self._sweeps, sweep_id, self._limits[0], lambda: store.load_sweep(sweep_id))
+        return self._get(self._sweeps, sweep_id, self._limits[0],
+                         lambda: self.bundles().plan(store, store.load_sweep(sweep_id)))
 
     def case(self, store: SweepStore, sweep_id: str, case_id: str) -> PlannedCase | None:
         return self._get(self._cases, (sweep_id, case_id), self._limits[1],
-                         lambda: store.load_case(sweep_id, case_id))
+                         lambda: self.bundles().case(self.sweep(store, sweep_id), store.load_case(sweep_id, case_id)))
 
     def fleet(self, store: SweepStore, sweep: SweepPlan) -> FleetRuntime:
         """The sweep's fleet control on this worker (``farm.distributed.fleet.runtime``), built once."""

@@ -1,11 +1,17 @@
 """The git commit a ``py:``/``cmd:`` agent's file was run at (SPEC 25's ``served.commit``), read
 from the repository's files (``.git/HEAD``, the branch's ref or ``packed-refs``): no ``git``
 process, once per agent. A dirty worktree still names its HEAD: the commit is where the code
-stood, not a promise that it was unchanged."""
+stood, not a promise that it was unchanged.
+
+In a worker's copy of a bundle (``farm.bundles``) there is no ``.git``: the commit is the one the
+submitter's root stood at when the bundle was packed (``BundleRef.commits``, kept in the copy's
+marker), and none for a root outside git, as in-process: a distributed sweep's report says what
+the same sweep in-process says."""
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 
@@ -20,8 +26,13 @@ def agent_served(path: Path) -> Served | None:
     return None if commit is None else Served(commit=commit)
 
 
+BUNDLE_MARKER = ".farm-bundle"
+"""The file a bundle's copy holds at its top (``farm.bundles.unpack``): its sha256 and commits."""
+
+
 @functools.lru_cache(maxsize=64)
 def repo_commit(directory: Path) -> str | None:
+    below = directory  # in a copy: <copy>/<root index>/<root name>/…
     for folder in (directory, *directory.parents):
         dot_git = folder / ".git"
         if dot_git.exists():
@@ -29,7 +40,20 @@ def repo_commit(directory: Path) -> str | None:
                 return _head(_git_dir(dot_git))
             except (OSError, ValueError):
                 return None
+        if (folder / BUNDLE_MARKER).is_file():
+            return _bundle_commit(folder / BUNDLE_MARKER, below.name)
+        below = folder
     return None
+
+
+def _bundle_commit(marker: Path, root: str) -> str | None:
+    """The commit root ``root`` (its index) of a bundle's copy was packed at (None outside git)."""
+    try:
+        commits = json.loads(marker.read_text(encoding="utf-8")).get("commits") or []
+        commit = commits[int(root)] if root.isdigit() and int(root) < len(commits) else ""
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return str(commit) or None
 
 
 def _git_dir(dot_git: Path) -> Path:

@@ -125,6 +125,13 @@ def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
 @click.option("--own-queue", "own_queue", is_flag=True,
               help="Publish the sweep on a queue of its own, farm.sweep.<sweep id> (distributed only, instead of "
                    "--queue): `farm worker --sweep ID` consumes it and no other sweep's runs.")
+@click.option("--no-bundle", "no_bundle", is_flag=True,
+              help="Distributed: carry no bundle; the workers see the project at the paths the plan names "
+                   "(a shared volume). By default the sweep packs what its workers need (README: Bundles).")
+@click.option("--bundle-max", "bundle_max", type=click.FloatRange(min=0, min_open=True), default=50.0,
+              show_default=True, metavar="MB",
+              help="Distributed: the most a bundle may hold, in MB of files; over it farm test exits 2 naming "
+                   "the largest.")
 @click.option("--min-pass-rate", type=RATE, default=1.0, show_default=True, metavar="RATE",
               help="A case passes when its pass rate is at least RATE (0.95 or 95%); a case's success_ratio wins.")
 @click.option("--min-overall-pass-rate", type=RATE, default=None, metavar="RATE",
@@ -199,13 +206,15 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     otel = OtelFlags.from_flags(flags)  # and --otel, --otel-runs
     semantic = False if flags.pop("no_semantic", False) else None  # None: FARM_SEMANTIC decides
     own_queue = _check_own_queue(flags)
+    bundle_max = flags.pop("bundle_max")
+    bundle_max_bytes = None if flags.pop("no_bundle") else int(bundle_max * 1_000_000)
     matrix = MatrixFlags(flags.pop("arms"), flags.pop("matrix_file"), flags.pop("baseline_arm"), flags.pop("seed"),
                          alpha=history.alpha, min_drop=history.min_drop)
     settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic,
                             matrix=matrix, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
                                  estimate_workers=estimate_workers, detect=detect, otel=otel,
-                                 own_queue=own_queue),
+                                 own_queue=own_queue, bundle_max=bundle_max_bytes),
                 verbose=settings.verbose)
 
 

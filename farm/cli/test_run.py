@@ -23,6 +23,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.reaper import contained
 from farm.agents.secrets import masking, redact
 from farm.api import PreparedSweep, TestSettings, create_executor, prepare_sweep
+from farm.cli.bundling import carry_bundle, sweep_bundle
 from farm.cli.console import FailureDigest, print_summary, say
 from farm.cli.extras import start_extras
 from farm.cli.load_progress import LoadProgress
@@ -172,9 +173,9 @@ def _quarantined(prepared: PreparedSweep, quarantine: str | None, err: Console) 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
              estimate_workers: int | None = None, detect: float | None = None, otel: OtelFlags | None = None,
-             own_queue: bool = False) -> int:
-    """``farm test``: returns the exit code. ``own_queue``: the sweep goes on ``farm.sweep.{id}``
-    (``farm.settings.sweep_queue``), its id chosen here to name it."""
+             own_queue: bool = False, bundle_max: int | None = None) -> int:
+    """``farm test``: the exit code. ``own_queue``: the sweep goes on ``farm.sweep.{id}``, its id chosen here;
+    ``bundle_max``: the bytes a distributed sweep's bundle may hold (``farm.cli.bundling``; None: none)."""
     from farm.history.session import start_history
 
     farm_settings = FarmSettings.from_env()
@@ -194,11 +195,13 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     around = start_extras(prepared)  # None: --dry-run listed the cases
     if around is None:
         return ExitCode.OK
+    bundle = sweep_bundle(prepared, settings, bundle_max)  # over the cap: exit 2 before anything is stored
     exporters = otel.observers(specs.executor.broker, lambda line: say(err, f"farm: {line}"))
     session, plan = start_history(history, specs.history, prepared.plan, prepared.loaded,
                                   lambda line: click.echo(f"farm: {line}", err=True))
     prepared = prepared.with_plan(plan.with_envelope(otel=True) if otel.by_worker(specs.executor.broker) else plan)
     executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
+    carry_bundle(executor, bundle)
     if specs.executor.detach:
         return _submit_detached(executor, prepared, history, err)
     prune_journals(farm_settings.data_dir, farm_settings.journal_days)

@@ -20,6 +20,7 @@ from pydantic import Field, PlainValidator, model_validator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
+from farm.bundles.ref import BundleRef
 from farm.matrix.schedule import interleaved
 from farm.models import Case, FarmModel, MatrixPlan, PerCaseModel, SweepEnvelope
 from farm.plan.fleet import FleetPlan
@@ -150,6 +151,9 @@ class SweepPlan(FarmModel):
     their runs interleaved (``farm.matrix.schedule``); None: not a matrix."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
+    bundle: BundleRef | None = None
+    """The bundle a distributed sweep's workers run from (SPEC 24, ``farm.bundles``); None: an
+    in-process sweep, or ``--no-bundle`` (the workers see the project at the paths the plan names)."""
     cases: Annotated[CaseSource, PlainValidator(_case_source)] = Field(default_factory=PlannedCases, exclude=True)
     """The cases (``CaseSource``), held as whoever built the plan chose; not validated again when
     the plan is built."""

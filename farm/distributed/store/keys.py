@@ -209,5 +209,10 @@ def fleet_leases_key(limit_key: str) -> str:
     return f"{PREFIX}fleet:leases:{fleet_name(limit_key)}"
 
 
+def bundle_key(sha256: str) -> str:
+    """A bundle's bytes (``farm.bundles``), stored once for every sweep that names it."""
+    return f"{PREFIX}bundle:{sha256}"
+
+
 def judge_cache_key(digest: str) -> str:
     return f"{PREFIX}judge-cache:{digest}"

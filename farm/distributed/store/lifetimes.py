@@ -67,8 +67,12 @@ class LifetimeStore:
         left_ms = int(self.client.pttl(keys.sweep_key(sweep_id)))
         if left_ms < 0 or left_ms > self.ttl * 500:  # gone (-2), kept for good (-1), or fresh enough
             return False
+        bundle = self.client.hget(keys.sweep_key(sweep_id), "bundle")
+
         def names() -> Iterator[str]:  # made as sent: a 100M-run sweep's names never held at once
             yield from keys.lived_keys(sweep_id)
+            if bundle:  # its bundle (farm.distributed.bundles) lives as long as the sweep
+                yield keys.bundle_key(str(bundle))
             for slot in self.plan_slots(sweep_id):
                 yield keys.settled_key(sweep_id, slot.id)
                 yield from (keys.run_key(sweep_id, slot.id, n) for n in range(1, slot.runs + 1))

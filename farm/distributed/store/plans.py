@@ -48,7 +48,7 @@ class PlanStore:
         pipe.hset(keys.sweep_key(sid), mapping={
             "plan": plan.model_dump_json(), "total_cases": plan.total_cases, "total_runs": plan.total_runs,
             "submitted_at": submitted_epoch, "queue": plan.queue, "agent_id": plan.agent_label,
-            "zdict": cases.codec.text(),
+            "zdict": cases.codec.text(), **({"bundle": plan.bundle.sha256} if plan.bundle else {}),
         })
         pipe.expire(keys.sweep_key(sid), self.ttl)
         pipe.execute()  # the publisher's lease and the sweep first, then its cases

@@ -1,0 +1,53 @@
+"""``farm test``'s bundle (SPEC 24, ``farm.bundles``): a distributed sweep packs what its workers need
+of the project, stores it once and names it on the plan. ``--no-bundle``: the shared-path mode.
+
+What the sweep names decides the roots (``farm.bundles.roots``): the ``-i`` suites, the agent a
+suite's directory finds upwards, the ``-n`` and ``--simulator`` references, the agents and
+connectors directories (``FARM_AGENTS_ROOT`` / ``FARM_CONNECTORS_ROOT``, else ``./assistants`` and
+``./connectors``) where they exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from farm.agents.resolve import find_manifest_upwards
+from farm.api import PreparedSweep, TestSettings
+from farm.bundles.pack import Bundle, pack
+from farm.bundles.roots import agent_paths, project_roots
+
+__all__ = ["carry_bundle", "sweep_bundle"]
+
+
+def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int | None) -> Bundle | None:
+    """A distributed sweep's bundle, named on its plan; BundleTooLarge (exit 2) over the cap. None:
+    an in-process sweep, ``max_bytes`` None (``--no-bundle``), or a sweep that names no file."""
+    if not prepared.specs.executor.broker or max_bytes is None:
+        return None
+    cwd = Path(settings.cwd)
+    named: list[Path] = [*prepared.loaded.files]
+    if prepared.loaded.root is not None:
+        named.append(prepared.loaded.root)
+    for directory in {path.parent for path in prepared.loaded.files}:
+        manifest = find_manifest_upwards(directory)
+        if manifest is not None:
+            named.append(manifest)
+    for ref in (settings.name, settings.simulator):
+        named += agent_paths(ref, cwd)
+    named += [Path(prepared.options.agents_root), Path(prepared.options.connectors_root)]
+    roots = project_roots(named)
+    if not roots:  # nothing of the sweep is a file (an HTTP agent, a message): nothing to carry
+        return None
+    bundle = pack(roots, max_bytes=max_bytes)
+    prepared.plan = prepared.plan.model_copy(update={"bundle": bundle.ref})
+    return bundle
+
+
+def carry_bundle(executor: Any, bundle: Bundle | None) -> None:
+    """Store the bundle where the executor stores the sweep, before its plan (None: nothing)."""
+    if bundle is None:
+        return
+    from farm.distributed.bundles import store_bundle
+
+    store_bundle(executor.store(), bundle)
