@@ -10,6 +10,7 @@ echo "report-dir=$out" >> "$GITHUB_OUTPUT"
 args=(test -i "$INPUT_SUITE" --runs "${INPUT_RUNS:-10}" --no-progress
       -o "$out/report.html" -o "$out/junit.xml" -o "$out/report.json" -o "$out/summary.md")
 [ -n "${INPUT_AGENT:-}" ] && args+=(-n "$INPUT_AGENT")
+[ -n "${INPUT_MATRIX:-}" ] && args+=(--matrix "$INPUT_MATRIX")
 [ -n "${INPUT_HISTORY_URL:-}" ] && export FARM_HISTORY_URL="$INPUT_HISTORY_URL"
 [ -n "${INPUT_BASELINE:-}" ] && args+=(--baseline "$INPUT_BASELINE")
 read -r -a extra <<< "${INPUT_ARGS:-}"  # split on spaces, never evaluated by the shell

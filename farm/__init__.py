@@ -17,6 +17,7 @@ import typing
 if typing.TYPE_CHECKING:
     from farm.agents.base import AgentContext
     from farm.api import TestSettings, arun_sweep, run_sweep
+    from farm.matrix.arms import MatrixFlags
     from farm.models import Case, CaseStats, Reply, RunResult, RunStatus, SweepReport
     from farm.reports.outputs import write_report
     from farm.suites import load_input
@@ -26,7 +27,7 @@ _HOMES = {
     "AgentContext": "farm.agents.base", "SweepStop": "farm.sweep.lifecycle", "Case": "farm.models",
     "CaseStats": "farm.models", "Reply": "farm.models", "RunResult": "farm.models", "RunStatus": "farm.models",
     "SweepReport": "farm.models", "write_report": "farm.reports.outputs", "load_input": "farm.suites",
-    "TestSettings": "farm.api", "arun_sweep": "farm.api", "run_sweep": "farm.api",
+    "TestSettings": "farm.api", "arun_sweep": "farm.api", "run_sweep": "farm.api", "MatrixFlags": "farm.matrix.arms",
 }
 """Public name → its module, imported on first use (PEP 562): ``import farm.x`` (the CLI, the
 pytest plugin every pytest run loads) must not pay for the whole API (~0.5 s)."""
@@ -49,6 +50,7 @@ __all__ = [
     "AgentContext",
     "Case",
     "CaseStats",
+    "MatrixFlags",
     "Reply",
     "RunResult",
     "RunStatus",

@@ -32,12 +32,13 @@ from farm.agents.hooks import AgentHooks
 from farm.agents.notes import manifest_overrides
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import names_neuro_san_server, parse_reference
+from farm.agents.resolve import parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
-from farm.models import Case, FleetFacts, SweepEnvelope, SweepReport
+from farm.matrix.arms import MatrixFlags, foreign_agent, matrix_plan
+from farm.models import Case, FleetFacts, MatrixPlan, SweepEnvelope, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
@@ -110,6 +111,8 @@ class TestSettings:
     """``--allow-remote-includes``: HOCON includes of URLs are fetched (refused otherwise)."""
     fleet: FleetFlags = field(default_factory=FleetFlags)
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
+    matrix: MatrixFlags = field(default_factory=MatrixFlags)
+    """``--arm``, ``--matrix``, ``--baseline-arm``, ``--seed`` (SPEC 22)."""
     semantic: bool | None = None
     """False: no semantic figures (``--no-semantic``); None: ``FARM_SEMANTIC`` decides (default on)."""
     ramp: tuple[int, ...] | None = None  # --ramp 2,4,8,16: each case's runs at each concurrency (farm.stats.ramp)
@@ -160,14 +163,13 @@ def agent_options(settings: TestSettings) -> AgentOptions:
     return dataclasses.replace(options, isolate=True) if settings.isolate else options
 
 
-def _open(settings: TestSettings) -> CaseStream:
+def _open(settings: TestSettings, matrix: MatrixPlan | None = None) -> CaseStream:
     if (settings.input is None) == (settings.message is None):
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
     if settings.message is not None:
         return open_message(settings.message, cwd=Path(settings.cwd))
-    # -n naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
-    foreign = (settings.name if settings.name and names_neuro_san_server(settings.name, agent_options(settings))
-               is False else None)
+    # -n (or every arm) naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
+    foreign = foreign_agent(settings.name, matrix, agent_options(settings))
     options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
                           allow_remote_includes=settings.allow_remote_includes, listing=settings.collect_only)
     return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
@@ -180,11 +182,7 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: 
     take tens of seconds: the command shows it)."""
     _check_numbers(settings)
     with collector.paused():  # half the load time at 100k cases was collections (farm.collector)
-        return _prepare(settings, sweep_id, read or _not_told)
-
-
-def _not_told(cases: int) -> None:
-    return None
+        return _prepare(settings, sweep_id, read or (lambda cases: None))
 
 
 PLAN_BATCH = 2_000
@@ -201,7 +199,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
     specs = resolve_specs(settings)
-    stream = _open(settings)
+    stream = _open(settings, specs.plan.matrix)
     options = agent_options(settings)
     sid = sweep_id or new_sweep_id()
     env = _environment(settings, sid)
@@ -212,7 +210,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     if parts.totals.runs > MAX_SWEEP_RUNS:
         raise SettingsError(f"the sweep plans {parts.totals.runs:,} runs ({parts.totals.cases:,} cases): at most "
                             f"{MAX_SWEEP_RUNS:,} in one sweep; lower --runs or split the suite")
-    stream.notes += manifest_overrides(parts.agents, settings.name)
+    stream.notes += manifest_overrides(parts.agents, settings.name or ("arms" if specs.plan.matrix else None))
     parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
     outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
     if parts.refused is not None:
@@ -221,7 +219,7 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
-        totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings),
+        totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings), matrix=specs.plan.matrix,
         fail_fast=settings.fail_fast, envelope=_envelope(settings, stream, fleet.describe()), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
         ramp=list(settings.ramp) if settings.ramp else None)
@@ -234,7 +232,8 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
     return SweepSpecs(
         plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                      patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,))),
+                      patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,)),
+                      matrix=matrix_plan(settings.matrix, settings.cwd, settings.name)),
         fleet=settings.fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),

@@ -165,3 +165,15 @@ def test_a_regression_against_a_history_baseline_name_fails(project: Path) -> No
                          **{"history-url": history})
     assert code == 1
     assert "2 regressed" in (broken / "summary.md").read_text().split("# Agent Test Report")[0]
+
+
+def test_a_matrix_file_runs_every_arm_and_an_arm_worse_than_the_baseline_fails(project: Path) -> None:
+    (project / "matrix.toml").write_text('[[arm]]\nname = "good"\nagent = "py:agent.py:respond"\n\n'
+                                         '[[arm]]\nname = "broken"\nagent = "py:broken.py:respond"\n')
+    (project / "broken.py").write_text(AGENT.replace('os.environ.get("AGENT_BROKEN")', "True"))
+    code, runner = run_action(project, suite="suite.jsonl", matrix="matrix.toml", runs="10")
+    assert code == 1
+    summary = (project / "summary.md").read_text()
+    assert "## Matrix" in summary and "good (baseline)" in summary and "broken worse on 2" in summary
+    junit = next(p for p in runner.uploaded if p.name == "junit.xml").read_text()
+    assert junit.count("<testsuite ") == 2

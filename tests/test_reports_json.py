@@ -42,7 +42,7 @@ def sample_report(runs_per_case: int = 3) -> SweepReport:
 def test_json_report_has_the_yao_sections_and_every_statistic() -> None:
     report = sample_report()
     doc = json.loads(render_json(report))
-    assert list(doc) == ["summary", "environment", "results", "metadata"]
+    assert list(doc) == ["summary", "environment", "arms", "matrix", "results", "metadata"]  # arms, matrix: SPEC 22
     assert doc["environment"]["user_id"] == "test-user"
     assert doc["metadata"]["started_at"] == "2024-12-17T10:00:00Z"
     first = doc["results"][0]

@@ -10,6 +10,7 @@ offered on every call; the connector's tool calls come back in the Reply (a run'
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +111,12 @@ def create_prompt_agent(
         )
     registry = load_connectors(Path(options.connectors_root), limiter=limiter)
     connector = registry.get(name)
+    model = settings.get("model") if isinstance(settings := manifest.get("options"), dict) else None
+    if model is not None:  # options.model (a matrix arm's): the same endpoint, another model
+        if not isinstance(model, str) or not model:
+            raise AgentResolutionError(f"{agent_dir / 'package.yao'}: options.model: expected a model name")
+        connector = dataclasses.replace(connector, model=model)
     prompts = load_prompts(agent_dir / PROMPTS_FILE)
-    settings = manifest.get("options")
     temperature = settings.get("temperature") if isinstance(settings, dict) else None
     if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
         raise AgentResolutionError(f"{agent_dir / 'package.yao'}: options.temperature: expected a number")

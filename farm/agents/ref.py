@@ -24,6 +24,19 @@ class AgentRef:
     """neuro-san: the agent name on the server."""
     connection: str = ""
     """neuro-san: ``mcp`` to call the agent as the server's MCP tool; '' for its HTTP API."""
+    arm: str = ""
+    """The matrix arm this reference is (SPEC 22): its errors name it; '' outside a matrix."""
+    connector: str = ""
+    """A matrix arm's connector (SPEC 22): a prompt agent's, winning over ``-c`` and its manifest's."""
+    settings: str = ""
+    """A matrix arm's options as canonical JSON (``{"model": …, "temperature": …}``): a prompt
+    agent's ``model`` and ``temperature``; '' for none. Part of the reference, so two arms that
+    differ only in them are two agents (adapters, rate-limit keys, replay keys)."""
+
+    @property
+    def arm_key(self) -> str:
+        """What an arm adds to the reference ('' for none): part of every key made of it."""
+        return f"{self.connector}|{self.settings}" if self.connector or self.settings else ""
 
     @property
     def label(self) -> str:

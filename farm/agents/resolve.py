@@ -14,6 +14,7 @@ Adapters are built by the registry (``farm.agents.registry``).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,11 @@ def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
     """What the registry builds ``ref`` from: its manifest, or the manifest a reference stands for."""
     if ref.kind == "manifest":
         agent_dir = Path(ref.target)
-        return AdapterSpec(read_manifest(agent_dir), agent_dir, agent_dir.name, str(agent_dir / MANIFEST))
+        manifest = read_manifest(agent_dir)
+        if ref.settings:  # a matrix arm's options win over the manifest's (SPEC 22)
+            own = manifest.get("options")
+            manifest = {**manifest, "options": {**(own if isinstance(own, dict) else {}), **json.loads(ref.settings)}}
+        return AdapterSpec(manifest, agent_dir, agent_dir.name, str(agent_dir / MANIFEST))
     manifest = {"type": ref.kind, _TARGET_FIELD[ref.kind]: ref.target}
     if ref.kind == "neuro-san":
         manifest["agent"] = ref.name
@@ -148,8 +153,15 @@ def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
 def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> Agent:
     """Build the adapter for a resolved reference: ``hooks.limiter`` admits its HTTP attempts,
     ``hooks.wrap_agent`` (when set) wraps it."""
+    if ref.connector:  # a matrix arm's connector wins over -c (SPEC 22)
+        options = dataclasses.replace(options, connector=ref.connector)
     with hooks.building():
-        agent = create_adapter(adapter_spec(ref, options), options, hooks)
+        try:
+            agent = create_adapter(adapter_spec(ref, options), options, hooks)
+        except AgentResolutionError as exc:
+            if not ref.arm:
+                raise
+            raise AgentResolutionError(f"arm {ref.arm!r}: {exc.message}") from None
     return hooks.wrap_agent(agent, ref) if hooks.wrap_agent is not None else agent
 
 

@@ -131,7 +131,13 @@ def summary_line(report: SweepReport) -> str:
 def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) -> None:
     """The case table, the cases listed apart (skipped, not run), the gates missed, the totals."""
     width = console.width if console.is_terminal or "COLUMNS" in os.environ else None
-    for text, failing in case_rows(report, max_rows=max_rows, width=width) if report.results else []:
+    if report.matrix is not None:  # one table, the arms as columns (SPEC 22)
+        from farm.matrix.text import table_lines
+
+        for line in table_lines(report, max_rows=max_rows):
+            say(console, line, style="red" if " worse" in line else None)
+    for text, failing in case_rows(report, max_rows=max_rows, width=width) if report.results and not report.matrix \
+            else []:
         say(console, text, style="red" if failing else None)
     if len(report.results) > max_rows:
         say(console, f"… {plural(len(report.results) - max_rows, 'more case')} in the report")

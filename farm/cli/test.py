@@ -27,6 +27,7 @@ Examples:
   farm test -m "Extract keywords from: cats and dogs" -n py:examples/keyword/agent.py:respond
   farm test -i suite.jsonl -k smoke -k "billing-*" --min-pass-rate 90%
   farm test -i suite.jsonl --broker redis://localhost:6379/0 --runs 50
+  farm test -i suite.jsonl --runs 20 --arm old=py:v1.py:respond --arm new=py:v2.py:respond
 
 \b
 Exit codes (the first that applies wins):
@@ -166,6 +167,15 @@ def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
 @click.option("--no-semantic", "no_semantic", is_flag=True,
               help="Compute no semantic figures (answers clustered by meaning): reports say they were turned "
                    "off. Env: FARM_SEMANTIC=0.")
+@click.option("--arm", "arms", multiple=True, metavar="NAME=AGENT",
+              help="A matrix arm: every case also runs against AGENT (as -n takes it), reported as NAME; "
+                   "repeatable. The arms' runs are interleaved and each arm is judged against the baseline arm.")
+@click.option("--matrix", "matrix_file", default=None, type=click.Path(dir_okay=False), metavar="FILE.toml",
+              help="Matrix arms from a TOML file: [[arm]] tables with name, agent, and optionally connector and "
+                   "options (model, temperature, ...).")
+@click.option("--baseline-arm", default=None, metavar="NAME",
+              help="The arm the others are compared with (default: the first).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of a matrix's interleaving order.")
 @fleet_flags
 @history_flags
 @yao_flags
@@ -179,9 +189,12 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
         from farm.cli.run import run_command
         from farm.cli.test_run import run_test
         from farm.history.session import HistoryOptions
+        from farm.matrix.arms import MatrixFlags
         from farm.plan.fleet import FleetFlags
 
     history = HistoryOptions.from_flags(flags)  # takes the history flags out of ``flags``
+    if flags.get("arms") or flags.get("matrix_file"):
+        _check_matrix_history(history.baseline, history.tags)
     fleet = FleetFlags.from_flags(flags)  # and the fleet-control flags
     quarantine = flags.pop("quarantine", None)
     workers, estimate, detect = flags.pop("workers", None), flags.pop("estimate", False), flags.pop("detect", None)
@@ -195,12 +208,26 @@ def test(input_: str | None, outputs: tuple[str, ...], patterns: tuple[str, ...]
     own_queue = _check_own_queue(flags)
     bundle_max = flags.pop("bundle_max")
     bundle_max_bytes = None if flags.pop("no_bundle") else int(bundle_max * 1_000_000)
-    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic, **flags)
+    matrix = MatrixFlags(flags.pop("arms"), flags.pop("matrix_file"), flags.pop("baseline_arm"), flags.pop("seed"),
+                         alpha=history.alpha, min_drop=history.min_drop)
+    settings = TestSettings(input=input_, outputs=outputs, patterns=patterns, fleet=fleet, semantic=semantic,
+                            matrix=matrix, **flags)
     run_command(lambda: run_test(settings, progress=not no_progress, history=history, quarantine=quarantine,
                                  estimate_workers=estimate_workers, detect=detect, otel=otel,
                                  own_queue=own_queue, bundle_max=bundle_max_bytes),
                 verbose=settings.verbose)
 
+
+
+def _check_matrix_history(baseline: str | None, tags: tuple[str, ...]) -> None:
+    """A matrix's arms are recorded as sweeps ``MATRIX:ARM``: one baseline comparison, or the nightly
+    loop (one sweep compared with the last nightly), has no single sweep to take."""
+    if baseline:
+        raise click.UsageError(f"--baseline {baseline}: a matrix's arms are recorded as sweeps MATRIX:ARM; "
+                               "compare one with farm compare REF MATRIX:ARM")
+    if "trigger=nightly" in (tag.replace(" ", "") for tag in tags):
+        raise click.UsageError("--tag trigger=nightly: the nightly loop compares one sweep with the last "
+                               "nightly; a matrix's arms are several (run them as nightlies of their own)")
 
 
 def _check_own_queue(flags: dict[str, Any]) -> bool:

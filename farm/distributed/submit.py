@@ -79,7 +79,8 @@ def stored_cases(env: RunEnvironment) -> CompactCases:
 
 def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = DEFAULT_PUBLISH_BATCH) -> None:
     """Every ``farm.run`` of the plan on ``queue``, without a cursor (``farm.distributed.delivery.publish``)."""
-    send_runs(app, plan.model_copy(update={"queue": queue}), run_slots(plan.slots()), queue, batch=batch)
+    runs = run_slots(plan.slots(), matrix=plan.matrix)
+    send_runs(app, plan.model_copy(update={"queue": queue}), runs, queue, batch=batch)
 
 
 FOLLOW_BATCH, FOLLOW_PAUSE_S = 50, 0.05

@@ -22,6 +22,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from contextvars import ContextVar
 from typing import Protocol
 
 from farm.agents.secrets import redact
@@ -29,6 +30,10 @@ from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.models import JsonValue
 from farm.stats.outputs import normalise_output
 
+ARM_SCOPE: ContextVar[str] = ContextVar("farm_judge_arm_scope", default="")
+"""A matrix sweep's run: its arm's agent, connector and options (``agent_ref_key``), part of every
+verdict key it makes, so two arms never share a verdict (SPEC 22); '' elsewhere (keys as before).
+Set for the run by ``farm.fleet.runtime.FleetRuntime.run``."""
 KEY_VERSION = 1
 """Part of every key: bump it when what a judge is asked changes (prompt, message layout)."""
 DEFAULT_MAX_ENTRIES = 100_000
@@ -38,6 +43,8 @@ def verdict_key(judge_id: str, criterion: str, input: JsonValue, output: JsonVal
     """The cache key: a digest, so no output or input text (nor any secret in them) is stored in it."""
     parts = [KEY_VERSION, judge_id, criterion, json.dumps(input, sort_keys=True, ensure_ascii=False, default=str),
              isinstance(output, str), normalise_output(output)]
+    if scope := ARM_SCOPE.get():
+        parts.append(scope)
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -43,7 +43,7 @@ from farm.fleet.control import (
     refuse,
 )
 from farm.fleet.invocations import LimitedAgent
-from farm.fleet.judge_cache import CachedJudge, MemoryVerdictCache, VerdictCache
+from farm.fleet.judge_cache import ARM_SCOPE, CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
@@ -109,7 +109,8 @@ def _agent_config(ref: AgentRef) -> str:
         for name in ("package.yao", "prompts.yml"):
             path = Path(ref.target) / name
             files[name] = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return digest_of({"kind": ref.kind, "label": ref.label, "name": ref.name, "files": files})
+    arm = {"arm": ref.arm_key} if ref.arm_key else {}  # a matrix arm's connector and options (SPEC 22)
+    return digest_of({"kind": ref.kind, "label": ref.label, "name": ref.name, "files": files, **arm})
 
 
 class FleetRuntime:
@@ -166,15 +167,20 @@ class FleetRuntime:
         """Make one run (``call``) under the sweep's fleet control; None when the run did not run:
         a call was refused before the run's first call (``stopped`` then says why the sweep must
         stop), or its first call got no slot within ``--max-queue-wait`` (the sweep goes on)."""
-        with new_run_clock(waits) as clock:
-            if self._bare:
-                made = await call()
-                result: RunResult | None = self._account(made, planned, None)
-            else:
-                result = await self._run_scoped(planned, call)
+        scope = ARM_SCOPE.set(agent_ref_key(planned.agent) if planned.case.arm else "")
+        try:
+            with new_run_clock(waits) as clock:
+                result = await self._run_clocked(planned, call)
+        finally:
+            ARM_SCOPE.reset(scope)
         if clock.starved and clock.calls == 0:
             return None  # waiting is not running: the farm's own queue never changes a verdict
         return result
+
+    async def _run_clocked(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
+        if self._bare:
+            return self._account(await call(), planned, None)
+        return await self._run_scoped(planned, call)
 
     async def _run_scoped(self, planned: PlannedCase, call: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
         scope = FleetScope(self.budget, UsageMeter(), Refusal())

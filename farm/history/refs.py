@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.errors import InputError
+from farm.matrix.arms import NAME
+from farm.matrix.split import arm_reports
 from farm.reports.json_report import parse_json_report
 from farm.stats.compare import SweepSnapshot, snapshot_of
 from farm.textfiles import read_utf8_bytes
@@ -40,12 +42,26 @@ class Resolved:
 
 
 def is_report_path(ref: str) -> bool:
-    return ref.lower().endswith(".json") or os.sep in ref or "/" in ref
+    return ref.lower().endswith(".json") or os.sep in ref or "/" in ref or _arm_of_file(ref) is not None
+
+
+def _arm_of_file(ref: str) -> tuple[str, str] | None:
+    """``report.json:ARM``: a matrix report's file and one of its arms (SPEC 22)."""
+    path, sep, arm = ref.rpartition(":")
+    return (path, arm) if sep and path.lower().endswith(".json") and NAME.fullmatch(arm) else None
 
 
 def read_report_file(ref: str, role: str) -> SweepSnapshot:
-    data = read_utf8_bytes(Path(ref).expanduser(), f"{role} {ref}")
-    return snapshot_of(parse_json_report(data, source=ref, details=False))
+    path, arm = _arm_of_file(ref) or (ref, None)
+    report = parse_json_report(read_utf8_bytes(Path(path).expanduser(), f"{role} {path}"), source=path, details=False)
+    if report.arms is None:
+        if arm is not None:
+            raise InputError(f"{role} {ref}: {path} is not a matrix report (it has no arms)")
+        return snapshot_of(report)
+    names = [a.name for a in report.arms]
+    if arm not in names:  # a matrix report holds each case once per arm: compare one arm
+        raise InputError(f"{role} {ref}: a matrix report: name an arm, {path}:ARM (arms: {', '.join(names)})")
+    return snapshot_of(arm_reports(report)[names.index(arm)])  # in the arms' order
 
 
 class RefResolver:

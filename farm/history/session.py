@@ -27,7 +27,7 @@ from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
-from farm.models import SweepReport, SweepStatus
+from farm.models import ARM_SEPARATOR, SweepReport, SweepStatus
 from farm.models.envelope import Recorder
 from farm.plan.sweep_plan import SweepPlan
 from farm.quarantine.marks import quarantined_ids
@@ -87,10 +87,17 @@ def gate_on_baseline(comparison: Comparison, report: SweepReport, gate: Gate) ->
     return code if gate == "verdicts" else ExitCode.OK
 
 
-def failing_first(ids: Sequence[str], last_trouble: dict[str, int]) -> list[int]:
+def failing_first(ids: Sequence[str], last_trouble: dict[str, int], arms: Sequence[str] = ()) -> list[int]:
     """The plan order (indexes into ``ids``) that runs the cases that failed or were flaky most
-    recently first (``last_trouble``: sweeps ago), then the rest, each group in file order."""
-    return sorted(range(len(ids)), key=lambda i: (last_trouble.get(ids[i], math.inf), i))
+    recently first (``last_trouble``: sweeps ago), then the rest, each group in file order. A
+    matrix's copies of a case (``arms``: ids ``T1@ARM``) share its own id's place: they stay side by
+    side, as the interleaving takes them (SPEC 22)."""
+    suffixes = tuple(f"{ARM_SEPARATOR}{arm}" for arm in arms)
+
+    def own(case_id: str) -> str:
+        return case_id.rpartition(ARM_SEPARATOR)[0] if suffixes and case_id.endswith(suffixes) else case_id
+
+    return sorted(range(len(ids)), key=lambda i: (last_trouble.get(own(ids[i]), math.inf), i))
 
 
 def last_trouble(store: HistoryStore, lookback: int = ORDER_LOOKBACK) -> dict[str, int]:
@@ -158,7 +165,7 @@ class HistorySession:
         record = sweep_facts(facts=facts, files=files, root=root, tags=tags, pass_k=opts.pass_k, recorder=recorder,
                              journal=journal)
         if opts.order == "failing-first":
-            order = failing_first(plan.case_ids, self._last_trouble())
+            order = failing_first(plan.case_ids, self._last_trouble(), plan.matrix.names if plan.matrix else ())
             plan = plan.model_copy(update={"cases": plan.cases.reordered(order)})
         return plan.with_envelope(history=record)
 

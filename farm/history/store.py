@@ -19,6 +19,7 @@ from farm.history.engine import open_engine
 from farm.history.record import Recorded, insert_or_ignore, now_utc, record_sweep
 from farm.history.sweep_info import SweepInfo, iso
 from farm.history.tables import baselines, case_results, comparisons, sweep_tags, sweeps
+from farm.matrix.split import arm_reports
 from farm.models import SweepReport
 
 if TYPE_CHECKING:  # the comparison's models load where a sweep is read back, not to record one
@@ -51,8 +52,10 @@ class HistoryStore:
         self.engine.dispose()
 
     def record(self, report: SweepReport) -> Recorded:
-        """Store a finished sweep once (idempotent on its sweep id)."""
-        return record_sweep(self.engine, report)
+        """Store a finished sweep once (idempotent on its sweep id); a matrix's arms each as a sweep
+        ``MATRIX:ARM`` tagged ``matrix`` and ``arm`` (SPEC 22; the first arm's is returned)."""
+        recorded = [record_sweep(self.engine, part) for part in arm_reports(report)]
+        return recorded[0]
 
     # ----------------------------------------------------------------------------- finding sweeps
 

@@ -34,6 +34,7 @@ from farm.models.load import LoadBias as LoadBias
 from farm.models.load import LoadBiasSummary as LoadBiasSummary
 from farm.models.load import Ramp as Ramp
 from farm.models.load import RampLevel as RampLevel
+from farm.models.matrix import *  # noqa: F403
 from farm.models.served import Served as Served
 from farm.models.served import ServedCounts as ServedCounts
 from farm.models.stats import *  # noqa: F403
@@ -154,6 +155,10 @@ class Case(PerCaseModel):
     env_refs: list[str] | None = None
     """Secret-named environment variables the case's text still holds as ``${?NAME}``: read where
     the run runs, never in the plan (``farm.agents.secrets.resolve_deferred``, SPEC 26)."""
+    arm: str | None = None
+    """A matrix sweep's planned copy: the arm it runs in (its id is then ``T1@ARM``, SPEC 22)."""
+    arm_options: dict[str, JsonValue] | None = None
+    """The arm's options (``model``, ``temperature``, …), given to the agent over ``options``."""
 
 
 # ------------------------------------------------------------------------------------ replies
@@ -272,6 +277,8 @@ class RunResult(FarmModel):
     in_flight: int | None = None
     """The sweep's runs in flight as this one began, itself included (SPEC 25, ``farm.models.load``);
     None: not known (a run recorded before it was kept)."""
+    arm: str | None = None
+    """A matrix sweep's arm (SPEC 22): ``case_id`` is then the arm's copy, ``T1@ARM``."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:

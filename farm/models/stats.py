@@ -16,6 +16,7 @@ from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
 from farm.models.envelope import SweepEnvelope
 from farm.models.load import LoadBias, LoadBiasSummary, Ramp
+from farm.models.matrix import ArmReport, MatrixSection, arm_case_id
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 from farm.models.served import Served, ServedCounts
 from farm.models.trajectory import Divergence, ToolCall, TrajectoryPath
@@ -242,6 +243,16 @@ class CaseStats(FarmModel):
     load_bias: LoadBias | None = None
     """The case's runs started under high vs low load (SPEC 25, ``farm.stats.load_bias``); null: no
     run knew its ``in_flight``."""
+    arm: str | None = None
+    """A matrix sweep's arm the case ran in (SPEC 22); null: not a matrix sweep."""
+    duration_histogram: dict[str, int] | None = None
+    """Matrix sweeps: runs per duration bucket (``farm.stats.latency``), merged into each arm's
+    p50/p95 latency; null elsewhere."""
+
+    @property
+    def planned_id(self) -> str:
+        """The id the case's runs are kept under: a matrix arm's copy's ``T1@ARM``, else ``id``."""
+        return arm_case_id(self.id, self.arm) if self.arm else self.id
 
 
 class SweepSummary(FarmModel):
@@ -308,6 +319,10 @@ class SweepReport(FarmModel):
 
     summary: SweepSummary
     environment: dict[str, JsonValue]
+    arms: list[ArmReport] | None = None
+    """A matrix sweep's arms, each with its summary (SPEC 22); null: not a matrix sweep."""
+    matrix: MatrixSection | None = None
+    """A matrix sweep's verdicts per case and arm against the baseline arm, and its Pareto fronts."""
     results: list[CaseStats]
     """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)

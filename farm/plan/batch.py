@@ -12,9 +12,10 @@ submitter keeps them in their stored form). Pure: no Celery, Redis or SQLAlchemy
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,8 +23,10 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import resolve_case_agent
 from farm.checks import judges_needed
-from farm.errors import InputError
-from farm.models import Case
+from farm.errors import AgentResolutionError, InputError
+from farm.matrix.arms import arm_settings
+from farm.matrix.schedule import arm_copies
+from farm.models import ARM_SEPARATOR, Arm, Case, MatrixPlan
 from farm.plan.sweep_plan import CaseSource, PlanTotals
 from farm.plan.yao_options import compile_run_pattern
 from farm.run.execute import RunEnvironment
@@ -183,6 +186,8 @@ class PlanSpec:
     """``-k``, repeatable."""
     ramp_levels: int = 1
     """``--ramp``: how many concurrency levels each case's runs are made at (``ramp_plan``)."""
+    matrix: MatrixPlan | None = None
+    """A matrix's arms (SPEC 22): each case is planned once per arm, against the arm's agent."""
 
 
 ReadCounter = Callable[[int], None]
@@ -239,13 +244,28 @@ class BatchPlanner:
             case_plan = self._plain
         if self.spec.ramp_levels > 1 and not case.skip:
             case_plan = ramp_plan(case_plan, self.spec.ramp_levels)
-        agent = self._agent(case, batch)
-        batch.totals.add_case(case, case_plan, agent, self.env)
-        if self.keeper is None:
-            skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
-            batch.ids.append(case.id + skipped)  # --collect-only lists ids: its plan keeps no case
-            return
-        batch.kept.append(self.keeper.keep(case, case_plan, agent))
+        matrix = self.spec.matrix
+        copies: Sequence[tuple[Case, Arm | None]] = arm_copies(case, matrix.arms) if matrix else ((case, None),)
+        for planned, arm in copies:  # a matrix plans the case once per arm (SPEC 22)
+            agent = self._agent(case, batch) if arm is None else self._arm_agent(case, arm, batch)
+            batch.totals.add_case(planned, case_plan, agent, self.env)
+            if self.keeper is None:
+                skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
+                batch.ids.append(planned.id + skipped)  # --collect-only lists ids: its plan keeps no case
+            else:
+                batch.kept.append(self.keeper.keep(planned, case_plan, agent))
+
+    def _arm_agent(self, case: Case, arm: Arm, batch: BatchPlan) -> AgentRef:
+        key = (case.source or case.base_dir, case.agent, f"{case.connection or ''}{ARM_SEPARATOR}{arm.name}")
+        ref = self.agents.get(key)
+        if ref is None:
+            try:
+                ref = resolve_case_agent(case, arm.agent, self.options)
+            except AgentResolutionError as exc:
+                raise AgentResolutionError(f"arm {arm.name!r}: {exc.message}") from None
+            ref = dataclasses.replace(ref, arm=arm.name, connector=arm.connector or "", settings=arm_settings(arm))
+            self.agents[key] = batch.agents[key] = ref
+        return ref
 
     def _agent(self, case: Case, batch: BatchPlan) -> AgentRef:
         key = (case.source or case.base_dir, case.agent, case.connection)

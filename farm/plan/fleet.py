@@ -149,6 +149,7 @@ class FleetPlan(FarmModel):
 
 def agent_ref_key(ref: AgentRef) -> str:
     """One agent reference as a plain key (``AgentRef`` is not a JSON object key)."""
-    return f"{ref.kind}:{ref.target}#{ref.name}" if ref.name else f"{ref.kind}:{ref.target}"
+    key = f"{ref.kind}:{ref.target}#{ref.name}" if ref.name else f"{ref.kind}:{ref.target}"
+    return f"{key}@{ref.arm_key}" if ref.arm_key else key
 
 __all__ = ["FleetFlags", "FleetPlan", "ReplaySpec", "agent_ref_key"]

@@ -21,7 +21,8 @@ from pydantic import Field, PlainValidator, model_validator
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.bundles.ref import BundleRef
-from farm.models import Case, FarmModel, PerCaseModel, SweepEnvelope
+from farm.matrix.schedule import interleaved
+from farm.models import Case, FarmModel, MatrixPlan, PerCaseModel, SweepEnvelope
 from farm.plan.fleet import FleetPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import DEFAULT_QUEUE
@@ -119,7 +120,7 @@ class SweepPlan(FarmModel):
     env: RunEnvironment
     options: AgentOptions
     agent_label: str
-    """How reports name the agent (several agents: their labels joined)."""
+    """How reports name the agent (several agents: their labels joined; a matrix: ``arms A, B``)."""
     total_cases: int
     total_runs: int
     runs_per_case: int
@@ -145,6 +146,9 @@ class SweepPlan(FarmModel):
     ramp: list[int] | None = None
     """``farm test --ramp``: the concurrency of each level, in order; every case's runs are split
     evenly across them (SPEC 25). None: one level, ``parallel``."""
+    matrix: MatrixPlan | None = None
+    """A matrix sweep's arms, baseline arm and seed (SPEC 22): its cases come one copy per arm,
+    their runs interleaved (``farm.matrix.schedule``); None: not a matrix."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
     bundle: BundleRef | None = None
@@ -177,6 +181,18 @@ class SweepPlan(FarmModel):
     def slots(self) -> Sequence[CaseSlot]:
         """What publishing needs of each case, in plan order."""
         return self.cases.slots(self.env)
+
+
+def plan_runs(plan: SweepPlan) -> Iterator[tuple[PlannedCase, int]]:
+    """Every (case, run number) of the plan in the order they are made: case by case, run 1..n;
+    a matrix's runs interleaved round by round across its arms (``farm.matrix.schedule``)."""
+    if plan.matrix is not None:
+        return interleaved(plan.cases, _runs_of, len(plan.matrix.arms), plan.matrix.seed)
+    return ((planned, run) for planned in plan.cases for run in range(1, planned.plan.runs + 1))
+
+
+def _runs_of(planned: PlannedCase) -> int:
+    return planned.plan.runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +270,10 @@ def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env:
         for planned in cases:
             totals.add(planned, env)
     labels = sorted(totals.labels)
+    matrix = settings.get("matrix")  # a matrix is named by its arms (each arm's agent is in ``arms``)
+    label = f"arms {', '.join(matrix.names)}" if matrix else labels[0] if len(labels) == 1 else ", ".join(labels)
     return SweepPlan(
-        sweep_id=sweep_id, env=env, options=options, cases=_case_source(cases),
-        agent_label=labels[0] if len(labels) == 1 else ", ".join(labels),
+        sweep_id=sweep_id, env=env, options=options, cases=_case_source(cases), agent_label=label,
         total_cases=totals.cases, total_runs=totals.runs, runs_per_case=max(totals.most_runs, 1),
         skipped_runs=totals.skipped_runs,
         max_case_timeout_s=totals.longest_timeout_s, **settings,
@@ -265,5 +282,5 @@ def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env:
 
 __all__ = [
     "CaseSlot", "CaseSource", "PlanTotals", "PlannedCase", "PlannedCases", "SweepPlan", "build_plan", "new_sweep_id",
-    "utc_now",
+    "plan_runs", "utc_now",
 ]

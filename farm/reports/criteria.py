@@ -34,7 +34,8 @@ def failing_text(stats: CaseStats) -> str:
 
 def criteria_lines(report: SweepReport) -> list[str]:
     """One line per case with a failing criterion (``  <case>: 2 of 3 criteria failing: …``)."""
-    lines = [f"  {stats.id}: {text}" for stats in report.results if (text := failing_text(stats))]
+    lines = [f"  {stats.id}{f' [{stats.arm}]' if stats.arm else ''}: {text}"  # a matrix's arm (SPEC 22)
+             for stats in report.results if (text := failing_text(stats))]
     if not lines:
         return []
     more = len(lines) - MAX_CASES_LISTED

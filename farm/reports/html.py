@@ -22,6 +22,7 @@ from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
 from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
+from farm.reports.matrix_html import matrix_section
 from farm.reports.semantic import semantic_summary
 from farm.wording import plural
 
@@ -71,7 +72,7 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         spread=_spread(report.results) if multi_run else None,
         environment=_rows(report.environment),
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
-        compared=_compared_with(envelope),
+        compared=_compared_with(envelope), matrix=matrix_section(report),
         retry_bias=_retry_bias(envelope),
         load_bias=_load_bias(summary),
         ramp=_ramp(summary),

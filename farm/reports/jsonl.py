@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from farm.errors import InputError
-from farm.models import CaseStats, CheckOutcome, RunResult, RunStatus, SweepReport
+from farm.models import CaseStats, CheckOutcome, RunResult, RunStatus, SweepReport, own_case_id
 from farm.reports.json_report import yao_summary_aliases
 
 
@@ -73,6 +73,8 @@ def result_event(r: RunResult) -> dict[str, Any]:
     }
     if r.error is not None:
         event |= {"error_type": r.error.type, "traceback": r.error.traceback}
+    if r.arm is not None:  # a matrix's arm (SPEC 22): the case's own id beside it
+        event |= {"id": own_case_id(r.case_id, r.arm), "arm": r.arm}
     if r.served is not None:  # SPEC 25, when reported
         event["served"] = r.served.model_dump(mode="json", exclude_none=True)
     if r.in_flight is not None:  # SPEC 25: the sweep's runs in flight as it began

@@ -191,6 +191,15 @@ _CASE_LEVEL = 2
 """A ``<testcase>``'s depth: ``testsuites`` > ``testsuite`` > ``testcase``."""
 
 
+def _suites(results: list[CaseStats]) -> dict[str, list[CaseStats]]:
+    """The cases of each ``<testsuite>``: a suite's, and a matrix's arms a suite each (SPEC 22)."""
+    suites: dict[str, list[CaseStats]] = {}
+    for stats in results:
+        name = stats.suite or "farm"
+        suites.setdefault(f"{name} [{stats.arm}]" if stats.arm else name, []).append(stats)
+    return suites
+
+
 def _suite_properties(report: SweepReport) -> dict[str, Any]:
     """What every ``<testsuite>`` carries of the sweep: who ran what, how it ended, and its typed
     sections (SPEC 25: served models, load bias, ramp)."""
@@ -208,9 +217,7 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     details from ``details`` when given): the tree is built and indented with a placeholder per
     case, and each case is built, indented at its depth and written in its place."""
     meta = report.envelope
-    suites: dict[str, list[CaseStats]] = {}
-    for stats in report.results:
-        suites.setdefault(stats.suite or "farm", []).append(stats)
+    suites = _suites(report.results)
     skipped = report.summary.skipped_ids
     counts = _suite_counts(report.results)
     counts["tests"] = str(int(counts["tests"]) + len(skipped))
@@ -219,13 +226,15 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     # the total of its suites, as a suite's is the total of its cases (summed run time): the sweep's
     # wall clock is shorter when runs overlap, and an overall time below a suite's reads as a bug
     root.set("time", _seconds(sum(_case_ms(s) for s in report.results)))
+    arms = {arm.name: arm.agent for arm in report.arms or ()}
     for name, cases in suites.items():
         suite = ET.SubElement(root, "testsuite", {
             "name": xml_safe(name), **_suite_counts(cases),
             "timestamp": xml_safe(meta.started_at or ""),
             "hostname": xml_safe(_hostname(report)),
         })
-        _properties(suite, _suite_properties(report))
+        agent = arms.get(cases[0].arm or "", report.envelope.agent_id)  # a matrix arm's suite: its own agent
+        _properties(suite, {**_suite_properties(report), "agent_id": agent, "arm": cases[0].arm})
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:

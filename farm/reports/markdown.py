@@ -202,10 +202,23 @@ def _failures(stats: CaseStats) -> list[str]:
     return [*lines, ""]
 
 
+def _matrix(report: SweepReport) -> list[str]:
+    """A matrix sweep's table, the arms as columns, and its fronts (SPEC 22)."""
+    if report.matrix is None:
+        return []
+    from farm.matrix.text import front_lines, matrix_rows
+
+    header, rows = matrix_rows(report)
+    cells = [[md_inline(text) for text in row] for row in rows]
+    return ["## Matrix", "", *_table(tuple(md_inline(h) for h in header), cells), "",
+            *(f"- {md_inline(line)}" for line in front_lines(report))]
+
+
 def _case(stats: CaseStats) -> list[str]:
     verdict = case_verdict(stats)
     timing = "" if verdict == "skipped" else f" ({format_ms(stats.avg_duration_ms)})"
-    lines = [f"### {_ICONS[verdict]} {md_inline(stats.id)} - {verdict.capitalize()}{timing}", ""]
+    arm = f" [{md_inline(stats.arm)}]" if stats.arm else ""
+    lines = [f"### {_ICONS[verdict]} {md_inline(stats.id)}{arm} - {verdict.capitalize()}{timing}", ""]
     if verdict == "skipped":
         lines += ["Skipped: no run was executed.", ""]
     elif stats.runs > 1 or stats.required_passes != stats.runs:
@@ -252,8 +265,8 @@ def _apart(report: SweepReport) -> list[str]:
 def write_markdown(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
     """The whole report as Markdown, written to ``out`` one case at a time (each case's run
     details from ``details`` when given)."""
-    head = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report), _ramp(report),
-            _sweep_failures(report)]
+    head = [["# Agent Test Report"], _summary(report), _matrix(report), _environment(report), _stability(report),
+            _ramp(report), _sweep_failures(report)]
     out.write("\n\n".join("\n".join(p).rstrip("\n") for p in head if p) + "\n\n## Results")
     pending = ""  # the last case's text loses its trailing newlines, as the part it ends does
     for stats in with_details(report.results, details):

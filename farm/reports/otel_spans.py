@@ -89,6 +89,7 @@ def _case_attributes(stats: CaseStats) -> dict[str, str | int | float | bool | l
         "farm.case.ci_high": high, "farm.case.stability_class": stats.stability_class.value,
         "farm.case.label": stats.label, "farm.case.passed": stats.case_passed,
         "farm.case.failure_classes": list(stats.failure_classes),
+        **({"farm.case.arm": stats.arm} if stats.arm else {}),  # a matrix's arm (SPEC 22)
     }
 
 
@@ -145,7 +146,7 @@ def export_spans(report: SweepReport, runs: Sequence[RunSpan] = ()) -> None:
                 if not stats.case_passed:
                     case.set_status(Status(StatusCode.ERROR, f"pass rate {stats.pass_rate:.1f}%"))
                 with trace.use_span(case, end_on_exit=False):
-                    _runs(tracer, by_case.get(stats.id, []), start)
+                    _runs(tracer, by_case.get(stats.planned_id, []), start)  # runs keyed T1@ARM in a matrix
                 case.end(end_time=end)
         sweep.end(end_time=end)
     finally:

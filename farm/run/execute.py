@@ -170,7 +170,8 @@ def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[
         client_ip=env.client_ip, referer=env.referer, accept=env.accept, case_id=case.id, run=run, turn=turn,
         chat_id=chat_id,
         metadata=case.metadata if env.metadata is None else {**env.metadata, **(case.metadata or {})},
-        sly_data=sly, connector=env.connector, options=case.options, authorized=env.authorized,
+        sly_data=sly, connector=env.connector, authorized=env.authorized,
+        options={**(case.options or {}), **case.arm_options} if case.arm_options else case.options,
     )
 
 

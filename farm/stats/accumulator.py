@@ -13,13 +13,24 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from farm.models import Case, CaseStats, CheckOutcome, RunDetail, RunResult, RunStatus, ServedCounts, TurnRecord
+from farm.models import (
+    Case,
+    CaseStats,
+    CheckOutcome,
+    RunDetail,
+    RunResult,
+    RunStatus,
+    ServedCounts,
+    TurnRecord,
+    own_case_id,
+)
 from farm.run.failures import classified, unreached
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
+from farm.stats.latency import DurationHistogram
 from farm.stats.load_bias import InFlightTally
 from farm.stats.measures import label_for, percent, round_ratio_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
@@ -165,8 +176,9 @@ class CaseAccumulator:
         status is ``off``): a sweep run with ``--no-semantic``, or an accumulator built only to read
         a case's run details back (``run_details``)."""
         self.case_id = case.id
-        self._case = {"id": case.id, "suite": case.suite, "source": case.source,
+        self._case = {"id": own_case_id(case.id, case.arm), "suite": case.suite, "source": case.source,
                       "input": case.input, "expected": case.expected, "content_hash": case_fingerprint(case)}
+        self._arm = case.arm
         self.plan = plan
         self.pass_k = pass_k
         self._seen = bytearray((plan.runs + 8) // 8)
@@ -177,6 +189,7 @@ class CaseAccumulator:
         self._unreached = 0
         self._queued_ms = 0.0
         self._durations = _Durations()
+        self._histogram = DurationHistogram() if case.arm else None
         self._outputs = ModeCounter(max_distinct_outputs)
         self._meanings = SemanticSample(enabled=semantic)
         self._details = _Details(max_details)
@@ -219,6 +232,8 @@ class CaseAccumulator:
         self._queued_ms += result.queued_ms or 0.0
         if status is not RunStatus.SKIPPED:
             self._durations.add(result.duration_ms)
+            if self._histogram is not None:
+                self._histogram.add(result.duration_ms)
             output = None if status in _NO_OUTPUT else result.output
             digest = output_digest(output)
             self._outputs.add(digest)
@@ -318,4 +333,5 @@ class CaseAccumulator:
             retry_bias=self._retry_split.figures(), load_bias=self._load.figures(),
             criteria=self._criteria.stats(), **self._paths.figures(),  # type: ignore[arg-type]
             **self._meanings.figures(), served=self._served.sorted() if self._served else None,
+            arm=self._arm, duration_histogram=self._histogram.figures() if self._histogram is not None else None,
         )

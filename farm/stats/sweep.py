@@ -139,7 +139,30 @@ def exit_code_for(report: SweepReport) -> ExitCode:
     if unreachable(report):
         return ExitCode.RUNTIME_ERROR
     failed = any(case_verdict(s) == "failed" and not is_quarantined(s) for s in report.results)
-    return ExitCode.CASES_FAILED if failed or below_overall_gate(report) else ExitCode.OK
+    return ExitCode.CASES_FAILED if failed or below_overall_gate(report) or matrix_failed(report) else ExitCode.OK
+
+
+def matrix_failed(report: SweepReport) -> bool:
+    """A matrix sweep (SPEC 22) with an arm ``worse`` than the baseline arm on some case, or an arm
+    whose runs miss ``--min-overall-pass-rate`` (each arm is gated on its own runs)."""
+    if report.matrix is None:
+        return False
+    return any(report.matrix.worse.values()) or bool(arms_below_overall_gate(report))
+
+
+def arms_below_overall_gate(report: SweepReport) -> list[str]:
+    """The arms of a matrix whose own runs miss ``--min-overall-pass-rate`` (as ``below_overall_gate``
+    reads the whole sweep's: exactly, quarantined cases left out)."""
+    gate = report.envelope.min_overall_pass_rate
+    if gate is None:
+        return []
+    below = []
+    for arm in report.arms or ():
+        counted = [c for c in report.results if c.arm == arm.name and not is_quarantined(c)]
+        scored = sum(c.runs - c.skipped for c in counted)
+        if scored > 0 and Fraction(sum(c.passed for c in counted), scored) < Fraction(str(gate)):
+            below.append(arm.name)
+    return below
 
 
 def is_partial(report: SweepReport) -> bool:

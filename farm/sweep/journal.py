@@ -94,11 +94,11 @@ class JournalDetails:
     def __call__(self, stats: CaseStats) -> list[RunDetail]:
         if self._cases is None:
             self._cases = {c.id: c for c in self._plan.cases}
-        planned = self._cases[stats.id]
+        planned = self._cases[stats.planned_id]
         # only the details: no semantic figures (they were computed once, when the case ended)
         acc = CaseAccumulator(planned.case, planned.plan, max_details=self._plan.max_run_details, semantic=False)
         with self.path.open("rb") as journal:
-            for offset in self.offsets.get(stats.id, ()):
+            for offset in self.offsets.get(stats.planned_id, ()):
                 journal.seek(offset)
                 acc.add(RunResult.model_validate(json.loads(journal.readline())["run_result"]))
         return acc.run_details()

@@ -91,11 +91,16 @@ def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: S
     not_run = [cid for cid in case_ids if cid not in stats]
     outcome = SweepOutcome(status=status, stopped=StopReason(stopped) if stopped else None,
                            not_run=not_run if stopped or not_run else None, reason=reason or None, budget=budget)
-    return build_report(
+    report = build_report(
         [stats[cid] for cid in case_ids if cid in stats],
         duration_ms=round(duration_ms, 1), runs_per_case=plan.runs_per_case,
         environment=plan.env.describe(), metadata=dict(plan.metadata), envelope=envelope, outcome=outcome,
     )
+    if plan.matrix is None:
+        return report
+    from farm.matrix.report import with_matrix  # the comparison's tests (scipy) only for a matrix
+
+    return with_matrix(report, plan.matrix)
 
 
 def _cut_off(case: Case, run: int, env: RunEnvironment, limit: float, started: float) -> RunResult:
@@ -112,11 +117,14 @@ async def run_guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *
     """``execute_run`` bounded from outside at the case timeout plus ``RUN_GUARD_S``; never raises.
 
     A case holding a suite's ``${?SECRET}`` reads it here, where the run runs, and every result is
-    masked here, in the process that ran it (``farm.run.deferred``)."""
+    masked here, in the process that ran it (``farm.run.deferred``). A matrix arm's run names its arm."""
     if case.env_refs:
-        return await run_resolved(case, run, env.sweep_id, lambda resolved: _guarded(
+        result = await run_resolved(case, run, env.sweep_id, lambda resolved: _guarded(
             resolved, run, agent, env, judges=judges, simulators=simulators, not_after=not_after))
-    return masked(await _guarded(case, run, agent, env, judges=judges, simulators=simulators, not_after=not_after))
+    else:
+        result = masked(await _guarded(case, run, agent, env, judges=judges, simulators=simulators,
+                                       not_after=not_after))
+    return result if case.arm is None else result.model_copy(update={"arm": case.arm})
 
 
 async def _guarded(case: Case, run: int, agent: Agent, env: RunEnvironment, *, judges: JudgeResolver | None,

@@ -35,7 +35,7 @@ from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.fleet.runtime import local_runtime
 from farm.models import CaseStats, RunResult, SweepReport
-from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
+from farm.plan.sweep_plan import PlannedCase, SweepPlan, plan_runs, utc_now
 from farm.reports.details import attach_details
 from farm.run.simulators import create_simulator_pool
 from farm.settings import DEFAULT_STOP_GRACE_S
@@ -85,12 +85,14 @@ class _Sweep:
         if self.adaptive is not None:
             yield from self.adaptive.runs()
             return
-        for planned in self.plan.cases:
-            for run in self._level_runs(planned, level):
-                if self.stop.reason is not None:
-                    return
-                if self.budgets.spent(planned.case):  # neuro-san's test timeout: the rest is not run
-                    break
+        if self.ramp is None:  # a matrix's runs interleaved across its arms (farm.matrix.schedule)
+            made = plan_runs(self.plan)
+        else:
+            made = ((planned, run) for planned in self.plan.cases for run in self._level_runs(planned, level))
+        for planned, run in made:
+            if self.stop.reason is not None:
+                return
+            if not self.budgets.spent(planned.case):  # neuro-san's test timeout: the rest is not run
                 yield planned, run
 
     def _level_runs(self, planned: PlannedCase, level: int) -> range:

@@ -154,11 +154,15 @@ def _report_html(info: SweepInfo) -> str | None:
 
     Only the path the history recorded, and only when it is this sweep's own farm journal
     (``…/journals/<sweep id>.jsonl``, a regular file whose plan names the sweep): a history row
-    written by anyone else cannot make the view read, or show, another file."""
+    written by anyone else cannot make the view read, or show, another file. A matrix's arm
+    (``MATRIX:ARM``, SPEC 22) shows the matrix's own journal: the whole matrix as one page."""
+    from farm.matrix.split import arm_sweep_id
     from farm.sweep.journal import JOURNAL_DIR, JOURNAL_SUFFIX
 
+    matrix = info.tags.get("matrix", "")
+    own = matrix if matrix and info.sweep_id == arm_sweep_id(matrix, info.tags.get("arm", "")) else info.sweep_id
     path = Path(info.journal or "")
-    if (path.name != f"{info.sweep_id}{JOURNAL_SUFFIX}" or path.parent.name != JOURNAL_DIR or path.is_symlink()
+    if (path.name != f"{own}{JOURNAL_SUFFIX}" or path.parent.name != JOURNAL_DIR or path.is_symlink()
             or not path.is_file()):
         return None
     from farm.reports import render_report
@@ -168,4 +172,4 @@ def _report_html(info: SweepInfo) -> str | None:
         report = report_from_journal(path)
     except FarmError:
         return None  # pruned while read, or not a journal any more: the history's figures instead
-    return render_report(report, "html") if report.envelope.sweep_id == info.sweep_id else None
+    return render_report(report, "html") if report.envelope.sweep_id == own else None

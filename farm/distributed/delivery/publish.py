@@ -32,6 +32,8 @@ from typing import Any
 from farm.distributed.delivery.close import drop_unpublished
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
+from farm.matrix.schedule import interleaved, made_before
+from farm.models import MatrixPlan
 from farm.plan.sweep_plan import CaseSlot, SweepPlan
 
 log = logging.getLogger("farm.distributed.delivery")
@@ -52,8 +54,13 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def run_slots(slots: Sequence[CaseSlot], start: int = 0) -> Iterator[tuple[CaseSlot, int]]:
-    """(case, run number) in plan order from flat position ``start`` (the publish cursor)."""
+def run_slots(slots: Sequence[CaseSlot], start: int = 0, matrix: MatrixPlan | None = None
+              ) -> Iterator[tuple[CaseSlot, int]]:
+    """(case, run number) in plan order from flat position ``start`` (the publish cursor); a
+    matrix's runs interleaved across its arms, as an in-process sweep makes them (SPEC 22)."""
+    if matrix is not None:
+        yield from interleaved(slots, _slot_runs, len(matrix.arms), matrix.seed, start)
+        return
     position = 0
     for slot in slots:
         runs = slot.runs
@@ -63,6 +70,22 @@ def run_slots(slots: Sequence[CaseSlot], start: int = 0) -> Iterator[tuple[CaseS
         for n in range(max(1, start - position + 1), runs + 1):
             yield slot, n
         position += runs
+
+
+def _slot_runs(slot: CaseSlot) -> int:
+    return slot.runs
+
+
+def published_runs(slots: Sequence[CaseSlot], cursor: int, matrix: MatrixPlan | None = None) -> list[int]:
+    """How many runs of each case the publish cursor has passed (runs 1..count of each): in plan
+    order, or a matrix's interleaved one (``run_slots``)."""
+    if matrix is not None:
+        return made_before(slots, _slot_runs, len(matrix.arms), matrix.seed, cursor)
+    counts, first = [], 0
+    for slot in slots:
+        counts.append(min(slot.runs, max(0, cursor - first)))
+        first += slot.runs
+    return counts
 
 
 def _send(app: Any, producer: Any, sweep: SweepPlan, chunk: Sequence[tuple[CaseSlot, int]], queue: str,
@@ -122,7 +145,7 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
     if position is None:
         return Outcome.LOST
     total = sweep.total_runs  # not summed from `cases`: a compact plan's are decoded only as published
-    slots = run_slots(cases, position)
+    slots = run_slots(cases, position, sweep.matrix)
     lease = keys.publisher_key(sid)
     size = min(batch, FIRST_BATCH)
     with app.producer_or_acquire() as producer:
@@ -222,4 +245,4 @@ def ordered_slots(store: SweepStore, sweep: SweepPlan) -> list[CaseSlot]:
 
 
 __all__ = ["FIRST_BATCH", "HARD_LIMIT_GRACE_S", "SOFT_LIMIT_GRACE_S", "Outcome", "new_token", "ordered_slots",
-           "publish_from_cursor", "run_slots", "send_runs", "top_up", "top_up_due"]
+           "publish_from_cursor", "published_runs", "run_slots", "send_runs", "top_up", "top_up_due"]

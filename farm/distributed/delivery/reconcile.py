@@ -48,7 +48,14 @@ from typing import Any
 from farm.distributed.broker.queues import waiting_messages
 from farm.distributed.delivery.close import aggregate, close, report
 from farm.distributed.delivery.config import Delivery
-from farm.distributed.delivery.publish import Outcome, new_token, ordered_slots, publish_from_cursor, send_runs
+from farm.distributed.delivery.publish import (
+    Outcome,
+    new_token,
+    ordered_slots,
+    publish_from_cursor,
+    published_runs,
+    send_runs,
+)
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
 from farm.plan.sweep_plan import CaseSlot, SweepPlan
@@ -224,16 +231,14 @@ def _lost(store: SweepStore, app: Any, sweep: SweepPlan, cases: list[CaseSlot], 
     published = 0.0
     resend: list[tuple[CaseSlot, int]] = []
     lost_aggregates: list[str] = []
-    offset = 0
-    for planned, count in zip(cases, counts, strict=True):
-        first, offset = offset, offset + planned.runs
+    for planned, count, sent in zip(cases, counts, published_runs(cases, cursor, sweep.matrix), strict=True):
         if count >= planned.runs:
             if planned.id not in done:  # its aggregate was lost (or died): aggregate it here
                 lost_aggregates.append(planned.id)
             continue
-        if first >= cursor:
+        if not sent:
             continue  # not published yet
-        for n in store.unsettled(sid, planned.id, min(planned.runs, cursor - first)):
+        for n in store.unsettled(sid, planned.id, sent):
             if horizons is None:
                 alive_s = delivery.held_s(sweep.fleet.max_queue_wait_s)
                 horizons = _horizons(store, app, sweep, delivery, now, lost_after_s, held_alive=sum(

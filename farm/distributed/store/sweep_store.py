@@ -230,7 +230,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore):
         """``report``, its renderers reading each case's run details from this store as they write
         it (``farm.reports.details``); a case that carries its own keeps them."""
         sweep_id = report.envelope.sweep_id or ""
-        attach_details(report, lambda stats: self.case_run_details(sweep_id, stats.id))
+        attach_details(report, lambda stats: self.case_run_details(sweep_id, stats.planned_id))
         return report
 
     def claim_report(self, sweep_id: str, ttl_s: int = keys.REPORT_LATCH_TTL_S) -> bool:
