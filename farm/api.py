@@ -37,7 +37,7 @@ from farm.agents.retry import attempts_from_env
 from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
 from farm.history.facts import HistoryFacts
-from farm.models import Case, SweepReport
+from farm.models import Case, FleetFacts, SweepEnvelope, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
 from farm.plan.fleet_keys import plan_fleet
@@ -48,7 +48,7 @@ from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputSpec, OutputTarget, keeps_run_details, plan_outputs
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url, semantic_cache_entries, semantic_enabled
-from farm.stats import DEFAULT_MAX_RUN_DETAILS
+from farm.stats import DEFAULT_MAX_RUN_DETAILS, check_ramp
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
 from farm.sweep.executor import Executor, ExecutorOptions
 from farm.sweep.lifecycle import SweepStop
@@ -112,6 +112,7 @@ class TestSettings:
     """Rate limits, budget, adaptive runs, judge cache, record/replay (SPEC 13)."""
     semantic: bool | None = None
     """False: no semantic figures (``--no-semantic``); None: ``FARM_SEMANTIC`` decides (default on)."""
+    ramp: tuple[int, ...] | None = None  # --ramp 2,4,8,16: each case's runs at each concurrency (farm.stats.ramp)
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
 
 
@@ -132,6 +133,9 @@ class PreparedSweep:
     """``--collect-only``: every case id as listed, a skipped one marked (the plan then holds no case)."""
     adapters: BuiltAdapters | None = None
     """An in-process sweep's agents and judges, built once as checked: its executor runs these."""
+
+    def with_plan(self, plan: SweepPlan) -> PreparedSweep:  # what a pre-run contributor made of the (frozen) plan
+        return dataclasses.replace(self, plan=plan)
 
 
 def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[AgentRef], options: AgentOptions,
@@ -218,9 +222,9 @@ def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) ->
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=settings.parallel, semantic=_semantic(settings),
-        fail_fast=settings.fail_fast, metadata=_metadata(settings, stream) | fleet.describe(), queue=settings.queue,
+        fail_fast=settings.fail_fast, envelope=_envelope(settings, stream, fleet.describe()), queue=settings.queue,
         fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
-    )
+        ramp=list(settings.ramp) if settings.ramp else None)
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
                          adapters=built if _calls_agents_here(specs) else None)
 
@@ -230,7 +234,7 @@ def resolve_specs(settings: TestSettings) -> SweepSpecs:
     return SweepSpecs(
         plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                      patterns=settings.patterns),
+                      patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,))),
         fleet=settings.fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
@@ -344,11 +348,9 @@ def run_sweep(settings: TestSettings, observer: SweepObserver | None = None, sto
 
 
 def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    with contextlib.suppress(RuntimeError):
+        return asyncio.get_running_loop() is not None
+    return False
 
 
 async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = None, stop: SweepStop | None = None
@@ -360,18 +362,17 @@ async def arun_sweep(settings: TestSettings, observer: SweepObserver | None = No
     return await executor.arun(prepared.plan, observer or Observers(), stop)
 
 
-def _metadata(settings: TestSettings, loaded: CaseStream) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "input": (settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
-        "min_pass_rate": settings.min_pass_rate,
-        "runs": settings.runs,
-        "reporter": settings.reporter,
-        **({"yao_compat": True} if settings.yao_compat else {}),
-        **({"notes": loaded.notes} if loaded.notes else {}),
+def _envelope(settings: TestSettings, loaded: CaseStream, fleet: FleetFacts | None) -> SweepEnvelope:
+    """What the report's envelope says of the flags (the optional parts only when given)."""
+    given: dict[str, Any] = {
+        "yao_compat": True if settings.yao_compat else None, "notes": loaded.notes or None,
+        "min_overall_pass_rate": settings.min_overall_pass_rate, "fleet": fleet,
     }
-    if settings.min_overall_pass_rate is not None:
-        metadata["min_overall_pass_rate"] = settings.min_overall_pass_rate
-    return metadata
+    return SweepEnvelope(
+        input=(settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
+        min_pass_rate=settings.min_pass_rate, runs=settings.runs, reporter=settings.reporter,
+        **{k: v for k, v in given.items() if v is not None},
+    )
 
 
 def _semantic(settings: TestSettings) -> bool:
@@ -396,3 +397,4 @@ def _check_numbers(settings: TestSettings) -> None:
         raise SettingsError("--timeout: must be positive")
     if settings.detach and not settings.broker:
         raise SettingsError("--detach needs --broker (or FARM_BROKER_URL): only a distributed sweep can detach")
+    check_ramp(settings.ramp, broker=settings.broker, adaptive=settings.fleet.adaptive_rule() is not None)

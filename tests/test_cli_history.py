@@ -42,7 +42,7 @@ def sweep(suite: Path, url: str, quality: float, *extra: str, runs: int = 20, ou
                   "--history", url, *extra, env={"FARM_TEST_QUALITY": str(quality), **(env or {})})
     sweep_id = None
     if out.suffix == ".json" and out.exists():
-        sweep_id = parse_json_report(out.read_text()).metadata["sweep_id"]
+        sweep_id = parse_json_report(out.read_text()).envelope.sweep_id
     return result, sweep_id
 
 

@@ -247,7 +247,7 @@ def test_a_comparison_reads_adaptive_cases_from_the_report() -> None:
 
     report = adaptive_report()
     assert [c.adaptive for c in snapshot_of(report).cases] == [True, True]
-    report.metadata.pop("adaptive")
+    report = report.model_copy(update={"envelope": report.envelope.updated(fleet=None)})  # no metadata.adaptive
     assert [c.adaptive for c in snapshot_of(report).cases] == [True, True]  # the case's own flag is enough
     plain = build_report([accumulate(CasePlan(2, 2), [True, True]).stats()], duration_ms=1, runs_per_case=2,
                          environment={}, metadata={})

@@ -212,7 +212,7 @@ def test_adaptive_runs_give_the_full_sweeps_verdict_for_every_case(tmp_path: Pat
         assert a.adaptive_verdict == ("pass" if f.case_passed else "fail")
         assert a.runs_saved == f.runs - a.runs >= 0
     assert adaptive.summary.runs_saved == full.summary.total_runs - adaptive.summary.total_runs > 0
-    assert adaptive.metadata["adaptive"] == "exact" and not full.results[0].adaptive
+    assert adaptive.written_metadata()["adaptive"] == "exact" and not full.results[0].adaptive
 
 
 def test_the_sequential_rule_decides_early_and_its_inconclusive_verdict_fails(tmp_path: Path) -> None:
@@ -269,7 +269,7 @@ def test_declared_rate_limits_reach_the_plan_and_the_flag_wins(tmp_path: Path, s
     flags = FleetFlags(rate_limits=("local.llm=2/s",))
     plan = prepare_sweep(TestSettings(input=str(suite), cwd=str(tmp_path), fleet=flags)).plan
     assert plan.fleet.limit_table().for_key("local.llm") == RateLimit(requests_per_s=2.0, concurrency=4)
-    assert plan.fleet.metered == ["local.llm"] and plan.metadata["rate_limits"] == {"local.llm": "120/m"}
+    assert plan.fleet.metered == ["local.llm"] and plan.envelope.written()["rate_limits"] == {"local.llm": "120/m"}
     write_connector(tmp_path, server.url, rate_limit="lots")
     with pytest.raises(SettingsError, match=r"llm.conn.yao: rate_limit: 'lots' is not a limit"):
         prepare_sweep(TestSettings(input=str(suite), cwd=str(tmp_path)))

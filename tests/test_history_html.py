@@ -85,7 +85,8 @@ def test_pages_are_self_contained_and_embed_their_data_safely() -> None:
 def test_the_report_shows_a_comparison_only_when_one_is_attached() -> None:
     report = sweep_report([case_stats("a", [run(1)])])
     assert 'id="compared-with"' not in render_html(report)
-    report.metadata["compared_with"] = hostile_comparison().model_dump(mode="json")
+    report = report.model_copy(update={"envelope": report.envelope.updated(
+        compared_with=hostile_comparison().model_dump(mode="json"))})
     html = render_html(report)
     assert 'id="compared-with"' in html and "1 regressed" in html and SCRIPT not in html
     assert "compared_with" not in html.split('id="farm-data"')[0]  # not dumped into the metadata table
@@ -185,7 +186,8 @@ def test_trend_page_draws_lines_with_bands_and_filters(open_page: Any) -> None:
 @pytest.mark.browser
 def test_the_reports_compared_with_section_in_the_browser(open_page: Any) -> None:
     report = sweep_report([case_stats(SCRIPT, [run(1), run(2, "failed")])])
-    report.metadata["compared_with"] = hostile_comparison().model_dump(mode="json")
+    report = report.model_copy(update={"envelope": report.envelope.updated(
+        compared_with=hostile_comparison().model_dump(mode="json"))})
     page, log = open_page(render_html(report))
     section = page.locator("#compared-with")
     expect(section).to_be_visible()

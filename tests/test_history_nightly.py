@@ -61,8 +61,7 @@ class _HookHandler(BaseHTTPRequestHandler):
 
 def nightly_report(sweep_id: str, day: int, passed: int) -> SweepReport:
     report = make_report(sweep_id, f"2026-11-0{day}T02:00:00Z", {"a": (passed, 20), "b": (20, 20)},
-                         tags={"trigger": "nightly"})
-    report.metadata["history"] = "worker"
+                         tags={"trigger": "nightly"}, history="worker")
     return report
 
 

@@ -254,3 +254,14 @@ def test_timeout_closes_the_connection(genuine: Genuine) -> None:
     while "client closed connection" not in genuine.log_text() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert "client closed connection" in genuine.log_text()
+
+
+def test_the_reply_names_the_server_s_neuro_san_version(genuine: Genuine) -> None:
+    """SPEC 25: ``served.server_version`` is what the server's health check says (``versions``)."""
+    asked = "import importlib.metadata as m; print(m.version('neuro-san'))"
+    installed = subprocess.run([neuro_san_python(), "-c", asked], capture_output=True, text=True, timeout=120,
+                               check=True).stdout.strip()
+    agent = create_neuro_san_agent(genuine.url, "echo")
+    first, second = converse(agent, request("one"), request("two"))
+    assert first.served is not None and first.served.server_version == installed
+    assert second.served == first.served  # asked once, kept

@@ -77,6 +77,7 @@ def test_chat_context_goes_round_over_mcp(server: Genuine) -> None:
     first, second = converse(agent, request("first words", conversation), request("second words", conversation))
     assert (first.text, second.text) == ("first words", "second words")
     assert agent.carries_context is True  # read from the tool's input schema
+    assert first.served is not None and first.served.server_version  # SPEC 25: the server's health check says it
     messages = conversation.state[CHAT_CONTEXT_STATE]["chat_histories"][0]["messages"]
     assert [(m["type"], m["text"]) for m in messages] == [("HUMAN", "first words"), ("AI", "first words"),
                                                           ("HUMAN", "second words"), ("AI", "second words")]

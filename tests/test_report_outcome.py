@@ -44,7 +44,7 @@ def test_the_finisher_types_how_the_sweep_ended_and_writes_the_same_metadata_key
     assert (meta["status"], meta["stopped"], meta["not_run"], meta["reason"]) == (
         "stopped", "budget", ["c1", "c2"], "budget of $1 reached")
     assert meta["budget"] == {"max_usd": 1.0, "max_tokens": None, "spent_usd": 1.25, "spent_tokens": 40}
-    assert meta["sweep_id"] == report.metadata["sweep_id"] and "completed_at" in meta
+    assert meta["sweep_id"] == report.envelope.sweep_id and "completed_at" in meta
     assert summary_event(report)["metadata"] == meta  # the JSONL stream's summary line says the same
     assert parse_json_report(json.dumps(written)) == report  # and reads back typed
     assert exit_code_for(report) == 4  # a budget stop's exit code comes from the typed reason

@@ -51,7 +51,8 @@ def test_json_report_has_the_yao_sections_and_every_statistic() -> None:
                                        "output": {"keywords": ["AI"]}, "error": None, "error_type": None,
                                        "traceback": None, "failed_checks": [], "judged_checks": [], "retries": 0,
                                        "failure_class": None, "failed_turn": None, "queued_ms": None, "turns": None,
-                                       "checkpoints": None, "trajectory": None, "served": None}
+                                       "checkpoints": None, "trajectory": None, "served": None,
+                                       "in_flight": None}
     assert doc["results"][1]["run_details"][1]["failed_checks"][0]["message"] == "missing 'AI'"
     assert doc["results"][1]["run_details"][2]["error"] == "refused"
     assert [d["failure_class"] for d in doc["results"][1]["run_details"]] == [None, "assertion:contains",

@@ -104,11 +104,11 @@ def test_retried_runs_that_pass_less_are_flagged_and_fair_ones_are_not(biased_ag
     assert fair["flagged"] is False and fair["q"] == 1.0
     assert ("retry bias: 40 runs of 2 cases needed a transient retry; 1 pass at a different rate when retried: "
             "biased (30.0% retried vs 90.0% clean") in result.output
-    assert report.metadata["retry_bias"]["flagged"] == ["biased"]
+    assert report.written_metadata()["retry_bias"]["flagged"] == ["biased"]
     markdown = (tmp_path / "r.md").read_text()
     assert "| Retry Bias | retry bias: 40 runs of 2 cases needed a transient retry; 1 pass" in markdown
     html = (tmp_path / "r.html").read_text()
-    assert 'id="retry-bias"' in html and report.metadata["retry_bias"]["line"] in html
+    assert 'id="retry-bias"' in html and report.written_metadata()["retry_bias"]["line"] in html
 
 
 @pytest.mark.browser
@@ -122,7 +122,7 @@ def test_the_html_report_shows_the_sweep_line_in_chromium(tmp_path: Path) -> Non
 
     stats = simulated_stats([SimulatedCase(0.3, 0.9), SimulatedCase(0.9, 0.9)], 60, np.random.default_rng(30))
     report = build_report(stats, duration_ms=1.0, runs_per_case=60, environment={}, metadata={"sweep_id": "s"})
-    assert report.metadata["retry_bias"]["flagged"] == ["c0"]
+    assert report.written_metadata()["retry_bias"]["flagged"] == ["c0"]
     write_report(report, tmp_path / "r.html")
     with headless_chromium() as browser:
         opened = Opened(browser, tmp_path / "r.html")
@@ -144,7 +144,7 @@ def test_no_retried_run_means_no_retry_bias_figures(tmp_path: Path) -> None:
                                        "--no-history", "-o", str(tmp_path / "r.json")], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     report = parse_json_report((tmp_path / "r.json").read_text())
-    assert report.results[0].retry_bias is None and "retry_bias" not in report.metadata
+    assert report.results[0].retry_bias is None and "retry_bias" not in report.written_metadata()
     assert "retry bias" not in result.output
 
 

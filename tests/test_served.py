@@ -39,7 +39,8 @@ def test_every_report_names_the_served_model_and_fingerprint(tmp_path: Path) -> 
     sweep(tmp_path, "gpt-served-0613", "fp_abc123", "--no-history", *(a for p in out.values() for a in ("-o", str(p))))
     report = json.loads(out["json"].read_text())
     (case,) = report["results"]
-    counts = {"models": {"gpt-served-0613": 3}, "system_fingerprints": {"fp_abc123": 3}, "commits": {}}
+    counts = {"models": {"gpt-served-0613": 3}, "system_fingerprints": {"fp_abc123": 3}, "commits": {},
+              "server_versions": {}}
     assert case["served"] == counts and report["summary"]["served"] == counts
     assert {d["served"]["model"] for d in case["run_details"]} == {"gpt-served-0613"}
     lines = [json.loads(line) for line in out["jsonl"].read_text().splitlines()]
@@ -199,3 +200,13 @@ def test_the_commit_is_read_from_loose_packed_and_worktree_refs_and_detached_hea
     git(repo, "checkout", "-q", "--detach")
     assert repo_commit.__wrapped__(repo) == sha
     assert repo_commit.__wrapped__(tmp_path) is None  # outside any repository
+
+
+def test_a_new_neuro_san_server_version_is_a_served_change() -> None:
+    from farm.models import ServedCounts
+    from farm.stats.served_change import served_changed
+
+    old, new = ServedCounts(server_versions={"0.7.15": 3}), ServedCounts(server_versions={"0.7.16": 3})
+    assert served_changed(old, new) is True and served_changed(old, old) is False
+    assert served_changed(old, ServedCounts(models={"m": 3})) is None  # nothing both sides report
+    assert new.text() == "neuro-san 0.7.16 ×3"

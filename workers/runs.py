@@ -97,7 +97,9 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     ``held_s``: given for a run the farm published again (not a broker's redelivery: RabbitMQ
     redelivers a killed consumer's messages at once, before its heartbeat expires), how long a live
     worker's run of the sweep stays in flight (``Delivery.held_s``); a copy that finds the run in
-    flight on a live worker within it is dropped, the holder settles it. None: never dropped.
+    flight on a live worker within it is dropped, the holder settles it. None: not dropped for
+    another process's run. A copy reaching the process that is making the run is always dropped
+    (``InFlightHere``).
     """
     tries = 0
 
@@ -152,7 +154,7 @@ def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int, *, interr
         return _record(sweep_id, case_id, run, status="dropped",
                        reason=fleet.stop_reason if fleet.stopped is not None else "queue_wait",
                        sweep_settled=state.count)
-    result = result.model_copy(update={"sweep_id": sweep_id})
+    result = result.model_copy(update={"sweep_id": sweep_id, "in_flight": begun.in_flight})  # fleet-wide (SPEC 25)
     tally, state = store.store_run(sweep_id, result, runs)
     if tally is not None:
         _judge_the_case(store, sweep, planned, tally)

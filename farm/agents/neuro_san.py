@@ -21,12 +21,13 @@ from urllib.parse import quote, urlsplit
 from farm.agents.base import AgentContext, AgentRequest
 from farm.agents.limiter import CallLimiter
 from farm.agents.neuro_san_stream import StreamReader
+from farm.agents.neuro_san_version import ServerVersion
 from farm.agents.retry import TransientError, call_with_retries
 from farm.agents.secrets import excerpt
 from farm.agents.transport import Transport
 from farm.agents.urls import neuro_san_server
 from farm.errors import AgentError, AgentResolutionError, FaultKind
-from farm.models import JsonValue, Reply
+from farm.models import JsonValue, Reply, Served
 
 CHAT_FILTERS = frozenset({"MINIMAL", "MAXIMAL"})
 CHAT_CONTEXT_STATE = "neuro_san.chat_context"
@@ -104,6 +105,7 @@ class NeuroSanAgent:
         self.url = f"{server}/api/v1/{quote(agent, safe='/')}/streaming_chat"
         self.where = f"neuro-san agent {agent!r} on {server}"
         self.transport = Transport(limiter)
+        self.version = ServerVersion(server)
 
     async def respond(self, request: AgentRequest) -> Reply:
         body = request_body(request, self.where)
@@ -122,7 +124,10 @@ class NeuroSanAgent:
             state[CHAT_CONTEXT_STATE] = reader.chat_context
         else:  # neuro-san's rule: no chat_context back means the next turn starts afresh
             state.pop(CHAT_CONTEXT_STATE, None)
-        return self._reply(body, reader)
+        reply = self._reply(body, reader)
+        if (version := await self.version.get()) is not None:  # SPEC 25: what served it
+            reply.served = Served(server_version=version)
+        return reply
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -30,10 +30,11 @@ from typing import Any
 from farm.agents.base import AgentRequest
 from farm.agents.neuro_san import CHAT_CONTEXT_STATE, request_body, request_headers
 from farm.agents.neuro_san_stream import STRING_ERROR, error_in_answer
+from farm.agents.neuro_san_version import ServerVersion
 from farm.agents.secrets import excerpt
 from farm.errors import AgentError, AgentResolutionError, FaultKind
 from farm.extras import install_hint
-from farm.models import Reply
+from farm.models import Reply, Served
 
 __all__ = ["MCP_PATH", "NeuroSanMcpAgent", "create_neuro_san_mcp_agent"]
 
@@ -85,6 +86,7 @@ class NeuroSanMcpAgent:
         self.carries_context: bool | None = None
         """Whether the tool's input schema takes a ``chat_context`` (None: not read yet)."""
         self._session, self._sdk = _sdk()
+        self.version = ServerVersion(server)
 
     async def respond(self, request: AgentRequest) -> Reply:
         body = request_body(request, self.where)
@@ -110,8 +112,10 @@ class NeuroSanMcpAgent:
             raise AgentError(f"{self.where}: the agent answered with an error: {excerpt(error)}",
                              kind=FaultKind.CRASHED)
         sent = {key: value for key, value in body.items() if key != "chat_context"}
+        version = await self.version.get()  # SPEC 25: what served it, as over HTTP
         return Reply(text=text, structure=structure, raw={"url": self.url, "tool": self.agent, "request": sent,
-                                                            "result": result.model_dump(mode="json")})
+                                                            "result": result.model_dump(mode="json")},
+                     served=None if version is None else Served(server_version=version))
 
     async def _call(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
         try:

@@ -54,8 +54,8 @@ def load_or_run(settings: AssessSettings) -> SweepReport:
     from farm.sweep.observers import Observers
 
     prepared = prepare_sweep(_test_settings(settings))
-    prepared.plan.max_run_details = max(c.plan.runs for c in prepared.plan.cases)
-    return LocalExecutor(adapters=prepared.adapters).run(prepared.plan, Observers())
+    plan = prepared.plan.model_copy(update={"max_run_details": max(c.plan.runs for c in prepared.plan.cases)})
+    return LocalExecutor(adapters=prepared.adapters).run(plan, Observers())
 
 
 async def _assess(report: SweepReport, judge: ModeJudge | None, memory: ModeMemory) -> list[CaseAssessment]:

@@ -141,7 +141,6 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
         say(console, f"* {BIASED_NOTE}")
     if report.summary.skipped_ids:
         say(console, f"skipped (skip: true): {_ids(report.summary.skipped_ids)}")
-    meta = report.metadata
     if report.outcome.stopped:
         not_run = report.outcome.not_run or []
         listed = f": {_ids(not_run)}" if not_run else ""
@@ -151,7 +150,7 @@ def print_summary(console: Console, report: SweepReport, *, max_rows: int = 30) 
                      f"{partly}")
     if below_overall_gate(report):
         say(console, f"overall pass rate {report.summary.overall_pass_rate:.1f}% is below "
-                     f"--min-overall-pass-rate {float(meta['min_overall_pass_rate']) * 100:g}%")
+                     f"--min-overall-pass-rate {float(report.envelope.min_overall_pass_rate or 0) * 100:g}%")
     say(console, summary_line(report))
     if unreachable(report):
         say(console, "the agent could not be reached: every run failed to connect or had its credentials "

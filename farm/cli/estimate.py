@@ -108,6 +108,11 @@ def run_estimate(prepared: PreparedSweep, history: HistoryOptions | None, worker
         return _no_basis(result, basis, plan.total_cases, budget)
     for line in lines(result, basis, plan.total_cases):
         click.echo(line)
+    if plan.ramp:  # SPEC 25: the runs above are every level's
+        levels = len(plan.ramp)
+        click.echo(f"  ramp: {levels} levels ({', '.join(map(str, plan.ramp))} in flight) × "
+                   f"{plan.runs_per_case // levels:,} runs of each case = {plan.runs_per_case:,} runs per case "
+                   f"(counted above; the wall assumes --parallel {plan.parallel})")
     for line in power_lines(plan, recorded, alpha=history.alpha if history else DEFAULT_ALPHA,
                             min_drop=history.min_drop if history else DEFAULT_MIN_DROP, detect=detect,
                             cost_per_run=basis.per_run.cost_usd):

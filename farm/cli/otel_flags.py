@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:  # farm test --help reads the flags alone
-    from farm.plan.sweep_plan import SweepPlan
     from farm.sweep.observers import SweepObserver
 
 __all__ = ["OtelFlags", "otel_flags"]
@@ -27,14 +26,16 @@ class OtelFlags:
         """Take (pop) the OpenTelemetry flags out of ``farm test``'s flags."""
         return cls(otel=bool(flags.pop("otel", False)), runs=bool(flags.pop("otel_runs", False)))
 
-    def observers(self, plan: SweepPlan, broker: str | None, warn: Callable[[str], None]) -> list[SweepObserver]:
-        """The exporter of an in-process sweep; a distributed one is exported by the worker that
-        closes it, told by the plan when ``--otel`` was given (its endpoint is the worker's)."""
+    def by_worker(self, broker: str | None) -> bool:
+        """A distributed sweep with ``--otel``: the worker that closes it exports it (its endpoint
+        is the worker's), told by the plan's envelope (``SweepEnvelope.otel``)."""
+        return bool(broker) and self.otel
+
+    def observers(self, broker: str | None, warn: Callable[[str], None]) -> list[SweepObserver]:
+        """The exporter of an in-process sweep (none for a distributed one: see ``by_worker``)."""
         from farm.reports.otel import OtelObserver, check_extra
 
         if broker:
-            if self.otel:
-                plan.metadata["otel"] = True
             return []
         return [OtelObserver(per_run=self.runs)] if check_extra(self.otel or self.runs, warn) else []
 

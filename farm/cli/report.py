@@ -71,9 +71,8 @@ def render_reports(source: str, outputs: tuple[str, ...], broker: str) -> int:
         assert target.path is not None
         write_report(report, target.path, target.format)
     err = Console(stderr=True)
-    bad = report.metadata.get("journal_bad_lines")
-    if bad:
-        say(err, f"farm: warning: {source}: {plural(bad['count'], 'bad line')} skipped (first: {bad['first']}); "
+    if bad := report.envelope.journal_bad_lines:
+        say(err, f"farm: warning: {source}: {plural(bad.count, 'bad line')} skipped (first: {bad.first}); "
                  "the report holds every run the other lines recorded")
     print_summary(err, report)
     for target in targets:

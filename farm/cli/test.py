@@ -58,6 +58,17 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 
+def _ramp(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    from farm.stats.ramp import parse_ramp
+
+    try:
+        return parse_ramp(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
     if value < 1 or value % 2 == 0:
         raise click.BadParameter(f"{value}: need an odd number of verdicts (1, 3, 5…) so a majority always stands")
@@ -93,6 +104,10 @@ def _odd(ctx: click.Context, param: click.Parameter, value: int) -> int:
               help="Default whole-run timeout per case, e.g. 30s, 2m, 1m30s (default 5m).")
 @click.option("--parallel", type=int, default=DEFAULT_PARALLEL, show_default=True,
               help="Runs in flight at once (in-process).")
+@click.option("--ramp", callback=_ramp, default=None, metavar="LEVELS",
+              help="Run the suite --runs times at each concurrency, e.g. 2,4,8,16 (in-process; the cost is "
+                   "levels × runs): the report's summary.ramp gives pass rate, p50/p95 latency, 429s and timeouts "
+                   "per level, the HTML a quality-under-load plot.")
 @click.option("-v", "--verbose", is_flag=True,
               help="After the sweep, print each distinct failure once, with its count, an example and its "
                    "traceback.")

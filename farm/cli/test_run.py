@@ -137,8 +137,12 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
         say(err, f"journal: {journal}")
     for line in quarantine_lines(report.results):
         say(err, line)
-    if isinstance(bias := report.metadata.get("retry_bias"), dict):
-        say(err, str(bias["line"]))
+    if (bias := report.envelope.retry_bias) is not None:
+        say(err, bias.line)
+    if (load := report.summary.load_bias) is not None and load.flagged:  # SPEC 25: said when it flags a case
+        say(err, load.line)
+    if report.summary.ramp is not None:
+        say(err, report.summary.ramp.line)
 
 
 def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:
@@ -148,11 +152,23 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
     if prepared.plan.queue == sweep_queue(sid):  # --own-queue: what works on it
         say(err, f"farm: sweep {sid} is on its own queue: workers for it: "
                  f"farm worker --sweep {sid}{where} [--exit-when-idle SECONDS]")
-    if prepared.plan.metadata.get("history") == "worker":
+    if prepared.plan.envelope.recorder == "worker":
         tags = " ".join(getattr(history, "tags", ())) or "none"
         say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
                  f"{sid}{where}` collects it (and by a worker with FARM_HISTORY_URL)")
     return ExitCode.OK
+
+
+def _quarantined(prepared: PreparedSweep, quarantine: str | None, err: Console) -> PreparedSweep:
+    """The sweep whose plan carries its quarantined cases' entries (a bad entry is exit 2 before
+    anything runs; a typo is said)."""
+    from farm.quarantine.plan import quarantine_plan
+
+    loaded = prepared.loaded
+    held = quarantine_plan(((p.id, p.case.source) for p in prepared.plan.cases),
+                           [str(f) for f in loaded.files] or [str(loaded.root)], quarantine,
+                           lambda line: say(err, f"farm: warning: {line}"))
+    return prepared.with_plan(prepared.plan.with_envelope(quarantine=held)) if held else prepared
 
 
 def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
@@ -161,7 +177,6 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     """``farm test``: the exit code. ``own_queue``: the sweep goes on ``farm.sweep.{id}``, its id chosen here;
     ``bundle_max``: the bytes a distributed sweep's bundle may hold (``farm.cli.bundling``; None: none)."""
     from farm.history.session import start_history
-    from farm.quarantine.plan import attach_quarantine
 
     farm_settings = FarmSettings.from_env()
     err = Console(stderr=True)
@@ -171,8 +186,7 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
         if own_queue:
             settings = dataclasses.replace(settings, queue=sweep_queue(sid))
         prepared = prepare_sweep(settings, sweep_id=sid, read=read)
-    attach_quarantine(prepared, quarantine,  # a bad entry is exit 2 before anything runs; a typo is said
-                      lambda line: say(err, f"farm: warning: {line}"))
+    prepared = _quarantined(prepared, quarantine, err)
     specs = prepared.specs  # what follows takes these, never ``settings`` whole
     if estimate_workers is not None and specs.extras.listing is None:  # --estimate: nothing else runs
         from farm.cli.estimate import run_estimate
@@ -182,8 +196,10 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     if around is None:
         return ExitCode.OK
     bundle = sweep_bundle(prepared, settings, bundle_max)  # over the cap: exit 2 before anything is stored
-    exporters = otel.observers(prepared.plan, specs.executor.broker, lambda line: say(err, f"farm: {line}"))
-    session = start_history(history, specs.history, prepared, lambda line: click.echo(f"farm: {line}", err=True))
+    exporters = otel.observers(specs.executor.broker, lambda line: say(err, f"farm: {line}"))
+    session, plan = start_history(history, specs.history, prepared.plan, prepared.loaded,
+                                  lambda line: click.echo(f"farm: {line}", err=True))
+    prepared = prepared.with_plan(plan.with_envelope(otel=True) if otel.by_worker(specs.executor.broker) else plan)
     executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
     carry_bundle(executor, bundle)
     if specs.executor.detach:

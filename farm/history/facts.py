@@ -1,9 +1,9 @@
 """What a sweep records besides its results: tags, git checkout, suite files, settings.
 
-The submitter gathers these before the sweep starts and puts them in the plan's metadata, so
-they travel inside the report to whoever records it (the submitter, or the worker running
-``farm.report`` for a detached or nightly sweep). Nothing secret goes in: no broker or database
-URL, no connector key.
+The submitter gathers these before the sweep starts and puts them in the plan's envelope
+(``HistoryRecord``, written as keys of the report's metadata), so they travel inside the report
+to whoever records it (the submitter, or the worker running ``farm.report`` for a detached or
+nightly sweep). Nothing secret goes in: no broker or database URL, no connector key.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import SettingsError
+from farm.models.envelope import HistoryRecord, Recorder
 
 NIGHTLY_TAG = ("trigger", "nightly")
 """The tag ``farm.nightly`` puts on its sweeps; the worker recording a sweep runs the nightly loop on it."""
@@ -111,14 +112,10 @@ def recorded_settings(facts: HistoryFacts) -> dict[str, Any]:
 
 
 def sweep_facts(*, facts: HistoryFacts, files: Sequence[Path], root: Path | None, tags: dict[str, str],
-                pass_k: Sequence[int], recorder: str) -> dict[str, Any]:
-    """The metadata a sweep carries for its history (``recorder``: ``submitter``, ``worker`` or ``off``)."""
+                pass_k: Sequence[int], recorder: Recorder, journal: str | None = None) -> HistoryRecord:
+    """What a sweep carries for its history (``recorder``: ``submitter``, ``worker`` or ``off``;
+    ``journal``: where ``farm test`` journals it)."""
     checkout = root if root is not None else facts.cwd
-    return {
-        "tags": dict(tags),
-        "git": git_facts(checkout),
-        "suites": suite_hashes(files, root),
-        "settings": recorded_settings(facts),
-        "pass_k": sorted(set(pass_k)),
-        "history": recorder,
-    }
+    record = HistoryRecord(tags=dict(tags), git=git_facts(checkout), suites=suite_hashes(files, root),
+                           settings=recorded_settings(facts), pass_k=sorted(set(pass_k)), recorder=recorder)
+    return record if journal is None else record.model_copy(update={"journal": journal})

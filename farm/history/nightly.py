@@ -83,8 +83,7 @@ class NightlyOutcome:
 
 
 def is_nightly(report: SweepReport) -> bool:
-    tags = report.metadata.get("tags")
-    return isinstance(tags, dict) and tags.get(NIGHTLY_TAG[0]) == NIGHTLY_TAG[1]
+    return report.envelope.tags.get(NIGHTLY_TAG[0]) == NIGHTLY_TAG[1]
 
 
 def report_location(sweep_id: str, settings: NightlySettings) -> str:
@@ -158,8 +157,8 @@ def _write_report(report: SweepReport, outcome: NightlyOutcome, settings: Nightl
 
     attached = next(iter(outcome.comparisons.values()), None)
     if attached is not None:
-        report = report.model_copy(update={"metadata": {**report.metadata,
-                                                        "compared_with": attached[1].model_dump(mode="json")}})
+        report = report.model_copy(update={"envelope": report.envelope.updated(
+            compared_with=attached[1].model_dump(mode="json"))})
     path = Path(settings.report_dir) / f"{outcome.sweep.sweep_id}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(report), encoding="utf-8")
@@ -169,9 +168,9 @@ def run_nightly(store: HistoryStore, report: SweepReport, settings: NightlySetti
                 post: Callable[[str, dict[str, Any]], None] = post_json) -> NightlyOutcome:
     """Record, compare, keep, write the report, notify (once): the nightly loop for one sweep."""
     recorded = store.record(report)
-    head = store.sweep(str(report.metadata["sweep_id"]))
+    head = store.sweep(str(report.envelope.sweep_id))
     if head is None:  # cannot happen: it was just recorded
-        raise FarmRuntimeError(f"nightly {report.metadata['sweep_id']}: recorded but not found")
+        raise FarmRuntimeError(f"nightly {report.envelope.sweep_id}: recorded but not found")
     comparisons, fresh = _compare_all(store, head, settings)
     location = report_location(head.sweep_id, settings)
     outcome = NightlyOutcome(head, dict(sorted(comparisons.items(), key=lambda kv: kv[0] != LAST_NIGHTLY)),

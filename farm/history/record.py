@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, Insert, Table, select
 from farm.estimate.spend import spend_of
 from farm.history.criteria import record_criteria
 from farm.history.tables import case_results, sweep_tags, sweeps
-from farm.models import CaseStats, SweepOutcome, SweepReport
+from farm.models import CaseStats, SweepEnvelope, SweepOutcome, SweepReport
 from farm.models.outcome import outcome_of
 from farm.stats.compare_terms import is_adaptive
 from farm.stats.path_change import paths_of
@@ -79,25 +79,27 @@ def _text(value: Any) -> str | None:
 
 
 def sweep_row(report: SweepReport, recorded_at: datetime) -> dict[str, Any]:
-    meta, s = report.metadata, report.summary
-    git = _mapping(meta.get("git"))
+    meta, s = report.envelope, report.summary
+    history = meta.history
+    git = _mapping(history.git if history is not None else None)
     return {
-        "sweep_id": str(meta.get("sweep_id") or ""), "started_at": utc(meta.get("started_at")) or recorded_at,
-        "finished_at": utc(meta.get("completed_at")), "recorded_at": recorded_at,
+        "sweep_id": str(meta.sweep_id or ""), "started_at": utc(meta.started_at) or recorded_at,
+        "finished_at": utc(meta.completed_at), "recorded_at": recorded_at,
         "status": sweep_status(report.outcome), "stopped": _text(report.outcome.stopped),
-        "agent": _text(meta.get("agent_id")), "connector": _text(meta.get("connector")),
+        "agent": _text(meta.agent_id), "connector": _text(meta.connector),
         "git_commit": _text(git.get("commit")), "git_branch": _text(git.get("branch")),
-        "farm_version": _text(meta.get("version")),
+        "farm_version": _text(meta.version),
         "total_cases": s.total_cases, "total_runs": s.total_runs, "passed_cases": s.passed_cases,
         "failed_cases": s.failed_cases, "flaky_cases": s.flaky_cases, "broken_cases": s.broken_cases,
         "skipped_cases": s.skipped_cases, "overall_pass_rate": s.overall_pass_rate, "duration_ms": s.duration_ms,
-        "suites": meta.get("suites") or {}, "settings": meta.get("settings") or {},
+        "suites": history.suites if history is not None else {},
+        "settings": history.settings if history is not None else {},
         "spend": spend_of(report),
-        "journal": _text(meta.get("journal")),
+        "journal": _text(history.journal if history is not None else None),
     }
 
 
-def case_row(sweep_pk: int, stats: CaseStats, metadata: dict[str, Any]) -> dict[str, Any]:
+def case_row(sweep_pk: int, stats: CaseStats, envelope: SweepEnvelope) -> dict[str, Any]:
     return {
         "sweep": sweep_pk, "case_id": stats.id, "suite": stats.suite, "source": stats.source,
         "content_hash": stats.content_hash, "runs": stats.runs, "passed": stats.passed, "failed": stats.failed,
@@ -105,20 +107,21 @@ def case_row(sweep_pk: int, stats: CaseStats, metadata: dict[str, Any]) -> dict[
         "ci_low": stats.pass_rate_ci[0], "ci_high": stats.pass_rate_ci[1], "consistency": stats.consistency,
         "stability_class": str(stats.stability_class), "label": stats.label,
         "required_passes": stats.required_passes, "case_passed": stats.case_passed,
-        "adaptive": is_adaptive(stats, metadata),
+        "adaptive": is_adaptive(stats, envelope),
         "avg_duration_ms": stats.avg_duration_ms, "min_duration_ms": stats.min_duration_ms,
         "max_duration_ms": stats.max_duration_ms, "std_deviation_ms": stats.std_deviation_ms,
         "distinct_outputs": stats.distinct_outputs, "semantic_consistency": stats.semantic_consistency,
         "trajectory_consistency": stats.trajectory_consistency,
         "trajectories": [p.model_dump() for p in paths_of(stats.trajectories, stats.runs - stats.skipped)],
         "served": None if stats.served is None else stats.served.model_dump(),
+        "load_bias": None if stats.load_bias is None else stats.load_bias.model_dump(),
         "failure_reasons": [r.model_dump() for r in stats.failure_reasons],
         "pass_at_k": stats.pass_at_k, "pass_hat_k": stats.pass_hat_k,
     }
 
 
-def tag_rows(sweep_pk: int, metadata: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"sweep": sweep_pk, "key": str(k), "value": str(v)} for k, v in _mapping(metadata.get("tags")).items()]
+def tag_rows(sweep_pk: int, envelope: SweepEnvelope) -> list[dict[str, Any]]:
+    return [{"sweep": sweep_pk, "key": str(k), "value": str(v)} for k, v in envelope.tags.items()]
 
 
 def record_sweep(engine: Engine, report: SweepReport) -> Recorded:
@@ -131,10 +134,10 @@ def record_sweep(engine: Engine, report: SweepReport) -> Recorded:
         if pk is None:
             existing = conn.execute(select(sweeps.c.id).where(sweeps.c.sweep_id == row["sweep_id"])).scalar_one()
             return Recorded(existing, created=False)
-        tags = tag_rows(pk, report.metadata)
+        tags = tag_rows(pk, report.envelope)
         if tags:
             conn.execute(sweep_tags.insert(), tags)
-        rows = [case_row(pk, stats, report.metadata) for stats in report.results]
+        rows = [case_row(pk, stats, report.envelope) for stats in report.results]
         if rows:
             conn.execute(case_results.insert(), rows)
         record_criteria(conn, pk, report)

@@ -28,7 +28,8 @@ from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
 from farm.models import SweepReport, SweepStatus
-from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
+from farm.models.envelope import Recorder
+from farm.plan.sweep_plan import SweepPlan
 from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare_terms import check_thresholds
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not w
     from farm.history.refs import Resolved
     from farm.history.store import HistoryStore
     from farm.stats.compare import Comparison  # loaded by a sweep with a baseline
+    from farm.suites.discover import CaseStream
 
 Gate = Literal["regressions", "verdicts"]
 Order = Literal["file", "failing-first"]
@@ -85,11 +87,10 @@ def gate_on_baseline(comparison: Comparison, report: SweepReport, gate: Gate) ->
     return code if gate == "verdicts" else ExitCode.OK
 
 
-def failing_first(cases: Sequence[PlannedCase], last_trouble: dict[str, int]) -> list[PlannedCase]:
-    """Cases that failed or were flaky most recently first (``last_trouble``: sweeps ago), then the rest,
-    each group in file order."""
-    position = {id(c): i for i, c in enumerate(cases)}
-    return sorted(cases, key=lambda c: (last_trouble.get(c.id, math.inf), position[id(c)]))
+def failing_first(ids: Sequence[str], last_trouble: dict[str, int]) -> list[int]:
+    """The plan order (indexes into ``ids``) that runs the cases that failed or were flaky most
+    recently first (``last_trouble``: sweeps ago), then the rest, each group in file order."""
+    return sorted(range(len(ids)), key=lambda i: (last_trouble.get(ids[i], math.inf), i))
 
 
 def last_trouble(store: HistoryStore, lookback: int = ORDER_LOOKBACK) -> dict[str, int]:
@@ -123,8 +124,9 @@ class HistorySession:
         return HistoryStore.open(self.url)
 
     def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Any], root: Any, message_mode: bool
-              ) -> None:
-        """Before any run: check the flags, resolve the baseline, order the cases, add the sweep facts."""
+              ) -> SweepPlan:
+        """Before any run: check the flags, resolve the baseline; returns the plan with its cases in
+        the order asked for and the history's facts in its envelope (a new plan: none is written)."""
         opts = self.options
         tags = parse_tags(opts.tags)
         check_thresholds(opts.alpha, opts.min_drop)
@@ -146,16 +148,19 @@ class HistorySession:
                 self.base = resolver.resolve(opts.baseline, "--baseline")
             finally:
                 resolver.close()
-        if opts.order == "failing-first":
-            plan.cases = PlannedCases(failing_first(list(plan.cases), self._last_trouble()))
-        recorder = "off" if not opts.enabled or message_mode else "worker" if facts.detach else "submitter"
-        plan.metadata.update(sweep_facts(facts=facts, files=files, root=root, tags=tags,
-                                         pass_k=opts.pass_k, recorder=recorder))
+        recorder: Recorder = "off" if not opts.enabled or message_mode else "worker" if facts.detach else "submitter"
+        journal = None
         if recorder == "submitter":  # farm test journals every run here; farm view renders the report from it
             from farm.settings import data_dir
             from farm.sweep.journal import journal_path
 
-            plan.metadata["journal"] = str(journal_path(data_dir(), plan.sweep_id))
+            journal = str(journal_path(data_dir(), plan.sweep_id))
+        record = sweep_facts(facts=facts, files=files, root=root, tags=tags, pass_k=opts.pass_k, recorder=recorder,
+                             journal=journal)
+        if opts.order == "failing-first":
+            order = failing_first(plan.case_ids, self._last_trouble())
+            plan = plan.model_copy(update={"cases": plan.cases.reordered(order)})
+        return plan.with_envelope(history=record)
 
     def _last_trouble(self) -> dict[str, int]:
         store = self._open()
@@ -166,18 +171,18 @@ class HistorySession:
 
     def finish(self, report: SweepReport) -> SweepReport:
         """Mark judge-noisy criteria from the history's judge checks, compare with the baseline
-        (attached to the report's metadata), then record the sweep."""
-        if report.metadata.get("history") == "submitter":
+        (attached to the report's envelope: a new report is returned), then record the sweep."""
+        if report.envelope.recorder == "submitter":
             self._mark_judge_noise(report)
         if self.base is not None:
             from farm.stats.compare import compare, snapshot_of
 
             self.comparison = compare(self.base.snapshot, snapshot_of(report), alpha=self.options.alpha,
                                       min_drop=self.options.min_drop)
-            report.metadata["baseline"] = self.options.baseline
-            report.metadata["compared_with"] = self.comparison.model_dump(mode="json")
+            report = report.model_copy(update={"envelope": report.envelope.updated(
+                baseline=self.options.baseline, compared_with=self.comparison.model_dump(mode="json"))})
             self.tell(compared_line(self.options.baseline or "", self.comparison))
-        if report.metadata.get("history") == "submitter":
+        if report.envelope.recorder == "submitter":
             self._record(report)
         return report
 
@@ -231,16 +236,16 @@ class HistorySession:
 def record_collected(report: SweepReport, tell: Callable[[str], None]) -> None:
     """``farm results``: a detached sweep is recorded in this machine's history (with its ``--tag``s),
     whether or not a worker with a ``FARM_HISTORY_URL`` recorded it too (recording is idempotent)."""
-    if report.metadata.get("history") != "worker" or report.outcome.status == SweepStatus.RUNNING:
+    if report.envelope.recorder != "worker" or report.outcome.status == SweepStatus.RUNNING:
         return
     session = HistorySession(HistoryOptions(), tell=tell)
     if not session._record(report):  # warned; never raises: the report is written either way
         return
-    tags = report.metadata.get("tags") or {}
+    tags = report.envelope.tags
     shown = " ".join(f"{k}={v}" for k, v in tags.items())
     from farm.history.engine import safe_url
 
-    tell(f"sweep {report.metadata.get('sweep_id')} recorded in the history {safe_url(session.url)}"
+    tell(f"sweep {report.envelope.sweep_id} recorded in the history {safe_url(session.url)}"
          + (f" (tags {shown})" if shown else ""))
 
 
@@ -254,11 +259,10 @@ def compared_line(ref: str, comparison: Comparison) -> str:
     return f"{line}; regressed: {shown}" if regressed else line
 
 
-def start_history(options: HistoryOptions | None, facts: HistoryFacts, prepared: Any,
-                  tell: Callable[[str], None]) -> HistorySession:
-    """``farm test``'s session for a prepared sweep (``farm.api.PreparedSweep``), started."""
+def start_history(options: HistoryOptions | None, facts: HistoryFacts, plan: SweepPlan, loaded: CaseStream,
+                  tell: Callable[[str], None]) -> tuple[HistorySession, SweepPlan]:
+    """``farm test``'s session for a sweep's plan (its suite ``loaded`` from), started, and the
+    plan with what the history adds (``HistorySession.start``)."""
     session = HistorySession(options or HistoryOptions(), tell=tell)
-    loaded = prepared.loaded
-    session.start(prepared.plan, facts=facts, files=loaded.files, root=loaded.root,
-                  message_mode=loaded.kind == "message")
-    return session
+    return session, session.start(plan, facts=facts, files=loaded.files, root=loaded.root,
+                                  message_mode=loaded.kind == "message")

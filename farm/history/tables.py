@@ -29,7 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "r0009"
+SCHEMA_REVISION = "r0010"
 """The newest migration (tests check that it is Alembic's head)."""
 
 VERSION_TABLE = "farm_alembic_version"
@@ -109,6 +109,7 @@ case_results = Table(
     Column("trajectory_consistency", Float, nullable=True),  # SPEC 21; null: no run called a tool
     Column("trajectories", JSON, nullable=True),  # runs per path [{path, count}]; null: recorded before r0007
     Column("served", JSON, nullable=True),  # SPEC 25: {models, system_fingerprints, commits}; null: none reported
+    Column("load_bias", JSON, nullable=True),  # SPEC 25, r0010: runs by in_flight, split, q, flagged; null: not known
     Column("failure_reasons", JSON, nullable=False),
     Column("pass_at_k", JSON, nullable=False),
     Column("pass_hat_k", JSON, nullable=False),

@@ -3,7 +3,8 @@
 SPEC 12: the submitter records its sweep, except a detached or nightly one (the submitter has
 gone), which the worker running ``farm.report`` records when it has its own ``FARM_HISTORY_URL``.
 The database URL is the worker's own setting and never travels through Redis; the report says
-who records it (``metadata.history``: ``submitter``, ``worker`` or ``off``).
+who records it (``SweepEnvelope.recorder``, written as ``metadata.history``: ``submitter``,
+``worker`` or ``off``).
 
 Recording is idempotent, so the hook runs on every delivery of ``farm.report``: a delivery that
 died after storing the report but before recording still gets the sweep recorded. Failures are
@@ -34,7 +35,7 @@ def record_finished_sweep(load_report: Callable[[], SweepReport | None],
         return None
     try:
         report = load_report()
-        if report is None or report.metadata.get("history") != "worker":
+        if report is None or report.envelope.recorder != "worker":
             return None
         return _record(url, report, env)
     except Exception:  # the report is stored already; a history that fails must not fail the task

@@ -158,7 +158,7 @@ def sampled(outputs: list[JudgedOutput], sample: int | None, seed: int) -> Group
 def judge_check(settings: JudgeCheckSettings) -> JudgeCheck:
     """Load the report, re-judge its judged outputs, and sum up (runs the judges' event loop)."""
     report = load_report(settings)
-    result = JudgeCheck(settings.source, str(report.metadata.get("sweep_id") or "") or None, settings.repeats,
+    result = JudgeCheck(settings.source, report.envelope.sweep_id or None, settings.repeats,
                         settings.sample)
     collected = collect(report.results, SuiteCases(result.notes))
     result.truncated = collected.truncated
@@ -210,8 +210,8 @@ def _estimate(report: SweepReport, outputs: list[JudgedOutput], groups: Groups, 
 
 
 def _report_judge(report: SweepReport) -> str | None:
-    settings = report.metadata.get("settings")
-    judge = settings.get("judge") if isinstance(settings, dict) else None
+    history = report.envelope.history
+    judge = history.settings.get("judge") if history is not None else None
     return judge if isinstance(judge, str) and judge else None
 
 

@@ -26,6 +26,14 @@ from farm.models.base import PerCaseModel as PerCaseModel
 from farm.models.base import RunStatus as RunStatus
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
+from farm.models.envelope import FleetFacts as FleetFacts
+from farm.models.envelope import HistoryRecord as HistoryRecord
+from farm.models.envelope import SweepEnvelope as SweepEnvelope
+from farm.models.load import InFlightCount as InFlightCount
+from farm.models.load import LoadBias as LoadBias
+from farm.models.load import LoadBiasSummary as LoadBiasSummary
+from farm.models.load import Ramp as Ramp
+from farm.models.load import RampLevel as RampLevel
 from farm.models.served import Served as Served
 from farm.models.served import ServedCounts as ServedCounts
 from farm.models.stats import *  # noqa: F403
@@ -261,6 +269,9 @@ class RunResult(FarmModel):
     None: the run made none."""
     served: Served | None = None
     """What served the run's last answered turn (SPEC 25: model, fingerprint, request id, commit)."""
+    in_flight: int | None = None
+    """The sweep's runs in flight as this one began, itself included (SPEC 25, ``farm.models.load``);
+    None: not known (a run recorded before it was kept)."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:

@@ -88,10 +88,10 @@ OUTCOME_KEYS = tuple(SweepOutcome.model_fields)
 """The ``metadata`` keys the outcome is written under."""
 
 
-def split_outcome(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_outcome(written: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``metadata`` as written out → (the other keys, the outcome's keys)."""
-    rest = {k: v for k, v in metadata.items() if k not in OUTCOME_KEYS}
-    return rest, {k: metadata[k] for k in OUTCOME_KEYS if k in metadata and metadata[k] is not None}
+    rest = {k: v for k, v in written.items() if k not in OUTCOME_KEYS}
+    return rest, {k: written[k] for k in OUTCOME_KEYS if written.get(k) is not None}
 
 
 def outcome_of(metadata: Mapping[str, Any]) -> SweepOutcome:

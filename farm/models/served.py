@@ -23,6 +23,9 @@ class Served(FarmModel):
     """The provider's request id header (``x-request-id``, ``request-id``) of the last answer."""
     commit: str | None = None
     """``py:``/``cmd:`` agents: the commit of the git repository holding the agent's file."""
+    server_version: str | None = None
+    """neuro-san agents: the server's neuro-san version, as its health check (``GET /healthz``,
+    ``versions["neuro-san"]``) reports it, asked once per agent and process."""
 
 
 class ServedCounts(FarmModel):
@@ -31,12 +34,14 @@ class ServedCounts(FarmModel):
     models: dict[str, int] = Field(default_factory=dict)
     system_fingerprints: dict[str, int] = Field(default_factory=dict)
     commits: dict[str, int] = Field(default_factory=dict)
+    server_versions: dict[str, int] = Field(default_factory=dict)
+    """neuro-san server versions (``Served.server_version``)."""
 
     def add(self, served: Served | None, runs: int = 1) -> None:
         if served is None:
             return
         for counts, value in ((self.models, served.model), (self.system_fingerprints, served.system_fingerprint),
-                              (self.commits, served.commit)):
+                              (self.commits, served.commit), (self.server_versions, served.server_version)):
             if value:
                 counts[value] = counts.get(value, 0) + runs
 
@@ -44,25 +49,26 @@ class ServedCounts(FarmModel):
         if other is None:
             return
         for mine, theirs in ((self.models, other.models), (self.system_fingerprints, other.system_fingerprints),
-                             (self.commits, other.commits)):
+                             (self.commits, other.commits), (self.server_versions, other.server_versions)):
             for value, count in theirs.items():
                 mine[value] = mine.get(value, 0) + count
 
     def __bool__(self) -> bool:
-        return bool(self.models or self.system_fingerprints or self.commits)
+        return bool(self.models or self.system_fingerprints or self.commits or self.server_versions)
 
     def sorted(self) -> ServedCounts:
         """Most runs first (ties by name), as reports list them."""
         def order(counts: dict[str, int]) -> dict[str, int]:
             return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         return ServedCounts(models=order(self.models), system_fingerprints=order(self.system_fingerprints),
-                            commits=order(self.commits))
+                            commits=order(self.commits), server_versions=order(self.server_versions))
 
     def text(self) -> str:
         """``gpt-4o-2024-08-06 ×20 (fp_abc ×20)`` for people; '' when nothing was reported."""
         models = ", ".join(f"{m} ×{n}" for m, n in self.models.items())
         prints = ", ".join(f"{f} ×{n}" for f, n in self.system_fingerprints.items())
         commits = ", ".join(f"commit {c[:12]} ×{n}" for c, n in self.commits.items())
+        servers = ", ".join(f"neuro-san {v} ×{n}" for v, n in self.server_versions.items())
         text = models + (f" ({prints})" if models and prints else prints)
-        return "; ".join(p for p in (text, commits) if p)
+        return "; ".join(p for p in (text, commits, servers) if p)
 

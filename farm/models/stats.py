@@ -14,6 +14,8 @@ from pydantic import Field, SerializationInfo, field_serializer, model_validator
 from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
+from farm.models.envelope import SweepEnvelope
+from farm.models.load import LoadBias, LoadBiasSummary, Ramp
 from farm.models.outcome import BudgetFigures, StopReason, SweepOutcome, SweepStatus, split_outcome
 from farm.models.served import Served, ServedCounts
 from farm.models.trajectory import Divergence, ToolCall, TrajectoryPath
@@ -72,6 +74,8 @@ class RunDetail(FarmModel):
     ``farm.stats.trajectory.MAX_DETAIL_CALLS`` of them, arguments cut to 1,000 characters."""
     served: Served | None = None
     """What served the run (SPEC 25); None: nothing reported."""
+    in_flight: int | None = None
+    """The sweep's runs in flight as the run began, itself included (SPEC 25); None: not known."""
 
     @property
     def error_line(self) -> str:
@@ -235,6 +239,9 @@ class CaseStats(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit, most first (SPEC 25); null:
     no run reported any."""
+    load_bias: LoadBias | None = None
+    """The case's runs started under high vs low load (SPEC 25, ``farm.stats.load_bias``); null: no
+    run knew its ``in_flight``."""
 
 
 class SweepSummary(FarmModel):
@@ -285,6 +292,12 @@ class SweepSummary(FarmModel):
     served: ServedCounts | None = None
     """Runs per served model, ``system_fingerprint`` and agent commit over the sweep (SPEC 25);
     null: no run reported any."""
+    load_bias: LoadBiasSummary | None = None
+    """The sweep's median ``in_flight`` and the cases that pass at a different rate above it (SPEC
+    25); null: no run knew its ``in_flight``, or every run started at the same load."""
+    ramp: Ramp | None = None
+    """``farm test --ramp``: pass rate, latency, 429s and timeouts per concurrency (SPEC 25);
+    null: no ramp."""
     skipped_ids: list[str] = Field(default_factory=list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""
@@ -297,27 +310,38 @@ class SweepReport(FarmModel):
     environment: dict[str, JsonValue]
     results: list[CaseStats]
     """Cases that ran, in plan order; skipped cases are listed in ``summary.skipped_ids`` only."""
-    metadata: dict[str, JsonValue]
-    """``sweep_id``, ``agent_id``, ``connector``, ``started_at``, ``completed_at``, ``version``,
-    ``comparison`` (``documented`` or ``neuro-san-compat``), ``min_pass_rate``, …"""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """The user's own keys: whatever a written-out ``metadata`` holds that is neither the envelope's
+    nor the outcome's (the farm writes none of its own here)."""
+    envelope: SweepEnvelope = Field(default_factory=SweepEnvelope, exclude=True)
+    """The sweep's identity and sections (``sweep_id``, ``agent_id``, ``connector``, ``started_at``,
+    ``completed_at``, ``version``, ``comparison``, ``min_pass_rate``, history, quarantine, …).
+    Written out (and read back) as keys of ``metadata``; never a key of its own."""
     outcome: SweepOutcome = Field(default_factory=SweepOutcome, exclude=True)
     """How the sweep ended. Written out (and read back) as keys of ``metadata``: ``status``,
     ``stopped``, ``not_run``, ``reason``, ``budget``; never a key of its own."""
 
     @model_validator(mode="before")
     @classmethod
-    def _outcome_from_metadata(cls, data: Any) -> Any:
-        """A report as written out (or built from a metadata dict) keeps its outcome in ``metadata``."""
-        if isinstance(data, dict) and "outcome" not in data and isinstance(data.get("metadata"), dict):
+    def _typed_from_metadata(cls, data: Any) -> Any:
+        """A report as written out (or built from a metadata dict) keeps its envelope and outcome in
+        ``metadata``; a typed envelope or outcome given wins over the keys."""
+        if isinstance(data, dict) and isinstance(data.get("metadata"), dict):
             metadata, outcome = split_outcome(data["metadata"])
-            data = {**data, "metadata": metadata, "outcome": outcome}
+            metadata, envelope = SweepEnvelope.split(metadata)
+            given = data.get("envelope")
+            if isinstance(given, SweepEnvelope):
+                given = given.model_dump()
+            data = {**data, "metadata": metadata, "envelope": {**envelope, **(given or {})},
+                    "outcome": data.get("outcome", outcome)}
         return data
 
     @field_serializer("metadata")
-    def _metadata_with_outcome(self, metadata: dict[str, JsonValue], info: SerializationInfo) -> dict[str, Any]:
+    def _metadata_with_envelope(self, metadata: dict[str, JsonValue], info: SerializationInfo) -> dict[str, Any]:
         # only this field goes through Python: the results (most of a report) stay on pydantic's fast path
         outcome = self.outcome.model_dump(mode=info.mode)
-        return {**metadata, **{k: v for k, v in outcome.items() if v is not None}}
+        return {**self.envelope.written("json" if info.mode_is_json() else "python"), **metadata,
+                **{k: v for k, v in outcome.items() if v is not None}}
 
     def written_metadata(self) -> dict[str, JsonValue]:
         """``metadata`` as the report writes it out: the outcome's keys included (JSON values)."""

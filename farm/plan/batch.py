@@ -30,6 +30,7 @@ from farm.run.execute import RunEnvironment
 from farm.run.simulators import check_simulators
 from farm.stats import CasePlan, plan_case
 from farm.stats.adaptive import AdaptiveRule
+from farm.stats.plan import ramp_plan
 from farm.wording import plural
 
 
@@ -180,6 +181,8 @@ class PlanSpec:
     """``--run REGEX``: the case ids it matches (Yao's filter)."""
     patterns: tuple[str, ...] = ()
     """``-k``, repeatable."""
+    ramp_levels: int = 1
+    """``--ramp``: how many concurrency levels each case's runs are made at (``ramp_plan``)."""
 
 
 ReadCounter = Callable[[int], None]
@@ -234,6 +237,8 @@ class BatchPlanner:
                 self._plain = case_plan
         else:  # every other case's plan depends on the flags only (``plan_case``): planned once
             case_plan = self._plain
+        if self.spec.ramp_levels > 1 and not case.skip:
+            case_plan = ramp_plan(case_plan, self.spec.ramp_levels)
         agent = self._agent(case, batch)
         batch.totals.add_case(case, case_plan, agent, self.env)
         if self.keeper is None:

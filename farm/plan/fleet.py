@@ -21,7 +21,7 @@ from farm.durations import parse_duration
 from farm.errors import SettingsError
 from farm.fleet.budget import BudgetLimit, parse_budget
 from farm.fleet.replay import ReplayMode
-from farm.models import FarmModel
+from farm.models import FarmModel, FleetFacts
 from farm.plan.rate_specs import LimitTable, RateLimit, parse_flag
 from farm.stats.adaptive import AdaptiveKind, AdaptiveRule, parse_sprt
 from farm.stats.prices import Price
@@ -132,8 +132,8 @@ class FleetPlan(FarmModel):
     def price_of(self, key: str) -> Price | None:
         return self.prices.get(key)
 
-    def describe(self) -> dict[str, Any]:
-        """What reports' metadata say about fleet control (only what was asked for)."""
+    def describe(self) -> FleetFacts | None:
+        """What reports say about fleet control (only what was asked for; None: nothing was)."""
         described: dict[str, Any] = {}
         if self.adaptive is not None:
             described["adaptive"] = self.adaptive.kind
@@ -144,7 +144,7 @@ class FleetPlan(FarmModel):
             described[self.replay.mode.value] = self.replay.directory
         if not self.judge_cache:
             described["judge_cache"] = False
-        return described
+        return FleetFacts.model_validate(described) if described else None
 
 
 def agent_ref_key(ref: AgentRef) -> str:

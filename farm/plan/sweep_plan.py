@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Protocol
 
-from pydantic import Field, PlainValidator
+from pydantic import Field, PlainValidator, model_validator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.bundles.ref import BundleRef
-from farm.models import Case, FarmModel, PerCaseModel
+from farm.models import Case, FarmModel, PerCaseModel, SweepEnvelope
 from farm.plan.fleet import FleetPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import DEFAULT_QUEUE
@@ -69,6 +69,10 @@ class CaseSource(Protocol):
         """Each case's JSON text (the journal's plan line)."""
         ...
 
+    def reordered(self, order: Sequence[int]) -> CaseSource:
+        """The same cases in ``order`` (indexes into this order), held the same way."""
+        ...
+
 
 class PlannedCases(list[PlannedCase]):
     """A plan's cases as models: what an in-process sweep runs."""
@@ -84,6 +88,9 @@ class PlannedCases(list[PlannedCase]):
 
     def json_texts(self) -> Iterator[str]:
         return (c.model_dump_json() for c in self)
+
+    def reordered(self, order: Sequence[int]) -> PlannedCases:
+        return PlannedCases(self[i] for i in order)
 
     def keep(self, case: Case, plan: CasePlan, agent: AgentRef) -> PlannedCase:
         return PlannedCase.checked(case=case, plan=plan, agent=agent)
@@ -101,7 +108,12 @@ def _case_source(value: Any) -> Any:
 
 
 class SweepPlan(FarmModel):
-    """A sweep ready to run. ``cases`` is in-process only: Redis stores each case on its own."""
+    """A sweep ready to run. ``cases`` is in-process only: Redis stores each case on its own.
+
+    Frozen: nothing writes a plan once ``farm.api.prepare_sweep`` built it; who adds to it (the
+    quarantine, the history, ``--otel``, ``--order``) makes a new one (``with_envelope``)."""
+
+    model_config = FarmModel.model_config | {"frozen": True}
 
     sweep_id: str
     env: RunEnvironment
@@ -123,10 +135,16 @@ class SweepPlan(FarmModel):
     max_run_details: int = DEFAULT_MAX_RUN_DETAILS
     """Runs kept per case for the report; 0 when no output shows them (JSONL stream, stdout),
     which keeps an in-process sweep's memory flat however many runs it has."""
+    envelope: SweepEnvelope = Field(default_factory=SweepEnvelope)
+    """What the report's envelope says before the first run (input, ``--runs``, min pass rate,
+    fleet switches, history facts, quarantine, ``--otel``); the identity is the plan's own fields."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    """Goes into the report's metadata (input, min pass rate, reporter, …)."""
+    """The user's own keys for the report's metadata (free-form; the farm adds none)."""
     queue: str = DEFAULT_QUEUE
     started_at: str = ""
+    ramp: list[int] | None = None
+    """``farm test --ramp``: the concurrency of each level, in order; every case's runs are split
+    evenly across them (SPEC 25). None: one level, ``parallel``."""
     fleet: FleetPlan = Field(default_factory=FleetPlan)
     """Rate limits, budget, prices, adaptive runs, caches, record/replay (SPEC 13; no secrets)."""
     bundle: BundleRef | None = None
@@ -136,9 +154,25 @@ class SweepPlan(FarmModel):
     """The cases (``CaseSource``), held as whoever built the plan chose; not validated again when
     the plan is built."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _envelope_from_metadata(cls, data: Any) -> Any:
+        """A plan given its envelope as ``metadata`` keys (a journal of an older farm, a test) types them."""
+        if isinstance(data, dict) and isinstance(data.get("metadata"), dict):
+            metadata, envelope = SweepEnvelope.split(data["metadata"])
+            if envelope:
+                given = data.get("envelope")
+                given = given.model_dump() if isinstance(given, SweepEnvelope) else given or {}
+                data = {**data, "metadata": metadata, "envelope": {**envelope, **given}}
+        return data
+
     @property
     def case_ids(self) -> list[str]:
         return self.cases.ids()
+
+    def with_envelope(self, **fields: Any) -> SweepPlan:
+        """A copy of the plan whose envelope has ``fields`` too (the cases are shared)."""
+        return self.model_copy(update={"envelope": self.envelope.updated(**fields)})
 
     def slots(self) -> Sequence[CaseSlot]:
         """What publishing needs of each case, in plan order."""

@@ -1,21 +1,19 @@
-"""Attach the quarantine entries of a prepared sweep to its plan's metadata.
+"""The quarantine entries of a prepared sweep, for its plan's envelope.
 
-The plan carries them (``metadata["quarantine"]``: case id → its entry), so a detached or
-nightly sweep whose report a worker builds marks its cases exactly as ``farm test`` does.
+The plan carries them (``SweepEnvelope.quarantine``: case id → its entry; the report's
+``metadata.quarantine``), so a detached or nightly sweep whose report a worker builds marks its
+cases exactly as ``farm test`` does.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from farm.quarantine.entries import Entry, EntryIndex, project_file, read_entries
-
-METADATA_KEY = "quarantine"
-
 
 _NONE = EntryIndex([])
 
@@ -31,27 +29,27 @@ def _entries_for(source: str, given: EntryIndex | None) -> EntryIndex:
     return _project_entries(project_file(Path(source))) if source else _NONE
 
 
-def quarantine_plan(prepared: Any, quarantine_file: str | None,
+def quarantine_plan(cases: Iterable[tuple[str, str]], sources: Sequence[str], quarantine_file: str | None,
                     warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
-    """Case id → entry for the prepared sweep's quarantined cases (each case with its own
+    """Case id → entry for the quarantined ``cases`` ((case id, its suite file), in plan order) of a
+    sweep whose suite was read from ``sources`` (each case with its own
     project's file, or every case with ``--quarantine FILE``); InputError on a bad file. ``warn``
     hears of an entry that names no case while a case id is close to it (a typo)."""
     _project_entries.cache_clear()  # a file edited between two sweeps of one process is read again
     given = EntryIndex(read_entries(Path(quarantine_file))) if quarantine_file else None
     found: dict[str, dict[str, Any]] = {}
-    sources = [str(f) for f in prepared.loaded.files] or [str(prepared.loaded.root)]
     if given is None and not any(project_file(Path(s)).is_file() for s in sources):
         return found  # no file: the cases are not decoded for nothing
     indexes: dict[int, EntryIndex] = {}
     matched: set[int] = set()
     ids: list[str] = []
-    for planned in prepared.plan.cases:
-        index = _entries_for(planned.case.source, given)
+    for case_id, source in cases:
+        index = _entries_for(source, given)
         indexes[id(index)] = index
-        ids.append(planned.id)
-        entry = index.first(planned.id)
+        ids.append(case_id)
+        entry = index.first(case_id)
         if entry is not None:
-            found[planned.id] = entry.describe()
+            found[case_id] = entry.describe()
             matched.add(id(entry))
     if warn is not None:
         for index in indexes.values():
@@ -72,10 +70,3 @@ def _typos(unmatched: list[Entry], ids: list[str]) -> list[str]:
             lines.append(f"{entry.file}:{entry.line}: quarantine case {entry.case!r} names no case of this sweep; "
                          f"did you mean {close[0]!r}?")
     return lines
-
-
-def attach_quarantine(prepared: Any, quarantine_file: str | None, warn: Callable[[str], None] | None = None) -> None:
-    """Put the entries in ``prepared.plan.metadata`` (nothing when no case is quarantined)."""
-    found = quarantine_plan(prepared, quarantine_file, warn)
-    if found:
-        prepared.plan.metadata[METADATA_KEY] = found

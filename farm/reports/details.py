@@ -32,8 +32,7 @@ def attach_details(report: SweepReport, source: RunDetailsSource) -> None:
     key = id(report)
     _SOURCES[key] = source
     weakref.finalize(report, _SOURCES.pop, key, None)
-    sweep_id = report.metadata.get("sweep_id")
-    if isinstance(sweep_id, str):
+    if (sweep_id := report.envelope.sweep_id) is not None:
         _BY_SWEEP[sweep_id] = source
 
 
@@ -41,8 +40,8 @@ def details_source(report: SweepReport) -> RunDetailsSource | None:
     """The source attached to ``report`` (or to the report it was copied from); None: its run
     details are in its results."""
     source = _SOURCES.get(id(report))
-    sweep_id = report.metadata.get("sweep_id")
-    if source is None and isinstance(sweep_id, str):
+    sweep_id = report.envelope.sweep_id
+    if source is None and sweep_id is not None:
         source = _BY_SWEEP.get(sweep_id)
     return source
 

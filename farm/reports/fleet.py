@@ -8,9 +8,8 @@ stopped by an adaptive rule says so, since its pass rate is biased by stopping. 
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from farm.models import BudgetFigures, CaseStats, SweepReport, SweepSummary
+from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepReport, SweepSummary
 
 UNKNOWN = "unknown"
 BIASED = "biased: adaptive"
@@ -64,10 +63,10 @@ def cost_rows(figures: CaseStats | SweepSummary) -> list[tuple[str, str]]:
     return [*rows, ("Cost per passing run", cost_text(figures.cost_per_passing_run))]
 
 
-def sweep_rows(summary: SweepSummary, metadata: dict[str, Any], budget: BudgetFigures | None) -> list[tuple[str, str]]:
+def sweep_rows(summary: SweepSummary, envelope: SweepEnvelope, budget: BudgetFigures | None) -> list[tuple[str, str]]:
     """The summary rows of fleet control: costs, runs saved by adaptive runs, the budget."""
     rows = cost_rows(summary)
-    if metadata.get("adaptive"):
+    if envelope.adaptive:
         rows.append(("Runs saved (adaptive)", f"{summary.runs_saved:,}"))
     if budget is not None:
         rows.append(("Budget", budget_text(budget)))
@@ -104,13 +103,13 @@ def fleet_line(report: SweepReport, *, always: bool) -> str | None:
     """``cost $0.12 ($0.004 per passing run); tokens 1,234 in / 56 out; 240 runs saved by --adaptive;
     budget $0.12 of $0.50 spent``. The cost clause ``always``, else only when the sweep reported usage
     or a cost; the others when the sweep was adaptive or ran under a budget."""
-    s, meta = report.summary, report.metadata
+    s = report.summary
     parts = []
     if always or s.usage or s.judge_usage is not None or s.cost_usd is not None:
         parts.append(summary_cost(s))
         if s.usage:
             parts.append(f"tokens {tokens_text(s.usage)}")
-    if meta.get("adaptive"):
+    if report.envelope.adaptive:
         parts.append(f"{s.runs_saved:,} runs saved by --adaptive")
     if report.outcome.budget is not None:
         parts.append(f"budget {budget_text(report.outcome.budget)}")

@@ -17,10 +17,11 @@ from typing import Any, TextIO
 from markupsafe import Markup
 
 from farm.durations import format_ms
-from farm.models import BudgetFigures, CaseStats, SweepOutcome, SweepReport, SweepSummary
+from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepOutcome, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
 from farm.reports.semantic import semantic_summary
 from farm.wording import plural
 
@@ -51,17 +52,17 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
     """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time
     (each case's run details from ``details`` when given)."""
     summary = report.summary
-    meta = report.written_metadata()  # the metadata table shows what the JSON report holds
-    agent = _text(meta.get("agent_id") or "agent")
+    meta, envelope = report.written_metadata(), report.envelope  # the table shows what the JSON report holds
+    agent = _text(envelope.agent_id or "agent")
     multi_run = summary.runs_per_case > 1
-    cards = _cards(summary) + _fleet_cards(summary, meta, report.outcome.budget) + _semantic_cards(summary)
+    cards = _cards(summary) + _fleet_cards(summary, envelope, report.outcome.budget) + _semantic_cards(summary)
     cards += _served_cards(summary)
     page = template_environment().get_template("report.html.j2").render(
         title=f"Agent test report · {agent}",
         agent=agent,
         verdict=_verdict(summary, report.outcome),
         apart=_apart(report),
-        meta_items=_meta_items(meta),
+        meta_items=_meta_items(envelope),
         cards=cards,
         card_columns=card_columns(len(cards)),
         status_bar=_status_bar(summary),
@@ -70,9 +71,11 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         spread=_spread(report.results) if multi_run else None,
         environment=_rows(report.environment),
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
-        compared=_compared_with(meta),
-        retry_bias=_retry_bias(meta),
-        generator=f"agent-farm {_text(meta.get('version') or '')}".strip(),
+        compared=_compared_with(envelope),
+        retry_bias=_retry_bias(envelope),
+        load_bias=_load_bias(summary),
+        ramp=_ramp(summary),
+        generator=f"agent-farm {_text(envelope.version or '')}".strip(),
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
         js=Markup(asset("report.js")),
@@ -88,7 +91,8 @@ def _write_data(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     environment and the metadata (either may hold a ``"results":[]`` of its own): where is found
     from the report dumped without results and metadata. The escapes replace single characters,
     so the pieces escape as the whole did."""
-    bare = report.model_copy(update={"results": [], "metadata": {}, "outcome": SweepOutcome()}).model_dump_json()
+    bare = report.model_copy(update={"results": [], "metadata": {}, "envelope": SweepEnvelope(),
+                                     "outcome": SweepOutcome()}).model_dump_json()
     if not bare.endswith(_BARE_END):
         raise AssertionError("SweepReport's fields are no longer summary, environment, results, metadata")
     at = len(bare) - len(_BARE_END) + len(_NO_RESULTS) - 1  # just before the results' closing ]
@@ -111,10 +115,10 @@ def render_html(report: SweepReport) -> str:
     return out.getvalue()
 
 
-def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:
+def _compared_with(envelope: SweepEnvelope) -> dict[str, Any] | None:
     """The "compared with" section, when ``farm test --baseline`` attached a comparison."""
-    document = meta.get("compared_with")
-    if not isinstance(document, dict):
+    document = envelope.compared_with
+    if document is None:
         return None
     from farm.reports.history_html import compared_with_section
     from farm.stats.compare import Comparison
@@ -122,12 +126,28 @@ def _compared_with(meta: dict[str, Any]) -> dict[str, Any] | None:
     return compared_with_section(Comparison.model_validate(document))
 
 
-def _retry_bias(meta: dict[str, Any]) -> dict[str, str] | None:
+def _retry_bias(envelope: SweepEnvelope) -> dict[str, str] | None:
     """The sweep-level retry-bias line (``metadata.retry_bias``), warning when a case is flagged."""
-    bias = meta.get("retry_bias")
-    if not isinstance(bias, dict) or not bias.get("line"):
+    bias = envelope.retry_bias
+    if bias is None or not bias.line:
         return None
-    return {"text": _text(bias["line"]), "tone": "warn" if bias.get("flagged") else "muted"}
+    return {"text": _text(bias.line), "tone": "warn" if bias.flagged else "muted"}
+
+
+def _ramp(summary: SweepSummary) -> dict[str, Any] | None:
+    """``farm test --ramp``'s panel (SPEC 25): its line, table and quality-under-load chart."""
+    if summary.ramp is None:
+        return None
+    return {"line": summary.ramp.line, "header": RAMP_HEADER, "rows": ramp_rows(summary.ramp),
+            "chart": ramp_chart(summary.ramp)}
+
+
+def _load_bias(summary: SweepSummary) -> dict[str, str] | None:
+    """The sweep-level load-bias line (``summary.load_bias``, SPEC 25), warning when a case is flagged."""
+    bias = summary.load_bias
+    if bias is None:
+        return None
+    return {"text": bias.line, "tone": "warn" if bias.flagged else "muted"}
 
 
 # ------------------------------------------------------------------------------- header
@@ -166,19 +186,19 @@ def _apart(report: SweepReport) -> list[tuple[str, list[str], str]]:
     return [(title, ids, note) for title, ids, note in groups if ids]
 
 
-def _meta_items(meta: dict[str, Any]) -> list[tuple[str, str]]:
+def _meta_items(meta: SweepEnvelope) -> list[tuple[str, str]]:
     """The run's identity line: agent, connector, sweep, times, comparison semantics."""
-    comparison = _text(meta.get("comparison") or "documented")
+    comparison = _text(meta.comparison or "documented")
     items = [
-        ("Agent", meta.get("agent_id")),
-        ("Connector", meta.get("connector")),
-        ("Sweep", meta.get("sweep_id")),
-        ("Started", meta.get("started_at")),
-        ("Completed", meta.get("completed_at")),
+        ("Agent", meta.agent_id),
+        ("Connector", meta.connector),
+        ("Sweep", meta.sweep_id),
+        ("Started", meta.started_at),
+        ("Completed", meta.completed_at),
         ("Comparison", _COMPARISONS.get(comparison, comparison)),
     ]
-    rate = meta.get("min_pass_rate")
-    if isinstance(rate, int | float) and not isinstance(rate, bool):
+    rate = meta.min_pass_rate
+    if rate is not None:
         items.append(("Min pass rate", _percent(rate * 100)))
     return [(label, _text(value)) for label, value in items if value not in (None, "")]
 
@@ -202,14 +222,14 @@ def _cards(s: SweepSummary) -> list[dict[str, str]]:
     ]
 
 
-def _fleet_cards(s: SweepSummary, meta: dict[str, Any], budget: BudgetFigures | None) -> list[dict[str, str]]:
+def _fleet_cards(s: SweepSummary, envelope: SweepEnvelope, budget: BudgetFigures | None) -> list[dict[str, str]]:
     """Cost (``unknown`` when it is), runs saved by ``--adaptive``, and the budget."""
     per_run = s.cost_per_passing_run
     caption = f"{cost_text(per_run)} per passing run" if per_run is not None else "agent and judge calls"
     known = s.usage or s.judge_usage is not None or s.cost_usd is not None or budget is not None
     # no usage reported and no price: an "unknown" card says nothing (and sat alone on a row of its own)
     cards = [_card("Cost", cost_text(total_cost(s)), caption, "neutral")] if known else []
-    if meta.get("adaptive"):
+    if envelope.adaptive:
         biased = "adaptive: pass rates biased" if s.runs_saved else "adaptive: no case stopped early"
         cards.append(_card("Runs saved", f"{s.runs_saved:,}", biased, "neutral"))
     if budget is not None:
@@ -232,7 +252,8 @@ def _served_cards(s: SweepSummary) -> list[dict[str, str]]:
     if s.served is None:
         return []
     served = s.served
-    names = list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+    names = (list(served.models) or list(served.system_fingerprints) or [f"commit {c[:12]}" for c in served.commits]
+             or [f"neuro-san {v}" for v in served.server_versions])
     return [_card("Served", names[0] if names else "—", served.text(), "warn" if len(names) > 1 else "neutral")]
 
 

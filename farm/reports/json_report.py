@@ -31,8 +31,8 @@ def yao_summary_aliases(report: SweepReport) -> dict[str, Any]:
         "passed": s.passed_cases,
         "failed": s.failed_cases,
         "skipped": s.skipped_cases,
-        "agent_id": report.metadata.get("agent_id"),
-        "connector": report.metadata.get("connector"),
+        "agent_id": report.envelope.agent_id,
+        "connector": report.envelope.connector,
     }
 
 

@@ -75,6 +75,8 @@ def result_event(r: RunResult) -> dict[str, Any]:
         event |= {"error_type": r.error.type, "traceback": r.error.traceback}
     if r.served is not None:  # SPEC 25, when reported
         event["served"] = r.served.model_dump(mode="json", exclude_none=True)
+    if r.in_flight is not None:  # SPEC 25: the sweep's runs in flight as it began
+        event["in_flight"] = r.in_flight
     if r.usage is not None or r.cost_usd is not None or r.judge_usage is not None:  # SPEC 13, when known
         event |= {"usage": r.usage, "turn_usage": r.turn_usage, "cost_usd": r.cost_usd,
                   "judge_usage": r.judge_usage, "judge_cost_usd": r.judge_cost_usd}
@@ -179,10 +181,10 @@ def render_jsonl(report: SweepReport, results: Iterable[RunResult] | None = None
     """The whole stream after the fact; without ``results`` it holds no ``result`` lines."""
     buffer = io.StringIO()
     writer = JsonlWriter(buffer)
-    meta = report.metadata
-    writer.start(timestamp=str(meta.get("started_at") or ""), agent_id=str(meta.get("agent_id") or ""),
+    meta = report.envelope
+    writer.start(timestamp=str(meta.started_at or ""), agent_id=str(meta.agent_id or ""),
                  total_cases=report.summary.total_cases, total_runs=report.summary.total_runs,
-                 sweep_id=meta.get("sweep_id"))
+                 sweep_id=meta.sweep_id)
     for r in results or ():
         writer.result(r)
     for s in report.results:

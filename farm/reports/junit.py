@@ -53,7 +53,8 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 
 
 def _describe(detail: RunDetail) -> list[str]:
-    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
+    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
+    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
     if detail.error:
         return [f"{head}: {detail.error_line}"]
     lines = [head]
@@ -114,6 +115,7 @@ def _testcase(stats: CaseStats) -> ET.Element:
         **({"semantic_consistency": stats.semantic_consistency} if stats.semantic_consistency is not None else {}),
         **trajectory_properties(stats),
         "served": None if stats.served is None else stats.served.model_dump(),  # SPEC 25
+        "load_bias": None if stats.load_bias is None else stats.load_bias.model_dump(exclude={"in_flight"}),
     })
     verdict = _junit_verdict(stats)
     if verdict == "quarantined":  # runs and is reported, but CI stays green as the exit code does
@@ -149,11 +151,11 @@ SKIPPED_SUITE = "skipped"
 """Skipped cases have no statistics (SPEC 10), their suite included: they sit in a suite of their own."""
 
 
-def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> None:
+def _skipped_suite(root: ET.Element, ids: list[str], report: SweepReport) -> None:
     suite = ET.SubElement(root, "testsuite", {
         "name": SKIPPED_SUITE, "tests": str(len(ids)), "failures": "0", "errors": "0", "skipped": str(len(ids)),
-        "time": "0.000", "timestamp": xml_safe(meta.get("started_at") or ""),
-        "hostname": xml_safe(meta.get("hostname") or "localhost"),
+        "time": "0.000", "timestamp": xml_safe(report.envelope.started_at or ""),
+        "hostname": xml_safe(_hostname(report)),
     })
     for case_id in ids:
         case = ET.SubElement(suite, "testcase", name=xml_safe(case_id), classname=SKIPPED_SUITE, time="0.000")
@@ -161,13 +163,18 @@ def _skipped_suite(root: ET.Element, ids: list[str], meta: dict[str, Any]) -> No
         ET.SubElement(case, "skipped", message="skip: true in the suite")
 
 
+def _hostname(report: SweepReport) -> str:
+    """The ``hostname`` a user's own metadata gives (the farm writes none), else ``localhost``."""
+    return str(report.metadata.get("hostname") or "localhost")
+
+
 def _fleet(report: SweepReport) -> dict[str, Any]:
     """The sweep's cost (``unknown`` when it is), judge cost, runs saved and budget as properties."""
-    s, meta = report.summary, report.metadata
+    s = report.summary
     budget = report.outcome.budget
     return {"cost_usd": cost_text(s.cost_usd), "cost_per_passing_run": cost_text(s.cost_per_passing_run),
             "judge_cost_usd": cost_text(s.judge_cost_usd) if s.judge_usage is not None else None,
-            "runs_saved": s.runs_saved if meta.get("adaptive") else None,
+            "runs_saved": s.runs_saved if report.envelope.adaptive else None,
             "budget": budget_text(budget) if budget is not None else None}
 
 
@@ -184,11 +191,23 @@ _CASE_LEVEL = 2
 """A ``<testcase>``'s depth: ``testsuites`` > ``testsuite`` > ``testcase``."""
 
 
+def _suite_properties(report: SweepReport) -> dict[str, Any]:
+    """What every ``<testsuite>`` carries of the sweep: who ran what, how it ended, and its typed
+    sections (SPEC 25: served models, load bias, ramp)."""
+    meta, summary = report.envelope, report.summary
+    return {"sweep_id": meta.sweep_id, "agent_id": meta.agent_id, "connector": meta.connector,
+            "comparison": meta.comparison, "min_pass_rate": meta.min_pass_rate,
+            "stopped": report.outcome.stopped, **_fleet(report), "semantic": _semantic_not_computed(report),
+            "served": None if summary.served is None else summary.served.model_dump(),
+            "load_bias": None if summary.load_bias is None else summary.load_bias.model_dump(),
+            "ramp": None if summary.ramp is None else summary.ramp.model_dump()}
+
+
 def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
     """The report as JUnit XML, written to ``out`` one ``<testcase>`` at a time (each case's run
     details from ``details`` when given): the tree is built and indented with a placeholder per
     case, and each case is built, indented at its depth and written in its place."""
-    meta = report.metadata
+    meta = report.envelope
     suites: dict[str, list[CaseStats]] = {}
     for stats in report.results:
         suites.setdefault(stats.suite or "farm", []).append(stats)
@@ -203,17 +222,14 @@ def write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | No
     for name, cases in suites.items():
         suite = ET.SubElement(root, "testsuite", {
             "name": xml_safe(name), **_suite_counts(cases),
-            "timestamp": xml_safe(meta.get("started_at") or ""),
-            "hostname": xml_safe(meta.get("hostname") or "localhost"),
+            "timestamp": xml_safe(meta.started_at or ""),
+            "hostname": xml_safe(_hostname(report)),
         })
-        _properties(suite, {**{k: meta.get(k) for k in ("sweep_id", "agent_id", "connector", "comparison",
-                                                        "min_pass_rate")}, "stopped": report.outcome.stopped,
-                            **_fleet(report), "semantic": _semantic_not_computed(report),
-                            "served": None if report.summary.served is None else report.summary.served.model_dump()})
+        _properties(suite, _suite_properties(report))
         for _ in cases:
             suite.append(ET.Comment(_CASE))
     if skipped:
-        _skipped_suite(root, skipped, meta)
+        _skipped_suite(root, skipped, report)
     ET.indent(root)
     pieces = iter(ET.tostring(root, encoding="unicode").split(f"<!--{_CASE}-->"))
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + next(pieces))

@@ -20,6 +20,7 @@ from farm.reports.criteria import CRITERIA_HEADER, criterion_row, failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
+from farm.reports.load import RAMP_HEADER, case_load_text, ramp_rows
 from farm.reports.semantic import cluster_rows, semantic_case_text, semantic_summary
 from farm.reports.trajectory import TRAJECTORY_HEADER, divergence_text, path_text, trajectory_rows
 from farm.stats import case_verdict
@@ -70,9 +71,9 @@ def _table(header: tuple[str, ...], rows: Sequence[Sequence[str]], align: str = 
 
 
 def _summary(report: SweepReport) -> list[str]:
-    s, meta = report.summary, report.metadata
-    rows = [("Agent", md_inline(meta.get("agent_id") or "-")),
-            ("Connector", md_inline(meta.get("connector") or "-")),
+    s, meta = report.summary, report.envelope
+    rows = [("Agent", md_inline(meta.agent_id or "-")),
+            ("Connector", md_inline(meta.connector or "-")),
             ("Total", str(s.total_cases)), ("Passed", str(s.passed_cases)),
             ("Failed", str(s.failed_cases)), ("Skipped", str(s.skipped_cases)),
             ("Pass Rate", f"{s.overall_pass_rate}%"), ("Duration", format_ms(s.duration_ms)),
@@ -80,18 +81,28 @@ def _summary(report: SweepReport) -> list[str]:
     if s.runs_per_case > 1:
         rows += [("Stable", str(s.stable_cases)), ("Flaky", str(s.flaky_cases)),
                  ("Broken", str(s.broken_cases))]
-    for key, label in (("comparison", "Comparison"), ("min_pass_rate", "Min Pass Rate"),
-                       ("sweep_id", "Sweep")):
-        if meta.get(key) is not None:
-            rows.append((label, md_inline(meta[key])))
+    for value, label in ((meta.comparison, "Comparison"), (meta.min_pass_rate, "Min Pass Rate"),
+                         (meta.sweep_id, "Sweep")):
+        if value is not None:
+            rows.append((label, md_inline(value)))
     rows += [(label, md_inline(value)) for label, value in sweep_rows(s, meta, report.outcome.budget)]
-    if isinstance(bias := meta.get("retry_bias"), dict):
-        rows.append(("Retry Bias", md_inline(bias.get("line"))))
+    if (bias := meta.retry_bias) is not None:
+        rows.append(("Retry Bias", md_inline(bias.line)))
     if semantic_summary(s) is not None:
         rows.append(("Semantic consistency", md_inline(semantic_summary(s))))
     if s.served is not None:  # SPEC 25: what the provider says served the runs
         rows.append(("Served", md_inline(s.served.text())))
+    if s.load_bias is not None:  # SPEC 25: runs started above the median in_flight against the rest
+        rows.append(("Load Bias", md_inline(s.load_bias.line)))
     return ["## Summary", "", *_table(("Metric", "Value"), rows)]
+
+
+def _ramp(report: SweepReport) -> list[str]:
+    """``farm test --ramp``'s levels (SPEC 25)."""
+    ramp = report.summary.ramp
+    if ramp is None:
+        return []
+    return ["## Ramp", "", md_inline(ramp.line), "", *_table(RAMP_HEADER, ramp_rows(ramp), "rrrrrrrr")]
 
 
 def _environment(report: SweepReport) -> list[str]:
@@ -159,7 +170,8 @@ def _meanings(stats: CaseStats) -> list[str]:
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
-    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)})"
+    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
+    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
     if detail.failure_class:
         turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
         head += f" · {md_inline(detail.failure_class)}{turn}"
@@ -208,6 +220,8 @@ def _case(stats: CaseStats) -> list[str]:
         lines += ["; ".join(f"{label}: {md_inline(value)}" for label, value in cost_rows(stats)), ""]
     if stats.served is not None:
         lines += [f"Served: {md_inline(stats.served.text())}", ""]
+    if (load := case_load_text(stats)) is not None:
+        lines += [f"Load: {md_inline(load)}", ""]
     if stats.input is not None:
         lines += ["**Input**", "", _block(stats.input), ""]
     if stats.expected is not None:
@@ -238,7 +252,7 @@ def _apart(report: SweepReport) -> list[str]:
 def write_markdown(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
     """The whole report as Markdown, written to ``out`` one case at a time (each case's run
     details from ``details`` when given)."""
-    head = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report),
+    head = [["# Agent Test Report"], _summary(report), _environment(report), _stability(report), _ramp(report),
             _sweep_failures(report)]
     out.write("\n\n".join("\n".join(p).rstrip("\n") for p in head if p) + "\n\n## Results")
     pending = ""  # the last case's text loses its trailing newlines, as the part it ends does

@@ -5,7 +5,7 @@ Export is on when ``--otel`` is given or a standard OTLP endpoint variable is se
 ``OTEL_SDK_DISABLED=true``. The OpenTelemetry packages are an extra (``otel``): without them a
 variable is ignored with one warning line, and ``--otel`` is bad input (exit 2, nothing run).
 An in-process sweep is exported by the ``farm test`` process when it finishes; a distributed one
-by the worker that closes it (``--otel`` travels in the plan's metadata; the endpoint is the
+by the worker that closes it (``--otel`` travels in the plan: ``SweepEnvelope.otel``; the endpoint is the
 worker's own). Per-run spans (``--otel-runs``) are off by default: a million runs, a million spans.
 """
 

@@ -75,9 +75,9 @@ def _ns(stamp: str | None) -> int | None:
 def _sweep_times(report: SweepReport) -> tuple[int | None, int | None]:
     """Start and end in ns: the end as completed, the start a duration before it (the report's
     timestamps are to the second; its duration is to the millisecond)."""
-    end = _ns(report.metadata.get("completed_at"))
+    end = _ns(report.envelope.completed_at)
     if end is None:
-        return _ns(report.metadata.get("started_at")), None
+        return _ns(report.envelope.started_at), None
     return end - int(report.summary.duration_ms * 1_000_000), end
 
 
@@ -102,9 +102,9 @@ def _evaluation(span: Span, stats: CaseStats) -> None:
 
 
 def _sweep_attributes(report: SweepReport) -> dict[str, str | int | float]:
-    s, meta = report.summary, report.metadata
+    s, meta = report.summary, report.envelope
     return {
-        "farm.sweep.id": str(meta.get("sweep_id", "")), "farm.agent.id": str(meta.get("agent_id", "")),
+        "farm.sweep.id": str(meta.sweep_id or ""), "farm.agent.id": str(meta.agent_id or ""),
         "farm.sweep.status": str(report.outcome.status or ""), "farm.sweep.cases": s.total_cases,
         "farm.sweep.runs": s.total_runs, "farm.sweep.pass_rate": s.overall_pass_rate,
         "farm.sweep.passed_cases": s.passed_cases, "farm.sweep.failed_cases": s.failed_cases,

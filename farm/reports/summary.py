@@ -26,7 +26,7 @@ def _ids(ids: list[str]) -> str:
 def render_summary(report: SweepReport) -> str:
     """Cases passed/failed, runs and pass rate, then the failed, flaky and broken case ids."""
     s = report.summary
-    agent = _CONTROL.sub("", str(report.metadata.get("agent_id") or "agent"))
+    agent = _CONTROL.sub("", str(report.envelope.agent_id or "agent"))
     lines = [
         f"{agent}: {s.passed_cases}/{s.passed_cases + s.failed_cases} cases passed "
         f"({s.failed_cases} failed, {s.skipped_cases} skipped)",

@@ -3,7 +3,9 @@
 A case's distinct answers are embedded as they arrive, a batch at a time, on one background
 thread per process (numpy and the tokenizer release the GIL): the sweep's event loop keeps
 serving runs, and when the case finishes only its last, partial batch is left to embed. Without
-this, a sweep would wait at the end of every case for all of its answers at once.
+this, a sweep would wait at the end of every case for all of its answers at once. A text whose
+embedding is known already (``farm.semantic.cache``, in memory or on disk) is not sent: it is
+read when the case's vectors are asked for, if they are (a case whose clusters are known needs none).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from farm.semantic.cache import embedding_cache
 from farm.semantic.embedder import embed
 
 if TYPE_CHECKING:
@@ -48,9 +51,13 @@ class BackgroundEmbeddings:
 
     def __init__(self) -> None:
         self._waiting: list[str] = []
+        self._known: list[str] = []
         self._batches: list[tuple[list[str], Future[Matrix]]] = []
 
     def add(self, text: str) -> None:
+        if embedding_cache().known(text):
+            self._known.append(text)
+            return
         self._waiting.append(text)
         if len(self._waiting) >= BATCH:
             self._submit()
@@ -62,6 +69,8 @@ class BackgroundEmbeddings:
     def vectors(self) -> dict[str, Matrix]:
         """Every text added so far and its embedding (waits for the batches in flight)."""
         found: dict[str, Matrix] = {}
+        if self._known:  # counted as reused when added
+            found.update(zip(self._known, _half(self._known, count=False), strict=True))
         if self._waiting:
             batch, self._waiting = self._waiting, []
             self._batches.append((batch, _completed(_half(batch))))
@@ -70,12 +79,12 @@ class BackgroundEmbeddings:
         return found
 
 
-def _half(batch: list[str]) -> Matrix:
+def _half(batch: list[str], count: bool = True) -> Matrix:
     """Embeddings kept in float16 until the case is clustered: half the memory (768 bytes an
     answer), and cosine similarities move by less than 1e-3."""
     import numpy as np
 
-    return embed(batch).astype(np.float16)
+    return embed(batch, count=count).astype(np.float16)
 
 
 def _completed(vectors: Matrix) -> Future[Matrix]:

@@ -17,9 +17,11 @@ quadratic in the (sampled, at most a few hundred) distinct answers. The same clu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from farm.semantic.cache import answers_key, embedding_cache
 from farm.semantic.embedder import embed
 
 if TYPE_CHECKING:
@@ -66,8 +68,24 @@ def cluster_vectors(vectors: Matrix, texts: list[str], counts: list[int],
                     threshold: float = SIMILARITY_THRESHOLD) -> list[Cluster]:
     """Clusters of answers already embedded (``vectors[i]`` is ``texts[i]``'s), largest first; ties
     in size keep the order of their most frequent answers (then of ``texts``)."""
+    return clusters_of(meaning_labels(vectors, threshold), texts, counts)
+
+
+def case_clusters(texts: list[str], counts: list[int], vectors: Callable[[], Matrix]) -> list[Cluster]:
+    """``cluster_vectors(vectors(), texts, counts)``, its labels kept by the distinct answers
+    (``farm.semantic.cache``: in memory and on disk): a case answering as an earlier one did (in
+    this process or a former one) asks for no vectors and clusters nothing."""
+    cache, key = embedding_cache(), answers_key(texts)
+    labels = cache.labels(key)
+    if labels is None or len(labels) != len(texts):
+        labels = tuple(meaning_labels(vectors()))
+        cache.keep_labels(key, labels)
+    return clusters_of(list(labels), texts, counts)
+
+
+def clusters_of(labels: list[int], texts: list[str], counts: list[int]) -> list[Cluster]:
+    """The clusters that ``labels`` (one per text) make, as ``cluster_vectors`` gives them."""
     order = sorted(range(len(texts)), key=lambda i: (-counts[i], i))
-    labels = meaning_labels(vectors, threshold)
     clusters: dict[int, Cluster] = {}
     for i in order:
         found = clusters.get(labels[i])

@@ -72,11 +72,11 @@ def _one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def embed(texts: list[str]) -> Matrix:
+def embed(texts: list[str], *, count: bool = True) -> Matrix:
     """Unit-length embeddings of ``texts`` (one row each): those this process embedded before from
     its cache (``farm.semantic.cache``), the new ones by its encoder, in batches; the model is
     loaded only when a text is new."""
-    return embedding_cache().embed(texts, _encode)
+    return embedding_cache().embed(texts, _encode, count=count)
 
 
 def _encode(texts: list[str]) -> Matrix:

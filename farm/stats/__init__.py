@@ -18,6 +18,7 @@ from farm.stats.outputs import (
 )
 from farm.stats.passk import DEFAULT_PASS_K, pass_at_k, pass_hat_k, pass_k_figures, pass_ks
 from farm.stats.plan import CasePlan, plan_case, required_passes
+from farm.stats.ramp import check_ramp
 from farm.stats.reasons import failure_reasons
 from farm.stats.sweep import (
     below_overall_gate,
@@ -43,6 +44,7 @@ __all__ = [
     "build_report",
     "case_fingerprint",
     "case_verdict",
+    "check_ramp",
     "exit_code_for",
     "failure_reasons",
     "is_partial",

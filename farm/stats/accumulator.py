@@ -20,6 +20,7 @@ from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally
 from farm.stats.failures import CheckpointTally, FailureTally
 from farm.stats.fingerprint import case_fingerprint
+from farm.stats.load_bias import InFlightTally
 from farm.stats.measures import label_for, percent, round_ratio_half_up, stability_class, wilson_percent
 from farm.stats.outputs import (
     DEFAULT_MAX_DISTINCT_OUTPUTS,
@@ -146,7 +147,7 @@ def run_detail(result: RunResult, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> RunD
         turns=None if result.turns is None else [_bounded_turn(t, limit) for t in result.turns],
         checkpoints=result.checkpoints,
         trajectory=None if result.trajectory is None else result.trajectory[:MAX_DETAIL_CALLS],
-        served=result.served,
+        served=result.served, in_flight=result.in_flight,
     )
 
 
@@ -185,6 +186,7 @@ class CaseAccumulator:
         self._criteria = CriteriaTally(case)
         self._paths = TrajectoryTally()
         self._served = ServedCounts()
+        self._load = InFlightTally()
         self._costs = CostTotals()
         self._rule = plan.stopping_rule()
         self.decision: Decision | None = None
@@ -231,6 +233,7 @@ class CaseAccumulator:
         self._criteria.add(result)
         self._paths.add(result)
         self._served.add(result.served)
+        self._load.add(result)
         if self._rule is not None and self.decision is None:
             self.decision = self._rule.decide(*self._tally())
         return True
@@ -312,7 +315,7 @@ class CaseAccumulator:
             failure_reasons=self._reasons.top(), pass_at_k=pass_at, pass_hat_k=pass_hat,
             run_details=self._details.sorted(), run_details_truncated=self._details.truncated,
             failure_classes=self._failures.stats(), checkpoints=self._checkpoints.stats(),
-            retry_bias=self._retry_split.figures(),
+            retry_bias=self._retry_split.figures(), load_bias=self._load.figures(),
             criteria=self._criteria.stats(), **self._paths.figures(),  # type: ignore[arg-type]
             **self._meanings.figures(), served=self._served.sorted() if self._served else None,
         )

@@ -142,20 +142,19 @@ class Comparison(FarmModel):
 
 def snapshot_of(report: SweepReport) -> SweepSnapshot:
     """A report as a comparison sees it (a JSON report file compares like a recorded sweep)."""
-    meta = report.metadata
+    envelope = report.envelope
     cases = [
         CaseSnapshot(
             id=s.id, runs=s.runs - s.skipped, passed=s.passed, label=s.label, case_passed=s.case_passed,
             content_hash=s.content_hash, failure_reasons=[r.reason for r in s.failure_reasons],
-            adaptive=is_adaptive(s, meta), criteria=counts_of(s.criteria),
+            adaptive=is_adaptive(s, envelope), criteria=counts_of(s.criteria),
             semantic_consistency=s.semantic_consistency, paths=paths_of(s.trajectories, s.runs - s.skipped),
             served=s.served,
         )
         for s in report.results
     ]
-    tags = meta.get("tags") if isinstance(meta.get("tags"), dict) else {}
-    return SweepSnapshot(sweep_id=meta.get("sweep_id"), started_at=meta.get("started_at"),
-                         tags={str(k): str(v) for k, v in (tags or {}).items()}, cases=cases,
+    return SweepSnapshot(sweep_id=envelope.sweep_id, started_at=envelope.started_at,
+                         tags=dict(envelope.tags), cases=cases,
                          partial=report.outcome.status not in (None, SweepStatus.COMPLETE))
 
 

@@ -5,12 +5,12 @@ the comparison's models and tests cost every ``farm test`` ~7 ms otherwise (issu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from farm.errors import SettingsError
 
 if TYPE_CHECKING:
-    from farm.models import CaseStats
+    from farm.models import CaseStats, SweepEnvelope
 
 
 def check_thresholds(alpha: float, min_drop: float) -> None:
@@ -21,7 +21,7 @@ def check_thresholds(alpha: float, min_drop: float) -> None:
         raise SettingsError(f"--min-drop {min_drop}: must be between 0 and 100 points")
 
 
-def is_adaptive(stats: CaseStats, metadata: dict[str, Any]) -> bool:
+def is_adaptive(stats: CaseStats, envelope: SweepEnvelope) -> bool:
     """A case of an adaptive sweep (``metadata.adaptive``: ``exact`` or ``sequential``), or a case
     marked adaptive itself (``CaseStats.adaptive``): compared on verdicts only."""
-    return bool(metadata.get("adaptive")) or stats.adaptive
+    return envelope.adaptive or stats.adaptive

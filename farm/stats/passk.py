@@ -5,8 +5,9 @@ passes: 1 − C(n−c, k)/C(n, k). pass^k (Yao et al., τ-bench) is the chance t
 C(c, k)/C(n, k). Both are undefined (None) when n < k. They are probabilities in 0..1, computed
 exactly with integers and rounded once.
 
-The k values of a sweep travel in its metadata (``pass_k``), which both executors hand to the
-case accumulator, so the in-process and the distributed report carry the same figures.
+The k values of a sweep travel in its envelope (``HistoryRecord.pass_k``, the report's
+``metadata.pass_k``), which both executors hand to the case accumulator, so the in-process and
+the distributed report carry the same figures.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from farm.models.envelope import SweepEnvelope
 from farm.stats.measures import round_ratio_half_up
 
 DEFAULT_PASS_K: tuple[int, ...] = (1, 5)
@@ -48,9 +50,12 @@ def pass_k_figures(n: int, c: int, ks: Iterable[int]) -> tuple[dict[str, float |
     return ({str(k): pass_at_k(n, c, k) for k in ks}, {str(k): pass_hat_k(n, c, k) for k in ks})
 
 
-def pass_ks(metadata: Mapping[str, Any]) -> tuple[int, ...]:
-    """The k values a sweep asked for (its metadata's ``pass_k``), else ``DEFAULT_PASS_K``."""
-    ks = metadata.get("pass_k")
+def pass_ks(envelope: SweepEnvelope | Mapping[str, Any]) -> tuple[int, ...]:
+    """The k values a sweep asked for (its envelope's, or written-out metadata's, ``pass_k``), else
+    ``DEFAULT_PASS_K``."""
+    if not isinstance(envelope, SweepEnvelope):
+        envelope = SweepEnvelope.model_validate(SweepEnvelope.split(envelope)[1])
+    ks = envelope.history.pass_k if envelope.history is not None else None
     if not ks:
         return DEFAULT_PASS_K
     return tuple(sorted({int(k) for k in ks}))

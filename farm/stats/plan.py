@@ -98,3 +98,11 @@ def _rate_plan(min_pass_rate: float, runs: int, adaptive: AdaptiveRule | None) -
 def _shared_plan(runs: int, required: int, adaptive: AdaptiveRule | None) -> CasePlan:
     """Plans are frozen values: cases with the same numbers share one (a million cases, a few plans)."""
     return CasePlan(runs=runs, required=required, adaptive=adaptive)
+
+
+def ramp_plan(plan: CasePlan, levels: int) -> CasePlan:
+    """``farm test --ramp``: the case's runs at each of ``levels`` concurrencies, its passes
+    required in proportion (SPEC 25). A skipped case is not ramped: it keeps its one placeholder."""
+    if levels <= 1:
+        return plan
+    return _shared_plan(plan.runs * levels, plan.required * levels, plan.adaptive)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from farm.models import CaseStats, RunResult, RunStatus
+from farm.models.envelope import RetryBiasSummary
 from farm.stats.measures import percent
 from farm.stats.significance import bh_q_values
 from farm.wording import plural
@@ -56,6 +57,9 @@ def fisher_p(r_passed: int, r_runs: int, c_passed: int, c_runs: int) -> float:
     """Two-sided Fisher exact p-value of retried vs clean pass rates (1.0 when a side has no run)."""
     if r_runs == 0 or c_runs == 0:
         return 1.0
+    passed = r_passed + c_passed
+    if passed in (0, r_runs + c_runs):  # every run passed (or none): the margins allow one table only
+        return 1.0  # exact, and scipy (~0.3 s to import) stays out of a sweep that has nothing to test
     from scipy.stats import fisher_exact
 
     table = [[r_passed, r_runs - r_passed], [c_passed, c_runs - c_passed]]
@@ -92,11 +96,12 @@ def retry_bias_line(results: Sequence[CaseStats]) -> str | None:
     return f"{line}; {len(flagged)} pass at a different rate when retried: {shown}"
 
 
-def retry_bias_summary(stats: Sequence[CaseStats]) -> dict[str, Any] | None:
+def retry_bias_summary(stats: Sequence[CaseStats]) -> RetryBiasSummary | None:
     """The report's ``metadata.retry_bias``: cases and runs retried, the flagged case ids, the line."""
     line = retry_bias_line(stats)
     if line is None:
         return None
     retried = [c for c in stats if c.retry_bias]
-    return {"cases": len(retried), "retried_runs": sum(_counts(c.retry_bias)[1] for c in retried if c.retry_bias),
-            "flagged": [c.id for c in retried if c.retry_bias and c.retry_bias.get("flagged")], "line": line}
+    return RetryBiasSummary(cases=len(retried), retried_runs=sum(_counts(c.retry_bias)[1] for c in retried
+                                                                 if c.retry_bias),
+                            flagged=[c.id for c in retried if c.retry_bias and c.retry_bias.get("flagged")], line=line)

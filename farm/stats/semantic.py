@@ -4,7 +4,9 @@ Memory stays bounded in runs: at most ``SEMANTIC_SAMPLE_CAP`` distinct answers a
 each cut to ``SEMANTIC_TEXT_CHARS``; runs giving a new answer past the cap are not sampled, and the
 figures are then computed over the sampled runs only (``semantic_estimated``). The model runs once
 per distinct answer, in batches, in the process that aggregates the case, and only when asked for
-the case's figures (``figures``). Outputs that are not text (structures) keep exact comparison:
+the case's figures (``figures``); a case whose distinct answers an earlier one gave (in this
+process, or one before it on this machine) reuses its clusters (``farm.semantic.case_clusters``).
+Outputs that are not text (structures) keep exact comparison:
 the semantic figures are null and the status ``not_text``. A sweep run with ``--no-semantic`` (or
 ``FARM_SEMANTIC=0``) samples nothing: its cases' status is ``off`` (``SweepPlan.semantic``).
 """
@@ -114,10 +116,13 @@ class SemanticSample:
         if self._embeddings is None:  # one distinct answer
             clusters = [Cluster(example=texts[0], count=counts[0], members=[0])]
         else:
-            from farm.semantic import cluster_vectors
+            from farm.semantic import case_clusters
 
-            found = self._embeddings.vectors()
-            clusters = cluster_vectors(np_stack([found[t] for t in texts]), texts, counts)
+            def vectors() -> Any:
+                found = self._embeddings.vectors()
+                return np_stack([found[t] for t in texts])
+
+            clusters = case_clusters(texts, counts, vectors)
         total = sum(counts)
         return {
             "semantic_status": "computed",

@@ -7,15 +7,16 @@ from farm.models import ServedCounts
 
 
 def served_changed(base: ServedCounts | None, head: ServedCounts | None) -> bool | None:
-    """The two sides were served by different models or fingerprints; None: a side reported none."""
+    """The two sides were served by different models, fingerprints or neuro-san server versions;
+    None: a side reported none."""
     if base is None or head is None:
         return None
-    models_known = bool(base.models and head.models)
-    prints_known = bool(base.system_fingerprints and head.system_fingerprints)
-    if not models_known and not prints_known:
+    pairs = [(set(b), set(h)) for b, h in ((base.models, head.models),
+                                            (base.system_fingerprints, head.system_fingerprints),
+                                            (base.server_versions, head.server_versions)) if b and h]
+    if not pairs:
         return None
-    return ((models_known and set(base.models) != set(head.models))
-            or (prints_known and set(base.system_fingerprints) != set(head.system_fingerprints)))
+    return any(b != h for b, h in pairs)
 
 
 def served_figures(base: ServedCounts | None, head: ServedCounts | None) -> dict[str, object]:

@@ -51,6 +51,8 @@ def bh_q_values(p_values: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg q-values (adjusted p-values), in the order given."""
     if not p_values:
         return []
+    if min(p_values) >= 1.0:  # BH of p-values all 1 is all 1: no scipy import for it
+        return [1.0] * len(p_values)
     from scipy.stats import false_discovery_control
 
     return [float(q) for q in false_discovery_control(list(p_values), method="bh")]

@@ -12,6 +12,7 @@ from farm.models import (
     RunStatus,
     ServedCounts,
     StabilityClass,
+    SweepEnvelope,
     SweepOutcome,
     SweepReport,
     SweepSummary,
@@ -19,6 +20,7 @@ from farm.models import (
 from farm.quarantine.marks import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
+from farm.stats.load_bias import flag_load_bias
 from farm.stats.measures import percent
 from farm.stats.retry_bias import flag_retry_bias, retry_bias_summary
 from farm.stats.semantic import sweep_semantic_status
@@ -88,24 +90,31 @@ def summarize(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: 
 
 
 def build_report(stats: Sequence[CaseStats], *, duration_ms: float, runs_per_case: int,
-                 environment: dict[str, Any], metadata: dict[str, Any],
-                 outcome: SweepOutcome | None = None) -> SweepReport:
+                 environment: dict[str, Any], metadata: dict[str, Any] | None = None,
+                 envelope: SweepEnvelope | None = None, outcome: SweepOutcome | None = None) -> SweepReport:
     """The whole report of a sweep, in the order the cases were given.
 
     Skipped cases count in the summary (``skipped_cases``, ``skipped_ids``) but get no result
     row: a row would carry a pass rate of 0 and a stability class for a case that never ran,
     and ``jq '.results | all(.pass_rate >= 80)'`` would no longer mean what it says.
+
+    ``metadata``: written-out keys (the envelope's and outcome's are typed); ``envelope`` wins.
     """
-    mark_quarantined(stats, metadata.get("quarantine"))
+    user, keyed = SweepEnvelope.split(metadata or {})
+    envelope = SweepEnvelope.model_validate({**keyed, **(envelope.model_dump() if envelope else {})})
+    mark_quarantined(stats, envelope.quarantine)
     flag_retry_bias(stats)
     if (bias := retry_bias_summary(stats)) is not None:
-        metadata = {**metadata, "retry_bias": bias}
-    typed = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
+        envelope = envelope.updated(retry_bias=bias)
+    load = flag_load_bias(stats)  # SPEC 25: each case's load_bias split at the sweep's median in_flight
+    typed: dict[str, Any] = {} if outcome is None else {"outcome": outcome}  # else metadata's outcome keys are read
+    summary = summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case)
+    summary.load_bias = load
     return SweepReport(
-        summary=summarize(stats, duration_ms=duration_ms, runs_per_case=runs_per_case),
+        summary=summary,
         environment=dict(environment),
         results=[s for s in stats if s.label != "skipped"],
-        metadata=dict(metadata), **typed,
+        metadata=user, envelope=envelope, **typed,
     )
 
 
@@ -148,8 +157,8 @@ def unreachable(report: SweepReport) -> bool:
 def below_overall_gate(report: SweepReport) -> bool:
     """``--min-overall-pass-rate`` (``metadata.min_overall_pass_rate``, 0–1) not met: passed runs
     over scored runs (run-weighted), compared exactly, not through the rounded percentage."""
-    gate = report.metadata.get("min_overall_pass_rate")
-    if not isinstance(gate, int | float) or isinstance(gate, bool):
+    gate = report.envelope.min_overall_pass_rate
+    if gate is None:
         return False
     by_status = report.summary.by_status
     held = [c for c in report.results if is_quarantined(c)]  # a quarantined case gates nothing, this included

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from farm.models.envelope import BadLines
+
 
 class JournalLines:
     """The events of a journal file, iterated once; ``bad`` lists each unreadable line."""
@@ -48,9 +50,9 @@ class JournalLines:
     def note_bad(self, line: int | None, problem: str) -> None:
         self.bad.append(f"line {line}: {problem}" if line else problem)
 
-    def summary(self) -> dict[str, Any] | None:
-        """``{"count", "first"}`` for the report's metadata, or None when every line was read."""
-        return {"count": len(self.bad), "first": self.bad[0]} if self.bad else None
+    def summary(self) -> BadLines | None:
+        """The report's ``metadata.journal_bad_lines``, or None when every line was read."""
+        return BadLines(count=len(self.bad), first=self.bad[0]) if self.bad else None
 
 
 __all__ = ["JournalLines"]

@@ -14,12 +14,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
 from farm.fleet.waiting import queued_timeout
-from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepReport
+from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepEnvelope, SweepReport
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
 from farm.run.deferred import masked, run_resolved
@@ -69,19 +68,14 @@ def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
                       started_at)
 
 
-def report_metadata(plan: SweepPlan, started_at: str) -> dict[str, Any]:
-    """The report's metadata section before the sweep ends."""
+def report_envelope(plan: SweepPlan, started_at: str) -> SweepEnvelope:
+    """The report's envelope before the sweep ends: the plan's identity and its envelope."""
     from farm import __version__
 
-    return {
-        "sweep_id": plan.sweep_id,
-        "agent_id": plan.agent_label,
-        "connector": plan.env.connector,
-        "started_at": started_at,
-        "version": __version__,
-        "comparison": "neuro-san-compat" if plan.env.neuro_san_compat else "documented",
-        **plan.metadata,
-    }
+    return plan.envelope.updated(
+        sweep_id=plan.sweep_id, agent_id=plan.agent_label, connector=plan.env.connector, started_at=started_at,
+        version=__version__, comparison="neuro-san-compat" if plan.env.neuro_san_compat else "documented",
+    )
 
 
 def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: Sequence[str], started_at: str,
@@ -93,15 +87,14 @@ def finish_sweep(plan: SweepPlan, stats: Mapping[str, CaseStats], *, case_ids: S
     ``status`` defaults to ``stopped`` when a stop reason is given, else ``complete``.
     """
     status = status or (SweepStatus.STOPPED if stopped else SweepStatus.COMPLETE)
-    metadata = report_metadata(plan, started_at)
-    metadata["completed_at"] = utc_now()
+    envelope = report_envelope(plan, started_at).updated(completed_at=utc_now())
     not_run = [cid for cid in case_ids if cid not in stats]
     outcome = SweepOutcome(status=status, stopped=StopReason(stopped) if stopped else None,
                            not_run=not_run if stopped or not_run else None, reason=reason or None, budget=budget)
     return build_report(
         [stats[cid] for cid in case_ids if cid in stats],
         duration_ms=round(duration_ms, 1), runs_per_case=plan.runs_per_case,
-        environment=plan.env.describe(), metadata=metadata, outcome=outcome,
+        environment=plan.env.describe(), metadata=dict(plan.metadata), envelope=envelope, outcome=outcome,
     )
 
 
@@ -144,7 +137,7 @@ __all__ = [
     "SweepStatus",
     "SweepStop",
     "finish_sweep",
-    "report_metadata",
+    "report_envelope",
     "run_guarded",
     "start_event",
 ]

@@ -40,6 +40,7 @@ from farm.reports.details import attach_details
 from farm.run.simulators import create_simulator_pool
 from farm.settings import DEFAULT_STOP_GRACE_S
 from farm.stats import CaseAccumulator, pass_ks
+from farm.stats.ramp import RampTally
 from farm.sweep.adaptive import AdaptiveQueue
 from farm.sweep.deadlines import TestBudgets
 from farm.sweep.executor import Executor
@@ -62,7 +63,7 @@ class _Sweep:
         else:
             self.pool = AgentPool(plan.options, self.fleet.hooks)
             self.judges = create_judge_resolver(plan.options, self.fleet.hooks)
-        pass_k, semantic = pass_ks(plan.metadata), plan.semantic
+        pass_k, semantic = pass_ks(plan.envelope), plan.semantic
         self.accumulators = {
             c.id: CaseAccumulator(c.case, c.plan, max_details=plan.max_run_details, pass_k=pass_k, semantic=semantic)
             for c in plan.cases
@@ -75,30 +76,50 @@ class _Sweep:
         self.simulators = create_simulator_pool(plan.options, self.fleet.hooks)
         self.budgets = TestBudgets()
         self.details = journal_for(plan.sweep_id) if plan.max_run_details else None
+        self.in_flight = 0
+        self.ramp = RampTally(plan.ramp) if plan.ramp else None
+        """Runs begun and not finished (``RunResult.in_flight``: a run waiting for a rate-limit slot counts)."""
 
-    def runs(self) -> Iterator[tuple[PlannedCase, int]]:
+    def runs(self, level: int = 0) -> Iterator[tuple[PlannedCase, int]]:
+        """The runs to make; with ``--ramp``, those of the ``level``-th concurrency (0-based)."""
         if self.adaptive is not None:
             yield from self.adaptive.runs()
             return
         for planned in self.plan.cases:
-            for run in range(1, planned.plan.runs + 1):
+            for run in self._level_runs(planned, level):
                 if self.stop.reason is not None:
                     return
                 if self.budgets.spent(planned.case):  # neuro-san's test timeout: the rest is not run
                     break
                 yield planned, run
 
+    def _level_runs(self, planned: PlannedCase, level: int) -> range:
+        """A case's run numbers at ``level``: all of them without a ramp; with one, those
+        ``RampTally.level_of`` puts there."""
+        runs = range(1, planned.plan.runs + 1)
+        if self.ramp is None:
+            return runs
+        at = [run for run in runs if self.ramp.level_of(run, planned.plan.runs) == level]
+        return range(at[0], at[-1] + 1) if at else range(0)
+
     async def worker(self, queue: Iterator[tuple[PlannedCase, int]]) -> None:
         for planned, run in queue:
             agent = self.pool.get(planned.agent)
             not_after, waits = self.budgets.start(planned.case), self.budgets.waits(planned.case)
+            self.in_flight += 1
+            began = self.in_flight  # the sweep's runs in flight as this one begins, itself included (SPEC 25)
             try:
                 result = await self.fleet.run(planned, functools.partial(
                     run_guarded, planned.case, run, agent, self.plan.env, judges=self.judges,
                     simulators=self.simulators, not_after=not_after), waits)
             finally:
+                self.in_flight -= 1
                 if waits is not None:
                     waits.finished()
+            if result is not None:
+                result.in_flight = began
+                if self.ramp is not None:
+                    self.ramp.add(result, planned.plan.runs)
             if self.adaptive is not None:
                 self.adaptive.finished(planned.id)
             if result is not None:  # None: it did not run (refused or starved before its first call)
@@ -176,10 +197,12 @@ class LocalExecutor(Executor):
         started_at = utc_now()
         observer.on_start(start_event(plan, started_at))
         t0 = time.monotonic()
-        queue = sweep.runs()
+        levels = plan.ramp or [max(plan.parallel, 1)]
         try:
             with collector.eased():  # runs allocate short-lived objects by the hundred (farm.collector)
-                await self._drive(lambda: sweep.worker(queue), max(plan.parallel, 1), stop)
+                for level, in_flight in enumerate(levels):  # --ramp: level after level (SPEC 25)
+                    if stop.reason is None:
+                        await self._drive(functools.partial(sweep.worker, sweep.runs(level)), in_flight, stop)
         finally:
             await sweep.aclose()
         sweep.flush_partial()
@@ -187,6 +210,8 @@ class LocalExecutor(Executor):
                               duration_ms=(time.monotonic() - t0) * 1000, stopped=stop.reason,
                               reason=sweep.fleet.stop_message if sweep.fleet.stopped else None,
                               budget=await sweep.fleet.budget_figures())
+        if sweep.ramp is not None:
+            report.summary.ramp = sweep.ramp.figures(plan.runs_per_case // len(sweep.ramp.levels))
         if sweep.details is not None:
             attach_details(report, sweep.details)
         observer.on_finish(report)

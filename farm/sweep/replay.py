@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from farm.errors import InputError
-from farm.models import CaseStats, RunResult, SweepOutcome, SweepReport
+from farm.models import CaseStats, RunResult, SweepEnvelope, SweepOutcome, SweepReport
 from farm.models.outcome import split_outcome
 from farm.plan.sweep_plan import PlannedCase, PlannedCases, SweepPlan
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
+from farm.stats.ramp import RampTally
 from farm.sweep.journal_lines import JournalLines
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
 
@@ -32,10 +33,12 @@ if TYPE_CHECKING:
 
 
 def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult], *,
-                    semantic: bool = True, every_run: bool = False) -> dict[str, CaseStats]:
+                    semantic: bool = True, every_run: bool = False,
+                    ramp: RampTally | None = None) -> dict[str, CaseStats]:
     """Statistics of every case with at least one run among ``results`` (each run counted once);
     ``semantic``: the plan's ``semantic``; ``every_run``: every run in ``run_details``, not the
-    report's first ``DEFAULT_MAX_RUN_DETAILS`` (``farm judge-check`` judges every output again)."""
+    report's first ``DEFAULT_MAX_RUN_DETAILS`` (``farm judge-check`` judges every output again);
+    ``ramp``: told each counted run (``--ramp``)."""
     accumulators = {c.id: CaseAccumulator(c.case, c.plan, semantic=semantic,
                                           max_details=c.plan.runs if every_run else DEFAULT_MAX_RUN_DETAILS)
                     for c in cases}
@@ -43,7 +46,8 @@ def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult], 
         acc = accumulators.get(result.case_id)
         if acc is None:
             raise InputError(f"run {result.run} of case {result.case_id!r} belongs to no planned case")
-        acc.add(result)
+        if acc.add(result) and ramp is not None:
+            ramp.add(result, acc.plan.runs)
     return {cid: acc.stats() for cid, acc in accumulators.items() if acc.count}
 
 
@@ -63,9 +67,8 @@ class _Journal:
                 self.start = event
             elif event.get("type") == "plan":
                 self.plan_event = event
-                plan = SweepPlan.model_validate(event["plan"])
-                plan.cases = PlannedCases(PlannedCase.model_validate(c) for c in event.get("cases", []))
-                return plan
+                return SweepPlan.model_validate({**event["plan"], "cases": PlannedCases(
+                    PlannedCase.model_validate(c) for c in event.get("cases", []))})
         unread = f"; {self.events.bad[0]}" if self.events.bad else ""
         raise InputError(f"{self.path}: not a farm run journal (no plan line{unread}; journals live under "
                          "$FARM_DATA_DIR/journals/)")
@@ -87,10 +90,20 @@ def report_from_journal(path: str | Path, *, every_run: bool = False) -> SweepRe
     journal = _Journal(Path(path))
     try:
         plan = journal.read_head()
+        ramp = RampTally(plan.ramp) if plan.ramp else None
         stats = case_statistics(plan.cases, journal.results(), semantic=plan.semantic and not every_run,
-                                every_run=every_run)
+                                every_run=every_run, ramp=ramp)
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise InputError(f"{path}: not a readable farm run journal: {exc}") from None
+    report = _report(journal, plan, stats, path)
+    if ramp is not None:
+        report.summary.ramp = ramp.figures(plan.runs_per_case // len(ramp.levels))
+    return report
+
+
+def _report(journal: _Journal, plan: SweepPlan, stats: dict[str, CaseStats], path: str | Path) -> SweepReport:
+    """The report of the journal's cases: the sweep's own account when it finished, else running
+    or abandoned."""
     started_at = str(journal.start.get("timestamp") or plan.started_at)
     if journal.summary is not None:
         meta, recorded = split_outcome(journal.summary.get("metadata") or {})
@@ -101,8 +114,10 @@ def report_from_journal(path: str | Path, *, every_run: bool = False) -> SweepRe
                               budget=told.budget)
         # the sweep's own account: completed_at, not_run, …
         outcome = SweepOutcome.model_validate(report.outcome.model_dump(exclude_none=True) | recorded)
-        return _with_bad_lines(report.model_copy(update={"metadata": report.metadata | meta, "outcome": outcome}),
-                               journal)
+        user, envelope = SweepEnvelope.split(report.envelope.written() | meta)  # the journal's keys win
+        return _with_bad_lines(report.model_copy(update={
+            "metadata": report.metadata | user, "envelope": SweepEnvelope.model_validate(envelope),
+            "outcome": outcome}), journal)
     alive = _writer_alive(journal.plan_event)
     duration = (Path(path).stat().st_mtime - _epoch(started_at)) * 1000
     return _with_bad_lines(finish_sweep(
@@ -117,7 +132,7 @@ def _with_bad_lines(report: SweepReport, journal: _Journal) -> SweepReport:
     bad = journal.events.summary()
     if bad is None:
         return report
-    return report.model_copy(update={"metadata": {**report.metadata, "journal_bad_lines": bad}})
+    return report.model_copy(update={"envelope": report.envelope.updated(journal_bad_lines=bad)})
 
 
 def _first(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import InputError
-from farm.models import CaseStats, SweepOutcome, SweepReport, SweepStatus, SweepSummary
+from farm.models import CaseStats, SweepEnvelope, SweepOutcome, SweepReport, SweepStatus, SweepSummary
 from farm.reports.json_report import SUMMARY_ALIASES
 from farm.reports.jsonl import read_jsonl_events
 from farm.stats import summarize
@@ -53,20 +53,20 @@ def report_from_stream(path: str | Path) -> SweepReport:
         summary.pop(key, None)
     try:
         figures = SweepSummary.model_validate(summary)
+        return SweepReport(summary=figures, environment={}, results=cases, metadata=metadata)
     except ValueError as exc:
         raise InputError(f"{path}: not a readable farm JSONL summary: {exc}") from None
-    return SweepReport(summary=figures, environment={}, results=cases, metadata=metadata)
 
 
 def _partial(start: dict[str, Any], cases: list[CaseStats]) -> SweepReport:
     """A stream that stops before its summary: the cases it holds, flagged as not finished."""
-    metadata = {"sweep_id": start.get("sweep_id"), "agent_id": start.get("agent_id"),
-                "started_at": start.get("timestamp")}
+    told = {"sweep_id": start.get("sweep_id"), "agent_id": start.get("agent_id"), "started_at": start.get("timestamp")}
+    envelope = SweepEnvelope.model_validate({k: str(v) for k, v in told.items() if v is not None})
     outcome = SweepOutcome(status=SweepStatus.RUNNING,
                            reason="the JSONL stream ends before its summary: the sweep had not finished")
     runs = max((c.runs_planned or c.runs for c in cases), default=1)
     return SweepReport(summary=summarize(cases, duration_ms=0.0, runs_per_case=runs), environment={},
-                       results=cases, metadata={k: v for k, v in metadata.items() if v is not None}, outcome=outcome)
+                       results=cases, envelope=envelope, outcome=outcome)
 
 
 __all__ = ["is_event_stream", "report_from_stream"]

@@ -168,4 +168,4 @@ def _report_html(info: SweepInfo) -> str | None:
         report = report_from_journal(path)
     except FarmError:
         return None  # pruned while read, or not a journal any more: the history's figures instead
-    return render_report(report, "html") if report.metadata.get("sweep_id") == info.sweep_id else None
+    return render_report(report, "html") if report.envelope.sweep_id == info.sweep_id else None

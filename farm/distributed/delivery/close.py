@@ -45,7 +45,7 @@ def aggregate(store: SweepStore, sweep: SweepPlan, planned: PlannedCase, *, fina
     """
     sid, cid = sweep.sweep_id, planned.id
     # full details kept: `farm results -o x.html` may ask for them later
-    acc = CaseAccumulator(planned.case, planned.plan, pass_k=pass_ks(sweep.metadata),
+    acc = CaseAccumulator(planned.case, planned.plan, pass_k=pass_ks(sweep.envelope),
                           semantic=sweep.semantic)
     for result in store.case_results(sid, cid, planned.plan.runs):
         acc.add(result)
@@ -89,8 +89,8 @@ def _export(built: SweepReport) -> None:
     worker's OTLP endpoint variable is set, or the submitter gave ``--otel``."""
     from farm.reports.otel import export_report, requested
 
-    if requested(bool(built.metadata.get("otel"))) and (problem := export_report(built)) is not None:
-        log.warning("sweep %s: %s", built.metadata.get("sweep_id"), problem)
+    if requested(bool(built.envelope.otel)) and (problem := export_report(built)) is not None:
+        log.warning("sweep %s: %s", built.envelope.sweep_id, problem)
 
 
 def close(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSlot], *,

@@ -47,6 +47,8 @@ class RunStart:
     """Worker processes that died while this run was in flight (``workers.crashes``)."""
     duplicate: bool
     """A live worker elsewhere has the run in flight too (a concurrent duplicate delivery)."""
+    in_flight: int = 1
+    """The sweep's runs in flight on every worker as this one began, itself included (SPEC 25)."""
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,14 @@ key (a drop, or a redelivered stored run clearing its marker): a stored run's si
 its stream entry, a started run's its marker."""
 
 BEGIN_RUN_LUA = """
+local function in_flight()  -- the running hash's markers; '' is its sentinel (keys.SENTINEL)
+  return redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], '')
+end
 local stop, stored = '', 0
 if ARGV[6] == '1' then stop = redis.call('GET', KEYS[1]) or '' end
 if ARGV[5] == '1' then stored = redis.call('EXISTS', KEYS[2]) end
 if redis.call('HSETNX', KEYS[3], ARGV[1], cjson.encode({t = tonumber(ARGV[4]), h = ARGV[2], d = 0})) == 1 then
-  return {stop, stored, 0, 0}
+  return {stop, stored, 0, 0, in_flight()}
 end
 local deaths, duplicate = 0, 0
 local ok, marker = pcall(cjson.decode, redis.call('HGET', KEYS[3], ARGV[1]) or '')
@@ -78,7 +81,7 @@ end
 if duplicate == 0 then
   redis.call('HSET', KEYS[3], ARGV[1], cjson.encode({t = tonumber(ARGV[4]), h = ARGV[2], d = deaths}))
 end
-return {stop, stored, deaths, duplicate}
+return {stop, stored, deaths, duplicate, in_flight()}
 """
 """KEYS: stop key, run key, running hash; ARGV: the run's running field, this process's holder
 token, heartbeat key prefix, epoch now, '1' to ask whether the run is stored (a redelivered or
@@ -92,7 +95,9 @@ running hash is made with the plan, with its TTL, and never empties (``keys.SENT
 no per-run EXPIRE. A marker already there is read: of a dead holder, the run was in flight when
 that process died (deaths + 1); of a live holder elsewhere within ARGV[7], a concurrent duplicate
 (left as it is: the caller drops its copy). Returns (stop reason or '' (also when not read), 1
-when the run is stored already, deaths, 1 when duplicate)."""
+when the run is stored already, deaths, 1 when duplicate, the sweep's runs in flight with this
+one: the running hash's markers, its sentinel left out; HLEN and HEXISTS are O(1), in the same
+round trip)."""
 
 STORE_RUN_LUA = _BARRIER + _OFFSET % 5 + """
 -- SET NX is the first write: while Redis refuses writes for memory the script stops here,

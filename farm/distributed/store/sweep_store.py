@@ -185,7 +185,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore):
         seen = self._stops.get(sweep_id)
         now = time.monotonic()
         read = seen is None or (seen[1] is None and now - seen[0] >= STOP_FRESH_S)
-        stop, stored, deaths, duplicate = self._begin_run(
+        stop, stored, deaths, duplicate, in_flight = self._begin_run(
             keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id)],
             args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), time.time(),
                   "1" if again else "0", "1" if read else "0", "" if held_s is None else repr(float(held_s))])
@@ -193,7 +193,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore):
             self._seen_stop(sweep_id, stop or None, now)
         else:
             stop = seen[1] if seen is not None else None
-        return RunStart(stop or None, bool(int(stored)), int(deaths), bool(int(duplicate)))
+        return RunStart(stop or None, bool(int(stored)), int(deaths), bool(int(duplicate)), max(1, int(in_flight)))
 
     def _seen_stop(self, sweep_id: str, reason: str | None, now: float) -> None:
         if len(self._stops) > 4096:
@@ -229,7 +229,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore):
     def with_run_details(self, report: SweepReport) -> SweepReport:
         """``report``, its renderers reading each case's run details from this store as they write
         it (``farm.reports.details``); a case that carries its own keeps them."""
-        sweep_id = str(report.metadata.get("sweep_id", ""))
+        sweep_id = report.envelope.sweep_id or ""
         attach_details(report, lambda stats: self.case_run_details(sweep_id, stats.id))
         return report
 

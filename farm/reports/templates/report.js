@@ -179,6 +179,7 @@
       ["Adaptive", adaptiveText(c)], ["Cost", usd(c.cost_usd)], ["Tokens", tokens(c.usage)],
       ["Judge cost", c.judge_usage ? usd(c.judge_cost_usd) : null], ["Judge tokens", c.judge_usage ? tokens(c.judge_usage) : null],
       ["Cost per passing run", usd(c.cost_per_passing_run)], ["Served", servedText(c.served)],
+      ["Load", loadText(c.load_bias)],
     ]));
     if ((c.checkpoints || []).length) add(box, el("h3", null, "Checkpoints"), checkpointsTable(c.checkpoints));
     if ((c.criteria || []).length) add(box, el("h3", null, "Criteria"), criteriaBlock(c.criteria));
@@ -208,14 +209,23 @@
     return add(table, body);
   }
 
+  // worded as farm.reports.load.load_text
+  function loadText(b) {
+    if (!b || b.high_from === null || b.high_from === undefined || !b.high_runs || !b.low_runs) return null;
+    let text = b.high_from + "+ in flight: " + b.high_pass_rate + "% of " + b.high_runs +
+      " runs; fewer: " + b.low_pass_rate + "% of " + b.low_runs;
+    if (b.q !== null && b.q !== undefined) text += " (q=" + b.q + (b.flagged ? ", flagged" : "") + ")";
+    return text;
+  }
   // worded as farm.models.served.ServedCounts.text
   function servedText(s) {
     if (!s) return null;
     const list = (o, pre) => Object.entries(o || {}).map(([k, n]) => pre + k + " ×" + n).join(", ");
     const models = list(s.models, ""), prints = list(s.system_fingerprints, "");
     const commits = Object.entries(s.commits || {}).map(([k, n]) => "commit " + k.slice(0, 12) + " ×" + n).join(", ");
+    const servers = list(s.server_versions, "neuro-san ");
     const text = models + (models && prints ? " (" + prints + ")" : prints);
-    return [text, commits].filter((p) => p).join("; ") || null;
+    return [text, commits, servers].filter((p) => p).join("; ") || null;
   }
   function semanticText(c) {
     if (c.semantic_consistency === null || c.semantic_consistency === undefined) return null;
@@ -318,7 +328,7 @@
     if (!details.length) return el("p", "note", "No run details kept.");
     const table = el("table", "runs");
     const head = el("tr");
-    for (const h of ["Run", "Status", "Duration", "Retries", "Output and checks"]) head.appendChild(el("th", null, h));
+    for (const h of ["Run", "Status", "Duration", "Retries", "In flight", "Output and checks"]) head.appendChild(el("th", null, h));
     add(table, add(el("thead"), head));
     const body = el("tbody");
     for (const r of details) body.appendChild(runRow(r));
@@ -332,7 +342,8 @@
     if (r.failure_class) add(status, el("div", "fclass", r.failure_class + (r.failed_turn ? " · turn " + r.failed_turn : "")));
     if ((r.trajectory || []).length) add(status, el("div", "sub run-path", "path " + pathText(r.trajectory.map((c) => c.name))));
     add(tr, el("td", "num", "#" + r.run), status);
-    add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)));
+    add(tr, el("td", "num", ms(r.duration_ms)), el("td", "num", String(r.retries || 0)),
+      el("td", "num", r.in_flight === null || r.in_flight === undefined ? "—" : String(r.in_flight)));
     const out = add(el("td", "out"), r.output === null && r.error ? null : pre(r.output));
     if (r.error) add(out, errorBox(r));
     if ((r.turns || []).length) add(out, conversation(r.turns));
