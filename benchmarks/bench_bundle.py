@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -51,13 +52,12 @@ def write_project(root: Path, cases: int = 100) -> Path:
     for n in range(20):
         (root / "pkg" / f"m{n:02d}.py").write_text(f"TAIL = ' {n}'\n" + "# padding\n" * 100, encoding="utf-8")
     written = 3 + 21
-    for n in range(FILES - written):
+    for n in range(FILES - written):  # text that compresses about as source does (hex: ~2x), not 100x
+        text = "".join(hashlib.sha256(f"{n}-{k}".encode()).hexdigest() for k in range(31 if n % 2 else 62))
         if n % 2:
-            (root / "docs" / f"page{n:04d}.md").write_text(f"# page {n}\n" + "lorem ipsum dolor " * 110,
-                                                           encoding="utf-8")
+            (root / "docs" / f"page{n:04d}.md").write_text(f"# page {n}\n{text}\n", encoding="utf-8")
         else:
-            (root / "data" / f"row{n:04d}.json").write_text(json.dumps({"n": n, "text": "x" * 4000}),
-                                                            encoding="utf-8")
+            (root / "data" / f"row{n:04d}.json").write_text(json.dumps({"n": n, "text": text}), encoding="utf-8")
     return root
 
 
