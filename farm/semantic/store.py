@@ -53,7 +53,7 @@ _SALT = 16
 def _version() -> str | None:
     """Names the files: the weights' and the tokenizer's files (size, time) and the code that turns
     a text into an embedding and embeddings into clusters (``minilm.py``, ``cluster.py``)."""
-    from farm.semantic.embedder import model_folder
+    from farm.semantic.weights import model_folder
 
     folder = model_folder()
     if folder is None:
