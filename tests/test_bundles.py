@@ -13,7 +13,7 @@ import pytest
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.bundles.importer import register
-from farm.bundles.pack import BundleTooLarge, pack
+from farm.bundles.pack import BundleRootRefused, BundleTooLarge, pack
 from farm.bundles.relocate import Relocation
 from farm.bundles.roots import project_roots
 from farm.bundles.unpack import BundleError, unpacked
@@ -236,3 +236,29 @@ def test_a_bundles_traceback_shows_its_source_lines(tmp_path):
         fn([])
     text = "".join(traceback.format_exception(caught.value))
     assert "raise RuntimeError('kaboom here')" in text and "boom.py" in text
+
+
+@pytest.mark.parametrize("where", ["home", "temp", "slash"])
+def test_a_root_too_broad_is_refused(tmp_path, monkeypatch, where):
+    home = tmp_path / "home" / "me"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    root = {"home": home, "temp": tmp_path / "tmp", "slash": Path("/")}[where]
+    with pytest.raises(BundleRootRefused, match="--no-bundle") as refused:
+        pack([root])
+    assert str(root) in str(refused.value)
+    with pytest.raises(BundleRootRefused):
+        pack([tmp_path / "home"])  # a parent of home
+
+
+def test_secret_looking_files_are_never_packed(tmp_path):
+    root = _project(tmp_path / "proj", "one")
+    for name in (".ssh/id_ed25519", ".aws/credentials", ".gnupg/k", ".docker/config.json", ".netrc", ".envrc",
+                 ".pypirc", ".git-credentials", "tls/server.pem", "tls/server.key", "id_rsa.pub", "sub/.env.prod"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("SECRET")
+    names = _names(pack([root]).data)
+    assert "0/proj/agent.py" in names
+    assert not [n for n in names if not n.endswith(".py")], names

@@ -2,7 +2,8 @@
 ``.gitignore`` respected by git itself), else a walk that reads each directory's ``.gitignore``;
 then ``.farmignore`` (at the root, gitignore's syntax less ``!``) and the defaults below.
 
-Secrets stay out: environment files (``.env``, ``.env.*``) are never packed, whatever the ignore
+Secrets stay out: environment files (``.env``, ``.env.*``) and secret-looking ones (``SECRET_FILES``:
+``.ssh/``, ``.aws/``, ``.netrc``, ``*.pem``, ``id_rsa*``...) are never packed, whatever the ignore
 files say, nor what a symbolic link out of the root points at; values of the environment never
 enter a bundle at all (they resolve on the workers).
 """
@@ -17,13 +18,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ALWAYS_IGNORED", "IgnoreRules", "root_files"]
+__all__ = ["ALWAYS_IGNORED", "SECRET_FILES", "IgnoreRules", "root_files"]
 
+SECRET_FILES = (".ssh/", ".aws/", ".gnupg/", ".docker/", ".netrc", ".envrc", ".pypirc", ".git-credentials", "*.pem",
+                "*.key", "id_rsa*", "id_ed25519*")
+"""Secret-looking files and directories: never packed, whatever git or the ignore files say."""
 ALWAYS_IGNORED = (".git/", ".hg/", ".svn/", "__pycache__/", "*.pyc", "*.pyo", ".venv/", "venv/", ".tox/", ".nox/",
                   ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", "node_modules/", "*.egg-info/", ".env", ".env.*",
-                  ".DS_Store")
+                  ".DS_Store", *SECRET_FILES)
 """Never packed: version-control data, caches, virtual environments and third-party packages
-(workers install those: ``deploy/agent-requirements.txt``), environment files."""
+(workers install those: ``deploy/agent-requirements.txt``), environment files, secrets (``SECRET_FILES``)."""
 
 
 @dataclass

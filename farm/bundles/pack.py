@@ -12,6 +12,7 @@ import hashlib
 import io
 import os
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from farm.bundles.files import root_files
 from farm.bundles.ref import BundleRef
 from farm.errors import InputError
 
-__all__ = ["DEFAULT_BUNDLE_MAX", "Bundle", "BundleTooLarge", "pack"]
+__all__ = ["DEFAULT_BUNDLE_MAX", "Bundle", "BundleRootRefused", "BundleTooLarge", "pack"]
 
 DEFAULT_BUNDLE_MAX = 50_000_000
 """``--bundle-max``'s default: 50 MB of files."""
@@ -29,6 +30,10 @@ LARGEST_NAMED = 5
 
 class BundleTooLarge(InputError):
     """The files to pack are over ``--bundle-max`` (exit 2)."""
+
+
+class BundleRootRefused(InputError):
+    """A root too broad to pack: the home directory, ``/``, the temporary directory, a parent of home (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,8 @@ class Bundle:
 
 def pack(roots: list[Path], *, max_bytes: int = DEFAULT_BUNDLE_MAX) -> Bundle:
     """Pack the files of ``roots`` (root ``i`` under ``i/<its name>/``: ``BundleRef.place``);
-    BundleTooLarge over ``max_bytes``."""
+    BundleTooLarge over ``max_bytes``; BundleRootRefused for a root too broad to pack (``refuse_broad``)."""
+    refuse_broad(roots)
     places = BundleRef("", tuple(str(r) for r in roots))
     files = [(f"{places.place(n)}/{rel}", path) for n, root in enumerate(roots) for rel, path in root_files(root)]
     sizes = {name: path.stat().st_size for name, path in files}
@@ -60,6 +66,19 @@ def pack(roots: list[Path], *, max_bytes: int = DEFAULT_BUNDLE_MAX) -> Bundle:
                     files=len(files), content_bytes=total,
                     commits=tuple(repo_commit(root) or "" for root in roots))
     return Bundle(ref, data)
+
+
+def refuse_broad(roots: list[Path]) -> None:
+    """BundleRootRefused when a root is ``$HOME``, ``/``, the system temporary directory itself or a
+    parent of ``$HOME``: a suite outside git, in one of those, would pack the whole directory."""
+    home = Path.home().resolve()
+    broad = {home, Path("/"), Path(tempfile.gettempdir()).resolve(), *home.parents}
+    for root in roots:
+        if root.resolve() in broad:
+            raise BundleRootRefused(
+                f"the sweep's bundle would pack {root} (the directory of a suite or agent outside git): too broad "
+                "to carry (the home, temporary or root directory); move the suite into a project directory "
+                "(its own, or a git work tree), or share the files with the workers (--no-bundle)")
 
 
 def _too_large(roots: list[Path], files: list[tuple[str, Path]], sizes: dict[str, int], total: int,
