@@ -4,6 +4,7 @@ worker's copy, and two bundles' code imported apart in one process."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import tarfile
 from pathlib import Path
@@ -14,6 +15,7 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.bundles.importer import register
 from farm.bundles.pack import BundleRootRefused, BundleTooLarge, pack
+from farm.bundles.ref import BundleRef
 from farm.bundles.relocate import Relocation
 from farm.bundles.roots import project_roots
 from farm.bundles.unpack import BundleError, unpacked
@@ -262,3 +264,58 @@ def test_secret_looking_files_are_never_packed(tmp_path):
     names = _names(pack([root]).data)
     assert "0/proj/agent.py" in names
     assert not [n for n in names if not n.endswith(".py")], names
+
+
+def _hostile(members: list[tuple[tarfile.TarInfo, bytes]], *, content_bytes: int = 0) -> tuple[BundleRef, bytes]:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for info, body in members:
+            info.size = len(body) if info.isreg() else 0
+            tar.addfile(info, io.BytesIO(body) if info.isreg() else None)
+    data = gzip.compress(raw.getvalue(), mtime=0)
+    return BundleRef(hashlib.sha256(data).hexdigest(), ("/x/proj",), files=len(members),
+                     content_bytes=content_bytes), data
+
+
+def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
+def test_whatever_stops_an_unpack_is_a_bundle_error_naming_the_bundle(tmp_path):
+    escape, escape_data = _hostile([(tarfile.TarInfo("0/proj/../../../escape.py"), b"x")], content_bytes=1)
+    with pytest.raises(BundleError, match=escape.short):
+        unpacked(tmp_path / "a", escape, lambda: escape_data)
+    assert not (tmp_path / "escape.py").exists()
+    not_gzip = b"this is not gzip"
+    ref = BundleRef(hashlib.sha256(not_gzip).hexdigest(), ("/x/proj",))
+    with pytest.raises(BundleError, match=ref.short):
+        unpacked(tmp_path / "b", ref, lambda: not_gzip)
+    cut = gzip.compress(b"\0" * 4096)[:-12]
+    ref = BundleRef(hashlib.sha256(cut).hexdigest(), ("/x/proj",))
+    with pytest.raises(BundleError, match=ref.short):
+        unpacked(tmp_path / "c", ref, lambda: cut)
+    good = pack([_project(tmp_path / "proj", "one")])
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "bundles").write_text("a file where the copies go")  # an unwritable place
+    with pytest.raises(BundleError, match=good.ref.short):
+        unpacked(tmp_path / "d", good.ref, lambda: good.data)
+
+
+def test_a_bundle_holds_plain_files_a_sha256_and_no_bomb(tmp_path):
+    def never() -> bytes:
+        raise AssertionError("fetched")
+
+    for bad in ("../../etc", "A" * 64, "0" * 63):
+        with pytest.raises(BundleError, match="sha256"):
+            unpacked(tmp_path / "data", BundleRef(bad, ("/x/proj",)), never)
+    for special in (_link("0/proj/key", "/etc/passwd"), _link("0/proj/hard", "0/proj/a.py", tarfile.LNKTYPE),
+                    _link("0/proj/fifo", "", tarfile.FIFOTYPE)):
+        ref, data = _hostile([(tarfile.TarInfo("0/proj/a.py"), b"x"), (special, b"")], content_bytes=1)
+        with pytest.raises(BundleError, match="neither a file nor a directory"):
+            unpacked(tmp_path / "data", ref, lambda d=data: d)
+    ref, data = _hostile([(tarfile.TarInfo("0/proj/zeros"), b"\0" * 5_000_000)], content_bytes=10)
+    with pytest.raises(BundleError, match="inflates past"):
+        unpacked(tmp_path / "data", ref, lambda: data)
+    assert not list((tmp_path / "data" / "bundles").iterdir())  # nothing half-made is left
