@@ -396,4 +396,5 @@ def _check_numbers(settings: TestSettings) -> None:
         raise SettingsError("--timeout: must be positive")
     if settings.detach and not settings.broker:
         raise SettingsError("--detach needs --broker (or FARM_BROKER_URL): only a distributed sweep can detach")
-    check_ramp(settings.ramp, broker=settings.broker, adaptive=settings.fleet.adaptive_rule() is not None)
+    check_ramp(settings.ramp, broker=settings.broker, adaptive=settings.fleet.adaptive_rule() is not None,
+               matrix=settings.matrix.given)

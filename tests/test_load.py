@@ -38,6 +38,9 @@ def test_a_ramp_on_a_broker_or_with_adaptive_runs_exits_2(tmp_path: Path) -> Non
     assert done.returncode == 2 and "--ramp runs in-process only" in done.stderr, done.stderr
     done = farm_test("-i", str(suite), "-n", "http://127.0.0.1:9/agent", "--ramp", "2,4", "--adaptive")
     assert done.returncode == 2 and "--ramp and --adaptive" in done.stderr, done.stderr
+    done = farm_test("-i", str(suite), "--arm", "a=http://127.0.0.1:9/agent", "--arm", "b=http://127.0.0.1:9/b",
+                     "--ramp", "2,4")
+    assert done.returncode == 2 and "--ramp and --arm/--matrix" in done.stderr, done.stderr
 
 
 @SLOW

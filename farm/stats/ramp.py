@@ -42,10 +42,11 @@ def parse_ramp(text: str) -> tuple[int, ...]:
     return tuple(levels)
 
 
-def check_ramp(levels: Sequence[int] | None, *, broker: str | None, adaptive: bool) -> None:
+def check_ramp(levels: Sequence[int] | None, *, broker: str | None, adaptive: bool, matrix: bool = False) -> None:
     """Raise SettingsError (exit 2) for a ramp the farm cannot run: bad levels, a distributed sweep
     (its workers, not the farm, set how many runs are in flight), ``--adaptive`` (a case decided
-    early would leave the later levels without its runs)."""
+    early would leave the later levels without its runs), a matrix (``--arm``/``--matrix``: the
+    levels would undo the arms' interleaving)."""
     if levels is None:
         return
     if not levels:
@@ -59,6 +60,9 @@ def check_ramp(levels: Sequence[int] | None, *, broker: str | None, adaptive: bo
                             "flight (drop --broker / FARM_BROKER_URL)")
     if adaptive:
         raise SettingsError("--ramp and --adaptive do not go together: every level needs every case's runs")
+    if matrix:
+        raise SettingsError("--ramp and --arm/--matrix do not go together: the levels would undo the arms' "
+                            "interleaving (ramp each agent on its own with -n)")
 
 
 def percentile(ordered: Sequence[float], share: float) -> float | None:
