@@ -168,3 +168,27 @@ def test_a_bundle_gone_from_the_store_stops_the_sweep_naming_it(tmp_path, farm_w
     assert "is gone from the store" in done.stderr and bundle_key.split(":")[-1][:16] in done.stderr
     assert worker.process.wait(timeout=EXIT_TIMEOUT_S) == 0, worker.text()[-3000:]
     assert not (tmp_path / "w-data" / "bundles").exists() or not any((tmp_path / "w-data" / "bundles").iterdir())
+
+
+def test_a_matrix_outside_git_carries_every_arms_agent_from_a_subdirectory(tmp_path, farm_worker, farm_cli):
+    root = tmp_path / "mx"  # no git: the roots come from the suite's and the agents' directories
+    (root / "agents").mkdir(parents=True)
+    (root / "suites").mkdir()
+    for arm in ("a", "b"):
+        (root / "agents" / f"{arm}.py").write_text(f"def respond(messages, context=None):\n    return 'ok-{arm}'\n",
+                                                 encoding="utf-8")
+    case = {"id": "t1", "input": "hi", "assert": {"type": "contains", "value": "ok"}}
+    (root / "suites" / "s.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "farm", "test", "-i", "suites/s.jsonl", "--arm",
+                           "a=py:agents/a.py:respond", "--arm", "b=py:agents/b.py:respond", "--runs", "2",
+                           "--own-queue", "--detach", "--no-history", "--broker", farm_cli.broker], cwd=root,
+                          env=farm_cli.env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    sweep_id = done.stdout.strip()
+    shutil.move(root, tmp_path / "elsewhere")  # the submitter's tree is not where the plan says
+    cwd, env = _worker_env(tmp_path, "w")
+    worker = farm_worker("--sweep", sweep_id, "--exit-when-idle", "3", queue=None, cwd=cwd, env=env)
+    assert worker.process.wait(timeout=EXIT_TIMEOUT_S) == 0, worker.text()[-3000:]
+    assert _answers(farm_cli, sweep_id, tmp_path / "r.json") == {"ok-a", "ok-b"}
+    (copy,) = (tmp_path / "w-data" / "bundles").iterdir()
+    assert (copy / "0" / "mx" / "agents" / "b.py").is_file() and (copy / "0" / "mx" / "suites" / "s.jsonl").is_file()

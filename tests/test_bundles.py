@@ -319,3 +319,24 @@ def test_a_bundle_holds_plain_files_a_sha256_and_no_bomb(tmp_path):
     with pytest.raises(BundleError, match="inflates past"):
         unpacked(tmp_path / "data", ref, lambda: data)
     assert not list((tmp_path / "data" / "bundles").iterdir())  # nothing half-made is left
+
+
+def test_outside_git_the_directory_a_relative_agent_resolves_from_is_a_root(tmp_path):
+    from farm.bundles.roots import refs_paths
+
+    project = tmp_path / "proj"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "a.py").write_text("def respond(messages, context=None):\n    return 'a'\n")
+    (project / "suites").mkdir()
+    named = [project / "suites", *refs_paths(["py:agents/a.py:respond"], project)]
+    roots = project_roots(named)
+    assert roots == [project]  # not <proj>/agents and <proj>/suites: <proj>, the agent's base_dir, moves too
+    bundle = pack(roots)
+    copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
+    move = Relocation(bundle.ref, copy)
+    agent = move.agent(AgentRef(kind="python", target="agents/a.py:respond", base_dir=str(project)))
+    assert Path(agent.base_dir) == copy / "0" / "proj" and (Path(agent.base_dir) / "agents" / "a.py").is_file()
+    options = move.options(AgentOptions(str(project), str(project / "assistants"), "/elsewhere"))
+    assert Path(options.cwd) == copy / "0" / "proj"
+    assert refs_paths([f"py:{project}/agents/a.py:respond"], Path("/")) == [project / "agents" / "a.py"]  # absolute
+    assert refs_paths(["http://host/agent", None], project) == []

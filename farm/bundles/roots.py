@@ -1,7 +1,8 @@
 """Which directories a sweep's bundle holds: the project roots of what the sweep names.
 
 Each path the sweep names (the ``-i`` suites, the ``-n`` agent's file or directory, the agents and
-connectors directories) belongs to the git work tree that holds it (its top level) or, outside
+connectors directories, and the directory an agent reference naming a file resolves from: ``refs_paths``)
+belongs to the git work tree that holds it (its top level) or, outside
 git, to its own directory: a directory itself, a file's directory, a ``py:`` module's topmost
 package's parent (so the module travels with its package). Roots inside another root merge into
 it. A path named nowhere under a root (an absolute one a case names on its own) is not carried:
@@ -14,7 +15,7 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["agent_paths", "project_roots"]
+__all__ = ["agent_paths", "project_roots", "refs_paths"]
 
 
 def project_roots(paths: Iterable[Path]) -> list[Path]:
@@ -36,6 +37,30 @@ def _project_of(path: Path) -> Path:
         while (start / "__init__.py").is_file() and start.parent != start:
             start = start.parent
     return start
+
+
+def refs_paths(refs: Iterable[str | None], cwd: Path) -> list[Path]:
+    """The files agent references name (``agent_paths``) and, when they name any, ``cwd`` itself: the
+    directory a relative reference resolves from (its ``base_dir``) must be under a root too, or a
+    worker would look for the agent where the submitter's tree is (``py:agents/a.py`` outside git
+    would otherwise make ``<cwd>/agents`` the root and leave ``<cwd>`` unmoved)."""
+    named = [(path, _relative(ref, cwd)) for ref in refs for path in agent_paths(ref, cwd)]
+    return [*(path for path, _ in named), *([cwd] if any(relative for _, relative in named) else [])]
+
+
+def _relative(ref: str | None, cwd: Path) -> bool:
+    """Whether ``ref`` names its file by a path relative to the directory it resolves from."""
+    if not ref:
+        return False
+    if ref.startswith("py:"):
+        return not Path(ref[3:].rpartition(":")[0] or ref[3:]).expanduser().is_absolute()
+    if ref.startswith("cmd:"):
+        try:
+            return any(not Path(word).is_absolute() and _in_tree(cwd / word, cwd)
+                       for word in shlex.split(ref[4:]) if not word.startswith("-"))
+        except ValueError:
+            return False
+    return not Path(ref).is_absolute()
 
 
 def agent_paths(ref: str | None, cwd: Path) -> list[Path]:

@@ -2,7 +2,8 @@
 of the project, stores it once and names it on the plan. ``--no-bundle``: the shared-path mode.
 
 What the sweep names decides the roots (``farm.bundles.roots``): the ``-i`` suites, the agent a
-suite's directory finds upwards, the ``-n`` and ``--simulator`` references, the agents and
+suite's directory finds upwards, the ``-n``, ``--simulator`` and matrix arms' references (and the
+directory they resolve from), the ``--matrix`` file, the agents and
 connectors directories (``FARM_AGENTS_ROOT`` / ``FARM_CONNECTORS_ROOT``, else ``./assistants`` and
 ``./connectors``) where they exist.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from farm.agents.resolve import find_manifest_upwards
 from farm.api import PreparedSweep, TestSettings
 from farm.bundles.pack import Bundle, pack
-from farm.bundles.roots import agent_paths, project_roots
+from farm.bundles.roots import project_roots, refs_paths
 
 __all__ = ["carry_bundle", "sweep_bundle"]
 
@@ -33,8 +34,10 @@ def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int
         manifest = find_manifest_upwards(directory)
         if manifest is not None:
             named.append(manifest)
-    for ref in (settings.name, settings.simulator):
-        named += agent_paths(ref, cwd)
+    arms = prepared.plan.matrix.arms if prepared.plan.matrix is not None else []
+    named += refs_paths((settings.name, settings.simulator, *(arm.agent for arm in arms)), cwd)
+    if settings.matrix.file is not None:  # the matrix file's directory (the arms' connectors are ids)
+        named.append((cwd / settings.matrix.file).expanduser())
     named += [Path(prepared.options.agents_root), Path(prepared.options.connectors_root)]
     roots = project_roots(named)
     if not roots:  # nothing of the sweep is a file (an HTTP agent, a message): nothing to carry
