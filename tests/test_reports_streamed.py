@@ -81,7 +81,9 @@ def _sweep(tmp_path: Path, data_dir: Path, runs: int, parallel: int) -> tuple[Sw
     with open_journal(data_dir, prepared.plan.sweep_id) as stream:
         journal = RunJournal(stream, prepared.plan)
         report = LocalExecutor().run(prepared.plan, Observers(journal, recorder))
-    kept = report.model_copy(update={"results": [recorder.cases[s.id] for s in report.results]})
+    # load_bias is split at the sweep's median once every case is in (after the cases were observed)
+    kept = report.model_copy(update={"results": [recorder.cases[s.id].model_copy(update={"load_bias": s.load_bias})
+                                                 for s in report.results]})
     return report, kept
 
 

@@ -22,9 +22,10 @@ from tests.redis_commands import Monitor
 
 AGENT = "py:tests/agents/distributed.py:by_run"
 CASES, RUNS = 100, 10
-MAX_PER_RUN = 10.0
-"""Issue 32's bound on every command Redis runs (scripts' own included): one Redis core (~100k
-simple commands/s) carries >= 10k runs/s."""
+MAX_PER_RUN = 11.0
+"""Issue 32's bound on every command Redis runs (scripts' own included), ten — one Redis core (~100k
+simple commands/s) carries >= 10k runs/s — plus the one O(1) ``HLEN`` inside ``begin_run`` that
+gives each run its fleet-wide ``in_flight`` (SPEC 25, issue 44; 9.67 a run before it)."""
 MAX_SENT_PER_RUN = 4.0
 """What clients send (a script call one command): two scripts a run and a little."""
 OWN = ("info", "config", "config|resetstat", "monitor")

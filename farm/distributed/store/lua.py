@@ -57,8 +57,8 @@ key (a drop, or a redelivered stored run clearing its marker): a stored run's si
 its stream entry, a started run's its marker."""
 
 BEGIN_RUN_LUA = """
-local function in_flight()  -- the running hash's markers; '' is its sentinel (keys.SENTINEL)
-  return redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], '')
+local function in_flight()  -- the running hash's markers, less its sentinel (keys.SENTINEL, made with the plan)
+  return redis.call('HLEN', KEYS[3]) - 1
 end
 local stop, stored = '', 0
 if ARGV[6] == '1' then stop = redis.call('GET', KEYS[1]) or '' end
@@ -96,8 +96,9 @@ no per-run EXPIRE. A marker already there is read: of a dead holder, the run was
 that process died (deaths + 1); of a live holder elsewhere within ARGV[7], a concurrent duplicate
 (left as it is: the caller drops its copy). Returns (stop reason or '' (also when not read), 1
 when the run is stored already, deaths, 1 when duplicate, the sweep's runs in flight with this
-one: the running hash's markers, its sentinel left out; HLEN and HEXISTS are O(1), in the same
-round trip)."""
+one: the running hash's markers, its sentinel left out — one O(1) HLEN in the same round trip, the
+one command a run costs beyond issue 32's ten; a hash that lost its sentinel counts one more, and
+``SweepStore.begin_run`` never says less than 1)."""
 
 STORE_RUN_LUA = _BARRIER + _OFFSET % 5 + """
 -- SET NX is the first write: while Redis refuses writes for memory the script stops here,
