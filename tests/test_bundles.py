@@ -123,6 +123,23 @@ def test_a_missing_third_party_module_is_named(tmp_path):
         resolve_callable("agent.py:respond", copy / "0" / "proj")
 
 
+def test_a_bundle_holding_a_farm_package_still_imports_the_workers_farm(tmp_path):
+    """A bundle of the farm's own repository (its tests' agents) holds ``farm/``: an agent's
+    ``from farm.models import Reply`` must still be the worker's class, or its reply is not one
+    (seen in CI: every run "Object of type Reply is not JSON serializable")."""
+    import farm.models
+
+    root = tmp_path / "proj"
+    (root / "farm").mkdir(parents=True)
+    (root / "farm" / "__init__.py").write_text("SHADOW = True\n")
+    (root / "agent.py").write_text("from farm.models import Reply\n\ndef respond(m):\n    return Reply(text='ok')\n")
+    bundle = pack([root])
+    copy = unpacked(tmp_path / "data", bundle.ref, lambda: bundle.data)
+    register(copy, bundle.ref.short)
+    reply = resolve_callable("agent.py:respond", copy / "0" / "proj")([])
+    assert isinstance(reply, farm.models.Reply)
+
+
 def test_relocation_moves_the_paths_under_a_root_and_nothing_else(tmp_path):
     root = _project(tmp_path / "proj", "one")
     bundle = pack([root])

@@ -27,6 +27,8 @@ from typing import Any
 __all__ = ["BundleNamespace", "namespace_for", "register"]
 
 PREFIX = "_farm_bundle_"
+FARM_PACKAGES = frozenset({"farm", "workers"})
+"""Top-level names a bundle's code always imports from the worker: the farm's interface."""
 _copies: dict[Path, str] = {}
 """Each registered copy's directory → its bundle's short hash."""
 _spaces: dict[str, BundleNamespace] = {}
@@ -70,11 +72,12 @@ class BundleNamespace:
         self.builtins = dict(builtins.__dict__, __import__=self._import)
 
     def holds(self, top: str) -> bool:
-        """Whether the directory holds a module or package named ``top``."""
+        """Whether the directory holds a module or package named ``top`` (never the farm's own:
+        an agent's ``Reply`` must be the worker's class, even from a bundle of the farm's repo)."""
         found = self._holds.get(top)
         if found is None:
-            found = self._holds[top] = ((self.directory / f"{top}.py").is_file()
-                                        or (self.directory / top / "__init__.py").is_file())
+            found = self._holds[top] = top not in FARM_PACKAGES and (
+                (self.directory / f"{top}.py").is_file() or (self.directory / top / "__init__.py").is_file())
         return found
 
     def module(self, dotted: str) -> Any:
