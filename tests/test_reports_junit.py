@@ -165,3 +165,13 @@ def test_the_overall_time_is_never_below_a_suites() -> None:
     root = ET.fromstring(render_junit(report))
     suite_times = [float(s.attrib["time"]) for s in root.findall("testsuite")]
     assert float(root.attrib["time"]) >= max(suite_times) > 0.001
+
+
+def test_a_hostname_given_in_the_metadata_names_the_suites_and_stays_in_the_json() -> None:
+    report = sample_report()
+    given = build_report(list(report.results), duration_ms=2_500, runs_per_case=2, environment={},
+                         metadata={"agent_id": "keyword", "sweep_id": "s-1", "hostname": "ci-runner-7"})
+    suites = ET.fromstring(render_junit(given)).iter("testsuite")
+    assert {suite.get("hostname") for suite in suites} == {"ci-runner-7"}
+    assert given.written_metadata()["hostname"] == "ci-runner-7"
+    assert {s.get("hostname") for s in ET.fromstring(render_junit(report)).iter("testsuite")} == {"localhost"}

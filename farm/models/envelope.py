@@ -143,6 +143,9 @@ class SweepEnvelope(_SetOnly):
     """The comparison with the baseline (SPEC 12's document)."""
     journal_bad_lines: BadLines | None = None
     """``farm report`` of a journal with unreadable lines."""
+    hostname: str | None = None
+    """The JUnit suites' ``hostname``, as a caller's ``metadata.hostname`` gives it (the farm sets none:
+    JUnit then says ``localhost``)."""
 
     @property
     def recorder(self) -> Recorder | None:

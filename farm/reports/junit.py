@@ -164,8 +164,8 @@ def _skipped_suite(root: ET.Element, ids: list[str], report: SweepReport) -> Non
 
 
 def _hostname(report: SweepReport) -> str:
-    """The ``hostname`` a user's own metadata gives (the farm writes none), else ``localhost``."""
-    return str(report.metadata.get("hostname") or "localhost")
+    """The ``hostname`` a caller's metadata gives (``SweepEnvelope.hostname``), else ``localhost``."""
+    return report.envelope.hostname or "localhost"
 
 
 def _fleet(report: SweepReport) -> dict[str, Any]:
