@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from farm.errors import FarmError, InputError
 from farm.history.store import HistoryStore
 from farm.history.sweep_info import SweepInfo
-from farm.view.paged import PagedSweep, PagedSweeps
+from farm.view.paged import PagedSweep, PagedSweeps, built_apart
 
 __all__ = ["SweepFilter", "ViewData"]
 
@@ -110,8 +110,10 @@ class ViewData:
 
     def _paged(self, info: SweepInfo) -> PagedSweep | None:
         path = _own_journal(info)
+        if path is None:
+            return None
         try:
-            return None if path is None else self.pages.get(path, lambda: _paged_from(path, info.sweep_id))
+            return self.pages.get(path, lambda: built_apart(_paged_from, path, info.sweep_id))
         except OSError:
             return None  # pruned meanwhile: the history's figures instead
 

@@ -7,13 +7,12 @@ journal takes tens of seconds, each page of its table a few milliseconds.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import io
-import sys
+import multiprocessing
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -21,7 +20,7 @@ from urllib.parse import quote
 from farm.models import SweepReport
 from farm.view.table import DEFAULT_SIZE, CaseTable
 
-__all__ = ["KEPT", "PagedSweep", "PagedSweeps", "paged_sweep"]
+__all__ = ["KEPT", "PagedSweep", "PagedSweeps", "built_apart", "paged_sweep"]
 
 KEPT = 2
 """Sweeps kept at once (the newest asked for): each holds its cases' JSON."""
@@ -62,6 +61,14 @@ def paged_sweep(report: SweepReport, sweep_id: str) -> PagedSweep:
     return PagedSweep(out.getvalue(), table, head, tail)
 
 
+def built_apart(build: Callable[[Path, str], PagedSweep | None], path: Path, sweep_id: str) -> PagedSweep | None:
+    """``build(path, sweep_id)`` in a child process: a 30,000-case replay peaks near 1 GB, which the
+    server would keep for its life (freed, never given back); what comes back is the page and the
+    cases' text."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(build, path, sweep_id).result()
+
+
 class PagedSweeps:
     """The last ``KEPT`` pages built, by journal file and its size and time: a journal still being
     written is read again. Two requests for one journal build it once (the other waits)."""
@@ -82,23 +89,9 @@ class PagedSweeps:
                     self._kept.move_to_end(key)
                     return self._kept[key]
             built = build()
-            _give_back_freed_memory()
             with self._guard:
                 self._kept[key] = built
                 while len(self._kept) > KEPT:
                     self._locks.pop(self._kept.popitem(last=False)[0], None)
             return built
 
-
-def _give_back_freed_memory() -> None:
-    """Return the replay's freed heap to the system (glibc keeps it, in the worker thread's arena:
-    a 30,000-case replay peaks near 1 GB and the server would hold that for its life)."""
-    if not sys.platform.startswith("linux"):
-        return
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        return
-    if trim is not None:
-        trim(0)
