@@ -13,7 +13,8 @@ Each repetition starts a fresh ``farm view`` and, timing whole responses with a 
   page with its first 100 cases rendered;
 - ``warm``: the same page again (the report kept); ``page 2``: ``/api/sweeps/ID/cases?page=2``;
   ``search``: a search over every case's id, outputs and errors (``q=case-0123``);
-- the server's RSS after these, and its peak (``VmHWM``).
+- the server's RSS after these, its own peak (``VmHWM``), and the peak of the server with its
+  children (sampled every 20 ms: this checkout replays a journal in a child process).
 
 ``--before REV`` also measures that commit's farm (its page embeds every case), alternating with
 this checkout's in the same run: its page's time, bytes and the server's RSS.
@@ -79,8 +80,10 @@ def one(data: Path, sweep_id: str, code: Path | None) -> dict[str, float]:
     port = harness.free_port()
     view = subprocess.Popen([sys.executable, "-m", "farm", "view", "--port", str(port)], cwd=code or data, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    sampler = harness.RssSampler(view.pid)
     try:
         harness.wait_port(port, timeout=120)
+        sampler.start()
         base = f"http://127.0.0.1:{port}"
         figures: dict[str, float] = {}
         figures["cold_s"], figures["cold_bytes"] = get(f"{base}/sweeps/{sweep_id}")
@@ -89,8 +92,11 @@ def one(data: Path, sweep_id: str, code: Path | None) -> dict[str, float]:
             figures["page2_s"], figures["page2_bytes"] = get(f"{base}/api/sweeps/{sweep_id}/cases?page=2")
             figures["search_s"], _ = get(f"{base}/api/sweeps/{sweep_id}/cases?q=c00123")
         figures["rss_mb"], figures["peak_rss_mb"] = rss(view.pid)
+        sampler.done.set()
+        figures["tree_peak_rss_mb"] = sampler.peak / 2**20
         return figures
     finally:
+        sampler.done.set()
         harness.kill_tree(view)
 
 
