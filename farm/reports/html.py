@@ -20,13 +20,13 @@ from farm.durations import format_ms
 from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepOutcome, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
-from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.reports.html_kit import asset, paging_fields, script_safe_json, template_environment
 from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
 from farm.reports.matrix_html import matrix_section
 from farm.reports.semantic import semantic_summary
 from farm.wording import plural
 
-__all__ = ["PAGED_POLICY", "REPORT_POLICY", "render_html", "report_json_parts", "write_html"]
+__all__ = ["render_html", "report_json_parts", "write_html"]
 
 _PASS_BUCKETS = (
     ("0%", "bad"),
@@ -49,19 +49,11 @@ _DATA = "\x00farm-report-data\x00"
 """Where the embedded report's JSON goes in the rendered page (no template or datum makes NUL)."""
 
 
-REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
-                 "base-uri 'none'; form-action 'none'")
-"""The page's Content-Security-Policy: it loads and fetches nothing."""
-PAGED_POLICY = REPORT_POLICY + "; connect-src 'self'"
-"""A page served by ``farm view`` with its results paged: it fetches each page from its own server."""
-
-
 def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None, *,
                rows: list[CaseStats] | None = None, paging: dict[str, Any] | None = None) -> None:
     """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time
-    (each case's run details from ``details`` when given). ``farm view`` embeds only ``rows`` (one
-    page of the results, the charts still of them all) and ``paging``: where the script fetches
-    the other pages (``farm.view.table``)."""
+    (each case's run details from ``details`` when given). ``farm view`` embeds ``rows`` (a page of
+    the results; the charts are of them all) and ``paging``: where the others are (``farm.view.table``)."""
     summary = report.summary
     meta, envelope = report.written_metadata(), report.envelope  # the table shows what the JSON report holds
     agent = _text(envelope.agent_id or "agent")
@@ -90,17 +82,22 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
         js=Markup(asset("report.js")),
-        csp=Markup(REPORT_POLICY if paging is None else PAGED_POLICY),  # constants, verbatim as before
-        paging=Markup(script_safe_json(json.dumps(paging))) if paging is not None else "",
+        **paging_fields(paging),
     )
     before, after = page.split(_DATA)
     out.write(before)
+    _write_data(report, report.results if rows is None else rows, out, details)
+    out.write(after)
+
+
+def _write_data(report: SweepReport, rows: list[CaseStats], out: TextIO, details: RunDetailsSource | None) -> None:
+    """``script_safe_json(report.model_dump_json())`` with ``rows`` as its results, case by case (the
+    escapes replace single characters, so the pieces escape as the whole did)."""
     head, tail = report_json_parts(report)
-    out.write(script_safe_json(head))  # the escapes replace single characters: the pieces escape as the whole
-    for n, stats in enumerate(with_details(report.results if rows is None else rows, details)):
+    out.write(script_safe_json(head))
+    for n, stats in enumerate(with_details(rows, details)):
         out.write(("," if n else "") + script_safe_json(stats.model_dump_json()))
     out.write(script_safe_json(tail))
-    out.write(after)
 
 
 def report_json_parts(report: SweepReport) -> tuple[str, str]:

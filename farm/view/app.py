@@ -27,7 +27,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from farm.errors import FarmError, SettingsError
-from farm.reports.html import PAGED_POLICY, REPORT_POLICY
+from farm.reports.html_kit import PAGED_POLICY, REPORT_POLICY
 from farm.view.data import SweepFilter, ViewData
 from farm.view.pages import render
 from farm.view.table import TableQuery

@@ -420,8 +420,7 @@
     const q = new URLSearchParams({ page: String(state.page + 1), size: String(state.size), q: state.query, filter: state.filter });
     if (state.key) { q.set("sort", state.key); q.set("order", state.dir > 0 ? "asc" : "desc"); }
     $("rows").setAttribute("aria-busy", "true");
-    fetch(paging.cases + "?" + q.toString(), { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then((r) => r.json().then((body) => { if (!r.ok) throw new Error(body.error || "HTTP " + r.status); return body; }))
+    window.farmPagedCases(paging.cases + "?" + q.toString())  // report_paged.js: only in farm view's pages
       .then((body) => {
         if (asked !== served.asked) return;
         cases = body.cases;
