@@ -6,7 +6,7 @@ persistence); ``FARM_TEST_REDIS_URL`` points the tests at an existing server ins
 CI must run them (dramatiq's rule). ``redis_client`` empties the database before and after each
 test. ``farm_worker`` starts real ``python -m farm worker`` subprocesses and stops them at the end;
 ``redis_factory`` starts extra servers (with persistence, restartable) for the fault tests.
-``counting_agent`` (``tests/counting_agent.py``) makes ``py:`` agents that count their calls per
+``counting_agent`` (``tests/support/counting_agent.py``) makes ``py:`` agents that count their calls per
 (case, run): the distributed tests assert with it that no run's agent is called twice.
 """
 
@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ROOT, free_port, stop_process, stop_processes
+from tests.support.servers import ROOT, free_port, stop_process, stop_processes
 
 # PostgreSQL and SQLite databases of the history tests; the counting agent (calls per (case, run))
-pytest_plugins = ["tests.history_fixtures", "tests.counting_agent"]
+pytest_plugins = ["tests.support.history_fixtures", "tests.support.counting_agent"]
 
 # The CLI's tables take COLUMNS as the terminal's width. pytest-xdist gives its workers COLUMNS=80
 # and LINES=24, a developer's shell may export them: the tests see neither (those about widths set
