@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from farm.assess import InMemoryModes, JsonFileModes, default_modes_path, read_answer
+from farm.extras import install_hint
 from farm.history.modes import HistoryModes
 from farm.semantic import missing_requirement
 from tests.support.browser_fixtures import Opened, headless_chromium
@@ -32,6 +33,10 @@ def respond(messages, context):
 FLAKY_GROUPS = 2 if missing_requirement() is None else 3
 """flaky's failures: "wrong A" (2 runs) and "wrong B" mean the same (one group with the [semantic]
 extra, two without), and the error."""
+NEEDS_SEMANTIC = pytest.mark.skipif(
+    missing_requirement() is not None,
+    reason=f"needs the [semantic] extra ({missing_requirement()} is missing: {install_hint('semantic')}): "
+           "without a judge, only its meanings fold 'wrong A' and 'wrong B' into one failure-class mode")
 HOSTILE = "<script>window.__pwned=1</script>"
 
 
@@ -149,6 +154,7 @@ def test_json_follows_spec_14_3(project: Project) -> None:
     assert document["judge"] == "local.judge"
 
 
+@NEEDS_SEMANTIC
 def test_without_a_judge_the_modes_are_the_failure_classes(project: Project) -> None:
     report = project.root / "report.json"
     suite = project.agent_dir / "tests" / "cases.jsonl"
@@ -267,6 +273,7 @@ def test_with_a_history_the_modes_live_there_and_a_new_mode_is_a_finding(project
     assert third.output.split("New failure modes:\n")[1].splitlines() == ["    steady: Fails as assertion:type."]
 
 
+@NEEDS_SEMANTIC
 def test_without_a_history_the_modes_live_in_the_data_directory(project: Project) -> None:
     suite = project.agent_dir / "tests" / "cases.jsonl"
     result = farm(project, "assess", str(suite), "-n", "py:agent.py:respond", "--runs", "5", "--no-history")
