@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from farm.sweep.journal import journal_dir
-from tests.conftest import farm_env
+from tests.support.processes import farm_env
 from tests.support.servers import ROOT
 
 CRASHY = "py:tests/agents/crashy.py:agent"

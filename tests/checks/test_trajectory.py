@@ -57,7 +57,7 @@ def _sweep(farm_cli: Any, tmp_path: Path, suite: Path, agent: str = AGENT, *outs
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> tuple[dict[str, Any], Path]:
-    from tests.conftest import FarmCli
+    from tests.support.processes import FarmCli
 
     tmp_path = tmp_path_factory.mktemp("paths")
     suite = tmp_path / "paths.jsonl"

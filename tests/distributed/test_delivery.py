@@ -25,7 +25,7 @@ from farm.distributed.delivery.reconcile import reconcile_sweep
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore, connect
 from farm.reports import render_report
-from tests.distributed.test_distributed import AGENTS, write_suite
+from tests.support.distributed_sweeps import AGENTS, write_suite
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

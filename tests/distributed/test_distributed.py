@@ -8,52 +8,14 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import Settled, SweepStore, Tally, connect
+from tests.support.distributed_sweeps import AGENTS, PARITY_CASES, assert_parity, case_counts, write_suite
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
-
-AGENTS = "py:tests/agents/distributed.py"
-
-
-def write_suite(path: Path, cases: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
-    return path
-
-
-PARITY_CASES = [
-    {"id": "mostly", "input": "hello", "assert": {"type": "contains", "value": "ok"}},
-    {"id": "rarely", "input": "x", "assert": {"type": "equals", "value": "no"}},
-    {"id": "always", "input": "same", "assert": {"type": "regex", "value": "^(ok|no)"}},
-    {"id": "skipped", "input": "never sent", "skip": True},
-]
-
-COMPARED = ("id", "runs", "passed", "failed", "errors", "timeouts", "skipped", "pass_rate", "pass_rate_ci",
-            "consistency", "stable", "stability_class", "label", "required_passes", "case_passed")
-
-
-def assert_parity(local: Path, remote: Path) -> dict[str, Any]:
-    """The parity sweep's two reports agree case by case and in the summary (its duration and load
-    aside: measured, not counted); returns the distributed one."""
-    local_report, remote_report = json.loads(local.read_text()), json.loads(remote.read_text())
-    assert _counts(remote_report) == _counts(local_report)
-    drop = ("duration_ms", "load_bias")
-    assert {k: v for k, v in remote_report["summary"].items() if k not in drop} == \
-        {k: v for k, v in local_report["summary"].items() if k not in drop}
-    assert remote_report["summary"]["by_status"] == {"passed": 12, "failed": 6, "error": 0, "timeout": 0,
-                                                     "skipped": 1}
-    return remote_report
-
-
-def _counts(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{k: case[k] for k in COMPARED} | {"runs_seen": sorted(d["run"] for d in case["run_details"])}
-            for case in report["results"]]
-
 
 def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker, farm_cli, counting_agent):
     suite = write_suite(tmp_path / "parity.jsonl", PARITY_CASES)
@@ -77,7 +39,7 @@ def test_sweep_on_workers_matches_in_process(tmp_path, redis_client, farm_worker
     replayed = farm_cli.run("report", sid, "-o", str(tmp_path / "replayed.json"), "--broker", farm_cli.broker)
     assert again.returncode == 1 and replayed.returncode in (0, 1), again.stderr + replayed.stderr
     for name in ("again.json", "replayed.json"):
-        assert _counts(json.loads((tmp_path / name).read_text())) == _counts(remote_report), name
+        assert case_counts(json.loads((tmp_path / name).read_text())) == case_counts(remote_report), name
     agent.assert_once_each(18)  # reading the sweep back calls nothing
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from farm.cli.sweeps import FLOWER_TASK_COLUMNS, flower_command
 from farm.models import RunResult, RunStatus
-from tests.distributed.test_distributed import write_suite
+from tests.support.distributed_sweeps import write_suite
 
 
 def test_flower_lists_task_arguments_and_results_by_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.distributed.test_distributed import AGENTS, write_suite
+from tests.support.distributed_sweeps import AGENTS, write_suite
 from tests.support.tcp_fault import FaultProxy
 from tests.support.waiting import wait_for
 
@@ -66,20 +66,16 @@ def test_redis_restart_mid_sweep_completes(tmp_path, redis_factory, farm_worker,
     # CI stop 17, about 1 restart in 20 here); the supervisor starts it again, which is the farm's answer
     worker = farm_worker(broker=server.url, queue="restart", concurrency=4, env=env, supervised=True)
     out = tmp_path / "r.json"
-    sweep = farm_cli.popen("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "6", "--queue", "restart",
-                           "-o", str(out), "--broker", server.url, "--no-progress", env=env)
     from farm.distributed.store.sweep_store import SweepStore, connect
 
-    store = SweepStore(connect(server.url))
-    wait_for(lambda: any(store.runs_done(sid) >= 3 for sid in store.in_flight_ids()), 60, "some runs to finish")
-    server.kill()
-    time.sleep(2)
-    server.start()
-    try:
+    with farm_cli.started("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "6", "--queue", "restart",
+                          "-o", str(out), "--broker", server.url, "--no-progress", env=env) as sweep:
+        store = SweepStore(connect(server.url))
+        wait_for(lambda: any(store.runs_done(sid) >= 3 for sid in store.in_flight_ids()), 60, "some runs to finish")
+        server.kill()
+        time.sleep(2)
+        server.start()
         _stdout, stderr = sweep.communicate(timeout=150)
-    finally:
-        if sweep.poll() is None:
-            sweep.kill()
     assert sweep.returncode == 0, f"{stderr}\n--- worker ---\n{worker.text()[-3000:]}"  # Redis kept its data
     report = json.loads(out.read_text())
     assert [c["runs"] for c in report["results"]] == [6] * 4

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.distributed.test_distributed import PARITY_CASES, write_suite
+from tests.support.distributed_sweeps import PARITY_CASES, write_suite
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.distributed.test_distributed import AGENTS, PARITY_CASES, assert_parity, write_suite
 from tests.support.broker_servers import rabbitmq_vhost
+from tests.support.distributed_sweeps import AGENTS, PARITY_CASES, assert_parity, write_suite
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -15,7 +15,7 @@ import time
 import pytest
 import redis
 
-from tests.distributed.test_distributed import write_suite
+from tests.support.distributed_sweeps import write_suite
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

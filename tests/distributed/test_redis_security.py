@@ -21,8 +21,8 @@ import pytest
 import redis
 import yaml
 
-from tests.distributed.test_distributed import AGENTS, PARITY_CASES, write_suite
 from tests.support.broker_servers import self_signed, start_redis
+from tests.support.distributed_sweeps import AGENTS, PARITY_CASES, write_suite
 from tests.support.servers import ROOT, free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from farm.distributed.store import keys
-from tests.distributed.test_distributed import write_suite
+from tests.support.distributed_sweeps import write_suite
 from tests.support.fleet_agents import write_py_agent
 from tests.support.waiting import wait_for
 

@@ -16,7 +16,7 @@ import pytest
 
 from farm.distributed.store.sweep_store import SweepStore, connect
 from farm.settings import sweep_queue
-from tests.distributed.test_distributed import write_suite
+from tests.support.distributed_sweeps import write_suite
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

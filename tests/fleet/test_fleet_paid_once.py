@@ -92,19 +92,14 @@ def test_a_second_copy_of_a_run_in_flight_in_the_same_worker_process_is_not_call
     suite = write_suite(tmp_path, "c.jsonl", [{"id": "c", "input": "go"}])
     out = tmp_path / "c.json"
     with usage_server(delay_s=3.0) as (served, server):
-        sweep = farm_cli.popen("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "1",
-                               "--broker", farm_cli.broker, "--queue", "copies", "--no-history", "--no-progress",
-                               "-o", str(out))
-        try:
+        with farm_cli.started("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "1",
+                              "--broker", farm_cli.broker, "--queue", "copies", "--no-history", "--no-progress",
+                              "-o", str(out)) as sweep:
             wait_for(lambda: server.in_flight >= 1, 120, "the run's call in flight")
             sweep_id = next(iter(redis_client.scan_iter("farm:sweep:*:running"))).split(":")[2]
             copier = Celery(broker=redis_server)
             copier.send_task("farm.run", args=(sweep_id, "c", 1), kwargs={"again": True}, queue="copies")
             _stdout, stderr = sweep.communicate(timeout=300)
-        finally:
-            if sweep.poll() is None:
-                sweep.kill()
-                sweep.wait()
         assert sweep.returncode == 0, stderr
         # the copy taken off the queue and answered (unacknowledged messages wait in ``unacked``)
         wait_for(lambda: not redis_client.llen("copies") and not redis_client.hlen("unacked"), 60, "the copy taken")

@@ -91,19 +91,16 @@ def test_a_worker_that_joins_late_does_not_probe_past_the_budget(tmp_path, redis
     out = tmp_path / "r.json"
     with usage_server(delay_s=3.0) as (served, server):
         agent = served.url + "/agent"
-        sweep = farm_cli.popen("test", "-i", str(suite), "-n", agent, "--runs", "10", "--budget", "0.10",
-                               "--broker", farm_cli.broker, "--queue", "late", "--no-history", "--no-progress",
-                               "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent))})
-        try:
-            # spent $0.09 and $0.01 reserved by the call in flight: the whole budget is taken
-            wait_for(lambda: server.calls >= 10 and server.in_flight >= 1, 180, "worker A's tenth call")
-            os.kill(late.process.pid, signal.SIGCONT)
-            _stdout, stderr = sweep.communicate(timeout=300)
-        finally:
-            os.kill(late.process.pid, signal.SIGCONT)
-            if sweep.poll() is None:
-                sweep.kill()
-                sweep.wait()
+        with farm_cli.started("test", "-i", str(suite), "-n", agent, "--runs", "10", "--budget", "0.10",
+                              "--broker", farm_cli.broker, "--queue", "late", "--no-history", "--no-progress",
+                              "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent))}) as sweep:
+            try:
+                # spent $0.09 and $0.01 reserved by the call in flight: the whole budget is taken
+                wait_for(lambda: server.calls >= 10 and server.in_flight >= 1, 180, "worker A's tenth call")
+                os.kill(late.process.pid, signal.SIGCONT)
+                _stdout, stderr = sweep.communicate(timeout=300)
+            finally:
+                os.kill(late.process.pid, signal.SIGCONT)
         assert sweep.returncode == 4, stderr
         report = report_of(out)
         assert server.calls == 10, f"{server.calls} calls for a $0.10 budget at $0.01 a call"
@@ -121,19 +118,14 @@ def test_calls_a_killed_worker_paid_for_count_in_the_reported_spend(tmp_path, re
     out = tmp_path / "r.json"
     with usage_server(delay_s=1.0) as (served, server):
         agent = served.url + "/agent"
-        sweep = farm_cli.popen("test", "-i", str(suite), "-n", agent, "--runs", "6", "--budget", "5",
-                               "--broker", farm_cli.broker, "--queue", "spend", "--no-history", "--no-progress",
-                               "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent)), **env})
-        try:
+        with farm_cli.started("test", "-i", str(suite), "-n", agent, "--runs", "6", "--budget", "5",
+                              "--broker", farm_cli.broker, "--queue", "spend", "--no-history", "--no-progress",
+                              "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent)), **env}) as sweep:
             # past the first call (the key's probe): the calls in flight each reserved $0.01
             wait_for(lambda: server.calls >= 4 and server.in_flight >= 2, 120, "paid calls in flight on the victim")
             victim.kill()
             farm_worker(queue="spend", concurrency=4, env=env)
             _stdout, stderr = sweep.communicate(timeout=300)
-        finally:
-            if sweep.poll() is None:
-                sweep.kill()
-                sweep.wait()
         assert sweep.returncode == 0, stderr
         report = report_of(out)
         assert report["summary"]["total_runs"] == 12

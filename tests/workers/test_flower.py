@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.distributed.test_distributed import write_suite
+from tests.support.distributed_sweeps import write_suite
 from tests.support.servers import ROOT, free_port, stop_process, wait_for_port
 
 USER, PASSWORD = "farmer", "s3cret-pass"

@@ -21,7 +21,7 @@ import pytest
 
 from farm.distributed.submit import consumers, create_celery_app
 from farm.distributed.supervise import cgroup_quota, default_processes
-from tests.conftest import WorkerProcess, farm_env
+from tests.support.processes import WorkerProcess, farm_env
 from tests.support.servers import ROOT, free_port
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are found through /proc")
