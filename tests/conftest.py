@@ -149,6 +149,51 @@ def _module_starts_processes(path: Path) -> bool:
     return _STARTS_PROCESSES[key]
 
 
+LANE_MARKS = ("slow", "redis", "browser")
+"""The marks the fast lane leaves out."""
+PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec"})
+"""Audit events (PEP 578) of a process start: subprocess, multiprocessing's fork, a spawn."""
+_started: list[str] | None = None  # what the running fast-lane test started; None outside such a test
+
+
+FARMS_OWN_COMMANDS = frozenset({"git"})
+"""Programs the farm itself runs in an in-process sweep, for milliseconds: ``git rev-parse HEAD``
+(the agent's commit, ``farm.agents.repo_commit``). They leave a test in the fast lane."""
+
+
+def _note_process(event: str, args: tuple[Any, ...]) -> None:
+    if _started is None or event not in PROCESS_EVENTS:
+        return
+    if event == "subprocess.Popen" and Path(str(args[0])).name in FARMS_OWN_COMMANDS:
+        return
+    _started.append(f"{event} {str(args[:2])[:160]}")
+
+
+sys.addaudithook(_note_process)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Watch a fast-lane test from its fixtures' setup (module-scoped servers included) on."""
+    global _started
+    _started = None if any(item.get_closest_marker(mark) for mark in LANE_MARKS) else []
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A fast-lane test that started a process fails (an error at teardown, naming it): the marks
+    below see a module's own words, not what its helpers start, and the fast lane must start none."""
+    global _started
+    try:
+        return (yield)
+    finally:
+        started, _started = _started, None
+        if started:
+            pytest.fail(f"{item.nodeid} starts a process but is not marked slow: {started[0]} "
+                        f"({len(started)} in all); mark it, or its module, slow", pytrace=False)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark what the fast lane (``pytest -m "not slow and not redis and not browser"``, README) leaves
     out: tests using a process fixture (redis, slow), tests of modules that start processes (slow),

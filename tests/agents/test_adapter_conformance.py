@@ -81,7 +81,8 @@ def _options(tmp: Path, openai_url: str | None = None) -> AgentOptions:
     return AgentOptions.from_env(tmp, agents_root=str(tmp / "assistants"), connectors_root=str(tmp / "connectors"))
 
 
-@pytest.fixture(scope="module", params=["python", "http", "neuro-san", "command", "prompt"])
+@pytest.fixture(scope="module", params=["python", "http", "neuro-san", pytest.param("command", marks=pytest.mark.slow),
+                                        "prompt"])
 def peer(request, tmp_path_factory) -> Iterator[Peer]:
     tmp = tmp_path_factory.mktemp(request.param)
     with ExitStack() as stack:

@@ -350,6 +350,7 @@ def test_a_manifest_timeout_takes_every_duration_suites_take(value: object, seco
     assert agent.timeout_s == seconds
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_the_example_agent_runs_as_a_program() -> None:
     with json_agent_server(separate_process=True) as served:
         reply = ask(create_http_agent(served.url + "/echo"), agent_request("from a process"))

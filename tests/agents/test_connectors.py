@@ -220,6 +220,7 @@ def test_the_timeout_cuts_a_slow_server_off(server: Served) -> None:
         chat(local(server, "slow-5s"), f"slow {uuid.uuid4().hex}", timeout_s=0.3)
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_the_example_server_runs_as_a_program() -> None:
     message = f"as a program {uuid.uuid4().hex}"
     with openai_server(key=KEY, separate_process=True) as served:

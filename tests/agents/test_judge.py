@@ -117,6 +117,7 @@ def test_an_agent_as_judge_by_id(root: Path) -> None:
     assert verdict.verdict == "pass"
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_an_agent_as_judge_by_reference(root: Path) -> None:
     resolver = create_judge_resolver(AgentOptions.from_env(root))
     verdict = judge(resolver, "agents:cmd:verdict.py", "anything", "x")

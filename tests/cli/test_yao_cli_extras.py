@@ -125,6 +125,7 @@ def test_dry_run_lists_what_would_run_and_calls_no_agent(project: Project) -> No
     assert calls(project, "agent") == []
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_collect_only_lists_ids_and_count_and_calls_no_agent(project: Project) -> None:
     suite = project.suite([{"id": "a", "input": "x"}, {"id": "b", "input": "y"},
                            {"id": "c", "input": "z"}])
@@ -136,6 +137,7 @@ def test_collect_only_lists_ids_and_count_and_calls_no_agent(project: Project) -
     assert calls(project, "agent") == [] and not list(project.root.rglob("output-*.jsonl"))
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_a_listing_longer_than_one_write_keeps_every_line_in_order(project: Project) -> None:
     # The listing is written LINES_PER_WRITE lines at a time: the chunks' edges lose or repeat nothing.
     from farm.cli.extras import LINES_PER_WRITE

@@ -29,7 +29,7 @@ from farm.stats.prices import Price
 from tests.support.servers import openai_server
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(params=["local", pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.slow])])
 def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "local":
         yield LocalBudgetBackend()

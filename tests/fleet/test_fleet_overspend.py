@@ -13,6 +13,7 @@ from tests.support.fleet_agents import PRICE, farm_test, usage_server
 from tests.support.fleet_project import KEY, MODEL, calls, llm_server, report_of, write_connector, write_suite
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_32_calls_in_flight_cannot_overspend_a_budget_without_max_tokens(tmp_path: Path) -> None:
     suite = write_suite(tmp_path, "s.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(3)])
     out = tmp_path / "report.json"
@@ -31,6 +32,7 @@ def test_32_calls_in_flight_cannot_overspend_a_budget_without_max_tokens(tmp_pat
 
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_a_run_refused_after_a_paid_call_is_a_budget_error_that_keeps_its_cost(tmp_path: Path) -> None:
     with usage_server() as (served, server), llm_server() as llm:
         agent = served.url + "/agent"

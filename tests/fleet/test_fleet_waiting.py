@@ -49,6 +49,7 @@ def test_a_wait_past_the_bound_marks_the_run_starved() -> None:
     assert asyncio.run(scenario()).starved
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_runs_starved_before_their_first_call_did_not_run(tmp_path: Path) -> None:
     agent, directory = write_py_agent(tmp_path, delay_s=3.0)
     suite = write_suite(tmp_path, "s.jsonl", [{"id": "c", "input": "go"}])
@@ -63,6 +64,7 @@ def test_runs_starved_before_their_first_call_did_not_run(tmp_path: Path) -> Non
     assert case["errors"] == 0  # not errors, not timeouts: they did not run
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_a_bad_max_queue_wait_is_exit_2(tmp_path: Path) -> None:
     suite = write_suite(tmp_path, "s.jsonl", [{"id": "c", "input": "go"}])
     agent, _ = write_py_agent(tmp_path)
@@ -72,6 +74,7 @@ def test_a_bad_max_queue_wait_is_exit_2(tmp_path: Path) -> None:
 
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_a_token_limit_debits_a_python_agents_reported_usage(tmp_path: Path) -> None:
     agent, directory = write_py_agent(tmp_path)  # each call reports 10 tokens
     suite = write_suite(tmp_path, "s.jsonl", [{"id": "c", "input": "go"}])

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from farm.fleet.replay import ReplayMode, ReplayStore
 from tests.cli.test_cli_clear_errors import AGENTS, farm
 from tests.fleet.test_fleet_replay import judged_case, sweep
@@ -23,6 +25,7 @@ def _downgrade_to_pass(path: Path, text: str) -> None:
     path.write_text(json.dumps(data, indent=1))
 
 
+@pytest.mark.slow  # starts a farm process, a server or an agent program
 def test_a_recording_edited_to_pass_and_marked_version_1_is_refused_saying_re_record(tmp_path: Path) -> None:
     (tmp_path / "s.jsonl").write_text(json.dumps({"id": "a", "input": "x",
                                                   "assert": {"type": "contains", "value": "never-there"}}) + "\n")

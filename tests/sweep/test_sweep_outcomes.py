@@ -11,8 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.farm_process import farm
 from tests.support.servers import free_port
+
+pytestmark = pytest.mark.slow  # every test runs ``python -m farm`` in a process of its own
 
 AGENT = """
 import asyncio
