@@ -180,6 +180,14 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     return (yield)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
+    """A process fixture set up for a fast-lane test counts as a start, even when the session's
+    Redis is already up or the fixture is asked for by name (``request.getfixturevalue``)."""
+    if _started is not None and fixturedef.argname in PROCESS_FIXTURES:
+        _started.append(f"the {fixturedef.argname} fixture")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A fast-lane test that started a process fails (an error at teardown, naming it): the marks

@@ -21,7 +21,7 @@ from tests.support.servers import openai_server
 CRITERION = 'mentions "Paris"'
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.slow])])
 def cache_factory(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "memory":
         cache = MemoryVerdictCache()

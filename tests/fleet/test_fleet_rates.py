@@ -54,7 +54,7 @@ class Key:
         self.loop.close()
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(params=["local", pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.slow])])
 def make_key(request: pytest.FixtureRequest) -> Iterator[Callable[..., Key]]:
     made: list[Key] = []
 
