@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser_fixtures import headless_chromium
-from tests.servers import ROOT, free_port, stop_process, wait_for_port
+from tests.support.browser_fixtures import headless_chromium
+from tests.support.servers import ROOT, free_port, stop_process, wait_for_port
 
 CASES = 260
 HOSTILE_ID = '<img src=x onerror="window.__pwned=1">'
