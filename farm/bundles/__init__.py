@@ -7,6 +7,7 @@ through the store instead of a shared volume.
 - ``pack``: the deterministic archive, its hash and its cap (``pack``, ``BundleTooLarge``).
 - ``unpack``: a worker's copy, verified and unpacked once (``unpacked``).
 - ``relocate``: a plan's and a case's paths moved from the submitter's roots to the worker's copy.
-- ``importer``: a bundle's Python modules imported under names of their own (two bundles never
-  share one).
+
+A bundle's Python modules are imported under names of their own (two bundles never share one) by
+``farm.imports.namespaces``, beside the importing of user code it serves (``farm.imports``).
 """
