@@ -20,9 +20,9 @@ from pydantic import Field, PlainValidator, model_validator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.bundles.ref import BundleRef
 from farm.matrix.schedule import interleaved
 from farm.models import Case, FarmModel, MatrixPlan, PerCaseModel, SweepEnvelope
+from farm.models.bundle import BundleRef
 from farm.plan.fleet import FleetPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import DEFAULT_QUEUE
