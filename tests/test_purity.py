@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 CORE = ["farm.models", "farm.models.base", "farm.suites", "farm.checks", "farm.stats", "farm.reports",
-        "farm.run.execute", "farm.run.dynamic", "farm.run.failures", "farm.sweep.deadlines",
+        "farm.run.execute", "farm.run.dynamic", "farm.models.failure_class", "farm.sweep.deadlines",
         "farm.stats.compare", "farm.reports.comparison", "farm.reports.history_html", "farm.sweep.lifecycle",
         "farm.plan.sweep_plan", "farm.sweep.observers", "farm.settings", "farm.sweep.local", "farm.cli",
         "farm.stats.adaptive", "farm.fleet", "farm.plan.rate_specs", "farm.fleet.ratestate", "farm.fleet.limiter",

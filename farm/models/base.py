@@ -23,7 +23,7 @@ class FarmModel(BaseModel):
     Not frozen: a builder fills in the value it makes as it goes (``execute_run`` its ``RunResult``
     turn by turn, the accumulator a case's statistics). Once a value is handed on it is not
     assigned to; who needs it changed builds a new one (``model_copy(update=...)``, e.g.
-    ``farm.run.failures.classified``, the fleet's cost accounting, the workers' sweep id). Small
+    ``farm.models.failure_class.classified``, the fleet's cost accounting, the workers' sweep id). Small
     values made whole at once are frozen (``SweepOutcome``, ``BudgetFigures``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)

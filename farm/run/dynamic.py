@@ -47,7 +47,7 @@ from farm.models import (
     SimulatorSpec,
     TurnRecord,
 )
-from farm.run.failures import CHECKPOINT_PREFIX
+from farm.models.failure_class import CHECKPOINT_PREFIX
 
 __all__ = [
     "DynamicLoop",
