@@ -21,7 +21,7 @@ import pytest
 
 from farm.distributed.fleet.budget import RedisBudgetBackend
 from farm.fleet.budget import Budget, BudgetLimit
-from farm.fleet.waiting import QueueWaitError
+from farm.run.waiting import QueueWaitError
 from tests.fleet_agents import PRICE, usage_server
 from tests.fleet_project import report_of, write_suite
 from tests.waiting import wait_for

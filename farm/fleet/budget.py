@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from farm.errors import BudgetExhaustedError, SettingsError
-from farm.fleet.waiting import QueueWaitError
+from farm.run.waiting import QueueWaitError
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import FleetStop
 from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
-from farm.fleet.waiting import granted, run_clock, waiting
 from farm.models import JsonValue
 from farm.models.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.run.waiting import granted, run_clock, waiting
 from farm.stats.prices import Price, call_cost
 
 AGENT, JUDGE = "agent", "judge"
@@ -205,7 +205,7 @@ class FleetLimiter:
         scope, price = _SCOPE.get() or NO_SCOPE, self.price_of(key)
         lease = FleetLease(key, price, scope, _ROLE.get())
         try:
-            async with waiting():  # the run's clocks stop while the call queues (farm.fleet.waiting)
+            async with waiting():  # the run's clocks stop while the call queues (farm.run.waiting)
                 if scope.budget is not None:
                     most = price.most(tokens) if price else 0.0
                     lease.estimated = scope.budget.limit.max_usd is not None

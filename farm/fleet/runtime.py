@@ -48,13 +48,13 @@ from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
 from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
-from farm.fleet.waiting import WaitListener, new_run_clock
 from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
 from farm.models.failure_class import classified
 from farm.models.usage import Usage
 from farm.plan.fleet import agent_ref_key
 from farm.plan.rate_specs import LimitTable
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.run.waiting import WaitListener, new_run_clock
 from farm.stats.prices import Price
 
 LEASE_MARGIN_S = 60.0

@@ -23,7 +23,6 @@ from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import calls_filter, evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError, FaultKind
-from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.models.dynamic import TurnRecord
 from farm.models.failure_class import classify_run
@@ -31,6 +30,7 @@ from farm.models.served import Served
 from farm.models.trajectory import ToolCall
 from farm.models.usage import RunUsage
 from farm.run.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
+from farm.run.waiting import left, queued_timeout, run_clock
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
 from farm.stats.trajectory import recorded_calls
 from farm.suites.hooks import HookFailedError, RunHooks
