@@ -34,11 +34,6 @@ def new_sweep_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
-def utc_now() -> str:
-    """Now, as reports write timestamps: ``2026-11-22T10:15:00Z``."""
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 class PlannedCase(PerCaseModel):
     """One case of a sweep: the case, its run plan, and the agent it runs against."""
 
@@ -282,5 +277,5 @@ def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env:
 
 __all__ = [
     "CaseSlot", "CaseSource", "PlanTotals", "PlannedCase", "PlannedCases", "SweepPlan", "build_plan", "new_sweep_id",
-    "plan_runs", "utc_now",
+    "plan_runs",
 ]
