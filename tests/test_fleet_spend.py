@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from farm.distributed.fleet.budget import RedisBudgetBackend
-from farm.fleet.budget import Budget, BudgetLimit
+from farm.fleet.budget import Budget
+from farm.plan.fleet import BudgetLimit
 from farm.run.waiting import QueueWaitError
 from tests.fleet_agents import PRICE, usage_server
 from tests.fleet_project import report_of, write_suite

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from farm.fleet.replay import ReplayMode, ReplayStore
+from farm.fleet.replay import ReplayStore
+from farm.plan.fleet import ReplayMode
 from tests.servers import json_agent_server, openai_server
 from tests.test_fleet_replay import judged_case, sweep
 from tests.test_fleet_replay_integrity import _agent_files

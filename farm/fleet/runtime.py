@@ -30,7 +30,7 @@ from farm.agents.limiter import NO_LIMITER, CallLease
 from farm.agents.ref import AgentRef
 from farm.checks.base import Judge
 from farm.errors import FleetStop
-from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation
+from farm.fleet.budget import Budget, BudgetBackend, LocalBudgetBackend, Reservation
 from farm.fleet.control import (
     JUDGE,
     FleetLimiter,
@@ -47,11 +47,11 @@ from farm.fleet.judge_cache import ARM_SCOPE, CachedJudge, MemoryVerdictCache, V
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
-from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
+from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayStore, digest_of
 from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
 from farm.models.failure_class import classified
 from farm.models.usage import Usage
-from farm.plan.fleet import agent_ref_key
+from farm.plan.fleet import BudgetLimit, ReplayMode, agent_ref_key
 from farm.plan.rate_specs import LimitTable
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.run.waiting import WaitListener, new_run_clock
