@@ -14,7 +14,7 @@ Enforcement in one process, each part in its own module (none imports celery or 
 
 What a sweep declares lives with its plan: ``farm.plan.rate_specs`` (the --rate-limit grammar,
 which limit applies to which key, ``fleet_name``), ``farm.plan.fleet`` (FleetFlags, FleetPlan),
-``farm.plan.fleet_keys`` (plan_fleet: the sweep's keys, prices and declared limits). Usage is data
+``farm.fleet.keys`` (plan_fleet: the sweep's keys, prices and declared limits). Usage is data
 (``farm.models.usage``), prices are statistics (``farm.stats.prices``). The same parts shared by
 every worker through Redis are behind the wall, in ``farm.distributed.fleet`` (rates, budget,
 judge cache, the workers' runtime).

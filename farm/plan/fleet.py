@@ -2,7 +2,7 @@
 
 ``FleetFlags`` holds the ``farm test`` flags as given (``--rate-limit``, ``--budget``,
 ``--max-tokens``, ``--adaptive[=sequential]``, ``--sprt``, ``--record``/``--replay``,
-``--no-judge-cache``); ``farm.plan.fleet_keys.plan_fleet`` checks them against the sweep's agents,
+``--no-judge-cache``); ``farm.fleet.keys.plan_fleet`` checks them against the sweep's agents,
 connectors and judges and makes a ``FleetPlan``. The plan crosses Redis inside the
 ``SweepPlan``, so a worker builds the same limiter, budget, caches and recorder as the submitter:
 it holds limits, prices of the sweep's own keys and paths, never a secret or a database URL.
