@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
+from farm.agents.limiter import REFUSAL_NOTE, RefusalNote, refused
 from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import FleetStop
 from farm.fleet.budget import Budget, Reservation
@@ -86,6 +87,13 @@ class Refusal:
             self.error = error
             self.calls_before = calls_before
 
+    def refused(self, error: FleetStop, *, answered: bool) -> None:
+        """The seam's note (``farm.agents.limiter.refused``), the run's calls so far counted by its
+        clock; ``answered``: the refused call was made (a quota answer), so it is not one before."""
+        clock = run_clock()
+        made = clock.calls if clock is not None else 0
+        self.note(error, made - 1 if answered else made)
+
 
 @dataclass(frozen=True)
 class FleetScope:
@@ -104,30 +112,22 @@ _ROLE: ContextVar[str] = ContextVar("farm_fleet_role", default=AGENT)
 class fleet_scope:  # lower case: used as ``with fleet_scope(scope):``, once per run (no generator's cost)
     """Charge the calls made inside the block (and tasks started in it) to ``scope``."""
 
-    __slots__ = ("_scope", "_token")
+    __slots__ = ("_noting", "_scope", "_token")
 
     def __init__(self, scope: FleetScope) -> None:
         self._scope = scope
         self._token: Token[FleetScope | None] | None = None
+        self._noting: Token[RefusalNote | None] | None = None
 
     def __enter__(self) -> FleetScope:
         self._token = _SCOPE.set(self._scope)
+        self._noting = REFUSAL_NOTE.set(self._scope.refusal)  # where the seam's ``refused`` notes
         return self._scope
 
     def __exit__(self, *_exc: object) -> None:
-        assert self._token is not None
+        assert self._token is not None and self._noting is not None
+        REFUSAL_NOTE.reset(self._noting)
         _SCOPE.reset(self._token)
-
-
-def refuse(error: FleetStop, *, answered: bool = False) -> FleetStop:
-    """Note ``error`` in the current run's refusal and return it, for the caller to raise;
-    ``answered``: the refused call was made (a quota answer), so it is not one made before."""
-    refusal = (_SCOPE.get() or NO_SCOPE).refusal
-    if refusal is not None:
-        clock = run_clock()
-        made = clock.calls if clock is not None else 0
-        refusal.note(error, made - 1 if answered else made)
-    return error
 
 
 @contextlib.contextmanager
@@ -219,7 +219,7 @@ class FleetLimiter:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
         except FleetStop as error:
             await self._give_back(lease)
-            raise refuse(error) from None
+            raise refused(error) from None
         except BaseException:
             await self._give_back(lease)
             raise

@@ -26,7 +26,7 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
 from farm.agents.judge import ConnectorJudge
-from farm.agents.limiter import NO_LIMITER, CallLease
+from farm.agents.limiter import NO_LIMITER, CallLease, refused
 from farm.agents.ref import AgentRef
 from farm.checks.base import Judge
 from farm.errors import FleetStop
@@ -40,7 +40,6 @@ from farm.fleet.control import (
     Refusal,
     UsageMeter,
     fleet_scope,
-    refuse,
 )
 from farm.fleet.invocations import LimitedAgent
 from farm.fleet.judge_cache import ARM_SCOPE, CachedJudge, MemoryVerdictCache, VerdictCache
@@ -223,7 +222,7 @@ class FleetRuntime:
         try:
             await self.budget.settle(await self.budget.reserve(0.0, 0), 0.0, 0)
         except FleetStop as error:
-            refuse(error)
+            refused(error)
             return False
         except Exception as exc:
             raise FleetStoreError("BudgetStoreError", "check the budget before the run", exc) from exc
