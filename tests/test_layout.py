@@ -234,8 +234,8 @@ FOLDERS = {
     "checks": "checks on agent replies: Yao assertions, neuro-san stock tests, judges' verdict parsing",
     "agents": "adapters that call agents and judges, the one HTTP transport and its limiter seam",
     "suites": "suite loading: Yao JSONL and neuro-san HOCON into validated cases, Yao's hooks",
-    "stats": "statistics of a sweep: per-case accumulation, intervals, compare, prices, adaptive rules",
     "semantic": "answers compared by meaning: the local embedding model, clusters",
+    "stats": "statistics of a sweep: per-case accumulation, intervals, compare, prices, adaptive rules",
     "run": "one run of one case: its turns under timeouts, the dynamic loop, the run's clock",
     "matrix": "matrix sweeps: the arms, their interleaved order, the per-arm report",
     "plan": "a sweep's plan as data: SweepPlan, batch planning, fleet control as declared",
@@ -244,16 +244,18 @@ FOLDERS = {
     "bundles": "what a distributed sweep carries of its project: roots, archive, a worker's copy",
     "estimate": "farm test --estimate: what a sweep will cost before it runs",
     "reports": "renderers: a SweepReport in, JSONL, JSON, Markdown, HTML, JUnit, OpenTelemetry out",
+    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
     "sweep": "one sweep in this process: specs, lifecycle, observers, the local executor, the journal",
     "distributed": "the wall to Redis, Celery and kombu: submit, store, delivery, broker, shared fleet",
     "history": "the wall to SQL: recorded sweeps, baselines, trends, the nightly loop",
-    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
-    "assess": "farm assess: a sweep's failures grouped into named failure modes",
     "bisect": "farm bisect: the commit that made cases pass less often",
+    "assess": "farm assess: a sweep's failures grouped into named failure modes",
     "view": "farm view: a read-only local web app over the history and sweeps in flight",
     "cli": "the farm command line: one module per command group, errors mapped to exit codes",
 }
-"""Each folder of ``farm/`` and the one kind of module it holds: a new folder must say what it is."""
+"""Each folder of ``farm/`` and the one kind of module it holds: a new folder must say what it is.
+Listed from the ground up: a folder imports only folders listed before it (the rooms of
+``OPEN_CIRCLES`` aside, which have no floor yet)."""
 
 
 def test_every_folder_says_what_it_holds() -> None:
