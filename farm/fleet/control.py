@@ -14,7 +14,9 @@ worker process; ``fleet_scope`` (a context variable) says which sweep and run th
 current task belong to, and ``call_role("judge")`` marks judge calls. Pure: no Redis import
 (the backends are handed in).
 
-A refused call (budget, quota) raises, and also notes the refusal in the run's ``Refusal``:
+A refused call (budget, quota) raises, and also notes the refusal in the run's ``Refusal``
+(through the agents' limiter seam, ``farm.agents.limiter.refused``: the transport tells it of a
+quota answer without importing fleet control, and ``fleet_scope`` sets the run's ``Refusal`` there):
 adapters, judges and checks turn exceptions into run errors or equivocal verdicts, so the
 executor does not count on the exception reaching it. After each run it asks
 ``scope.refusal.error``: set, the run is not counted (it is "not run") and the sweep stops with
