@@ -1,7 +1,7 @@
 """Fleet control (SPEC 13): shared rate limits, budgets, usage and cost, caches.
 
 Fleet control has four homes, one per floor of the package (a folder imports only the floors
-below it, ``tests/test_layout.py``); each holds what its floor may know:
+below it, ``tests/project/test_layout.py``); each holds what its floor may know:
 
     farm/agents/limiter.py   the seam the transport calls: ``CallLimiter``/``CallLease`` for every
     farm/agents/quota.py     HTTP attempt, ``refused`` for a refused call; reading "insufficient
