@@ -21,7 +21,6 @@ Celery is imported only behind a broker (here, ``farm.distributed.broker.celery_
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -43,14 +42,14 @@ from farm.errors import (
     InputError,
     WorkerLostError,
 )
-from farm.models import CaseStats, RunResult, SweepReport
+from farm.models import CaseStats, RunResult, SweepReport, SweepStart
 from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan, utc_now
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url, sweep_queue
 from farm.sweep.executor import Executor
 from farm.sweep.lifecycle import StopReason, SweepStop
-from farm.sweep.observers import SweepObserver, SweepStart
+from farm.sweep.observers import SweepObserver
 
 log = logging.getLogger("farm.celery")
 
@@ -278,7 +277,7 @@ class CeleryExecutor(Executor):
     def _dispatch(self, store: SweepStore, sweep_id: str, event: Event, observer: SweepObserver
                   ) -> SweepReport | None:
         if event.type == "start" and event.data:
-            observer.on_start(SweepStart(**json.loads(event.data)))
+            observer.on_start(SweepStart.model_validate_json(event.data))
         elif event.type == "result" and event.data:
             result = RunResult.model_validate_json(event.data)
             if result.error is not None and result.error.type == AGENT_BUILD_FAILED:

@@ -18,7 +18,17 @@ from collections.abc import Mapping, Sequence
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
 from farm.fleet.waiting import queued_timeout
-from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepEnvelope, SweepReport
+from farm.models import (
+    BudgetFigures,
+    Case,
+    CaseStats,
+    ErrorInfo,
+    RunResult,
+    RunStatus,
+    SweepEnvelope,
+    SweepReport,
+    SweepStart,
+)
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan, utc_now
 from farm.run.deferred import masked, run_resolved
@@ -26,7 +36,6 @@ from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
 from farm.run.failures import classified
 from farm.stats import build_report
-from farm.sweep.observers import SweepStart
 
 RUN_GUARD_S = 5.0
 """Grace past the case timeout before a run is cut off from outside (``execute_run`` enforces the
@@ -64,8 +73,8 @@ class SweepStop:
 def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
     """The ``start`` event every observer (and the JSONL stream) gets first."""
     # runs to be made: a skipped case's placeholder is none (the progress bar's total, the stream's start)
-    return SweepStart(plan.sweep_id, plan.agent_label, plan.total_cases, plan.total_runs - plan.skipped_runs,
-                      started_at)
+    return SweepStart(sweep_id=plan.sweep_id, agent_id=plan.agent_label, total_cases=plan.total_cases,
+                      total_runs=plan.total_runs - plan.skipped_runs, timestamp=started_at)
 
 
 def report_envelope(plan: SweepPlan, started_at: str) -> SweepEnvelope:
