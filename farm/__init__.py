@@ -14,6 +14,8 @@ Inside a running event loop (Jupyter, pytest-asyncio, FastAPI) ``await arun_swee
 import importlib
 import typing
 
+from farm.defaults import FARM_VERSION
+
 if typing.TYPE_CHECKING:
     from farm.agents.base import AgentContext
     from farm.api import TestSettings, arun_sweep, run_sweep
@@ -62,4 +64,4 @@ __all__ = [
     "run_sweep",
     "write_report",
 ]
-__version__ = "0.1.0"
+__version__ = FARM_VERSION

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from farm import collector
+import farm.collector as collector
 from farm.agents.built import BuiltAdapters
 from farm.agents.hooks import AgentHooks
 from farm.agents.notes import manifest_overrides

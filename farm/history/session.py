@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from farm import collector
+import farm.collector as collector
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts

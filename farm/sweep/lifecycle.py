@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
+from farm.defaults import FARM_VERSION
 from farm.fleet.waiting import queued_timeout
 from farm.models import (
     BudgetFigures,
@@ -79,11 +80,9 @@ def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
 
 def report_envelope(plan: SweepPlan, started_at: str) -> SweepEnvelope:
     """The report's envelope before the sweep ends: the plan's identity and its envelope."""
-    from farm import __version__
-
     return plan.envelope.updated(
         sweep_id=plan.sweep_id, agent_id=plan.agent_label, connector=plan.env.connector, started_at=started_at,
-        version=__version__, comparison="neuro-san-compat" if plan.env.neuro_san_compat else "documented",
+        version=FARM_VERSION, comparison="neuro-san-compat" if plan.env.neuro_san_compat else "documented",
     )
 
 
