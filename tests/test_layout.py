@@ -50,6 +50,50 @@ def test_the_walk_sees_imports_inside_functions_and_import_module_strings() -> N
     assert list(imported_names(tree)) == [(2, "redis"), (3, "workers.app")]
 
 
+UPPER_FLOORS = ("reports", "sweep", "distributed", "judgecheck", "history", "api", "farm", "cli", "workers")
+"""The upper floors, bottom up (``farm/__init__.py``'s docstring): ``farm`` is the package's face,
+``workers`` the Celery app beside ``farm/``. A module imports only floors below its own."""
+
+
+def floor_of(module: str) -> str | None:
+    """The upper floor ``module`` stands on (``farm`` for the face itself), None for the others."""
+    parts = module.split(".")
+    if parts[0] == "workers" or parts == ["farm"]:
+        return parts[0]
+    return parts[1] if parts[0] == "farm" and len(parts) > 1 and parts[1] in UPPER_FLOORS else None
+
+
+def imports_running_up(roots: tuple[Path, ...]) -> list[str]:
+    """``file:line: module`` for each import (anywhere in the file) of an upper floor above the
+    importing module's own."""
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            floor = floor_of(module_name(path))
+            if floor is None:
+                continue
+            for line, name in sorted(imported_names(ast.parse(path.read_text(encoding="utf-8")))):
+                other = floor_of(name)
+                if other is not None and UPPER_FLOORS.index(other) > UPPER_FLOORS.index(floor):
+                    found.append(f"{path.relative_to(root.parent)}:{line}: {name}")
+    return found
+
+
+def test_the_upper_floors_import_only_down() -> None:
+    assert imports_running_up((FARM, FARM.parent / "workers")) == []
+
+
+def test_the_floor_walk_names_an_import_running_up(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    (farm / "sweep").mkdir(parents=True)
+    (farm / "history").mkdir()
+    (farm / "__init__.py").write_text("")
+    (farm / "sweep" / "x.py").write_text("def f():\n    from farm import collector\nimport farm.history.y\n")
+    (farm / "history" / "y.py").write_text("import farm.sweep.x\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    assert imports_running_up((farm,)) == ["farm/sweep/x.py:2: farm", "farm/sweep/x.py:3: farm.history.y"]
+
+
 HEAVY = ("redis", "celery", "kombu", "sqlalchemy", "alembic", "psycopg")
 """Libraries that need a server or a broker: only the walls below may import them."""
 
