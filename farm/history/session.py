@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import farm.collector as collector
@@ -130,8 +131,8 @@ class HistorySession:
 
         return HistoryStore.open(self.url)
 
-    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Any], root: Any, message_mode: bool
-              ) -> SweepPlan:
+    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Path], root: Path | None,
+              message_mode: bool) -> SweepPlan:
         """Before any run: check the flags, resolve the baseline; returns the plan with its cases in
         the order asked for and the history's facts in its envelope (a new plan: none is written)."""
         opts = self.options
