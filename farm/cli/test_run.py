@@ -205,12 +205,10 @@ def run_test(settings: TestSettings, *, progress: bool, history: HistoryOptions 
                                   lambda line: click.echo(f"farm: {line}", err=True))
     prepared = prepared.with_plan(plan.with_envelope(otel=True) if otel.by_worker(specs.executor.broker) else plan)
     executor = create_executor(specs.executor, farm_settings, prepared.adapters)
-    if isinstance(executor, Submitter):  # the Celery one: the bundle before the plan; --detach submits
-        if bundle is not None:
-            executor.carry(bundle)
-        if specs.executor.detach:
-            return _submit_detached(executor, prepared, history, err)
-    prune_journals(farm_settings.data_dir, farm_settings.journal_days)
+    if isinstance(executor, Submitter) and bundle is not None:  # the Celery one: the bundle before the plan
+        executor.carry(bundle)
+    if isinstance(executor, Submitter) and specs.executor.detach:
+        return _submit_detached(executor, prepared, history, err)
     code = _run_attached(prepared, executor, around, session, exporters,
                          farm_settings=farm_settings, err=err, progress=progress)
     for exporter in exporters:  # an OpenTelemetry export that failed: one line, after the summary
@@ -223,6 +221,7 @@ def _run_attached(prepared: PreparedSweep, executor: Executor, around: SweepArou
                   exporters: list[SweepObserver], *, farm_settings: FarmSettings, err: Console, progress: bool) -> int:
     """Run the sweep here (or follow its workers) into the run journal and the outputs; returns
     the exit code. A stop signal ends it with what ran."""
+    prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
     if isinstance(executor, Submitter):
         executor.reach()  # an unreachable broker: one error, no sweep id nor journal announced
