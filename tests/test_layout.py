@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
+import itertools
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,6 +131,21 @@ def test_the_folder_rule_names_a_leak(tmp_path, monkeypatch) -> None:
     (leaky / "distributed" / "y.py").write_text("import redis\n")
     monkeypatch.setattr(sys.modules[__name__], "FARM", leaky)
     assert heavy_imports_outside_the_walls() == ["farm/stats/x.py:2: redis"]
+
+
+def test_every_lua_script_ships_in_the_wheel_and_names_its_keys_and_argv() -> None:
+    """The Lua steps stand beside the modules that run them, read at import (``lua_script``): each is
+    package data (pyproject), and each file's opening comment names its KEYS and ARGV."""
+    pyproject = tomllib.loads((FARM.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["farm"]
+    scripts = sorted(FARM.rglob("*.lua"))
+    assert scripts
+    for script in scripts:
+        relative = script.relative_to(FARM).as_posix()
+        assert any(fnmatch.fnmatch(relative, pattern) for pattern in shipped), relative
+        header = "".join(itertools.takewhile(lambda line: line.startswith("--"),
+                                             script.read_text(encoding="utf-8").splitlines(keepends=True)))
+        assert "KEYS" in header and "ARGV" in header, relative
 
 
 def module_name(path: Path) -> str:
