@@ -20,7 +20,7 @@ beside ``farm/``, is above them all (``tests/test_layout.py`` holds the order).
 import importlib
 import typing
 
-from farm.defaults import FARM_VERSION
+from farm import defaults as _defaults
 
 if typing.TYPE_CHECKING:
     from farm.agents.base import AgentContext
@@ -70,4 +70,4 @@ __all__ = [
     "run_sweep",
     "write_report",
 ]
-__version__ = FARM_VERSION
+__version__ = _defaults.FARM_VERSION
