@@ -33,10 +33,10 @@ from farm.api.settings import TestSettings
 from farm.api.specs import SweepSpecs, agent_options, resolve_specs
 from farm.defaults import MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, SettingsError
+from farm.fleet.keys import plan_fleet
 from farm.matrix.arms import foreign_agent
 from farm.models import Case, FleetFacts, MatrixPlan, SweepEnvelope
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
-from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import SUBMIT_READERS, load_processes, plan_in_processes
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file

@@ -16,7 +16,7 @@ run lease (``WorkerLostError``): detached, not cancelled, since delivery is the 
 (``farm.distributed.delivery``: the plan and a publish cursor are stored before the first message, the
 workers reconcile). Only Ctrl-C/SIGTERM or a failure of the submitter cancels the sweep.
 Celery is imported only behind a broker (here, ``farm.distributed.broker.celery_config``, ``farm worker`` and
-``workers/``), never by an in-process sweep (``tests/test_purity.py``).
+``workers/``), never by an in-process sweep (``tests/project/test_purity.py``).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ from farm.errors import (
     WorkerLostError,
 )
 from farm.models import CaseStats, RunResult, SweepReport, SweepStart
+from farm.models.base import utc_now
 from farm.plan.compact_cases import CompactCases
-from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.plan.sweep_plan import SweepPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url, sweep_queue
 from farm.sweep.executor import Submitter

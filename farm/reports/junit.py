@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from farm.durations import format_ms
 from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
-from farm.quarantine.marks import badge, is_quarantined
+from farm.models.quarantine import badge, is_quarantined
 from farm.reports.criteria import failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import adaptive_text, budget_text, cost_text

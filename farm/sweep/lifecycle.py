@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
 from farm.defaults import FARM_VERSION
-from farm.fleet.waiting import queued_timeout
 from farm.models import (
     BudgetFigures,
     Case,
@@ -30,12 +29,14 @@ from farm.models import (
     SweepReport,
     SweepStart,
 )
+from farm.models.base import utc_now
+from farm.models.failure_class import classified
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
-from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.plan.sweep_plan import SweepPlan
 from farm.run.deferred import masked, run_resolved
 from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
-from farm.run.failures import classified
+from farm.run.waiting import queued_timeout
 from farm.stats import build_report
 
 RUN_GUARD_S = 5.0
