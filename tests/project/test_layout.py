@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
+import itertools
 import sys
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +54,50 @@ def test_the_walk_sees_imports_inside_functions_and_import_module_strings() -> N
     assert list(imported_names(tree)) == [(2, "redis"), (3, "workers.app")]
 
 
+UPPER_FLOORS = ("reports", "sweep", "distributed", "judgecheck", "history", "api", "farm", "cli", "workers")
+"""The upper floors, bottom up (``farm/__init__.py``'s docstring): ``farm`` is the package's face,
+``workers`` the Celery app beside ``farm/``. A module imports only floors below its own."""
+
+
+def floor_of(module: str) -> str | None:
+    """The upper floor ``module`` stands on (``farm`` for the face itself), None for the others."""
+    parts = module.split(".")
+    if parts[0] == "workers" or parts == ["farm"]:
+        return parts[0]
+    return parts[1] if parts[0] == "farm" and len(parts) > 1 and parts[1] in UPPER_FLOORS else None
+
+
+def imports_running_up(roots: tuple[Path, ...]) -> list[str]:
+    """``file:line: module`` for each import (anywhere in the file) of an upper floor above the
+    importing module's own."""
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            floor = floor_of(module_name(path))
+            if floor is None:
+                continue
+            for line, name in sorted(imported_names(ast.parse(path.read_text(encoding="utf-8")))):
+                other = floor_of(name)
+                if other is not None and UPPER_FLOORS.index(other) > UPPER_FLOORS.index(floor):
+                    found.append(f"{path.relative_to(root.parent)}:{line}: {name}")
+    return found
+
+
+def test_the_upper_floors_import_only_down() -> None:
+    assert imports_running_up((FARM, FARM.parent / "workers")) == []
+
+
+def test_the_floor_walk_names_an_import_running_up(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    (farm / "sweep").mkdir(parents=True)
+    (farm / "history").mkdir()
+    (farm / "__init__.py").write_text("")
+    (farm / "sweep" / "x.py").write_text("def f():\n    from farm import collector\nimport farm.history.y\n")
+    (farm / "history" / "y.py").write_text("import farm.sweep.x\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    assert imports_running_up((farm,)) == ["farm/sweep/x.py:2: farm", "farm/sweep/x.py:3: farm.history.y"]
+
+
 HEAVY = ("redis", "celery", "kombu", "sqlalchemy", "alembic", "psycopg")
 """Libraries that need a server or a broker: only the walls below may import them."""
 
@@ -85,6 +132,21 @@ def test_the_folder_rule_names_a_leak(tmp_path, monkeypatch) -> None:
     (leaky / "distributed" / "y.py").write_text("import redis\n")
     monkeypatch.setattr(sys.modules[__name__], "FARM", leaky)
     assert heavy_imports_outside_the_walls() == ["farm/stats/x.py:2: redis"]
+
+
+def test_every_lua_script_ships_in_the_wheel_and_names_its_keys_and_argv() -> None:
+    """The Lua steps stand beside the modules that run them, read at import (``lua_script``): each is
+    package data (pyproject), and each file's opening comment names its KEYS and ARGV."""
+    pyproject = tomllib.loads((FARM.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["farm"]
+    scripts = sorted(FARM.rglob("*.lua"))
+    assert scripts
+    for script in scripts:
+        relative = script.relative_to(FARM).as_posix()
+        assert any(fnmatch.fnmatch(relative, pattern) for pattern in shipped), relative
+        header = "".join(itertools.takewhile(lambda line: line.startswith("--"),
+                                             script.read_text(encoding="utf-8").splitlines(keepends=True)))
+        assert "KEYS" in header and "ARGV" in header, relative
 
 
 def module_name(path: Path) -> str:
@@ -244,10 +306,11 @@ FOLDERS = {
     "bundles": "what a distributed sweep carries of its project: roots, archive, a worker's copy",
     "estimate": "farm test --estimate: what a sweep will cost before it runs",
     "reports": "renderers: a SweepReport in, JSONL, JSON, Markdown, HTML, JUnit, OpenTelemetry out",
-    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
-    "sweep": "one sweep in this process: specs, lifecycle, observers, the local executor, the journal",
+    "sweep": "one sweep in this process: lifecycle, observers, the executor seam, the local executor, the journal",
     "distributed": "the wall to Redis, Celery and kombu: submit, store, delivery, broker, shared fleet",
+    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
     "history": "the wall to SQL: recorded sweeps, baselines, trends, the nightly loop",
+    "api": "farm test as a library: its settings, each stage's spec, prepare, run",
     "bisect": "farm bisect: the commit that made cases pass less often",
     "assess": "farm assess: a sweep's failures grouped into named failure modes",
     "view": "farm view: a read-only local web app over the history and sweeps in flight",
@@ -289,7 +352,7 @@ def room_imports() -> dict[tuple[str, str], list[str]]:
     return found
 
 
-OPEN_CIRCLES = frozenset({"__init__.py", "api.py", "distributed", "history", "judgecheck", "reports", "sweep"})
+OPEN_CIRCLES: frozenset[str] = frozenset()
 """Rooms still in a circle of their own (issue 38 §2: the upper one is being untangled); this set only
 shrinks: once a room is out of every circle, it leaves the set (``test_the_open_circles_are_open``)."""
 
