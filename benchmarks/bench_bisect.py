@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.simulated_bisect import trials
+from tests.support.simulated_bisect import trials
 
 
 def main() -> int:

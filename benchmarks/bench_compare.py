@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from farm.stats.significance import p_head_lower
-from tests.simulated_sweeps import false_alarms, power
+from tests.support.simulated_sweeps import false_alarms, power
 
 
 def main() -> int:

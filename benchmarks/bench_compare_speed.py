@@ -3,7 +3,7 @@
     python benchmarks/bench_compare_speed.py [--repeat 3] [--before REV] [--json FILE]
 
 Two report pairs, written once to a temporary directory by ``write_json`` (as ``farm test -o``
-writes them), BASE and HEAD drawn with different seeds (tests.browser_fixtures.synthetic_report:
+writes them), BASE and HEAD drawn with different seeds (tests.support.browser_fixtures.synthetic_report:
 mostly stable cases, some flaky and broken):
 
 - 1,000 cases × 50 runs a side, every run's details kept (~35 MB a file);
@@ -30,7 +30,7 @@ import harness
 sys.path.insert(0, str(harness.ROOT))
 
 from farm.reports.json_report import write_json
-from tests.browser_fixtures import synthetic_report
+from tests.support.browser_fixtures import synthetic_report
 
 
 def write_pair(into: Path, runs: int, kept: int) -> tuple[Path, Path]:

@@ -1,6 +1,6 @@
 """How close three workers come to a shared rate limit, and how fast they recover from 429s.
 
-The figures that ``tests/test_fleet_distributed.py`` no longer asserts (a throughput floor is a
+The figures that ``tests/fleet/test_fleet_distributed.py`` no longer asserts (a throughput floor is a
 benchmark's, not a test's): three ``farm worker`` processes × 16 threads share ``--rate-limit
 '*=100/s'`` against an HTTP agent that counts arrivals; then the agent answers 429 +
 ``Retry-After: 1`` beyond 40 a second for 4 s; then the limit is lifted and the fleet grows back.
@@ -17,7 +17,7 @@ from typing import Any
 import cluster
 import harness
 
-from tests.fleet_helpers import CountingServer, counting_server
+from tests.support.fleet_helpers import CountingServer, counting_server
 
 LIMIT = 100
 WORKERS = 3

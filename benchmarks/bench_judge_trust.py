@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.simulated_judges import simulate_correction, simulate_flips
+from tests.support.simulated_judges import simulate_correction, simulate_flips
 
 CORRECTIONS = [(0.7, 0.9, 0.8, 100, 200), (0.95, 0.9, 0.8, 40, 200), (0.3, 0.95, 0.7, 60, 100), (0.5, 0.8, 0.8, 40, 50),
                (0.5, 0.8, 0.8, 30, 50)]

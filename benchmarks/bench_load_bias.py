@@ -2,7 +2,7 @@
 
     python benchmarks/bench_load_bias.py [--sweeps 1000] [--runs 40] [--drop 0.5] [--seed 44] [--json FILE]
 
-For each shape of load (``tests/simulated_load.py``: ``steady`` in-process at --parallel 16,
+For each shape of load (``tests/support/simulated_load.py``: ``steady`` in-process at --parallel 16,
 ``fleet`` 8 to 16 in flight at random, ``ramp`` 2,4,8,16), ``--sweeps`` sweeps of ten load-blind
 cases (each passing 0.5 to 0.95 whatever the load): the share that flag any case (false alarms);
 and as many with the first case load-sensitive (0.9 with at most K in flight, 0.9 − drop above;
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.simulated_load import SHAPES, measure
+from tests.support.simulated_load import SHAPES, measure
 
 
 def _share(count: int, sweeps: int) -> str:

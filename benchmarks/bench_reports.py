@@ -21,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from farm.reports import render_report
-from tests.browser_fixtures import chromium_path, launch_chromium, synthetic_report
+from tests.support.browser_fixtures import chromium_path, launch_chromium, synthetic_report
 
 
 def _timed(fn, repeat: int) -> tuple[float, object]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.simulated_retries import measure
+from tests.support.simulated_retries import measure
 
 
 def main() -> int:

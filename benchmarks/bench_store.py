@@ -27,7 +27,7 @@ import harness
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.redis_commands import Monitor
+from tests.support.redis_commands import Monitor
 
 AGENT = f"py:{harness.AGENTS}/zero_agent.py:respond_async"
 SIMPLE_PER_CORE_S = 100_000

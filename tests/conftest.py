@@ -1,4 +1,5 @@
-"""Shared fixtures: a private Redis server and real ``farm worker`` processes.
+"""Shared fixtures: a private Redis server and real ``farm worker`` processes (the classes behind them:
+``tests/support/processes.py``; helper modules: ``tests/support/``).
 
 ``redis_server`` starts ``redis-server`` on a free 127.0.0.1 port for the session (no
 persistence); ``FARM_TEST_REDIS_URL`` points the tests at an existing server instead. Without a
@@ -6,29 +7,27 @@ persistence); ``FARM_TEST_REDIS_URL`` points the tests at an existing server ins
 CI must run them (dramatiq's rule). ``redis_client`` empties the database before and after each
 test. ``farm_worker`` starts real ``python -m farm worker`` subprocesses and stops them at the end;
 ``redis_factory`` starts extra servers (with persistence, restartable) for the fault tests.
-``counting_agent`` (``tests/counting_agent.py``) makes ``py:`` agents that count their calls per
+``counting_agent`` (``tests/support/counting_agent.py``) makes ``py:`` agents that count their calls per
 (case, run): the distributed tests assert with it that no run's agent is called twice.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.servers import ROOT, free_port, stop_process, stop_processes
+from tests.support.processes import FarmCli, RedisServer, WorkerProcess, farm_env
+from tests.support.servers import ROOT, free_port, stop_processes
 
 # PostgreSQL and SQLite databases of the history tests; the counting agent (calls per (case, run))
-pytest_plugins = ["tests.history_fixtures", "tests.counting_agent"]
+pytest_plugins = ["tests.support.history_fixtures", "tests.support.counting_agent"]
 
 # The CLI's tables take COLUMNS as the terminal's width. pytest-xdist gives its workers COLUMNS=80
 # and LINES=24, a developer's shell may export them: the tests see neither (those about widths set
@@ -41,69 +40,6 @@ for _size in ("COLUMNS", "LINES"):
 # processes never saw theirs. A handler of our own is reset to the default in every child instead.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-REDIS_BINARY = os.environ.get("FARM_TEST_REDIS_SERVER", "redis-server")
-WORKER_READY_TIMEOUT_S = 60.0
-
-
-def _redis_binary() -> str:
-    found = shutil.which(REDIS_BINARY)
-    if found:
-        return found
-    message = (f"no {REDIS_BINARY!r} on PATH: install it (apt-get install redis-server) or set FARM_TEST_REDIS_URL")
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def _ping(url: str) -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping())
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
-        return False
-
-
-@dataclass
-class RedisServer:
-    """A ``redis-server`` process of our own on 127.0.0.1; restartable on the same port and files."""
-
-    port: int
-    directory: Path
-    persistent: bool = False
-    process: subprocess.Popen[Any] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def argv(self) -> list[str]:
-        argv = [_redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
-                "--save", ""]
-        if self.persistent:
-            return [*argv, "--appendonly", "yes", "--appendfsync", "always"]
-        return [*argv, "--appendonly", "no"]
-
-    def start(self, timeout: float = 20.0) -> None:
-        log = (self.directory / "redis.log").open("ab")
-        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while not _ping(self.url):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server on port {self.port} did not start (see {self.directory}/redis.log)")
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        """SIGKILL: no goodbye, as a crashed or rescheduled server."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_process(self.process)
-
 
 @pytest.fixture(autouse=True)
 def farm_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -162,45 +98,6 @@ def redis_factory(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
             server.stop()
 
 
-@dataclass
-class WorkerProcess:
-    """A ``farm worker`` subprocess and its log."""
-
-    process: subprocess.Popen[Any]
-    log: Path
-    name: str
-    env: dict[str, str] = field(default_factory=dict)
-
-    def text(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def wait_ready(self, timeout: float = WORKER_READY_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout
-        while " ready." not in self.text():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"worker {self.name} exited with {self.process.returncode}:\n{self.text()[-3000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"worker {self.name} not ready after {timeout}s:\n{self.text()[-3000:]}")
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        """SIGKILL, as the OOM killer or a lost machine would."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        stop_process(self.process, grace=10.0)
-
-
-def farm_env(broker_url: str, **extra: str) -> dict[str, str]:
-    """Environment of farm subprocesses: this interpreter's, the broker, the repo on the path."""
-    env = {k: v for k, v in os.environ.items() if k == "FARM_DATA_DIR" or not k.startswith(("FARM_", "FLOWER_"))}
-    env.update({"FARM_BROKER_URL": broker_url, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
-    env.update(extra)
-    return env
-
-
 @pytest.fixture
 def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     """Start real ``python -m farm worker`` processes (ready on return); all stopped at the end."""
@@ -232,28 +129,6 @@ def farm_worker(redis_server: str, tmp_path: Path) -> Iterator[Callable[..., Wor
         stop_processes([worker.process for worker in started], grace=10.0)
 
 
-@dataclass
-class FarmCli:
-    """Runs ``python -m farm …`` in a subprocess against a broker, from the repository root."""
-
-    broker: str
-
-    def env(self, *, local: bool = False, **extra: str) -> dict[str, str]:
-        env = farm_env(self.broker, **extra)
-        if local:  # in-process: no FARM_BROKER_URL for `farm test` to pick up
-            env.pop("FARM_BROKER_URL")
-        return env
-
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120.0, local: bool = False
-            ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "farm", *args], cwd=ROOT, env=self.env(local=local, **(env or {})),
-                              capture_output=True, text=True, timeout=timeout, check=False)
-
-    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "farm", *args], cwd=ROOT, env=self.env(**(env or {})),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 @pytest.fixture
 def farm_cli(redis_server: str) -> FarmCli:
     """``farm`` subprocesses with FARM_BROKER_URL set to the session's Redis."""
@@ -272,6 +147,59 @@ def _module_starts_processes(path: Path) -> bool:
         text = path.read_text(encoding="utf-8", errors="replace")
         _STARTS_PROCESSES[key] = any(word in text for word in ("subprocess", "Popen", "run_farm", "farm_cli"))
     return _STARTS_PROCESSES[key]
+
+
+LANE_MARKS = ("slow", "redis", "browser")
+"""The marks the fast lane leaves out."""
+PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec"})
+"""Audit events (PEP 578) of a process start: subprocess, multiprocessing's fork, a spawn."""
+_started: list[str] | None = None  # what the running fast-lane test started; None outside such a test
+
+
+FARMS_OWN_COMMANDS = frozenset({"git"})
+"""Programs the farm itself runs in an in-process sweep, for milliseconds: ``git rev-parse HEAD``
+(the agent's commit, ``farm.agents.repo_commit``). They leave a test in the fast lane."""
+
+
+def _note_process(event: str, args: tuple[Any, ...]) -> None:
+    if _started is None or event not in PROCESS_EVENTS:
+        return
+    if event == "subprocess.Popen" and Path(str(args[0])).name in FARMS_OWN_COMMANDS:
+        return
+    _started.append(f"{event} {str(args[:2])[:160]}")
+
+
+sys.addaudithook(_note_process)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Watch a fast-lane test from its fixtures' setup (module-scoped servers included) on."""
+    global _started
+    _started = None if any(item.get_closest_marker(mark) for mark in LANE_MARKS) else []
+    return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
+    """A process fixture set up for a fast-lane test counts as a start, even when the session's
+    Redis is already up or the fixture is asked for by name (``request.getfixturevalue``)."""
+    if _started is not None and fixturedef.argname in PROCESS_FIXTURES:
+        _started.append(f"the {fixturedef.argname} fixture")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A fast-lane test that started a process fails (an error at teardown, naming it): the marks
+    below see a module's own words, not what its helpers start, and the fast lane must start none."""
+    global _started
+    try:
+        return (yield)
+    finally:
+        started, _started = _started, None
+        if started:
+            pytest.fail(f"{item.nodeid} starts a process but is not marked slow: {started[0]} "
+                        f"({len(started)} in all); mark it, or its module, slow", pytrace=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

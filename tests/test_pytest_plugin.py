@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ROOT
+from tests.support.servers import ROOT
 
 AGENT = '''
 def respond(messages, context):

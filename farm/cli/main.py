@@ -5,7 +5,7 @@
 0.2 s of each start. The group therefore knows its commands by name and module
 (click's "lazily loading subcommands" pattern). ``farm --help`` lists them all from
 ``SUMMARIES``, each command's first sentence, without importing one (importing them all cost
-``farm --help`` about 0.5 s); tests/test_cli_startup.py checks the listing against the commands.
+``farm --help`` about 0.5 s); tests/cli/test_cli_startup.py checks the listing against the commands.
 """
 
 from __future__ import annotations

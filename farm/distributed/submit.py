@@ -16,7 +16,7 @@ run lease (``WorkerLostError``): detached, not cancelled, since delivery is the 
 (``farm.distributed.delivery``: the plan and a publish cursor are stored before the first message, the
 workers reconcile). Only Ctrl-C/SIGTERM or a failure of the submitter cancels the sweep.
 Celery is imported only behind a broker (here, ``farm.distributed.broker.celery_config``, ``farm worker`` and
-``workers/``), never by an in-process sweep (``tests/test_purity.py``).
+``workers/``), never by an in-process sweep (``tests/project/test_purity.py``).
 """
 
 from __future__ import annotations

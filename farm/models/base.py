@@ -52,7 +52,7 @@ class PerCaseModel(FarmModel):
         builds a Case, a Turn and a Message per line; validating them again was a third of its
         time). Only for values of their fields' exact types, as ``cls(**values)`` would hold them
         (``farm.suites.jsonl`` checks them by hand first): the result equals ``cls(**values)``,
-        fields set included (``tests/test_suites_jsonl.py`` compares them)."""
+        fields set included (``tests/suites/test_suites_jsonl.py`` compares them)."""
         given = tuple(values)
         fields, factories, fields_set, extra = _RECIPES.get((cls, given)) or _recipe(cls, given)
         fields = fields.copy()

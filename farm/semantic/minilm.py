@@ -3,7 +3,7 @@
 Why not sentence-transformers: importing it (torch, transformers, scikit-learn) costs about 5 s of
 CPU in every process that aggregates a case, more than embedding a thousand answers; this file
 needs only numpy, the ``tokenizers`` wheel and the weights file. The figures match
-sentence-transformers' (issue 46's printed similarities to two decimals: ``tests/test_semantic_model.py``).
+sentence-transformers' (issue 46's printed similarities to two decimals: ``tests/semantic/test_semantic_model.py``).
 """
 
 from __future__ import annotations

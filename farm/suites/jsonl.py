@@ -109,7 +109,7 @@ def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
     if raw[:1] == b"{":
         # Most lines: an object, parsed by pydantic-core's parser (a fifth of ``json.loads``'s
         # time). It accepts no line ``json.loads`` refuses and reads every other one as it
-        # does (tests/test_suites_jsonl.py compares them); whatever it refuses (a BOM, a lone
+        # does (tests/suites/test_suites_jsonl.py compares them); whatever it refuses (a BOM, a lone
         # surrogate, nesting past its limit, any error) is read as before, for the same result.
         try:
             obj = from_json(raw)

@@ -1,4 +1,4 @@
-"""Agents that take their process down, for the poison-run tests (tests/test_poison_runs.py).
+"""Agents that take their process down, for the poison-run tests (tests/workers/test_poison_runs.py).
 
 Input ``exit`` calls ``os._exit(1)``, ``segv`` dereferences NULL through ctypes, ``sysexit``
 raises ``SystemExit(3)``, ``interrupt`` raises ``KeyboardInterrupt``,

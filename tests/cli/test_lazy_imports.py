@@ -1,0 +1,108 @@
+"""What a plain ``farm test`` imports, and when (issue 45): no timing, ``sys.modules`` itself.
+
+A ``farm test`` against one agent imports neither Celery nor Redis at all, SQLAlchemy only to
+record the history once the sweep is over (none with ``--no-history``), and aiohttp without its
+import-time load of the system's CA bundles (aio-libs/aiohttp#9029: the contexts aiohttp builds
+at import load them when they first wrap a connection). Each sweep runs in a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.servers import ROOT, json_agent_server
+
+WATCHED = ("sqlalchemy", "celery", "redis", "kombu", "aiohttp")
+
+PROBE = """
+import json, sys
+from farm.cli.main import main
+try:
+    main(sys.argv[1:], prog_name="farm")
+except SystemExit:
+    pass
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {watched!r})
+roots = sorted({{m.split(".")[0] for m in loaded}})
+stats = None
+if "aiohttp.connector" in sys.modules:
+    connector = sys.modules["aiohttp.connector"]
+    stats = [connector._SSL_CONTEXT_VERIFIED.cert_store_stats()["x509"],
+             connector._SSL_CONTEXT_UNVERIFIED.cert_store_stats()["x509"]]
+print(json.dumps({{"after": roots, "default_context_certs": stats}}), file=sys.stderr)
+"""
+
+AGENT = """
+import json, os, sys
+
+def respond(message):
+    seen = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(os.environ["WATCHED"])))
+    with open(os.environ["SEEN_FILE"], "w") as out:
+        json.dump(seen, out)
+    return "pong"
+"""
+
+
+def run_probe(tmp_path: Path, *args: str) -> dict[str, object]:
+    (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "C1", "input": "say pong",
+                                                      "assert": {"type": "contains", "value": "pong"}}) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")}
+    env.update(PYTHONPATH=str(ROOT), FARM_DATA_DIR=str(tmp_path / ".farm-data"), WATCHED=json.dumps(WATCHED),
+               SEEN_FILE=str(tmp_path / "seen.json"))
+    done = subprocess.run([sys.executable, "-c", PROBE.format(watched=set(WATCHED)), "test", "-i", "suite.jsonl",
+                           "--runs", "1", "--no-progress", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("{"), done.stdout + done.stderr
+    return dict(json.loads(last))
+
+
+def test_a_python_agent_sweep_loads_sqlalchemy_only_to_record_the_history(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    probe = run_probe(tmp_path, "-n", "py:agent.py:respond")
+    assert json.loads((tmp_path / "seen.json").read_text()) == []  # while the agent ran: none of them
+    assert probe["after"] == ["sqlalchemy"]  # the history was recorded after the sweep
+    assert (tmp_path / ".farm-data").exists()
+
+
+def test_an_http_agent_sweep_without_history_loads_only_aiohttp_and_no_ca_bundle(tmp_path: Path) -> None:
+    with json_agent_server() as served:
+        probe = run_probe(tmp_path, "-n", served.url, "--no-history")
+    assert probe["after"] == ["aiohttp"]
+    assert probe["default_context_certs"] == [0, 0]  # aiohttp's own contexts: nothing loaded yet
+
+
+def test_aiohttps_default_context_still_trusts_the_system_store_when_used() -> None:
+    code = """
+import ssl, sys
+from farm.agents.client_import import import_aiohttp
+import_aiohttp()
+import aiohttp.connector as connector
+context = connector._SSL_CONTEXT_VERIFIED
+before = context.cert_store_stats()["x509"]
+context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="example.org")
+print(before, context.cert_store_stats()["x509"], ssl.create_default_context().cert_store_stats()["x509"],
+      context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname)
+"""
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60, check=True)
+    before, after, system, verifying = done.stdout.split()
+    assert before == "0" and after == system and verifying == "True"  # the same trust, loaded on first use
+
+
+def test_a_method_another_library_put_on_sslcontext_is_put_back() -> None:
+    code = """
+import ssl
+from farm.agents.client_import import import_aiohttp
+def theirs(self):
+    return "theirs"
+ssl.SSLContext.set_default_verify_paths = theirs
+import_aiohttp()
+print(ssl.SSLContext.__dict__.get("set_default_verify_paths") is theirs)
+"""
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True"]

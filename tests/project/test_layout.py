@@ -1,0 +1,227 @@
+"""The package's walls, read from the source: what each room of ``farm`` may import, and that nothing circles."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+FARM = Path(__file__).resolve().parents[2] / "farm"
+
+
+def imported_names(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Every module a file imports (top level, inside functions, under TYPE_CHECKING) and every
+    string handed to ``import_module``, with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Call) and _calls_import_module(node.func) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield node.lineno, first.value
+
+
+def _calls_import_module(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
+        isinstance(func, ast.Name) and func.id in {"import_module", "__import__"})
+
+
+def imports_of(top: str) -> list[str]:
+    """``file:line: module`` for each import of the ``top`` package found under ``farm/``."""
+    found = []
+    for path in sorted(FARM.rglob("*.py")):
+        for line, name in imported_names(ast.parse(path.read_text(encoding="utf-8"))):
+            if name.split(".")[0] == top:
+                found.append(f"{path.relative_to(FARM.parent)}:{line}: {name}")
+    return found
+
+
+def test_farm_never_imports_workers() -> None:
+    """``workers`` (the Celery app) imports ``farm``; the other way round would be a circle that only
+    a deployment hides. ``farm worker`` names the app on Celery's command line instead."""
+    assert imports_of("workers") == []
+
+
+def test_the_walk_sees_imports_inside_functions_and_import_module_strings() -> None:
+    tree = ast.parse("def f():\n    import redis\n    importlib.import_module('workers.app')\n")
+    assert list(imported_names(tree)) == [(2, "redis"), (3, "workers.app")]
+
+
+HEAVY = ("redis", "celery", "kombu", "sqlalchemy", "alembic", "psycopg")
+"""Libraries that need a server or a broker: only the walls below may import them."""
+
+WALLS = ("distributed", "history", "cli")
+"""``farm/`` packages that may import ``HEAVY`` (with ``workers/``, outside ``farm``)."""
+
+
+def heavy_imports_outside_the_walls() -> list[str]:
+    """``file:line: module`` for each import of a heavy library by a module of ``farm/`` outside
+    ``WALLS`` (at the top, in a function or under TYPE_CHECKING alike)."""
+    found = []
+    for path in sorted(FARM.rglob("*.py")):
+        if path.relative_to(FARM).parts[0] in WALLS:
+            continue
+        for line, name in imported_names(ast.parse(path.read_text(encoding="utf-8"))):
+            if name.split(".")[0] in HEAVY:
+                found.append(f"{path.relative_to(FARM.parent)}:{line}: {name}")
+    return found
+
+
+def test_only_the_walls_import_redis_celery_kombu_or_the_sql_stack() -> None:
+    """ARCHITECTURE rule 1 as a folder rule: the core reaches Redis, Celery and SQL through the
+    functions of ``distributed/``, ``history/`` and ``cli/``, never by importing them itself."""
+    assert heavy_imports_outside_the_walls() == []
+
+
+def test_the_folder_rule_names_a_leak(tmp_path, monkeypatch) -> None:
+    leaky = tmp_path / "farm"
+    (leaky / "stats").mkdir(parents=True)
+    (leaky / "distributed").mkdir()
+    (leaky / "stats" / "x.py").write_text("def f():\n    import redis\n")
+    (leaky / "distributed" / "y.py").write_text("import redis\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", leaky)
+    assert heavy_imports_outside_the_walls() == ["farm/stats/x.py:2: redis"]
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(FARM.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def load_time_imports() -> dict[str, set[str]]:
+    """Each ``farm`` module → the ``farm`` modules it imports as it loads (top-level statements
+    only: imports in functions and under TYPE_CHECKING run later or never). ``from pkg import
+    sub`` counts ``pkg`` only when it takes a name that is not a submodule: a package is always
+    loaded before its submodules, so only its names can be missing half-way."""
+    modules = {module_name(p): p for p in FARM.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules.keys()
+                found |= subs | ({node.module} if len(subs) < len(node.names) else set())
+        edges[name] = {m for m in found if m in modules and m != name}
+    return edges
+
+
+def import_circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while (top := stack.pop()) != module:
+                group.append(top)
+            if group:
+                circles.append(sorted([module, *group]))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_import_circle_when_modules_load() -> None:
+    assert import_circles(load_time_imports()) == []
+
+
+def test_the_circle_finder_finds_one() -> None:
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_hall_holds_at_most_fifteen_modules() -> None:
+    loose = sorted(p.name for p in FARM.glob("*.py"))
+    assert len(loose) <= 15, loose
+
+
+WORKERS = FARM.parent / "workers"
+MAX_MODULE_LINES = 400
+MAX_LONG_FUNCTIONS = 3
+LONG_FUNCTION_LINES = 40
+
+
+def sources() -> Iterator[Path]:
+    """The modules of ``farm/`` and ``workers/``, Alembic's migrations aside (generated, one per revision)."""
+    for root in (FARM, WORKERS):
+        yield from (p for p in sorted(root.rglob("*.py")) if "migrations" not in p.relative_to(root).parts)
+
+
+def long_modules() -> list[str]:
+    """``file: lines`` for each module over ``MAX_MODULE_LINES``."""
+    found = []
+    for path in sources():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(FARM.parent)}: {lines}")
+    return found
+
+
+def long_functions() -> list[str]:
+    """``file:line: name (lines)`` for each function or method over ``LONG_FUNCTION_LINES``
+    (decorators aside, its docstring included)."""
+    found = []
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > LONG_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(FARM.parent)}:{node.lineno}: {node.name} ({length})")
+    return found
+
+
+def test_no_module_over_four_hundred_lines() -> None:
+    assert long_modules() == []
+
+
+def test_at_most_three_functions_over_forty_lines() -> None:
+    assert len(long_functions()) <= MAX_LONG_FUNCTIONS, long_functions()
+
+
+def test_the_size_walk_finds_a_long_function_and_module(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    (farm / "history" / "migrations").mkdir(parents=True)
+    (tmp_path / "workers").mkdir()
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(40))
+    (farm / "big.py").write_text("def long():\n" + long_body + "\n" * 400)
+    (farm / "history" / "migrations" / "v1.py").write_text("def upgrade():\n" + long_body * 20)
+    (tmp_path / "workers" / "w.py").write_text("async def short():\n    pass\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    monkeypatch.setattr(sys.modules[__name__], "WORKERS", tmp_path / "workers")
+    assert long_functions() == ["farm/big.py:1: long (41)"]
+    assert long_modules() == ["farm/big.py: 441"]
+
+
+def every_import(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` → the modules of ``package`` it imports anywhere: at the top, in a
+    function (a lazy import hides a circle, it does not remove it) or under TYPE_CHECKING."""
+    modules = {module_name(p): p for p in (FARM.parent / package.replace(".", "/")).rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found = {imported for _, imported in imported_names(ast.parse(path.read_text(encoding="utf-8")))}
+        edges[name] = {m for m in found if m in modules and m != name}
+    return edges
+
+
+def test_the_plan_imports_no_circle_even_lazily() -> None:
+    """Issue 25 item 1: the plan (``SweepPlan.cases``, a ``CaseSource``) no longer reaches for its
+    compact form (``farm.plan.compact_cases``), which builds on it."""
+    edges = every_import("farm.plan")
+    assert "farm.plan.compact_cases" not in edges["farm.plan.sweep_plan"]
+    assert import_circles(edges) == []
