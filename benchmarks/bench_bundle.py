@@ -67,12 +67,12 @@ def ms(seconds: float) -> float:
 
 def pack_and_unpack(project: Path, redis_url: str, repeat: int) -> dict[str, Any]:
     """Part 1, in this process: pack, store, and a fresh worker copy's first run, ``repeat`` times."""
-    from farm.bundles.importer import register
     from farm.bundles.pack import pack
     from farm.bundles.unpack import unpacked
     from farm.distributed.bundles import fetch_bundle, store_bundle
     from farm.distributed.store.sweep_store import SweepStore, connect
     from farm.imports import resolve_callable
+    from farm.imports.namespaces import register
 
     store = SweepStore(connect(redis_url), ttl=600)
     figures: dict[str, list[float]] = {k: [] for k in ("pack", "store", "fetch", "unpack", "import_copy",

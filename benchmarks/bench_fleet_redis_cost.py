@@ -25,10 +25,11 @@ import redis
 from farm.distributed.fleet.budget import RedisBudgetBackend
 from farm.distributed.fleet.client import LoopClients
 from farm.distributed.fleet.rates import RedisRateBackend
-from farm.fleet.budget import Budget, BudgetLimit
+from farm.fleet.budget import Budget
 from farm.fleet.control import FleetLimiter, FleetScope, Refusal, UsageMeter, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.ratestate import AdaptivePolicy
+from farm.plan.fleet import BudgetLimit
 from farm.plan.rate_specs import LimitTable, parse_limit
 from farm.stats.prices import Price
 

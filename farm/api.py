@@ -36,12 +36,12 @@ from farm.agents.resolve import parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.defaults import DEFAULT_PARALLEL, MAX_RUNS_PER_CASE, MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, FarmRuntimeError, SettingsError
+from farm.fleet.keys import plan_fleet
 from farm.history.facts import HistoryFacts
 from farm.matrix.arms import MatrixFlags, foreign_agent, matrix_plan
 from farm.models import Case, FleetFacts, MatrixPlan, SweepEnvelope, SweepReport
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, PlanSpec, ReadCounter
 from farm.plan.fleet import FleetFlags
-from farm.plan.fleet_keys import plan_fleet
 from farm.plan.load_processes import SUBMIT_READERS, load_processes, plan_in_processes
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.plan.yao_options import load_context_file

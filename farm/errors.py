@@ -158,7 +158,7 @@ worker's message, instead of reporting every run as a failed case."""
 
 class FaultKind(enum.StrEnum):
     """What failed on the way to (or back from) the agent under test: the ``kind`` of an
-    ``AgentError``, from which ``farm.run.failures`` reads the run's failure class (SPEC 14.2)."""
+    ``AgentError``, from which ``farm.models.failure_class`` reads the run's failure class (SPEC 14.2)."""
 
     #: refused, DNS failure, connect timeout, TLS failure, connection lost or cut midway
     CONNECT = "connect"

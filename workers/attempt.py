@@ -15,8 +15,9 @@ from farm.errors import AGENT_BUILD_FAILED
 from farm.fleet.control import FleetStoreError
 from farm.fleet.runtime import FleetRuntime
 from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
-from farm.run.failures import classified
+from farm.models.base import utc_now
+from farm.models.failure_class import classified
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.sweep.lifecycle import run_guarded
 from workers.context import CACHE, thread_state
 

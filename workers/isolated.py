@@ -26,8 +26,9 @@ from pathlib import Path
 from farm.agents.reaper import contained
 from farm.distributed.orphans import die_with_parent, how_it_ended
 from farm.models import ErrorInfo, RunResult, RunStatus
-from farm.plan.sweep_plan import PlannedCase, SweepPlan, utc_now
-from farm.run.failures import classified
+from farm.models.base import utc_now
+from farm.models.failure_class import classified
+from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.sweep.lifecycle import RUN_GUARD_S
 
 START_ALLOWANCE_S = 60.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
+from farm.agents.quota import quota_message
 from farm.agents.retry import RETRYABLE_STATUSES, TransientError, parse_retry_after
 from farm.agents.secrets import excerpt, redact
 from farm.errors import AgentError, FaultKind
@@ -85,7 +86,5 @@ def _status_kind(status: int, body: str) -> FaultKind:
     if status >= 500:
         return FaultKind.SERVER
     if status == 429:
-        from farm.fleet.quota import quota_message
-
         return FaultKind.QUOTA if quota_message(status, body) is not None else FaultKind.RATE_LIMIT
     return FaultKind.AUTH if status in AUTH_STATUSES else FaultKind.CONFIG

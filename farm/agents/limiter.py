@@ -24,14 +24,25 @@ outcome; the backoff sleeps between attempts hold no lease::
 
 The default is ``NO_LIMITER``; ``AgentHooks.limiter`` (``farm.agents.hooks``), given to the
 agent pool and the judge resolver, injects another for every adapter they build.
+
+A refused call (the sweep's budget, a provider's exhausted quota: a ``FleetStop``) is raised and
+also told here (``refused``), to the run's ``RefusalNote`` if fleet control set one
+(``REFUSAL_NOTE``, a context variable the run's tasks inherit): adapters, judges and checks turn
+exceptions into run errors or equivocal verdicts, so fleet control (``farm.fleet.control``, which
+builds on the agents) must not count on the exception reaching it. The transport tells it of a
+quota answer (``farm.agents.quota``) whatever limiter the call had.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["NO_LIMITER", "CallLease", "CallLimiter", "KeyedLimiter", "LateLimiter"]
+from farm.errors import FleetStop
+
+__all__ = ["NO_LIMITER", "REFUSAL_NOTE", "CallLease", "CallLimiter", "KeyedLimiter", "LateLimiter", "RefusalNote",
+           "refused"]
 
 
 class CallLease(Protocol):
@@ -92,3 +103,22 @@ class LateLimiter:
 
     async def acquire(self, key: str, *, tokens: int = 0) -> CallLease:
         return await self._limiter.acquire(key, tokens=tokens)
+
+
+class RefusalNote(Protocol):
+    """Where a run's refused calls are noted (fleet control's ``Refusal``)."""
+
+    def refused(self, error: FleetStop, *, answered: bool) -> None: ...
+
+
+REFUSAL_NOTE: ContextVar[RefusalNote | None] = ContextVar("farm_refusal_note", default=None)
+"""The current run's note; None outside a run under fleet control (a refusal then only raises)."""
+
+
+def refused(error: FleetStop, *, answered: bool = False) -> FleetStop:
+    """Note ``error`` in the current run's ``RefusalNote`` (if any) and return it, for the caller to
+    raise; ``answered``: the refused call was made (a quota answer), so it is not one made before."""
+    note = REFUSAL_NOTE.get()
+    if note is not None:
+        note.refused(error, answered=answered)
+    return error

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from farm.agents.answers import HttpAnswer, Stream
 from farm.agents.faults import client_fault, status_fault
 from farm.agents.limiter import NO_LIMITER, CallLease, CallLimiter
+from farm.agents.quota import raise_if_quota_exhausted
 from farm.agents.retry import parse_retry_after
-from farm.fleet.quota import raise_if_quota_exhausted
 from farm.models.usage import usage_counts
 
 if TYPE_CHECKING:

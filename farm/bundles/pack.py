@@ -18,8 +18,8 @@ from pathlib import Path
 
 from farm.agents.repo_commit import repo_commit
 from farm.bundles.files import root_files
-from farm.bundles.ref import BundleRef
 from farm.errors import InputError
+from farm.models.bundle import BundleRef
 
 __all__ = ["DEFAULT_BUNDLE_MAX", "Bundle", "BundleRootRefused", "BundleTooLarge", "pack"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.bundles.ref import BundleRef
+from farm.models.bundle import BundleRef
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 
 __all__ = ["Relocation"]

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from farm.agents.repo_commit import BUNDLE_MARKER
-from farm.bundles.ref import BundleRef
 from farm.errors import FarmRuntimeError
+from farm.models.bundle import BundleRef
 
 __all__ = ["BundleError", "bundle_dir", "unpacked"]
 

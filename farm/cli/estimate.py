@@ -21,8 +21,8 @@ from farm.reports.fleet import cost_text
 
 if TYPE_CHECKING:
     from farm.api import PreparedSweep
-    from farm.fleet.budget import BudgetLimit
     from farm.history.session import HistoryOptions
+    from farm.plan.fleet import BudgetLimit
     from farm.plan.rate_specs import RateLimit
     from farm.plan.sweep_plan import PlannedCase, SweepPlan
 

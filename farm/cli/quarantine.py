@@ -17,8 +17,8 @@ import click
 from farm.cli.history import history_option
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
+from farm.models.quarantine import today_utc
 from farm.quarantine.entries import FILE_NAME
-from farm.quarantine.marks import today_utc
 
 DEFAULT_SUGGEST_LAST = 10
 DEFAULT_REVIEW_LAST = 5
@@ -96,8 +96,8 @@ def _entries(path: str | None, quarantine_file: str | None) -> list[Any]:
 def run_review(path: str | None, quarantine_file: str | None, history: str | None, last: int, tag: str | None,
                as_json: bool) -> int:
     from farm.history.quarantine_evidence import every_case_quarantined, review
+    from farm.models.quarantine import EVERY_CASE
     from farm.quarantine.entries import EntryIndex
-    from farm.quarantine.marks import EVERY_CASE
 
     index = EntryIndex(_entries(path, quarantine_file))
     entries, today = index.entries, today_utc()

@@ -31,8 +31,8 @@ from farm.cli.otel_flags import OtelFlags
 from farm.cli.signals import StopSignals
 from farm.errors import ExitCode, FarmError, ReporterError
 from farm.models import SweepReport
+from farm.models.quarantine import quarantine_lines
 from farm.plan.sweep_plan import new_sweep_id
-from farm.quarantine.marks import quarantine_lines
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
 from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url, sweep_queue
 from farm.stats import exit_code_for

@@ -13,12 +13,12 @@ from typing import Any
 
 import redis
 
-from farm.bundles.importer import register
 from farm.bundles.pack import Bundle
 from farm.bundles.relocate import Relocation
 from farm.bundles.unpack import BundleError, unpacked
 from farm.distributed.store import keys
 from farm.distributed.store.sweep_store import SweepStore
+from farm.imports.namespaces import register
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 
 __all__ = ["BundleView", "fetch_bundle", "store_bundle"]

@@ -44,8 +44,9 @@ from farm.errors import (
     WorkerLostError,
 )
 from farm.models import CaseStats, RunResult, SweepReport
+from farm.models.base import utc_now
 from farm.plan.compact_cases import CompactCases
-from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.plan.sweep_plan import SweepPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url, sweep_queue
 from farm.sweep.executor import Executor

@@ -22,35 +22,9 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from farm.errors import BudgetExhaustedError, SettingsError
-from farm.fleet.waiting import QueueWaitError
-
-
-@dataclass(frozen=True)
-class BudgetLimit:
-    """A sweep's limits; None: no limit on that measure."""
-
-    max_usd: float | None = None
-    max_tokens: int | None = None
-
-    def describe(self) -> str:
-        parts = ([f"${self.max_usd:g}"] if self.max_usd is not None else []) + (
-            [f"{self.max_tokens} tokens"] if self.max_tokens is not None else [])
-        return " and ".join(parts) or "unlimited"
-
-
-def parse_budget(max_usd: float | None, max_tokens: int | None) -> BudgetLimit:
-    """The flags' values as a BudgetLimit.
-
-    Raises:
-        SettingsError: a budget that is not a positive number, or a token limit below 1.
-    """
-    if max_usd is not None and (isinstance(max_usd, bool) or not isinstance(max_usd, int | float)
-                                or not math.isfinite(max_usd) or max_usd <= 0):
-        raise SettingsError(f"--budget: expected an amount of USD greater than 0, got {max_usd!r}")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise SettingsError(f"--max-tokens: expected a whole number of tokens ≥ 1, got {max_tokens!r}")
-    return BudgetLimit(float(max_usd) if max_usd is not None else None, max_tokens)
+from farm.errors import BudgetExhaustedError
+from farm.plan.fleet import BudgetLimit
+from farm.run.waiting import QueueWaitError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ worker process; ``fleet_scope`` (a context variable) says which sweep and run th
 current task belong to, and ``call_role("judge")`` marks judge calls. Pure: no Redis import
 (the backends are handed in).
 
-A refused call (budget, quota) raises, and also notes the refusal in the run's ``Refusal``:
+A refused call (budget, quota) raises, and also notes the refusal in the run's ``Refusal``
+(through the agents' limiter seam, ``farm.agents.limiter.refused``: the transport tells it of a
+quota answer without importing fleet control, and ``fleet_scope`` sets the run's ``Refusal`` there):
 adapters, judges and checks turn exceptions into run errors or equivocal verdicts, so the
 executor does not count on the exception reaching it. After each run it asks
 ``scope.refusal.error``: set, the run is not counted (it is "not run") and the sweep stops with
@@ -30,13 +32,14 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
+from farm.agents.limiter import REFUSAL_NOTE, RefusalNote, refused
 from farm.checks.base import Judge, JudgeVerdict
 from farm.errors import FleetStop
 from farm.fleet.budget import Budget, Reservation
 from farm.fleet.limiter import RateLease, RateLimiter
-from farm.fleet.waiting import granted, run_clock, waiting
 from farm.models import JsonValue
 from farm.models.usage import Usage, UsageTotals, parse_usage, reported_cost
+from farm.run.waiting import granted, run_clock, waiting
 from farm.stats.prices import Price, call_cost
 
 AGENT, JUDGE = "agent", "judge"
@@ -86,6 +89,13 @@ class Refusal:
             self.error = error
             self.calls_before = calls_before
 
+    def refused(self, error: FleetStop, *, answered: bool) -> None:
+        """The seam's note (``farm.agents.limiter.refused``), the run's calls so far counted by its
+        clock; ``answered``: the refused call was made (a quota answer), so it is not one before."""
+        clock = run_clock()
+        made = clock.calls if clock is not None else 0
+        self.note(error, made - 1 if answered else made)
+
 
 @dataclass(frozen=True)
 class FleetScope:
@@ -104,30 +114,22 @@ _ROLE: ContextVar[str] = ContextVar("farm_fleet_role", default=AGENT)
 class fleet_scope:  # lower case: used as ``with fleet_scope(scope):``, once per run (no generator's cost)
     """Charge the calls made inside the block (and tasks started in it) to ``scope``."""
 
-    __slots__ = ("_scope", "_token")
+    __slots__ = ("_noting", "_scope", "_token")
 
     def __init__(self, scope: FleetScope) -> None:
         self._scope = scope
         self._token: Token[FleetScope | None] | None = None
+        self._noting: Token[RefusalNote | None] | None = None
 
     def __enter__(self) -> FleetScope:
         self._token = _SCOPE.set(self._scope)
+        self._noting = REFUSAL_NOTE.set(self._scope.refusal)  # where the seam's ``refused`` notes
         return self._scope
 
     def __exit__(self, *_exc: object) -> None:
-        assert self._token is not None
+        assert self._token is not None and self._noting is not None
+        REFUSAL_NOTE.reset(self._noting)
         _SCOPE.reset(self._token)
-
-
-def refuse(error: FleetStop, *, answered: bool = False) -> FleetStop:
-    """Note ``error`` in the current run's refusal and return it, for the caller to raise;
-    ``answered``: the refused call was made (a quota answer), so it is not one made before."""
-    refusal = (_SCOPE.get() or NO_SCOPE).refusal
-    if refusal is not None:
-        clock = run_clock()
-        made = clock.calls if clock is not None else 0
-        refusal.note(error, made - 1 if answered else made)
-    return error
 
 
 @contextlib.contextmanager
@@ -205,7 +207,7 @@ class FleetLimiter:
         scope, price = _SCOPE.get() or NO_SCOPE, self.price_of(key)
         lease = FleetLease(key, price, scope, _ROLE.get())
         try:
-            async with waiting():  # the run's clocks stop while the call queues (farm.fleet.waiting)
+            async with waiting():  # the run's clocks stop while the call queues (farm.run.waiting)
                 if scope.budget is not None:
                     most = price.most(tokens) if price else 0.0
                     lease.estimated = scope.budget.limit.max_usd is not None
@@ -219,7 +221,7 @@ class FleetLimiter:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
         except FleetStop as error:
             await self._give_back(lease)
-            raise refuse(error) from None
+            raise refused(error) from None
         except BaseException:
             await self._give_back(lease)
             raise

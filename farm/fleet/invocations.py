@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from farm.agents.base import Agent, AgentRequest
 from farm.fleet.limiter import RateLimiter
-from farm.fleet.waiting import granted, waiting
 from farm.models import Reply
 from farm.models.usage import usage_counts
+from farm.run.waiting import granted, waiting
 
 
 class LimitedAgent:

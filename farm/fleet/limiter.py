@@ -31,9 +31,9 @@ from typing import Protocol
 
 from farm.errors import QuotaExhaustedError
 from farm.fleet.ratestate import AdaptivePolicy, Decision
-from farm.fleet.waiting import QueueWaitError
 from farm.models.usage import parse_usage
 from farm.plan.rate_specs import LimitTable, RateLimit
+from farm.run.waiting import QueueWaitError
 
 
 class RateBackend(Protocol):

@@ -21,7 +21,6 @@ made by ``execute`` right after, key by.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import os
@@ -37,6 +36,7 @@ from farm.agents.secrets import redact, redact_reply, redact_value
 from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.errors import AgentError, FaultKind, FleetStop, SettingsError
 from farm.models import JsonValue, Reply
+from farm.plan.fleet import ReplayMode
 from farm.plan.rate_specs import fleet_name
 
 T = TypeVar("T")
@@ -54,11 +54,6 @@ CHECKSUM_FIRST = b'{"checksum": '
 class ReplayIntegrityError(Exception):
     """A recording is not the call's (another call's key, an unknown version, an edited, truncated,
     deleted or malformed file): the run is an error of class ``harness:replay`` naming the file."""
-
-
-class ReplayMode(enum.StrEnum):
-    RECORD = "record"
-    REPLAY = "replay"
 
 
 def digest_of(value: JsonValue) -> str:

@@ -26,11 +26,11 @@ from typing import Any
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
 from farm.agents.judge import ConnectorJudge
-from farm.agents.limiter import NO_LIMITER, CallLease
+from farm.agents.limiter import NO_LIMITER, CallLease, refused
 from farm.agents.ref import AgentRef
 from farm.checks.base import Judge
 from farm.errors import FleetStop
-from farm.fleet.budget import Budget, BudgetBackend, BudgetLimit, LocalBudgetBackend, Reservation
+from farm.fleet.budget import Budget, BudgetBackend, LocalBudgetBackend, Reservation
 from farm.fleet.control import (
     JUDGE,
     FleetLimiter,
@@ -40,21 +40,20 @@ from farm.fleet.control import (
     Refusal,
     UsageMeter,
     fleet_scope,
-    refuse,
 )
 from farm.fleet.invocations import LimitedAgent
 from farm.fleet.judge_cache import ARM_SCOPE, CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
-from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
-from farm.fleet.waiting import WaitListener, new_run_clock
+from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayStore, digest_of
 from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
+from farm.models.failure_class import classified
 from farm.models.usage import Usage
-from farm.plan.fleet import agent_ref_key
+from farm.plan.fleet import BudgetLimit, ReplayMode, agent_ref_key
 from farm.plan.rate_specs import LimitTable
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
-from farm.run.failures import classified
+from farm.run.waiting import WaitListener, new_run_clock
 from farm.stats.prices import Price
 
 LEASE_MARGIN_S = 60.0
@@ -223,7 +222,7 @@ class FleetRuntime:
         try:
             await self.budget.settle(await self.budget.reserve(0.0, 0), 0.0, 0)
         except FleetStop as error:
-            refuse(error)
+            refused(error)
             return False
         except Exception as exc:
             raise FleetStoreError("BudgetStoreError", "check the budget before the run", exc) from exc

@@ -33,7 +33,7 @@ from farm.history.facts import NIGHTLY_TAG
 from farm.history.store import HistoryStore
 from farm.history.sweep_info import SweepInfo
 from farm.models import SweepReport
-from farm.quarantine.marks import quarantined_ids
+from farm.models.quarantine import quarantined_ids
 from farm.stats.compare import Comparison, compare
 
 log = logging.getLogger("farm.history")

@@ -29,8 +29,8 @@ from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
 from farm.history.location import given_history_url, history_url
 from farm.models import ARM_SEPARATOR, SweepReport, SweepStatus
 from farm.models.envelope import Recorder
+from farm.models.quarantine import quarantined_ids
 from farm.plan.sweep_plan import SweepPlan
-from farm.quarantine.marks import quarantined_ids
 from farm.stats import DEFAULT_PASS_K, exit_code_for
 from farm.stats.compare_terms import check_thresholds
 

@@ -1,5 +1,6 @@
 """The models every other models module builds on: the JSON value, the base model, an
-assertion (and the per-case base that shares fields sets), a check's outcome and a run's status.
+assertion (and the per-case base that shares fields sets), a check's outcome and a run's status,
+and the timestamp every ``*_at`` field holds (``utc_now``).
 
 They live apart from ``farm.models`` so that the dynamic-case and statistics models can build
 on them without importing ``farm.models``, which re-exports both (no import cycle).
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -17,13 +19,18 @@ JsonValue = Any
 """Any JSON value: None, bool, int, float, str, list, dict."""
 
 
+def utc_now() -> str:
+    """Now, as reports write timestamps (``started_at``, ``completed_at``): ``2026-11-22T10:15:00Z``."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class FarmModel(BaseModel):
     """Base of all farm models: strict about unknown fields.
 
     Not frozen: a builder fills in the value it makes as it goes (``execute_run`` its ``RunResult``
     turn by turn, the accumulator a case's statistics). Once a value is handed on it is not
     assigned to; who needs it changed builds a new one (``model_copy(update=...)``, e.g.
-    ``farm.run.failures.classified``, the fleet's cost accounting, the workers' sweep id). Small
+    ``farm.models.failure_class.classified``, the fleet's cost accounting, the workers' sweep id). Small
     values made whole at once are frozen (``SweepOutcome``, ``BudgetFigures``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)

@@ -2,15 +2,19 @@
 
 ``FleetFlags`` holds the ``farm test`` flags as given (``--rate-limit``, ``--budget``,
 ``--max-tokens``, ``--adaptive[=sequential]``, ``--sprt``, ``--record``/``--replay``,
-``--no-judge-cache``); ``farm.plan.fleet_keys.plan_fleet`` checks them against the sweep's agents,
+``--no-judge-cache``); ``farm.fleet.keys.plan_fleet`` checks them against the sweep's agents,
 connectors and judges and makes a ``FleetPlan``. The plan crosses Redis inside the
 ``SweepPlan``, so a worker builds the same limiter, budget, caches and recorder as the submitter:
 it holds limits, prices of the sweep's own keys and paths, never a secret or a database URL.
-Pure: no I/O.
+``BudgetLimit`` (``--budget``, ``--max-tokens``) and ``ReplayMode`` (``--record``, ``--replay``)
+are declared here too: ``farm.fleet`` enforces what the plan declares and builds on it, never the
+other way round. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +23,46 @@ from pydantic import Field
 from farm.agents.ref import AgentRef
 from farm.durations import parse_duration
 from farm.errors import SettingsError
-from farm.fleet.budget import BudgetLimit, parse_budget
-from farm.fleet.replay import ReplayMode
 from farm.models import FarmModel, FleetFacts
 from farm.plan.rate_specs import LimitTable, RateLimit, parse_flag
 from farm.stats.adaptive import AdaptiveKind, AdaptiveRule, parse_sprt
 from farm.stats.prices import Price
 
 DEFAULT_MAX_QUEUE_WAIT_S = 600.0
+
+
+@dataclass(frozen=True)
+class BudgetLimit:
+    """A sweep's limits; None: no limit on that measure."""
+
+    max_usd: float | None = None
+    max_tokens: int | None = None
+
+    def describe(self) -> str:
+        parts = ([f"${self.max_usd:g}"] if self.max_usd is not None else []) + (
+            [f"{self.max_tokens} tokens"] if self.max_tokens is not None else [])
+        return " and ".join(parts) or "unlimited"
+
+
+def parse_budget(max_usd: float | None, max_tokens: int | None) -> BudgetLimit:
+    """The flags' values as a BudgetLimit.
+
+    Raises:
+        SettingsError: a budget that is not a positive number, or a token limit below 1.
+    """
+    if max_usd is not None and (isinstance(max_usd, bool) or not isinstance(max_usd, int | float)
+                                or not math.isfinite(max_usd) or max_usd <= 0):
+        raise SettingsError(f"--budget: expected an amount of USD greater than 0, got {max_usd!r}")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise SettingsError(f"--max-tokens: expected a whole number of tokens ≥ 1, got {max_tokens!r}")
+    return BudgetLimit(float(max_usd) if max_usd is not None else None, max_tokens)
+
+
+class ReplayMode(enum.StrEnum):
+    """``--record`` or ``--replay``: what the recorder (``farm.fleet.replay``) does with a sweep's calls."""
+
+    RECORD = "record"
+    REPLAY = "replay"
 
 
 @dataclass(frozen=True)

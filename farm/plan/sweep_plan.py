@@ -20,9 +20,9 @@ from pydantic import Field, PlainValidator, model_validator
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.bundles.ref import BundleRef
 from farm.matrix.schedule import interleaved
 from farm.models import Case, FarmModel, MatrixPlan, PerCaseModel, SweepEnvelope
+from farm.models.bundle import BundleRef
 from farm.plan.fleet import FleetPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import DEFAULT_QUEUE
@@ -32,11 +32,6 @@ from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
 def new_sweep_id() -> str:
     """Sortable, readable sweep ids: ``20261122T101500-3f2a9c``."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-def utc_now() -> str:
-    """Now, as reports write timestamps: ``2026-11-22T10:15:00Z``."""
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class PlannedCase(PerCaseModel):
@@ -282,5 +277,5 @@ def build_plan(sweep_id: str, cases: CaseSource | Sequence[PlannedCase], *, env:
 
 __all__ = [
     "CaseSlot", "CaseSource", "PlanTotals", "PlannedCase", "PlannedCases", "SweepPlan", "build_plan", "new_sweep_id",
-    "plan_runs", "utc_now",
+    "plan_runs",
 ]

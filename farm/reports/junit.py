@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, TextIO
 
 from farm.models import CaseStats, RunDetail, SweepReport
-from farm.quarantine.marks import badge, is_quarantined
+from farm.models.quarantine import badge, is_quarantined
 from farm.reports.criteria import failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failed_runs import failed_run, failing_runs

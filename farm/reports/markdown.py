@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from farm.durations import format_ms
 from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, SweepReport
-from farm.quarantine.marks import badge
+from farm.models.quarantine import badge
 from farm.reports.criteria import CRITERIA_HEADER, criterion_row, failing_text
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.failed_runs import failed_run, failing_runs

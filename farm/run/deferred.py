@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from farm.agents.secrets import any_secret, redacted, resolve_deferred
 from farm.errors import AgentResolutionError
 from farm.models import Case, ErrorInfo, RunResult, RunStatus
-from farm.plan.sweep_plan import utc_now
-from farm.run.failures import classified
+from farm.models.base import utc_now
+from farm.models.failure_class import classified
 
 
 async def run_resolved(case: Case, run: int, sweep_id: str | None,

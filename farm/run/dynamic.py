@@ -31,7 +31,6 @@ from typing import Any, Protocol
 
 from farm.checks.extract import extract_data
 from farm.errors import AgentError
-from farm.fleet.waiting import left, queued_timeout
 from farm.models import (
     Assertion,
     CheckOutcome,
@@ -47,7 +46,8 @@ from farm.models import (
     SimulatorSpec,
     TurnRecord,
 )
-from farm.run.failures import CHECKPOINT_PREFIX
+from farm.models.failure_class import CHECKPOINT_PREFIX
+from farm.run.waiting import left, queued_timeout
 
 __all__ = [
     "DynamicLoop",

@@ -10,7 +10,7 @@ Each run builds its state from the immutable ``Case``, so no run sees another ru
 
 A Yao dynamic case (``case.dynamic``) is played by ``farm.run.dynamic`` instead: a simulator writes
 the user's turns. A case's ``before``/``after`` hooks run around each run (``farm.suites.hooks``). Every
-run that does not pass gets its failure class and turn (``farm.run.failures``).
+run that does not pass gets its failure class and turn (``farm.models.failure_class``).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
 from farm.checks import calls_filter, evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError, FaultKind
-from farm.fleet.waiting import left, queued_timeout, run_clock
 from farm.models import Assertion, Case, CheckOutcome, ErrorInfo, JsonValue, Message, Reply, RunResult, RunStatus, Turn
 from farm.models.dynamic import TurnRecord
+from farm.models.failure_class import classify_run
 from farm.models.served import Served
 from farm.models.trajectory import ToolCall
 from farm.models.usage import RunUsage
 from farm.run.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
-from farm.run.failures import classify_run
+from farm.run.waiting import left, queued_timeout, run_clock
 from farm.settings import DEFAULT_CASE_TIMEOUT_S
 from farm.stats.trajectory import recorded_calls
 from farm.suites.hooks import HookFailedError, RunHooks

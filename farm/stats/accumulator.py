@@ -24,7 +24,7 @@ from farm.models import (
     TurnRecord,
     own_case_id,
 )
-from farm.run.failures import classified, unreached
+from farm.models.failure_class import classified, unreached
 from farm.stats.adaptive import Decision, runs_needed
 from farm.stats.costs import CostTotals
 from farm.stats.criteria import CriteriaTally

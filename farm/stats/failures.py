@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from farm.models import CheckpointStats, FailureClassStats, FailureExample, RunResult
-from farm.run.failures import failure_message
+from farm.models.failure_class import failure_message
 from farm.stats.measures import percent, wilson_percent
 
 __all__ = ["CheckpointTally", "FailureTally", "merge_failure_classes"]

@@ -5,7 +5,7 @@ A reason names *what* failed, not what the agent said: a failed check is ``name:
 one reason), an error or timeout is ``status: ErrorType: message``. Reasons are one line and
 bounded. A comparison lists the reasons HEAD has that BASE had not (``farm.stats.compare``).
 
-Each reason also has its failure class (``farm.run.failures``, SPEC 14.2): the class of its failed
+Each reason also has its failure class (``farm.models.failure_class``, SPEC 14.2): the class of its failed
 check, or of the run's error. A class groups failures coarsely, a reason finely; a reason
 always falls in one class.
 """
@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from farm.models import FailureReason, RunResult, RunStatus
-from farm.run.failures import classify_check, classify_error
+from farm.models.failure_class import classify_check, classify_error
 
 MAX_REASON_CHARS = 160
 """A reason is cut to this many characters."""

@@ -17,7 +17,7 @@ from farm.models import (
     SweepReport,
     SweepSummary,
 )
-from farm.quarantine.marks import is_quarantined, mark_quarantined
+from farm.models.quarantine import is_quarantined, mark_quarantined
 from farm.stats.costs import CostTotals
 from farm.stats.failures import merge_failure_classes
 from farm.stats.load_bias import flag_load_bias

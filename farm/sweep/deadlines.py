@@ -7,7 +7,7 @@ running gets at most what is left. Clock: wall time, so a budget can be shared b
 
 Waiting for capacity is not running (SPEC 15): while every run of the case in flight waits for a
 slot in fleet control, the budget stops (its end moves by the pause); ``waits`` gives each run the
-listener its run clock (``farm.fleet.waiting``) tells.
+listener its run clock (``farm.run.waiting``) tells.
 """
 
 from __future__ import annotations

@@ -17,14 +17,15 @@ from collections.abc import Mapping, Sequence
 
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
-from farm.fleet.waiting import queued_timeout
 from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepEnvelope, SweepReport
+from farm.models.base import utc_now
+from farm.models.failure_class import classified
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
-from farm.plan.sweep_plan import SweepPlan, utc_now
+from farm.plan.sweep_plan import SweepPlan
 from farm.run.deferred import masked, run_resolved
 from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
-from farm.run.failures import classified
+from farm.run.waiting import queued_timeout
 from farm.stats import build_report
 from farm.sweep.observers import SweepStart
 

@@ -35,7 +35,8 @@ from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool
 from farm.fleet.runtime import local_runtime
 from farm.models import CaseStats, RunResult, SweepReport
-from farm.plan.sweep_plan import PlannedCase, SweepPlan, plan_runs, utc_now
+from farm.models.base import utc_now
+from farm.plan.sweep_plan import PlannedCase, SweepPlan, plan_runs
 from farm.reports.details import attach_details
 from farm.run.simulators import create_simulator_pool
 from farm.settings import DEFAULT_STOP_GRACE_S

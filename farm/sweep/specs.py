@@ -5,7 +5,7 @@
 these specs, each defined in the room that uses it:
 
 - ``PlanSpec``: batch planning (``farm.plan.batch``);
-- ``FleetFlags``: fleet keys and control (``farm.plan.fleet_keys``);
+- ``FleetFlags``: fleet keys and control (``farm.fleet.keys``);
 - ``OutputSpec``: the reports asked for (``farm.reports.outputs``);
 - ``ExecutorOptions``: which executor runs the sweep (``farm.sweep.executor``);
 - ``HistoryFacts``: what the history keeps of the flags (``farm.history.facts``);

@@ -13,13 +13,13 @@ import pytest
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.bundles.importer import register
 from farm.bundles.pack import BundleRootRefused, BundleTooLarge, pack
-from farm.bundles.ref import BundleRef
 from farm.bundles.relocate import Relocation
 from farm.bundles.roots import project_roots
 from farm.bundles.unpack import BundleError, unpacked
 from farm.imports import resolve_callable
+from farm.imports.namespaces import register
+from farm.models.bundle import BundleRef
 
 
 def _names(data: bytes) -> list[str]:

@@ -141,7 +141,7 @@ def test_a_history_url_given_is_still_checked_before_anything_runs(tmp_path: Pat
 
 
 UNUSED_BY_A_PLAIN_SWEEP = ("tenacity", "tornado", "rich.progress", "farm.agents.connectors", "farm.agents.transport",
-                           "farm.fleet.quota", "farm.agents.isolation", "psutil", "farm.cli.estimate",
+                           "farm.agents.quota", "farm.agents.isolation", "psutil", "farm.cli.estimate",
                            "farm.distributed", "jsonpath_ng", "json5")
 
 

@@ -190,9 +190,7 @@ def test_junit_summary_and_terminal_show_costs_and_runs_saved() -> None:
 
 
 def test_the_plan_carries_fleet_settings_through_json_and_no_secret() -> None:
-    from farm.fleet.budget import BudgetLimit
-    from farm.fleet.replay import ReplayMode
-    from farm.plan.fleet import FleetPlan, ReplaySpec
+    from farm.plan.fleet import BudgetLimit, FleetPlan, ReplayMode, ReplaySpec
     from farm.plan.rate_specs import RateLimit
     from farm.stats.prices import Price
 

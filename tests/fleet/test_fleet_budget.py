@@ -17,12 +17,13 @@ from farm.agents.base import AgentRequest
 from farm.checks.base import JudgeVerdict
 from farm.distributed.fleet.budget import RedisBudgetBackend
 from farm.errors import BudgetExhaustedError, SettingsError
-from farm.fleet.budget import Budget, BudgetLimit, LocalBudgetBackend, parse_budget
+from farm.fleet.budget import Budget, LocalBudgetBackend
 from farm.fleet.control import JUDGE, FleetLimiter, FleetScope, JudgeRole, Refusal, UsageMeter, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.models import Case, Message, Reply, Turn
 from farm.models.usage import Usage
+from farm.plan.fleet import BudgetLimit, parse_budget
 from farm.plan.rate_specs import LimitTable, parse_limit
 from farm.run.execute import RunEnvironment, execute_run
 from farm.stats.prices import Price

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from farm.agents.quota import quota_error, raise_if_quota_exhausted
 from farm.agents.secrets import register_secret
 from farm.errors import BudgetExhaustedError, ExitCode, FleetStop, QuotaExhaustedError
 from farm.fleet.control import FleetScope, Refusal, fleet_scope
 from farm.fleet.limiter import RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
-from farm.fleet.quota import quota_error, raise_if_quota_exhausted
 from farm.fleet.ratestate import AdaptivePolicy
 from farm.stats import build_report, exit_code_for
 

@@ -16,8 +16,9 @@ from farm.agents.judge import ConnectorJudge
 from farm.agents.secrets import register_secret
 from farm.checks.base import Judge
 from farm.errors import SettingsError
-from farm.fleet.replay import CallKey, RecordReplayAgent, RecordReplayJudge, ReplayMode, ReplayStore, digest_of
+from farm.fleet.replay import CallKey, RecordReplayAgent, RecordReplayJudge, ReplayStore, digest_of
 from farm.models import Assertion, Case, Message, RunResult, Turn
+from farm.plan.fleet import ReplayMode
 from farm.run.execute import RunEnvironment, execute_run
 from tests.support.servers import json_agent_server, openai_server
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.fleet.replay import ReplayMode, ReplayStore
+from farm.fleet.replay import ReplayStore
+from farm.plan.fleet import ReplayMode
 from tests.fleet.test_fleet_replay import judged_case, sweep, verdicts
 from tests.support.fleet_project import KEY, calls, llm_server, report_of, write_connector, write_prompt_agent
 from tests.support.servers import json_agent_server, openai_server

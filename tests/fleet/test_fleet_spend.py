@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from farm.distributed.fleet.budget import RedisBudgetBackend
-from farm.fleet.budget import Budget, BudgetLimit
-from farm.fleet.waiting import QueueWaitError
+from farm.fleet.budget import Budget
+from farm.plan.fleet import BudgetLimit
+from farm.run.waiting import QueueWaitError
 from tests.support.fleet_agents import PRICE, usage_server
 from tests.support.fleet_project import report_of, write_suite
 from tests.support.waiting import wait_for

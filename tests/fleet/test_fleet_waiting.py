@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.fleet.waiting import QueueWaitError, RunClock, new_run_clock, queued_timeout, waiting
+from farm.run.waiting import QueueWaitError, RunClock, new_run_clock, queued_timeout, waiting
 from tests.support.fleet_agents import farm_test, py_calls, write_py_agent
 from tests.support.fleet_project import report_of, write_suite
 

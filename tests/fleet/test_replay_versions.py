@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.fleet.replay import ReplayMode, ReplayStore
+from farm.fleet.replay import ReplayStore
+from farm.plan.fleet import ReplayMode
 from tests.cli.test_cli_clear_errors import AGENTS, farm
 from tests.fleet.test_fleet_replay import judged_case, sweep
 from tests.fleet.test_fleet_replay_integrity import _agent_files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -225,3 +226,111 @@ def test_the_plan_imports_no_circle_even_lazily() -> None:
     edges = every_import("farm.plan")
     assert "farm.plan.compact_cases" not in edges["farm.plan.sweep_plan"]
     assert import_circles(edges) == []
+
+
+FOLDERS = {
+    "models": "data every stage passes on (pydantic models, JSON round-trips) and the pure rules on it",
+    "imports": "importing user code by reference, a bundle's modules under names of their own",
+    "checks": "checks on agent replies: Yao assertions, neuro-san stock tests, judges' verdict parsing",
+    "agents": "adapters that call agents and judges, the one HTTP transport and its limiter seam",
+    "suites": "suite loading: Yao JSONL and neuro-san HOCON into validated cases, Yao's hooks",
+    "semantic": "answers compared by meaning: the local embedding model, clusters",
+    "stats": "statistics of a sweep: per-case accumulation, intervals, compare, prices, adaptive rules",
+    "run": "one run of one case: its turns under timeouts, the dynamic loop, the run's clock",
+    "matrix": "matrix sweeps: the arms, their interleaved order, the per-arm report",
+    "plan": "a sweep's plan as data: SweepPlan, batch planning, fleet control as declared",
+    "fleet": "fleet control enforced in one process: rate limits, budgets, caches, record/replay",
+    "quarantine": "quarantine entries read from farm-quarantine.toml and given to a plan",
+    "bundles": "what a distributed sweep carries of its project: roots, archive, a worker's copy",
+    "estimate": "farm test --estimate: what a sweep will cost before it runs",
+    "reports": "renderers: a SweepReport in, JSONL, JSON, Markdown, HTML, JUnit, OpenTelemetry out",
+    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
+    "sweep": "one sweep in this process: specs, lifecycle, observers, the local executor, the journal",
+    "distributed": "the wall to Redis, Celery and kombu: submit, store, delivery, broker, shared fleet",
+    "history": "the wall to SQL: recorded sweeps, baselines, trends, the nightly loop",
+    "bisect": "farm bisect: the commit that made cases pass less often",
+    "assess": "farm assess: a sweep's failures grouped into named failure modes",
+    "view": "farm view: a read-only local web app over the history and sweeps in flight",
+    "cli": "the farm command line: one module per command group, errors mapped to exit codes",
+}
+"""Each folder of ``farm/`` and the one kind of module it holds: a new folder must say what it is.
+Listed from the ground up: a folder imports only folders listed before it (the rooms of
+``OPEN_CIRCLES`` aside, which have no floor yet)."""
+
+
+def test_every_folder_says_what_it_holds() -> None:
+    folders = sorted(p.name for p in FARM.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+    assert folders == sorted(FOLDERS)
+    assert all(kind and "\n" not in kind for kind in FOLDERS.values())
+
+
+def room_of(module: str) -> str | None:
+    """The room of ``farm`` that ``module`` is in: its folder (``plan``) or a module of the hall
+    (``api.py``; ``__init__.py`` for ``farm`` itself); None outside ``farm``."""
+    parts = module.split(".")
+    if parts[0] != "farm":
+        return None
+    if len(parts) == 1:
+        return "__init__.py"
+    return parts[1] if (FARM / parts[1]).is_dir() else f"{parts[1]}.py"
+
+
+def room_imports() -> dict[tuple[str, str], list[str]]:
+    """(room, room it imports) → ``file:line: module`` for each import of ``farm`` from one room into
+    another: anywhere in a file (a lazy import or one under TYPE_CHECKING hides a circle, it does
+    not remove it) and every ``import_module`` string."""
+    found: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(FARM.rglob("*.py")):
+        here = room_of(module_name(path))
+        for line, name in imported_names(ast.parse(path.read_text(encoding="utf-8"))):
+            there = room_of(name)
+            if here is not None and there is not None and there != here:
+                found[(here, there)].append(f"{path.relative_to(FARM.parent)}:{line}: {name}")
+    return found
+
+
+OPEN_CIRCLES = frozenset({"__init__.py", "api.py", "distributed", "history", "judgecheck", "reports", "sweep"})
+"""Rooms still in a circle of their own (issue 38 §2: the upper one is being untangled); this set only
+shrinks: once a room is out of every circle, it leaves the set (``test_the_open_circles_are_open``)."""
+
+
+def room_circles(imports: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for here, there in imports:
+        graph[here].add(there)
+        graph[there]
+    return import_circles(graph)
+
+
+def circling_imports() -> list[str]:
+    """``file:line: module`` for each import between two rooms of a circle not in ``OPEN_CIRCLES``."""
+    imports = room_imports()
+    found = []
+    for circle in room_circles(imports):
+        if not set(circle) <= OPEN_CIRCLES:
+            found += [f"{' > '.join(circle)}: {where}" for (here, there), lines in sorted(imports.items())
+                      if here in circle and there in circle for where in lines]
+    return found
+
+
+def test_no_import_runs_back_up_between_folders() -> None:
+    """The folders of ``farm/`` stand on floors (README, Layout): a folder imports only folders below
+    it, so no two folders import each other, even through others."""
+    assert circling_imports() == []
+
+
+def test_the_open_circles_are_open() -> None:
+    circling = {room for circle in room_circles(room_imports()) for room in circle}
+    assert sorted(OPEN_CIRCLES - circling) == [], "no longer in a circle: drop them from OPEN_CIRCLES"
+
+
+def test_the_folder_walk_names_the_imports_that_close_a_circle(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    for room in ("run", "plan", "models"):
+        (farm / room).mkdir(parents=True)
+        (farm / room / "__init__.py").write_text("")
+    (farm / "run" / "x.py").write_text("from farm.models import Case\ndef f():\n    from farm.plan.y import g\n")
+    (farm / "plan" / "y.py").write_text("import farm.run.x\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    assert circling_imports() == ["plan > run: farm/plan/y.py:1: farm.run.x",
+                                  "plan > run: farm/run/x.py:3: farm.plan.y"]

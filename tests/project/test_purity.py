@@ -8,13 +8,13 @@ import sys
 import textwrap
 
 CORE = ["farm.models", "farm.models.base", "farm.suites", "farm.checks", "farm.stats", "farm.reports",
-        "farm.run.execute", "farm.run.dynamic", "farm.run.failures", "farm.sweep.deadlines",
+        "farm.run.execute", "farm.run.dynamic", "farm.models.failure_class", "farm.sweep.deadlines",
         "farm.stats.compare", "farm.reports.comparison", "farm.reports.history_html", "farm.sweep.lifecycle",
         "farm.plan.sweep_plan", "farm.sweep.observers", "farm.settings", "farm.sweep.local", "farm.cli",
         "farm.stats.adaptive", "farm.fleet", "farm.plan.rate_specs", "farm.fleet.ratestate", "farm.fleet.limiter",
         "farm.fleet.local_rates", "farm.models.usage", "farm.stats.prices", "farm.fleet.budget",
-        "farm.fleet.control", "farm.fleet.quota", "farm.fleet.judge_cache", "farm.fleet.replay",
-        "farm.plan.fleet", "farm.plan.fleet_keys", "farm.fleet.runtime", "farm.stats.costs", "farm.reports.fleet",
+        "farm.fleet.control", "farm.agents.quota", "farm.fleet.judge_cache", "farm.fleet.replay",
+        "farm.plan.fleet", "farm.fleet.keys", "farm.fleet.runtime", "farm.stats.costs", "farm.reports.fleet",
         "farm.sweep.adaptive"]
 """farm.cli is here too: a ``farm test`` without --broker must start without Celery; of fleet control
 only the ``redis_*`` modules may talk to Redis."""

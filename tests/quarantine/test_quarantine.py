@@ -322,7 +322,7 @@ def test_the_html_report_shows_the_badge_in_chromium(tmp_path: Path) -> None:
 def test_a_quarantined_regression_does_not_make_the_nightly_regress(tmp_path: Path) -> None:
     from farm.history.nightly import NightlySettings, run_nightly
     from farm.history.store import HistoryStore
-    from farm.quarantine.marks import mark_quarantined
+    from farm.models.quarantine import mark_quarantined
     from tests.history.test_history_nightly import nightly_report
 
     store = HistoryStore.open(f"sqlite:///{tmp_path / 'h.sqlite'}")

@@ -19,7 +19,7 @@ from farm.agents.retry import TransientError, call_with_retries
 from farm.cli.console import FailureDigest
 from farm.errors import AgentError, FaultKind
 from farm.models import Case, CheckOutcome, ErrorInfo, Message, RunResult, RunStatus, Turn
-from farm.run.failures import classify_check, classify_error, classify_run
+from farm.models.failure_class import classify_check, classify_error, classify_run
 from farm.stats import CaseAccumulator, CasePlan
 from tests.support.formats_fixtures import Project, farm, make_project, read_report, result_of
 from tests.support.servers import free_port, openai_server

@@ -24,7 +24,7 @@ def test_counting_an_unclassed_run_classes_it_in_the_statistics_and_leaves_the_r
 
 
 def test_classified_builds_a_new_value() -> None:
-    from farm.run.failures import classified, classify_run
+    from farm.models.failure_class import classified, classify_run
 
     given = _unclassed(RunStatus.FAILED)
     made = classified(given)

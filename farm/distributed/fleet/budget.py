@@ -14,7 +14,8 @@ import uuid
 
 from farm.distributed.fleet.client import LoopClients, script_arg
 from farm.distributed.store import keys
-from farm.fleet.budget import BudgetLimit, BudgetState, Reservation
+from farm.fleet.budget import BudgetState, Reservation
+from farm.plan.fleet import BudgetLimit
 from farm.plan.rate_specs import fleet_name
 from farm.settings import DEFAULT_RESULT_TTL_S
 

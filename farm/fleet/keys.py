@@ -7,6 +7,9 @@ connector judge, the judge's name for an ``agents:`` judge, the agent id for the
 A prompt agent's ``package.yao`` ``rate_limit`` applies to its connector's key (its calls are
 its connector's), unless the connector declares its own. ``--budget`` needs a price for every
 key (SPEC 13): an unpriced one is named with the fix.
+
+It lives with fleet control, not with the plan it fills: it opens the ``--record``/``--replay``
+directory (``farm.fleet.replay``) to refuse a bad one before anything runs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Mark a report's quarantined cases, and say which cases still gate (pure: no I/O).
+"""A report's quarantine marks: mark its quarantined cases, and say which cases still gate (pure: no I/O).
+
+The entries come from ``farm.quarantine`` (the files, the plan); the marks are data of a case's
+statistics (``CaseStats.quarantine``), set as a sweep is summarised (``farm.stats.sweep``).
 
 A case's mark is its entry plus ``status``: ``active`` (today is on or before ``until``, UTC) or
 ``expired``. An active mark keeps the case out of the exit code and of the regression gate; an

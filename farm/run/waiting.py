@@ -10,6 +10,9 @@ deadline, neuro-san's whole-test budget) add ``queued_s`` through ``RunClock.lef
 
 It also counts the run's calls that got their slot (``calls``): a run refused or starved before its
 first call did not run; after one, it is an error run with its paid calls kept. Pure: no I/O.
+
+It is the run's (``execute`` registers its timeouts here), not fleet control's: fleet control
+(``farm.fleet``), which builds on the plan and so on the run, pauses it while a call queues.
 """
 
 from __future__ import annotations

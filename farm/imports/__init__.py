@@ -4,7 +4,7 @@ Shared by python agents and ``script`` checks. Thread-safe (Celery worker thread
 same agent at once) and cached. A file is loaded under a name unique to its path, so two
 suites' ``rules.py`` or ``agent.py`` never collide in ``sys.modules``.
 
-Code of a bundle's copy on a worker (``farm.bundles.importer``) imports its neighbours and its
+Code of a bundle's copy on a worker (``farm.imports.namespaces``) imports its neighbours and its
 packages under the bundle's own names: two bundles never share a module.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from farm.bundles.importer import namespace_for
+from farm.imports.namespaces import namespace_for
 
 __all__ = ["call_user", "resolve_callable"]
 

@@ -5,8 +5,9 @@ answers say that waiting will not help: OpenAI's ``insufficient_quota`` (a 429 t
 ``"You exceeded your current quota"``) and its billing codes, Anthropic's "credit balance is too
 low". The transport calls ``raise_if_quota_exhausted`` on every error answer, so the sweep
 stops at once with ``metadata.stopped = "quota"`` (exit 5) instead of retrying; the refusal is
-noted in the run's fleet scope (``farm.fleet.control.refuse``), however the error is caught on
-its way up.
+told to the limiter seam (``farm.agents.limiter.refused``), which notes it in the run's fleet
+scope however the error is caught on its way up. Reading an answer is the agents' business (the
+fault mapping, ``farm.agents.faults``, asks it too); fleet control only listens.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from farm.agents.limiter import refused
 from farm.agents.secrets import redact
 from farm.errors import QuotaExhaustedError
-from farm.fleet.control import refuse
 
 QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 QUOTA_PHRASES = ("credit balance is too low", "exceeded your current quota")
@@ -62,4 +63,4 @@ def raise_if_quota_exhausted(key: str, status: int, body: str | bytes | None) ->
     """
     error = quota_error(key, status, body)
     if error is not None:
-        raise refuse(error, answered=True)
+        raise refused(error, answered=True)
