@@ -42,7 +42,7 @@ from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_
 from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.suites import CaseStream, LoadOptions, open_input, open_message
 

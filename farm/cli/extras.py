@@ -21,7 +21,7 @@ from farm.api import PreparedSweep
 from farm.cli.console import say
 from farm.models import JsonValue, SweepReport
 from farm.plan.yao_options import dry_run_lines
-from farm.run.execute import sweep_context
+from farm.run.environment import sweep_context
 from farm.suites.hooks import SweepHooks
 from farm.wording import plural
 

@@ -49,7 +49,7 @@ from farm.models import CaseStats, RunResult, SweepReport, SweepStart
 from farm.models.base import utc_now
 from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.settings import FarmSettings, safe_url, sweep_queue
 from farm.sweep.executor import Submitter
 from farm.sweep.lifecycle import StopReason, SweepStop

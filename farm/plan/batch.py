@@ -29,7 +29,7 @@ from farm.matrix.schedule import arm_copies
 from farm.models import ARM_SEPARATOR, Arm, Case, MatrixPlan
 from farm.plan.sweep_plan import CaseSource, PlanTotals
 from farm.plan.yao_options import compile_run_pattern
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.run.simulators import check_simulators
 from farm.stats import CasePlan, plan_case
 from farm.stats.adaptive import AdaptiveRule

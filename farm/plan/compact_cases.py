@@ -20,7 +20,7 @@ from farm.models import Case
 from farm.plan.case_codec import CaseCodec
 from farm.plan.joined_texts import JoinedTexts
 from farm.plan.sweep_plan import CaseSlot, PlannedCase
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.stats import CasePlan
 
 T = TypeVar("T")

@@ -24,7 +24,7 @@ from farm.matrix.schedule import interleaved
 from farm.models import Case, FarmModel, MatrixPlan, PerCaseModel, SweepEnvelope
 from farm.models.bundle import BundleRef
 from farm.plan.fleet import FleetPlan
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.settings import DEFAULT_QUEUE
 from farm.stats import DEFAULT_MAX_RUN_DETAILS, CasePlan
 

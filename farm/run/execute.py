@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
-from farm.agents.base import Agent, AgentContext, AgentRequest, Conversation
+from farm.agents.base import Agent, AgentRequest, Conversation
 from farm.checks import calls_filter, evaluate_turn, waiting_checks
 from farm.checks.base import CheckContext, JudgeResolver
 from farm.errors import AgentError, FaultKind
@@ -30,56 +29,10 @@ from farm.models.served import Served
 from farm.models.trajectory import ToolCall
 from farm.models.usage import RunUsage
 from farm.run.dynamic import DynamicLoop, ScriptedSimulator, Simulator, SimulatorResolver
+from farm.run.environment import RunEnvironment, first_chat_id, turn_context
 from farm.run.waiting import left, queued_timeout, run_clock
-from farm.settings import DEFAULT_CASE_TIMEOUT_S
 from farm.stats.trajectory import recorded_calls
 from farm.suites.hooks import HookFailedError, RunHooks
-
-
-@dataclass(frozen=True)
-class RunEnvironment:
-    """Sweep-wide settings that shape every run (JSON-able: workers rebuild it)."""
-
-    user: str | None = None
-    """``-u``: wins over the case's ``user``."""
-    team: str | None = None
-    connector: str | None = None
-    timeout_s: float | None = None
-    """``--timeout``: default whole-run timeout for cases that set none."""
-    neuro_san_compat: bool = False
-    confirm_failures: int = 1
-    """``--confirm-failures k``: a judged check that fails is judged k times, the majority stands."""
-    yao_compat: bool = False
-    """``--yao-compat``: dynamic cases behave as Yao's code does where its documentation disagrees."""
-    sweep_id: str | None = None
-    locale: str = "en-us"
-    client_type: str = "test"
-    client_ip: str = "127.0.0.1"
-    referer: str = "test"
-    accept: str = "standard"
-    chat_id: str | None = None
-    """``--ctx`` ``chat_id``: run 1's chat id, ``<chat_id>-run<n>`` for the others (Yao's rule)."""
-    authorized: dict[str, JsonValue] | None = None
-    """``--ctx`` ``authorized`` (user, team, constraints…), given to agents as ``context.authorized``."""
-    metadata: dict[str, JsonValue] | None = None
-    """``--ctx`` ``metadata``, under each case's own ``metadata``."""
-
-    def case_timeout(self, case: Case) -> float:
-        return case.timeout_s or self.timeout_s or DEFAULT_CASE_TIMEOUT_S
-
-    def describe(self) -> dict[str, JsonValue]:
-        """The environment section of reports."""
-        return {
-            "user_id": self.user or "test-user",
-            "team_id": self.team or "test-team",
-            "locale": self.locale,
-            "client_type": self.client_type,
-            "client_ip": self.client_ip,
-            "referer": self.referer,
-            "accept": self.accept,
-            "connector": self.connector,
-        }
-
 
 _second: tuple[int, str] = (-1, "")
 """The last whole second formatted by ``_utc_now_ms`` and its text (runs start many times a second)."""
@@ -142,50 +95,6 @@ class _RunState:
         return self.retries + self.conversation.retries
 
 
-def _granted(env: RunEnvironment, key: str) -> str | None:
-    """A string of the ``--ctx`` ``authorized`` block (flags and the case's own fields win over it)."""
-    value = (env.authorized or {}).get(key)
-    return value if isinstance(value, str) and value else None
-
-
-def _identity(env: RunEnvironment, user: str | None, team: str | None) -> tuple[str, str]:
-    """User and team: the flags, else the case's, else ``--ctx``'s, else the defaults (Yao's order)."""
-    if env.authorized is None:  # the common case, on every turn: no look-ups
-        return env.user or user or "test-user", env.team or team or "test-team"
-    return (env.user or user or _granted(env, "user_id") or "test-user",
-            env.team or team or _granted(env, "team_id") or _granted(env, "tenant_id") or "test-team")
-
-
-def _first_chat_id(env: RunEnvironment, run: int) -> str | None:
-    if env.chat_id is None:
-        return None
-    return env.chat_id if run == 1 else f"{env.chat_id}-run{run}"
-
-
-def _context(case: Case, run: int, env: RunEnvironment, chat_id: str, sly: dict[str, JsonValue] | None,
-             turn: int) -> AgentContext:
-    user_id, team_id = _identity(env, case.user, case.team)
-    return AgentContext(
-        user_id=user_id, team_id=team_id, locale=env.locale, client_type=env.client_type,
-        client_ip=env.client_ip, referer=env.referer, accept=env.accept, case_id=case.id, run=run, turn=turn,
-        chat_id=chat_id,
-        metadata=case.metadata if env.metadata is None else {**env.metadata, **(case.metadata or {})},
-        sly_data=sly, connector=env.connector, authorized=env.authorized,
-        options={**(case.options or {}), **case.arm_options} if case.arm_options else case.options,
-    )
-
-
-def sweep_context(env: RunEnvironment) -> AgentContext:
-    """The test environment of the sweep as a whole (given to ``--before``/``--after`` hooks)."""
-    user_id, team_id = _identity(env, None, None)
-    return AgentContext(
-        user_id=user_id, team_id=team_id,
-        locale=env.locale, client_type=env.client_type, client_ip=env.client_ip, referer=env.referer,
-        accept=env.accept, chat_id=env.chat_id or env.sweep_id or "", metadata=env.metadata,
-        connector=env.connector, authorized=env.authorized,
-    )
-
-
 def _merge(base: dict[str, JsonValue] | None, extra: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
     if base is None and extra is None:
         return None
@@ -223,7 +132,7 @@ async def _send_turn(
         sly_data=sly,
         chat_filter=turn.chat_filter or state.chat_filter,
         timeout_s=max(turn_timeout, 0.0),
-        context=_context(case, run, env, state.conversation.chat_id, sly, index),
+        context=turn_context(case, run, env, state.conversation.chat_id, sly, index),
         conversation=state.conversation,
     )
     try:
@@ -374,11 +283,11 @@ async def execute_run(
     if case.skip:
         result.status = RunStatus.SKIPPED
         return result
-    state = _RunState(_first_chat_id(env, run))
+    state = _RunState(first_chat_id(env, run))
     ctx = CheckContext(case.input, case.expected, case.base_dir, env.neuro_san_compat, judges=judges,
                        trajectory=state.trajectory, confirm_failures=env.confirm_failures)
     hooks = RunHooks(case) if case.before or case.after else None  # most cases have none: no cost per run
-    hook_context = _context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None
+    hook_context = turn_context(case, run, env, state.conversation.chat_id, None, 1) if hooks else None
     start = time.monotonic()
     deadline = _deadline(case, env, start, not_after, state)
     try:

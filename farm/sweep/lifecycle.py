@@ -35,7 +35,8 @@ from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
 from farm.plan.sweep_plan import SweepPlan
 from farm.run.deferred import masked, run_resolved
 from farm.run.dynamic import SimulatorResolver
-from farm.run.execute import RunEnvironment, execute_run
+from farm.run.environment import RunEnvironment
+from farm.run.execute import execute_run
 from farm.run.waiting import queued_timeout
 from farm.stats import build_report
 

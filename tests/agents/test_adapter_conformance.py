@@ -23,7 +23,8 @@ from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import create_agent, parse_reference
 from farm.models import Case, Message, RunResult, RunStatus, StockTest, Turn
-from farm.run.execute import RunEnvironment, execute_run
+from farm.run.environment import RunEnvironment
+from farm.run.execute import execute_run
 from tests.support.servers import json_agent_server, load_example, openai_server, serve_in_thread
 
 HERE = Path(__file__).resolve().parents[1]

@@ -22,7 +22,8 @@ from farm.agents.resolve import AgentPool, create_agent, parse_reference
 from farm.agents.urls import neuro_san_server, parse_neuro_san_url
 from farm.errors import AgentResolutionError
 from farm.models import Case, Message, Reply, RunStatus, Turn
-from farm.run.execute import RunEnvironment, execute_run
+from farm.run.environment import RunEnvironment
+from farm.run.execute import execute_run
 
 HERE = Path(__file__).resolve().parents[1]
 PY_AGENT = HERE / "agents" / "conformance.py"

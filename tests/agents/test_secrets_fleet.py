@@ -95,7 +95,7 @@ def test_a_secret_variable_stays_in_the_plan_as_written_and_is_read_where_the_ru
         tmp_path: Path, monkeypatch: Any) -> None:
     import asyncio
 
-    from farm.run.execute import RunEnvironment
+    from farm.run.environment import RunEnvironment
     from farm.suites.hocon import load_hocon
     from farm.sweep.lifecycle import run_guarded
 

@@ -223,7 +223,7 @@ def test_relocation_keeps_the_fleet_plans_agent_keys_in_step_with_the_agents(tmp
     from farm.agents.options import AgentOptions
     from farm.plan.fleet import FleetPlan, agent_ref_key
     from farm.plan.sweep_plan import build_plan
-    from farm.run.execute import RunEnvironment
+    from farm.run.environment import RunEnvironment
 
     root = _project(tmp_path / "proj", "one")
     bundle = pack([root])

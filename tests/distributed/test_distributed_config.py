@@ -93,7 +93,7 @@ def test_plan_round_trips_through_json_header_and_cases_apart(tmp_path):
     from farm.agents.resolve import AgentRef
     from farm.models import Case, Message, Turn
     from farm.plan.sweep_plan import PlannedCase, SweepPlan, build_plan
-    from farm.run.execute import RunEnvironment
+    from farm.run.environment import RunEnvironment
     from farm.stats import CasePlan
 
     case = PlannedCase(case=Case(id="c", format="yao", turns=[Turn(messages=[Message(content="hi")])]),

@@ -25,7 +25,8 @@ from farm.models import Case, Message, Reply, Turn
 from farm.models.usage import Usage
 from farm.plan.fleet import BudgetLimit, parse_budget
 from farm.plan.rate_specs import LimitTable, parse_limit
-from farm.run.execute import RunEnvironment, execute_run
+from farm.run.environment import RunEnvironment
+from farm.run.execute import execute_run
 from farm.stats.prices import Price
 from tests.support.servers import openai_server
 

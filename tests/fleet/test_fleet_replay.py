@@ -19,7 +19,8 @@ from farm.errors import SettingsError
 from farm.fleet.replay import CallKey, RecordReplayAgent, RecordReplayJudge, ReplayStore, digest_of
 from farm.models import Assertion, Case, Message, RunResult, Turn
 from farm.plan.fleet import ReplayMode
-from farm.run.execute import RunEnvironment, execute_run
+from farm.run.environment import RunEnvironment
+from farm.run.execute import execute_run
 from tests.support.servers import json_agent_server, openai_server
 
 RUNS = 3

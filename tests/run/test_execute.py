@@ -9,7 +9,8 @@ from farm.agents.base import AgentRequest
 from farm.agents.python import PythonAgent
 from farm.errors import AgentError
 from farm.models import Assertion, Case, Message, Reply, RunResult, RunStatus, Turn
-from farm.run.execute import RunEnvironment, execute_run
+from farm.run.environment import RunEnvironment
+from farm.run.execute import execute_run
 
 
 class RecordingAgent:
@@ -229,7 +230,8 @@ def test_a_hung_sync_agent_does_not_keep_the_process_alive(tmp_path: Any) -> Non
     script.write_text(
         "import asyncio, time\n"
         "from farm.agents.python import PythonAgent\n"
-        "from farm.run.execute import RunEnvironment, execute_run\n"
+        "from farm.run.environment import RunEnvironment\n"
+        "from farm.run.execute import execute_run\n"
         "from farm.models import Case, Message, Turn\n"
         "c = Case(id='c', format='neuro-san', timeout_s=0.2,\n"
         "         turns=[Turn(messages=[Message(role='user', content='x')])])\n"
@@ -262,7 +264,8 @@ def test_sync_agents_work_in_a_forked_child(tmp_path: Any) -> None:
     script.write_text(
         "import asyncio, os\n"
         "from farm.agents.python import PythonAgent\n"
-        "from farm.run.execute import RunEnvironment, execute_run\n"
+        "from farm.run.environment import RunEnvironment\n"
+        "from farm.run.execute import execute_run\n"
         "from farm.models import Case, Message, Turn\n"
         "c = Case(id='c', format='neuro-san', timeout_s=5,\n"
         "         turns=[Turn(messages=[Message(role='user', content='x')])])\n"

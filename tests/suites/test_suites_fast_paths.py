@@ -133,7 +133,7 @@ def test_checked_fills_defaults_and_factories_and_refuses_unknown_fields() -> No
 def test_a_planned_case_and_its_index_line_as_built_before() -> None:
     from farm.agents.ref import AgentRef
     from farm.plan.sweep_plan import CaseSlot, PlannedCase
-    from farm.run.execute import RunEnvironment
+    from farm.run.environment import RunEnvironment
     from farm.stats import plan_case
 
     case = Case(id="c 1", format="yao", turns=[Turn(messages=[Message(content="x")])], timeout_s=2.5)
@@ -213,7 +213,7 @@ def test_a_listed_suite_plans_as_the_whole_one(tmp_path: Path) -> None:
     totals, judges (with the first case asking), agents and the first refusal."""
     from farm.agents.options import AgentOptions
     from farm.plan.batch import BatchPlanner, PlanSpec
-    from farm.run.execute import RunEnvironment
+    from farm.run.environment import RunEnvironment
 
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in LISTED_GOOD * 2))  # the duplicates are dropped
