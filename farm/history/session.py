@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only when the history is used (not w
     from farm.history.refs import Resolved
     from farm.history.store import HistoryStore
     from farm.stats.compare import Comparison  # loaded by a sweep with a baseline
-    from farm.suites.discover import CaseStream
+    from farm.suites.stream import CaseStream
 
 Gate = Literal["regressions", "verdicts"]
 Order = Literal["file", "failing-first"]

@@ -41,7 +41,7 @@ from farm.models import Case
 from farm.plan.batch import BatchPlan, BatchPlanner, PlanParts, ReadCounter
 from farm.settings import whole_number_env
 from farm.suites import CaseStream
-from farm.suites.discover import StreamBatch, skip_note
+from farm.suites.stream import StreamBatch, skip_note
 
 PARALLEL_MIN_BYTES = 8 << 20
 """Suites smaller than this (~80,000 one-line cases) are read by one process."""

@@ -1,6 +1,6 @@
 """Suite loading: Yao JSONL and neuro-san HOCON into one validated ``Case`` model (SPEC 4.1).
 
-``open_input`` is what ``-i`` calls: a ``CaseStream`` read once, case by case (``farm test``
+``open_input`` is what ``-i`` calls: a ``CaseStream`` (``stream``) read once, case by case (``farm test``
 plans it in batches); ``load_input`` holds every case. Every problem in the input is collected
 and raised as one ``farm.errors.SuiteError``.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from farm.suites.discover import (
     SUITE_SUFFIXES,
-    CaseStream,
     LoadedInput,
     find_suite_files,
     load_files,
@@ -23,6 +22,7 @@ from farm.suites.discover import (
 from farm.suites.dynamic import LoadOptions
 from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import load_jsonl
+from farm.suites.stream import CaseStream
 
 __all__ = [
     "SUITE_SUFFIXES",
