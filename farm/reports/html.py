@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from typing import Any, TextIO
 
 from markupsafe import Markup
@@ -20,6 +19,7 @@ from farm.durations import format_ms
 from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepOutcome, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
+from farm.reports.html_charts import histogram, spread
 from farm.reports.html_kit import asset, paging_fields, script_safe_json, template_environment
 from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
 from farm.reports.matrix_html import matrix_section
@@ -28,17 +28,6 @@ from farm.wording import plural
 
 __all__ = ["render_html", "report_json_parts", "write_html"]
 
-_PASS_BUCKETS = (
-    ("0%", "bad"),
-    ("<20%", "bad"),
-    ("20–39%", "warn"),
-    ("40–59%", "warn"),
-    ("60–79%", "warn"),
-    ("80–99%", "fair"),
-    ("100%", "good"),
-)
-_SPREAD_ROWS = 20
-"""The duration chart shows this many of the slowest cases: more would not be readable."""
 _COMPARISONS = {
     "documented": "documented (less: actual < given)",
     "neuro-san-compat": "neuro-san-compat (less: actual > given)",
@@ -70,8 +59,8 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         card_columns=card_columns(len(cards)),
         status_bar=_status_bar(summary),
         failure_classes=_failure_classes(summary),
-        histogram=_histogram(report.results) if multi_run else None,
-        spread=_spread(report.results) if multi_run else None,
+        histogram=histogram(report.results) if multi_run else None,
+        spread=spread(report.results) if multi_run else None,
         environment=_rows(report.environment),
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
         compared=_compared_with(envelope), matrix=matrix_section(report),
@@ -311,85 +300,3 @@ def _failure_classes(s: SweepSummary) -> list[dict[str, str]]:
 
 def _percent(value: float) -> str:
     return f"{value:.0f}%" if float(value).is_integer() else f"{value:.1f}%"
-
-
-# ------------------------------------------------------------------------------- charts
-
-
-def _ran(case: CaseStats) -> bool:
-    """Whether a case has runs that count (not skipped) and so belongs in the charts."""
-    return case.label != "skipped" and case.runs > case.skipped
-
-
-def _bucket(rate: float) -> int:
-    if rate <= 0:
-        return 0
-    if rate >= 100:
-        return len(_PASS_BUCKETS) - 1
-    return 1 + min(int(rate // 20), 4)
-
-
-def _histogram(cases: list[CaseStats]) -> dict[str, Any]:
-    """Geometry of the pass-rate distribution: how many cases fall in each bucket."""
-    counts = [0] * len(_PASS_BUCKETS)
-    for case in cases:
-        if _ran(case):
-            counts[_bucket(case.pass_rate)] += 1
-    width, height, left, top, bottom = 560, 230, 40, 18, 34
-    plot_w, plot_h = width - left - 12, height - top - bottom
-    ticks = _nice_ticks(max(counts), integer=True)
-    scale = plot_h / ticks[-1]
-    slot = plot_w / len(counts)
-    bars = []
-    for i, ((label, tone), count) in enumerate(zip(_PASS_BUCKETS, counts, strict=True)):
-        h = count * scale
-        x = left + i * slot + slot * 0.15
-        bars.append({"x": x, "y": top + plot_h - h, "w": slot * 0.7, "h": h, "cx": x + slot * 0.35,
-                     "label": label, "tone": tone, "count": count})
-    grid = [{"y": top + plot_h - t * scale, "label": f"{t:g}"} for t in ticks]
-    return {"width": width, "height": height, "left": left, "right": width - 12, "base": top + plot_h,
-            "bars": bars, "grid": grid, "total": sum(counts)}
-
-
-def _spread(cases: list[CaseStats]) -> dict[str, Any]:
-    """Geometry of the duration spread (min, avg ± std, max) of the slowest cases."""
-    ran = sorted((c for c in cases if _ran(c)), key=lambda c: (-c.max_duration_ms, c.id))
-    shown = ran[:_SPREAD_ROWS]
-    ticks = _nice_ticks(max((c.max_duration_ms for c in shown), default=0.0))
-    width, left, right, top, row = 560, 176, 16, 10, 22
-    scale = (width - left - right) / ticks[-1]
-
-    def x(ms: float) -> float:
-        return left + max(ms, 0.0) * scale
-
-    rows = []
-    for i, case in enumerate(shown):
-        lo = max(case.min_duration_ms, case.avg_duration_ms - case.std_deviation_ms)
-        hi = min(case.max_duration_ms, case.avg_duration_ms + case.std_deviation_ms)
-        label = case.id if len(case.id) <= 26 else case.id[:25] + "…"
-        rows.append({"y": top + i * row + row / 2, "label": label, "id": case.id,
-                     "min": x(case.min_duration_ms), "max": x(case.max_duration_ms),
-                     "avg": x(case.avg_duration_ms), "lo": x(lo), "hi": x(hi),
-                     "tip": _spread_tip(case)})
-    base = top + len(rows) * row + 4
-    axis = [{"x": x(t), "label": format_ms(t)} for t in ticks]
-    return {"width": width, "height": base + 24, "left": left, "right": width - right, "top": top,
-            "base": base, "rows": rows, "axis": axis, "shown": len(rows), "total": len(ran)}
-
-
-def _spread_tip(case: CaseStats) -> str:
-    return (f"{case.id}: min {format_ms(case.min_duration_ms)}, avg {format_ms(case.avg_duration_ms)}"
-            f" ± {format_ms(case.std_deviation_ms)}, max {format_ms(case.max_duration_ms)}")
-
-
-def _nice_ticks(top: float, target: int = 4, integer: bool = False) -> list[float]:
-    """Axis ticks from 0 past ``top`` in steps of 1, 2, 2.5 or 5 × a power of ten."""
-    if not math.isfinite(top) or top <= 0:
-        return [0.0, 1.0]
-    raw = top / target
-    magnitude = 10 ** math.floor(math.log10(raw))
-    factors = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
-    step = next(f * magnitude for f in factors if f * magnitude >= raw)
-    if integer:
-        step = max(1.0, float(round(step)))
-    return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
