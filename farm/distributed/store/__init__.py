@@ -1,3 +1,3 @@
-"""A distributed sweep in Redis: the store, its plan half, its Lua steps, its answers, every key and TTL, and
-Redis refusing writes for memory.
+"""A distributed sweep in Redis: the store, its plan and delivery halves, its Lua steps, its answers,
+every key and TTL, and Redis refusing writes for memory.
 """
