@@ -5,7 +5,7 @@
 these specs, each defined in the room that uses it:
 
 - ``PlanSpec``: batch planning (``farm.plan.batch``);
-- ``FleetFlags``: fleet keys and control (``farm.fleet.keys``);
+- ``FleetRequest``: the fleet flags parsed, for fleet keys and control (``farm.fleet.keys``);
 - ``OutputSpec``: the reports asked for (``farm.reports.outputs``);
 - ``ExecutorOptions``: which executor runs the sweep (``farm.sweep.executor``);
 - ``HistoryFacts``: what the history keeps of the flags (``farm.history.facts``);
@@ -30,7 +30,7 @@ from farm.api.settings import TestSettings
 from farm.history.facts import HistoryFacts
 from farm.matrix.arms import matrix_plan
 from farm.plan.batch import PlanSpec
-from farm.plan.fleet import FleetFlags
+from farm.plan.fleet import FleetRequest
 from farm.plan.yao_options import load_context_file
 from farm.reports.outputs import OutputSpec
 from farm.run.execute import RunEnvironment
@@ -96,7 +96,7 @@ class SweepSpecs:
     """What each stage of ``farm test`` takes of its flags (see the module docstring)."""
 
     plan: PlanSpec
-    fleet: FleetFlags
+    fleet: FleetRequest
     outputs: OutputSpec
     executor: ExecutorOptions
     history: HistoryFacts
@@ -111,12 +111,13 @@ class SweepSpecs:
 
 def resolve_specs(settings: TestSettings) -> SweepSpecs:
     """What each stage takes of ``settings`` (this module), read once."""
+    fleet = settings.fleet.parsed()
     plan = PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
-                    adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
+                    adaptive=fleet.adaptive, run_pattern=settings.run_pattern,
                     patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,)),
                     matrix=matrix_plan(settings.matrix, settings.cwd, settings.name))
     return SweepSpecs(
-        plan=plan, fleet=settings.fleet,
+        plan=plan, fleet=fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
         history=_history(settings),
