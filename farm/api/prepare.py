@@ -115,7 +115,8 @@ def _prepare(specs: SweepSpecs, sweep_id: str | None, read: ReadCounter) -> Prep
     a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
-    options, source = specs.agents, specs.source
+    options = specs.agents
+    source = specs.source
     stream = _open(source, specs.plan.agent_name, specs.plan.matrix, options)
     sid = sweep_id or new_sweep_id()
     env = specs.environment.for_sweep(sid)
@@ -129,18 +130,20 @@ def _prepare(specs: SweepSpecs, sweep_id: str | None, read: ReadCounter) -> Prep
     stream.notes += manifest_overrides(parts.agents, specs.plan.agent_name or ("arms" if specs.plan.matrix else None))
     parts.selection.check(source.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
     outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=source.cwd)
+    run_details = DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0
     if parts.refused is not None:
         raise parts.refused
-    built = _check_adapters(specs, parts, options)
+    here = _calls_agents_here(specs)
+    built = _check_adapters(specs, parts, options, here=here)
     fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
     shape = specs.shape
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
         totals=parts.totals, parallel=shape.parallel, semantic=shape.semantic, matrix=specs.plan.matrix,
         fail_fast=shape.fail_fast, envelope=_envelope(specs, stream, fleet.describe()), queue=specs.executor.queue,
-        fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0, ramp=shape.ramp)
+        fleet=fleet, max_run_details=run_details, ramp=shape.ramp)
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
-                         adapters=built if _calls_agents_here(specs) else None)
+                         adapters=built if here else None)
 
 
 def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:
@@ -160,10 +163,10 @@ def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, 
             parts.merge(planner.plan(cases, selected=True))
 
 
-def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
+def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions, *, here: bool) -> BuiltAdapters:
     """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
     replaying = AgentHooks(replaying=specs.fleet.replay is not None)  # a replay needs no secret
-    with _client_here_or_deferred(specs), replaying.building():
+    with _client_here_or_deferred(here), replaying.building():
         built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
                                          replaying=replaying.replaying)
     reporter = specs.outputs.reporter
@@ -172,10 +175,10 @@ def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) 
     return built
 
 
-def _client_here_or_deferred(specs: SweepSpecs) -> contextlib.AbstractContextManager[None]:
+def _client_here_or_deferred(here: bool) -> contextlib.AbstractContextManager[None]:
     """Nothing when the agents are called here, else ``client_deferred``: the transport module is
     imported only by a sweep that builds HTTP agents it will not call (a plain sweep never does)."""
-    if _calls_agents_here(specs):
+    if here:
         return contextlib.nullcontext()
     from farm.agents.transport import client_deferred
 
