@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,7 @@ from farm.fleet.keys import plan_fleet
 from farm.matrix.arms import foreign_agent
 from farm.models import Case, FleetFacts, MatrixPlan, SweepEnvelope
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
-from farm.plan.load_processes import SUBMIT_READERS, load_processes, plan_in_processes
+from farm.plan.load_processes import read_and_plan
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
@@ -122,7 +121,7 @@ def _prepare(specs: SweepSpecs, sweep_id: str | None, read: ReadCounter) -> Prep
     env = specs.environment.for_sweep(sid)
     parts = PlanParts(None if source.load.listing else _case_keeper(specs, env))
     planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)
-    _read_and_plan(stream, planner, parts, read)
+    read_and_plan(stream, planner, parts, PLAN_BATCH, read)
     stream.check()
     if parts.totals.runs > MAX_SWEEP_RUNS:
         raise SettingsError(f"the sweep plans {parts.totals.runs:,} runs ({parts.totals.cases:,} cases): at most "
@@ -144,23 +143,6 @@ def _prepare(specs: SweepSpecs, sweep_id: str | None, read: ReadCounter) -> Prep
         fleet=fleet, max_run_details=run_details, ramp=shape.ramp)
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
                          adapters=built if here else None)
-
-
-def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:
-    """Read the suite batch by batch, selecting and planning each batch into ``parts`` (in a
-    process per core when the plan keeps no ``Case`` objects and the suite is large)."""
-    travels = parts.cases is None or parts.cases.travels
-    processes = load_processes(stream, most=None if parts.cases is None else SUBMIT_READERS) if travels else 1
-    if processes > 1:
-        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
-        return
-    reading = iter(stream)
-    while batch := list(itertools.islice(reading, PLAN_BATCH)):
-        read(len(batch))
-        cases, counts = planner.select(batch)
-        parts.selection.add(counts)
-        if not stream.broken:  # a suite with problems is read on only to list them all
-            parts.merge(planner.plan(cases, selected=True))
 
 
 def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions, *, here: bool) -> BuiltAdapters:
