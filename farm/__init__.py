@@ -9,10 +9,18 @@ The CLI (``farm test``) is the main entry point; the same sweep runs from Python
 
 Inside a running event loop (Jupyter, pytest-asyncio, FastAPI) ``await arun_sweep(settings)``;
 ``run_sweep`` there raises a clear error instead of leaking a coroutine.
+
+The package stands in floors, each importing only the floors below it. Under the sweep's own
+parts (models, suites, checks, agents, plan, run, stats, …) the upper floors are, bottom up:
+``reports`` < ``sweep`` < ``distributed`` < ``judgecheck`` < ``history`` < ``api`` < this module
+(the package's face: it re-exports, and no module below it imports it) < ``cli``; ``workers/``,
+beside ``farm/``, is above them all (``tests/project/test_layout.py`` holds the order).
 """
 
 import importlib
 import typing
+
+from farm import defaults as _defaults
 
 if typing.TYPE_CHECKING:
     from farm.agents.base import AgentContext
@@ -62,4 +70,4 @@ __all__ = [
     "run_sweep",
     "write_report",
 ]
-__version__ = "0.1.0"
+__version__ = _defaults.FARM_VERSION

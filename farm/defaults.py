@@ -24,11 +24,15 @@ DEFAULT_ALPHA = 0.10
 DEFAULT_MIN_DROP = 10.0
 """Points of pass rate a change must reach to be called a regression or an improvement."""
 
+FARM_VERSION = "0.1.0"
+"""The farm's version (``farm.__version__``), written in every report's envelope (``version``); the
+package's own is pyproject's, which ``farm --version`` reads."""
+
 MAX_RUNS_PER_CASE = 1_000_000
 """The most runs of one case (``--runs``, a ``success_ratio``'s n): more is a typo, not a plan (a
 sweep keeps a bit per run, and ``1/99999999999`` planned 10^11 runs)."""
 MAX_SWEEP_RUNS = 100_000_000
 """The most runs of one sweep (cases times runs): past it the plan is refused, not attempted."""
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_MIN_DROP", "DEFAULT_PARALLEL", "MAX_RUNS_PER_CASE", "MAX_SWEEP_RUNS",
-           "PRICES_ENV", "SPRT_ALPHA", "SPRT_BETA", "SPRT_ZONE"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_MIN_DROP", "DEFAULT_PARALLEL", "FARM_VERSION", "MAX_RUNS_PER_CASE",
+           "MAX_SWEEP_RUNS", "PRICES_ENV", "SPRT_ALPHA", "SPRT_BETA", "SPRT_ZONE"]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from farm import api as sweep
 from farm.api import TestSettings, prepare_sweep
+from farm.api import prepare as sweep
 from farm.errors import InputError, SuiteError
 
 AGENT = "py:tests/agents/distributed.py:by_run"

@@ -13,13 +13,13 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from farm.api import TestSettings, prepare_sweep, resolve_specs
+from farm.api.specs import SweepExtras, SweepSpecs
 from farm.cli.test import test as farm_test
 from farm.history.facts import RECORDED_SETTINGS, HistoryFacts, recorded_settings
 from farm.plan.batch import PlanSpec
 from farm.plan.fleet import FleetFlags
 from farm.reports.outputs import OutputSpec
 from farm.sweep.executor import ExecutorOptions
-from farm.sweep.specs import SweepExtras, SweepSpecs
 
 AGENTS = Path(__file__).resolve().parent / "agents" / "basic.py"
 

@@ -11,14 +11,13 @@ connectors directories (``FARM_AGENTS_ROOT`` / ``FARM_CONNECTORS_ROOT``, else ``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from farm.agents.resolve import find_manifest_upwards
 from farm.api import PreparedSweep, TestSettings
 from farm.bundles.pack import Bundle, pack
 from farm.bundles.roots import project_roots, refs_paths
 
-__all__ = ["carry_bundle", "sweep_bundle"]
+__all__ = ["sweep_bundle"]
 
 
 def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int | None) -> Bundle | None:
@@ -45,12 +44,3 @@ def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int
     bundle = pack(roots, max_bytes=max_bytes)
     prepared.plan = prepared.plan.model_copy(update={"bundle": bundle.ref})
     return bundle
-
-
-def carry_bundle(executor: Any, bundle: Bundle | None) -> None:
-    """Store the bundle where the executor stores the sweep, before its plan (None: nothing)."""
-    if bundle is None:
-        return
-    from farm.distributed.bundles import store_bundle
-
-    store_bundle(executor.store(), bundle)

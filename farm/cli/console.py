@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from rich.console import Console
 
 from farm.agents.secrets import redact
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepSummary
+from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepStart, SweepSummary
 from farm.reports.criteria import criteria_lines
 from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line, stopped_early
 from farm.stats import below_overall_gate, is_partial, unreachable
 from farm.stats.reasons import classed_reasons
-from farm.sweep.observers import SweepStart
 from farm.wording import plural
 
 MAX_REASON_CHARS = 60

@@ -49,8 +49,8 @@ def load_report(source: str, broker: str) -> SweepReport:
         if is_event_stream(journal):  # a `-o report.jsonl` stream: render the cases it holds
             return report_from_stream(journal)
         return report_from_journal(journal)
+    from farm.distributed.delivery.close import report_so_far
     from farm.distributed.store.sweep_store import SweepStore
-    from farm.sweep.replay import report_from_store
 
     store = SweepStore.from_url(settings.store_url, ttl=settings.result_ttl_s)
     try:
@@ -58,7 +58,7 @@ def load_report(source: str, broker: str) -> SweepReport:
     except BrokerError as exc:
         raise InputError(f"{source}: no journal of that sweep in {journal_path(settings.data_dir, source).parent}, "
                          f"and no broker to ask ({exc.message})") from None
-    return report_from_store(store, source)
+    return report_so_far(store, source)
 
 
 def render_reports(source: str, outputs: tuple[str, ...], broker: str) -> int:

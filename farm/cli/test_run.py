@@ -14,7 +14,7 @@ import dataclasses
 import os
 import shlex
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 from rich.console import Console
@@ -23,9 +23,9 @@ from farm.agents.options import AgentOptions
 from farm.agents.reaper import contained
 from farm.agents.secrets import masking, redact
 from farm.api import PreparedSweep, TestSettings, create_executor, prepare_sweep
-from farm.cli.bundling import carry_bundle, sweep_bundle
+from farm.cli.bundling import sweep_bundle
 from farm.cli.console import FailureDigest, print_summary, say
-from farm.cli.extras import start_extras
+from farm.cli.extras import SweepAround, start_extras
 from farm.cli.load_progress import LoadProgress
 from farm.cli.otel_flags import OtelFlags
 from farm.cli.signals import StopSignals
@@ -36,10 +36,13 @@ from farm.plan.sweep_plan import new_sweep_id
 from farm.reports.outputs import OutputSpec, OutputTarget, write_document, write_report
 from farm.settings import DEFAULT_BROKER_URL, FarmSettings, safe_url, sweep_queue
 from farm.stats import exit_code_for
-from farm.sweep.executor import ExecutorOptions
+from farm.sweep.executor import Executor, ExecutorOptions, Submitter
 from farm.sweep.journal import RunJournal, open_journal, prune_journals
 from farm.sweep.lifecycle import StopReason, SweepStop
 from farm.sweep.observers import JsonlObserver, Observers, ProgressBar, StdoutPrinter, SweepObserver
+
+if TYPE_CHECKING:  # the history's modules load only for a sweep that records (``start_history``)
+    from farm.history.session import HistoryOptions, HistorySession
 
 
 def _render(target: OutputTarget, report: SweepReport, spec: OutputSpec, options: AgentOptions) -> None:
@@ -145,7 +148,8 @@ def _finish(prepared: PreparedSweep, report: SweepReport, err: Console, journal:
         say(err, report.summary.ramp.line)
 
 
-def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: Console) -> int:
+def _submit_detached(executor: Submitter, prepared: PreparedSweep, history: HistoryOptions | None,
+                     err: Console) -> int:
     """``--detach``: print the sweep id once the plan is stored; the workers run it."""
     click.echo(executor.submit(prepared.plan))
     sid, where = prepared.plan.sweep_id, _where_flags(prepared.specs.executor)  # pasted, they ask this broker
@@ -153,7 +157,7 @@ def _submit_detached(executor: Any, prepared: PreparedSweep, history: Any, err: 
         say(err, f"farm: sweep {sid} is on its own queue: workers for it: "
                  f"farm worker --sweep {sid}{where} [--exit-when-idle SECONDS]")
     if prepared.plan.envelope.recorder == "worker":
-        tags = " ".join(getattr(history, "tags", ())) or "none"
+        tags = " ".join(history.tags if history is not None else ()) or "none"
         say(err, f"farm: the sweep (tags: {tags}) is recorded in the history when `farm results "
                  f"{sid}{where}` collects it (and by a worker with FARM_HISTORY_URL)")
     return ExitCode.OK
@@ -171,9 +175,9 @@ def _quarantined(prepared: PreparedSweep, quarantine: str | None, err: Console) 
     return prepared.with_plan(prepared.plan.with_envelope(quarantine=held)) if held else prepared
 
 
-def run_test(settings: TestSettings, *, progress: bool, history: Any = None, quarantine: str | None = None,
-             estimate_workers: int | None = None, detect: float | None = None, otel: OtelFlags | None = None,
-             own_queue: bool = False, bundle_max: int | None = None) -> int:
+def run_test(settings: TestSettings, *, progress: bool, history: HistoryOptions | None = None,
+             quarantine: str | None = None, estimate_workers: int | None = None, detect: float | None = None,
+             otel: OtelFlags | None = None, own_queue: bool = False, bundle_max: int | None = None) -> int:
     """``farm test``: the exit code. ``own_queue``: the sweep goes on ``farm.sweep.{id}``, its id chosen here;
     ``bundle_max``: the bytes a distributed sweep's bundle may hold (``farm.cli.bundling``; None: none)."""
     from farm.history.session import start_history
@@ -200,11 +204,11 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     session, plan = start_history(history, specs.history, prepared.plan, prepared.loaded,
                                   lambda line: click.echo(f"farm: {line}", err=True))
     prepared = prepared.with_plan(plan.with_envelope(otel=True) if otel.by_worker(specs.executor.broker) else plan)
-    executor: Any = create_executor(specs.executor, farm_settings, prepared.adapters)  # the Celery one: submit too
-    carry_bundle(executor, bundle)
-    if specs.executor.detach:
+    executor = create_executor(specs.executor, farm_settings, prepared.adapters)
+    if isinstance(executor, Submitter) and bundle is not None:  # the Celery one: the bundle before the plan
+        executor.carry(bundle)
+    if isinstance(executor, Submitter) and specs.executor.detach:
         return _submit_detached(executor, prepared, history, err)
-    prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     code = _run_attached(prepared, executor, around, session, exporters,
                          farm_settings=farm_settings, err=err, progress=progress)
     for exporter in exporters:  # an OpenTelemetry export that failed: one line, after the summary
@@ -213,12 +217,13 @@ def run_test(settings: TestSettings, *, progress: bool, history: Any = None, qua
     return code
 
 
-def _run_attached(prepared: PreparedSweep, executor: Any, around: Any, session: Any,
+def _run_attached(prepared: PreparedSweep, executor: Executor, around: SweepAround, session: HistorySession,
                   exporters: list[SweepObserver], *, farm_settings: FarmSettings, err: Console, progress: bool) -> int:
     """Run the sweep here (or follow its workers) into the run journal and the outputs; returns
     the exit code. A stop signal ends it with what ran."""
+    prune_journals(farm_settings.data_dir, farm_settings.journal_days)
     stop = SweepStop()
-    if prepared.specs.executor.broker:
+    if isinstance(executor, Submitter):
         executor.reach()  # an unreachable broker: one error, no sweep id nor journal announced
     with contextlib.ExitStack() as streams:
         streams.enter_context(contained())  # what agents leave running ends with the sweep (farm.agents.reaper)

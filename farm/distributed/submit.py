@@ -21,7 +21,6 @@ Celery is imported only behind a broker (here, ``farm.distributed.broker.celery_
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -30,6 +29,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from farm.bundles.pack import Bundle
+from farm.distributed.broker.queues import consumers
+from farm.distributed.bundles import store_bundle
 from farm.distributed.delivery.config import DEFAULT_PUBLISH_BATCH, Delivery
 from farm.distributed.delivery.publish import new_token, publish_from_cursor, run_slots, send_runs
 from farm.distributed.delivery.reconcile import reconcile_sweep
@@ -43,15 +45,15 @@ from farm.errors import (
     InputError,
     WorkerLostError,
 )
-from farm.models import CaseStats, RunResult, SweepReport
+from farm.models import CaseStats, RunResult, SweepReport, SweepStart
 from farm.models.base import utc_now
 from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan
 from farm.run.execute import RunEnvironment
 from farm.settings import FarmSettings, safe_url, sweep_queue
-from farm.sweep.executor import Executor
+from farm.sweep.executor import Submitter
 from farm.sweep.lifecycle import StopReason, SweepStop
-from farm.sweep.observers import SweepObserver, SweepStart
+from farm.sweep.observers import SweepObserver
 
 log = logging.getLogger("farm.celery")
 
@@ -105,7 +107,7 @@ class _Watch:
     """Runs lost with a dead worker that the user was told about (told again when the count changes)."""
 
 
-class CeleryExecutor(Executor):
+class CeleryExecutor(Submitter):
     """Runs sweeps on Celery workers through a Redis or RabbitMQ broker, the sweep data in Redis."""
 
     def __init__(self, settings: FarmSettings, *, detach: bool = False,
@@ -148,6 +150,10 @@ class CeleryExecutor(Executor):
                 connection.ensure_connection(max_retries=1, timeout=10)
         except Exception as exc:
             raise BrokerError(f"cannot reach the broker at {safe_url(self.broker_url)}: {exc}") from None
+
+    def carry(self, bundle: Bundle) -> None:
+        """Store the project's bundle (``farm.distributed.bundles``) unless the store holds it already."""
+        store_bundle(self.store(), bundle)
 
     # ------------------------------------------------------------------ submitting
 
@@ -279,7 +285,7 @@ class CeleryExecutor(Executor):
     def _dispatch(self, store: SweepStore, sweep_id: str, event: Event, observer: SweepObserver
                   ) -> SweepReport | None:
         if event.type == "start" and event.data:
-            observer.on_start(SweepStart(**json.loads(event.data)))
+            observer.on_start(SweepStart.model_validate_json(event.data))
         elif event.type == "result" and event.data:
             result = RunResult.model_validate_json(event.data)
             if result.error is not None and result.error.type == AGENT_BUILD_FAILED:
@@ -386,14 +392,4 @@ class CeleryExecutor(Executor):
                                   f"`farm cancel {sid}` drops it")
 
 
-def consumers(app: Any, queue: str, *, timeout: float = 1.0) -> list[str]:
-    """Names of the workers consuming ``queue`` (empty when none answers within ``timeout``)."""
-    try:
-        replies = app.control.inspect(timeout=timeout).active_queues() or {}
-    except Exception as exc:  # a broker hiccup is not "no worker": the stream read will tell
-        log.debug("inspect failed: %s", exc)
-        return ["?"]
-    return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or []))
-
-
-__all__ = ["CeleryExecutor", "consumers", "create_celery_app", "publish", "stored_cases"]
+__all__ = ["CeleryExecutor", "create_celery_app", "publish", "stored_cases"]

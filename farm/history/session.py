@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from farm import collector
+import farm.collector as collector
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
@@ -130,8 +131,8 @@ class HistorySession:
 
         return HistoryStore.open(self.url)
 
-    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Any], root: Any, message_mode: bool
-              ) -> SweepPlan:
+    def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Path], root: Path | None,
+              message_mode: bool) -> SweepPlan:
         """Before any run: check the flags, resolve the baseline; returns the plan with its cases in
         the order asked for and the history's facts in its envelope (a new plan: none is written)."""
         opts = self.options

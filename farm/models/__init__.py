@@ -37,6 +37,7 @@ from farm.models.load import RampLevel as RampLevel
 from farm.models.matrix import *  # noqa: F403
 from farm.models.served import Served as Served
 from farm.models.served import ServedCounts as ServedCounts
+from farm.models.start import SweepStart as SweepStart
 from farm.models.stats import *  # noqa: F403
 from farm.models.trajectory import Divergence as Divergence
 from farm.models.trajectory import ToolCall as ToolCall

@@ -20,13 +20,13 @@ from farm.durations import format_ms
 from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepOutcome, SweepReport, SweepSummary
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
-from farm.reports.html_kit import asset, script_safe_json, template_environment
+from farm.reports.html_kit import asset, paging_fields, script_safe_json, template_environment
 from farm.reports.load import RAMP_HEADER, ramp_chart, ramp_rows
 from farm.reports.matrix_html import matrix_section
 from farm.reports.semantic import semantic_summary
 from farm.wording import plural
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["render_html", "report_json_parts", "write_html"]
 
 _PASS_BUCKETS = (
     ("0%", "bad"),
@@ -49,9 +49,11 @@ _DATA = "\x00farm-report-data\x00"
 """Where the embedded report's JSON goes in the rendered page (no template or datum makes NUL)."""
 
 
-def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None) -> None:
+def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None, *,
+               rows: list[CaseStats] | None = None, paging: dict[str, Any] | None = None) -> None:
     """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time
-    (each case's run details from ``details`` when given)."""
+    (each case's run details from ``details`` when given). ``farm view`` embeds ``rows`` (a page of
+    the results; the charts are of them all) and ``paging``: where the others are (``farm.view.table``)."""
     summary = report.summary
     meta, envelope = report.written_metadata(), report.envelope  # the table shows what the JSON report holds
     agent = _text(envelope.agent_id or "agent")
@@ -80,29 +82,35 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         data_json=Markup(_DATA),
         css=Markup(asset("report.css") + asset("history.css")),
         js=Markup(asset("report.js")),
+        **paging_fields(paging),
     )
     before, after = page.split(_DATA)
     out.write(before)
-    _write_data(report, out, details)
+    _write_data(report, report.results if rows is None else rows, out, details)
     out.write(after)
 
 
-def _write_data(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
-    """``script_safe_json(report.model_dump_json())``, case by case. The results sit between the
-    environment and the metadata (either may hold a ``"results":[]`` of its own): where is found
-    from the report dumped without results and metadata. The escapes replace single characters,
-    so the pieces escape as the whole did."""
+def _write_data(report: SweepReport, rows: list[CaseStats], out: TextIO, details: RunDetailsSource | None) -> None:
+    """``script_safe_json(report.model_dump_json())`` with ``rows`` as its results, case by case (the
+    escapes replace single characters, so the pieces escape as the whole did)."""
+    head, tail = report_json_parts(report)
+    out.write(script_safe_json(head))
+    for n, stats in enumerate(with_details(rows, details)):
+        out.write(("," if n else "") + script_safe_json(stats.model_dump_json()))
+    out.write(script_safe_json(tail))
+
+
+def report_json_parts(report: SweepReport) -> tuple[str, str]:
+    """``report.model_dump_json()`` before and after its results (its cases' JSON, joined by commas,
+    go between). The results sit between the environment and the metadata (either may hold a
+    ``"results":[]`` of its own): where is found from the report dumped without results and metadata."""
     bare = report.model_copy(update={"results": [], "metadata": {}, "envelope": SweepEnvelope(),
                                      "outcome": SweepOutcome()}).model_dump_json()
     if not bare.endswith(_BARE_END):
         raise AssertionError("SweepReport's fields are no longer summary, environment, results, metadata")
     at = len(bare) - len(_BARE_END) + len(_NO_RESULTS) - 1  # just before the results' closing ]
     shell = report.model_copy(update={"results": []}).model_dump_json()
-    head, tail = shell[:at], shell[at:]
-    out.write(script_safe_json(head))
-    for n, stats in enumerate(with_details(report.results, details)):
-        out.write(("," if n else "") + script_safe_json(stats.model_dump_json()))
-    out.write(script_safe_json(tail))
+    return shell[:at], shell[at:]
 
 
 _NO_RESULTS = '"results":[]'

@@ -4,11 +4,20 @@ script-safe JSON (the sweep report, the comparison and trend pages, the Assessor
 from __future__ import annotations
 
 import functools
+import json
 from importlib import resources
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
-__all__ = ["asset", "script_safe_json", "template_environment"]
+__all__ = ["PAGED_POLICY", "REPORT_POLICY", "asset", "paging_fields", "script_safe_json", "template_environment"]
+
+REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+                 "base-uri 'none'; form-action 'none'")
+"""A report page's Content-Security-Policy: it loads and fetches nothing."""
+PAGED_POLICY = REPORT_POLICY + "; connect-src 'self'"
+"""A sweep's report as ``farm view`` serves it, results paged: it fetches each page from the view."""
 
 _SCRIPT_ESCAPES = (
     ("<", "\\u003c"),
@@ -49,3 +58,12 @@ def asset(name: str) -> str:
     if "</" in text:
         raise ValueError(f"farm/reports/templates/{name}: must not contain '</'")
     return text
+
+
+def paging_fields(paging: dict[str, Any] | None) -> dict[str, Any]:
+    """A sweep report's policy and, paged (``farm view``), where its results are and the script that
+    fetches them: none of it in a standalone report."""
+    if paging is None:
+        return {"csp": Markup(REPORT_POLICY), "paging": "", "paged_js": ""}  # a constant: verbatim, as before
+    return {"csp": Markup(PAGED_POLICY), "paging": Markup(script_safe_json(json.dumps(paging))),
+            "paged_js": Markup(asset("report_paged.js"))}

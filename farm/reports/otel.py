@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from farm.errors import SettingsError
 from farm.extras import install_hint
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport
-from farm.sweep.observers import SweepStart
+from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepStart
 
 __all__ = ["ENDPOINT_VARIABLES", "OtelObserver", "RunSpan", "check_extra", "export_report", "requested"]
 

@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import TextIO
 
 from farm.errors import SettingsError
-from farm.models import CaseStats, RunDetail, RunResult, SweepReport
+from farm.models import CaseStats, RunDetail, RunResult, SweepReport, SweepStart
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.reports.jsonl import JsonlWriter, result_line
 from farm.stats import CaseAccumulator
-from farm.sweep.observers import SweepStart
 
 JOURNAL_DIR = "journals"
 """Under the data directory (``FARM_DATA_DIR``)."""

@@ -17,7 +17,18 @@ from collections.abc import Mapping, Sequence
 
 from farm.agents.base import Agent
 from farm.checks.base import JudgeResolver
-from farm.models import BudgetFigures, Case, CaseStats, ErrorInfo, RunResult, RunStatus, SweepEnvelope, SweepReport
+from farm.defaults import FARM_VERSION
+from farm.models import (
+    BudgetFigures,
+    Case,
+    CaseStats,
+    ErrorInfo,
+    RunResult,
+    RunStatus,
+    SweepEnvelope,
+    SweepReport,
+    SweepStart,
+)
 from farm.models.base import utc_now
 from farm.models.failure_class import classified
 from farm.models.outcome import StopReason, SweepOutcome, SweepStatus
@@ -27,7 +38,6 @@ from farm.run.dynamic import SimulatorResolver
 from farm.run.execute import RunEnvironment, execute_run
 from farm.run.waiting import queued_timeout
 from farm.stats import build_report
-from farm.sweep.observers import SweepStart
 
 RUN_GUARD_S = 5.0
 """Grace past the case timeout before a run is cut off from outside (``execute_run`` enforces the
@@ -65,17 +75,15 @@ class SweepStop:
 def start_event(plan: SweepPlan, started_at: str) -> SweepStart:
     """The ``start`` event every observer (and the JSONL stream) gets first."""
     # runs to be made: a skipped case's placeholder is none (the progress bar's total, the stream's start)
-    return SweepStart(plan.sweep_id, plan.agent_label, plan.total_cases, plan.total_runs - plan.skipped_runs,
-                      started_at)
+    return SweepStart(sweep_id=plan.sweep_id, agent_id=plan.agent_label, total_cases=plan.total_cases,
+                      total_runs=plan.total_runs - plan.skipped_runs, timestamp=started_at)
 
 
 def report_envelope(plan: SweepPlan, started_at: str) -> SweepEnvelope:
     """The report's envelope before the sweep ends: the plan's identity and its envelope."""
-    from farm import __version__
-
     return plan.envelope.updated(
         sweep_id=plan.sweep_id, agent_id=plan.agent_label, connector=plan.env.connector, started_at=started_at,
-        version=__version__, comparison="neuro-san-compat" if plan.env.neuro_san_compat else "documented",
+        version=FARM_VERSION, comparison="neuro-san-compat" if plan.env.neuro_san_compat else "documented",
     )
 
 

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
-from farm import collector
+import farm.collector as collector
 from farm.agents.built import BuiltAdapters
 from farm.agents.judge import create_judge_resolver
 from farm.agents.resolve import AgentPool

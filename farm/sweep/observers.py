@@ -11,28 +11,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import click
 
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport
+from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepStart
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SweepStart:
-    """The ``start`` event: what is about to run."""
-
-    sweep_id: str
-    agent_id: str
-    total_cases: int
-    total_runs: int
-    timestamp: str
 
 
 class SweepObserver(Protocol):
@@ -181,6 +169,5 @@ __all__ = [
     "ProgressBar",
     "StdoutPrinter",
     "SweepObserver",
-    "SweepStart",
     "is_durable",
 ]

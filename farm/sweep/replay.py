@@ -1,7 +1,8 @@
-"""Reports rebuilt after the fact: from a run journal, or from a distributed sweep's store.
+"""Reports rebuilt after the fact from a run journal.
 
-``farm report`` renders any format from either, complete or partial. The statistics are
-rebuilt with the accumulator the sweep itself used, from the runs it recorded, and the report
+``farm report`` renders any format from one, complete or partial (a distributed sweep's report so
+far is rebuilt from its store with the same ``case_statistics``: ``farm.distributed.delivery.close``).
+The statistics are rebuilt with the accumulator the sweep itself used, from the runs it recorded, and the report
 is finished by ``farm.sweep.lifecycle.finish_sweep``, so a rebuilt report reads like the live one.
 A complete journal ends with the sweep's own metadata (``status``, ``stopped``, ``not_run``), which
 the rebuilt report keeps; a journal that stops short (the process was killed, crashed, was
@@ -17,7 +18,7 @@ import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from farm.errors import InputError
 from farm.models import CaseStats, RunResult, SweepEnvelope, SweepOutcome, SweepReport
@@ -27,9 +28,6 @@ from farm.stats import DEFAULT_MAX_RUN_DETAILS, CaseAccumulator
 from farm.stats.ramp import RampTally
 from farm.sweep.journal_lines import JournalLines
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
-
-if TYPE_CHECKING:
-    from farm.distributed.store.sweep_store import SweepStore
 
 
 def case_statistics(cases: Iterable[PlannedCase], results: Iterable[RunResult], *,
@@ -161,26 +159,4 @@ def _epoch(timestamp: str) -> float:
         return time.time()
 
 
-def report_from_store(store: SweepStore, sweep_id: str) -> SweepReport:
-    """A distributed sweep's report: the stored one when it finished, else one built from the runs
-    stored so far (``running``, or ``stopped`` when it was stopped and is draining)."""
-    report = store.get_report(sweep_id)
-    if report is not None:
-        return report
-    plan = store.load_sweep(sweep_id)
-    if plan is None:
-        raise InputError(f"no sweep {sweep_id!r} (finished sweeps are kept for FARM_RESULT_TTL, default 7 days)")
-    case_ids = store.case_ids(sweep_id)
-    stats = store.all_stats(sweep_id)
-    for case_id in [cid for cid in case_ids if cid not in stats]:
-        planned = store.load_case(sweep_id, case_id)
-        if planned is not None:
-            stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs),
-                                     semantic=plan.semantic)
-    return store.with_run_details(finish_sweep(
-        plan, stats, case_ids=case_ids, started_at=plan.started_at,
-        duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
-        stopped=store.stop_reason(sweep_id), status=SweepStatus.RUNNING))
-
-
-__all__ = ["case_statistics", "report_from_journal", "report_from_store"]
+__all__ = ["case_statistics", "report_from_journal"]

@@ -1,10 +1,12 @@
 """``farm view``: a read-only web app over the history and the sweeps in flight (aiohttp's server).
 
 Only GET routes: the sweeps list (``/``, filtered by tag, agent, status, dates), a sweep
-(``/sweeps/ID``: the full HTML report from its run journal while the file is kept, else the
-history's figures), two sweeps compared (``/compare?base=…&head=…``), a case's trend
-(``/case?id=…``), the distributed sweeps in flight (``/live``, ``/api/live``). On an address that
-is not loopback every request needs HTTP basic auth (``FARM_VIEW_USER``/``FARM_VIEW_PASSWORD``).
+(``/sweeps/ID``: the full HTML report from its run journal while the file is kept, with one page of
+its results; the page's script reads the others from ``/api/sweeps/ID/cases`` and its export from
+``/api/sweeps/ID/report.json``; else the history's figures), two sweeps compared
+(``/compare?base=…&head=…``), a case's trend (``/case?id=…``), the distributed sweeps in flight
+(``/live``, ``/api/live``). On an address that is not loopback every request needs HTTP basic auth
+(``FARM_VIEW_USER``/``FARM_VIEW_PASSWORD``).
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from urllib.parse import quote
 from aiohttp import web
 
 from farm.errors import FarmError, SettingsError
+from farm.reports.html_kit import PAGED_POLICY, REPORT_POLICY
 from farm.view.data import SweepFilter, ViewData
 from farm.view.pages import render
+from farm.view.table import TableQuery
 
 __all__ = ["LIVE_REFRESH_S", "Credentials", "build_app", "credentials_for"]
 
@@ -39,9 +43,10 @@ Credentials = tuple[str, str]
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'"
 """The view's own pages (``farm.view.pages``, which also carry it in a meta tag): no script, no fetch;
 their forms submit to the view itself."""
-REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
-              "base-uri 'none'; form-action 'none'")
-"""The farm's self-contained reports (report, comparison, trend): the policy their meta tag carries."""
+REPORT_CSP = REPORT_POLICY
+"""The farm's self-contained reports (comparison, trend): the policy their meta tag carries."""
+PAGED_REPORT_CSP = PAGED_POLICY
+"""A sweep's report with its results paged: also fetches from the view itself (its meta tag says so too)."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -99,7 +104,7 @@ def _loopback_host_middleware() -> Any:
 _BODY = re.compile(r"<body[^>]*>", re.IGNORECASE)
 
 
-def _report(text: str, *links: tuple[str, str]) -> web.Response:
+def _report(text: str, *links: tuple[str, str], policy: str = REPORT_CSP) -> web.Response:
     """One of the farm's self-contained HTML reports, under the policy its own meta tag states, with
     a line of links back into the view at its top (plain links: no style or script the policy refuses)."""
     nav = " · ".join(f'<a href="{html.escape(href)}">{html.escape(label)}</a>'
@@ -107,7 +112,7 @@ def _report(text: str, *links: tuple[str, str]) -> web.Response:
     found = _BODY.search(text)
     if found is not None:
         text = f'{text[:found.end()]}<nav id="farm-view-nav">{nav}</nav>{text[found.end():]}'
-    return web.Response(text=text, content_type="text/html", headers={"Content-Security-Policy": _framed(REPORT_CSP)})
+    return web.Response(text=text, content_type="text/html", headers={"Content-Security-Policy": _framed(policy)})
 
 
 async def favicon(request: web.Request) -> web.Response:
@@ -165,9 +170,43 @@ async def sweep(request: web.Request) -> web.Response:
     if found is None:
         return _page(request, "error", "Not found", 404, error=f"no recorded sweep {sweep_id!r}")
     if found.report_html is not None:
-        return _report(found.report_html, (f"/sweeps/{quote(sweep_id, safe='')}?figures=1", "case trends"))
+        return _report(found.report_html, (f"/sweeps/{quote(sweep_id, safe='')}?figures=1", "case trends"),
+                       policy=PAGED_REPORT_CSP)
     return _page(request, "sweep", f"Sweep {found.info.sweep_id}", s=found.info, cases=found.cases,
                  has_report=figures)
+
+
+def _not_kept(sweep_id: str) -> web.Response:
+    return web.json_response({"error": f"no run journal of a recorded sweep {sweep_id!r} here"}, status=404)
+
+
+async def sweep_cases(request: web.Request) -> web.Response:
+    """One page of a sweep's results table (JSON: ``farm.view.table.CaseTable.page_json``)."""
+    sweep_id = request.match_info["sweep_id"]
+    try:
+        query = TableQuery.parse(request.query)
+    except FarmError as exc:
+        return web.json_response({"error": exc.message}, status=400)
+    paged = await _read(request, lambda data: data.paged(sweep_id))
+    if paged is None:
+        return _not_kept(sweep_id)
+    return web.Response(text=paged.table.page_json(query), content_type="application/json")
+
+
+async def sweep_json(request: web.Request) -> web.StreamResponse:
+    """The sweep's whole report as JSON (the page's export button), written a few hundred cases at a time."""
+    sweep_id = request.match_info["sweep_id"]
+    paged = await _read(request, lambda data: data.paged(sweep_id))
+    if paged is None:
+        return _not_kept(sweep_id)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", sweep_id)
+    answer = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8",
+                                         "Content-Disposition": f'attachment; filename="farm-report-{name}.json"'})
+    await answer.prepare(request)
+    for chunk in paged.json_chunks():
+        await answer.write(chunk.encode())
+    await answer.write_eof()
+    return answer
 
 
 async def compare(request: web.Request) -> web.Response:
@@ -213,6 +252,7 @@ def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: st
     app[DATA_KEY] = data
     app[LAYOUT_KEY] = {"live": bool(data.broker), "flower": flower_url.rstrip("/") if flower_url else None}
     app.add_routes([web.get("/", index), web.get("/favicon.ico", favicon), web.get("/sweeps/{sweep_id}", sweep),
-                    web.get("/compare", compare),
+                    web.get("/api/sweeps/{sweep_id}/cases", sweep_cases),
+                    web.get("/api/sweeps/{sweep_id}/report.json", sweep_json), web.get("/compare", compare),
                     web.get("/case", case), web.get("/live", live), web.get("/api/live", live_json)])
     return app

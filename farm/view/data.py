@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from farm.errors import FarmError, InputError
 from farm.history.store import HistoryStore
 from farm.history.sweep_info import SweepInfo
+from farm.view.paged import PagedSweep, PagedSweeps, built_apart
 
 __all__ = ["SweepFilter", "ViewData"]
 
@@ -72,6 +73,7 @@ class ViewData:
     def __init__(self, history_url: str, broker: str | None = None) -> None:
         self.history_url = history_url
         self.broker = broker
+        self.pages = PagedSweeps()
 
     def _with_store(self, read: Callable[[HistoryStore], T]) -> T:
         store = HistoryStore.open(self.history_url)
@@ -92,14 +94,28 @@ class ViewData:
             info = store.sweep(sweep_id)
             if info is None:
                 return None
-            report = None if figures else _report_html(info)
-            if report is not None:
-                return SweepPage(info, report, [])
+            paged = None if figures else self._paged(info)
+            if paged is not None:
+                return SweepPage(info, paged.html, [])
             points = case_points(store.engine, [info])
             cases = [{"id": case_id, **vars(p[0])} for case_id, p in points.items() if p and p[0] is not None]
             return SweepPage(info, None, cases)
 
         return self._with_store(read)
+
+    def paged(self, sweep_id: str) -> PagedSweep | None:
+        """The sweep's paged report (its table, its JSON), while its journal is on disk."""
+        info = self._with_store(lambda store: store.sweep(sweep_id))
+        return None if info is None else self._paged(info)
+
+    def _paged(self, info: SweepInfo) -> PagedSweep | None:
+        path = _own_journal(info)
+        if path is None:
+            return None
+        try:
+            return self.pages.get(path, lambda: built_apart(_paged_from, path, info.sweep_id))
+        except OSError:
+            return None  # pruned meanwhile: the history's figures instead
 
     def compare_html(self, base: str, head: str) -> str:
         """The comparison page of two recorded sweeps (ids, prefixes, ``last``, baselines). Never a
@@ -149,8 +165,8 @@ class ViewData:
                 for s in sweeps]
 
 
-def _report_html(info: SweepInfo) -> str | None:
-    """The full HTML report rebuilt from the sweep's run journal, if the file is still there.
+def _own_journal(info: SweepInfo) -> Path | None:
+    """The sweep's run journal, if the file is still there.
 
     Only the path the history recorded, and only when it is this sweep's own farm journal
     (``…/journals/<sweep id>.jsonl``, a regular file whose plan names the sweep): a history row
@@ -165,11 +181,18 @@ def _report_html(info: SweepInfo) -> str | None:
     if (path.name != f"{own}{JOURNAL_SUFFIX}" or path.parent.name != JOURNAL_DIR or path.is_symlink()
             or not path.is_file()):
         return None
-    from farm.reports import render_report
+    return path
+
+
+def _paged_from(path: Path, sweep_id: str) -> PagedSweep | None:
+    """The full report rebuilt from the journal, paged (None when the journal's plan is another sweep's)."""
+    from farm.sweep.journal import JOURNAL_SUFFIX
     from farm.sweep.replay import report_from_journal
+    from farm.view.paged import paged_sweep
 
     try:
         report = report_from_journal(path)
     except FarmError:
         return None  # pruned while read, or not a journal any more: the history's figures instead
-    return render_report(report, "html") if report.envelope.sweep_id == own else None
+    own = path.name.removesuffix(JOURNAL_SUFFIX)  # _own_journal checked the name
+    return paged_sweep(report, sweep_id) if report.envelope.sweep_id == own else None

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from farm.api import DEFAULT_PARALLEL, TestSettings, prepare_sweep
+from farm.api import TestSettings, prepare_sweep
 from farm.cli import main
+from farm.defaults import DEFAULT_PARALLEL
 from tests.support.servers import ROOT
 
 AGENTS = ROOT / "tests" / "agents" / "basic.py"

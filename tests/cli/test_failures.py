@@ -22,9 +22,10 @@ from farm.models import (
     RunStatus,
     StopReason,
     SweepOutcome,
+    SweepStart,
 )
 from farm.reports.html import render_html
-from farm.sweep.observers import ProgressBar, SweepStart
+from farm.sweep.observers import ProgressBar
 from tests.reports.test_reports_html import browser, open_report  # noqa: F401  (fixtures: Chromium and a report page)
 from tests.support.browser_fixtures import case_stats, run, sweep_report
 from tests.support.servers import ROOT
@@ -125,7 +126,8 @@ def test_the_summary_line_separates_failures_errors_and_timeouts(tmp_path: Path)
 def test_the_progress_bar_shows_the_running_pass_rate() -> None:
     out = io.StringIO()
     bar = ProgressBar(Console(file=out, force_terminal=True, width=160))
-    bar.on_start(SweepStart("s-1", "agent", 1, 3, "2026-01-01T00:00:00Z"))
+    bar.on_start(SweepStart(sweep_id="s-1", agent_id="agent", total_cases=1, total_runs=3,
+                            timestamp="2026-01-01T00:00:00Z"))
     for n, status in ((1, RunStatus.PASSED), (2, RunStatus.FAILED), (3, RunStatus.PASSED)):
         bar.on_result(RunResult(case_id="c", run=n, status=status))
     bar._progress.refresh()

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from farm import api as sweep
 from farm.api import TestSettings, prepare_sweep
+from farm.api import prepare as sweep
 from farm.cli.load_progress import LoadProgress
 from farm.plan import load_processes
 

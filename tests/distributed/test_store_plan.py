@@ -16,6 +16,7 @@ import pytest
 
 from farm.api import TestSettings, prepare_sweep
 from farm.distributed.store.sweep_store import SweepStore, connect
+from farm.models import SweepStart
 from farm.plan.compact_cases import CompactCases
 
 pytestmark = [pytest.mark.redis]
@@ -59,6 +60,21 @@ def test_a_plan_stored_in_flushed_batches_reads_back_whole_and_every_key_expires
     stored = redis_client.keys(f"*{sid}*")
     assert len(stored) >= 5, stored  # sweep, cases, index, stream, cursor (and the activity mark)
     assert all(0 < redis_client.ttl(key) <= 600 for key in stored), {k: redis_client.ttl(k) for k in stored}
+
+
+def test_the_start_event_crosses_redis_as_the_model_and_reads_back_equal(tmp_path: Path, redis_server: str) -> None:
+    """The submitter streams ``SweepStart`` as the model's JSON; the follower validates it with the
+    model's own JSON validation (``farm.distributed.submit``): the same event comes back."""
+    suite = write_suite(tmp_path / "s.jsonl", 3)
+    plan = prepare_sweep(TestSettings(input=str(suite), name=AGENT, runs=2, broker=redis_server)).plan
+    store = SweepStore(connect(redis_server), ttl=600)
+    store.save_sweep(plan, time.time())
+    first = store.read_events(plan.sweep_id, "0-0", block_ms=None)[0]
+    assert first.type == "start" and first.data is not None
+    assert SweepStart.model_validate_json(first.data) == SweepStart(
+        sweep_id=plan.sweep_id, agent_id=plan.agent_label, total_cases=3, total_runs=6, timestamp=plan.started_at)
+    assert json.loads(first.data) == {"sweep_id": plan.sweep_id, "agent_id": plan.agent_label, "total_cases": 3,
+                                      "total_runs": 6, "timestamp": plan.started_at}  # the keys it always had
 
 
 def test_a_compact_case_is_the_json_of_its_planned_case_byte_for_byte(tmp_path: Path, redis_server: str) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from farm import api as sweep
 from farm.api import PreparedSweep, TestSettings, prepare_sweep
+from farm.api import prepare as sweep
 from farm.errors import FarmRuntimeError, InputError, SettingsError, SuiteError
 from farm.plan import load_processes
 from farm.suites import open_input

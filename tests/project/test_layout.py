@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
+import itertools
 import sys
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,6 +88,21 @@ def test_the_folder_rule_names_a_leak(tmp_path, monkeypatch) -> None:
     (leaky / "distributed" / "y.py").write_text("import redis\n")
     monkeypatch.setattr(sys.modules[__name__], "FARM", leaky)
     assert heavy_imports_outside_the_walls() == ["farm/stats/x.py:2: redis"]
+
+
+def test_every_lua_script_ships_in_the_wheel_and_names_its_keys_and_argv() -> None:
+    """The Lua steps stand beside the modules that run them, read at import (``lua_script``): each is
+    package data (pyproject), and each file's opening comment names its KEYS and ARGV."""
+    pyproject = tomllib.loads((FARM.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["farm"]
+    scripts = sorted(FARM.rglob("*.lua"))
+    assert scripts
+    for script in scripts:
+        relative = script.relative_to(FARM).as_posix()
+        assert any(fnmatch.fnmatch(relative, pattern) for pattern in shipped), relative
+        header = "".join(itertools.takewhile(lambda line: line.startswith("--"),
+                                             script.read_text(encoding="utf-8").splitlines(keepends=True)))
+        assert "KEYS" in header and "ARGV" in header, relative
 
 
 def module_name(path: Path) -> str:
@@ -244,18 +262,18 @@ FOLDERS = {
     "bundles": "what a distributed sweep carries of its project: roots, archive, a worker's copy",
     "estimate": "farm test --estimate: what a sweep will cost before it runs",
     "reports": "renderers: a SweepReport in, JSONL, JSON, Markdown, HTML, JUnit, OpenTelemetry out",
-    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
-    "sweep": "one sweep in this process: specs, lifecycle, observers, the local executor, the journal",
+    "sweep": "one sweep in this process: lifecycle, observers, the executor seam, the local executor, the journal",
     "distributed": "the wall to Redis, Celery and kombu: submit, store, delivery, broker, shared fleet",
+    "judgecheck": "farm judge-check: how far a report's judges can be trusted",
     "history": "the wall to SQL: recorded sweeps, baselines, trends, the nightly loop",
+    "api": "farm test as a library: its settings, each stage's spec, prepare, run",
     "bisect": "farm bisect: the commit that made cases pass less often",
     "assess": "farm assess: a sweep's failures grouped into named failure modes",
     "view": "farm view: a read-only local web app over the history and sweeps in flight",
     "cli": "the farm command line: one module per command group, errors mapped to exit codes",
 }
 """Each folder of ``farm/`` and the one kind of module it holds: a new folder must say what it is.
-Listed from the ground up: a folder imports only folders listed before it (the rooms of
-``OPEN_CIRCLES`` aside, which have no floor yet)."""
+Listed from the ground up: a folder imports only folders listed before it."""
 
 
 def test_every_folder_says_what_it_holds() -> None:
@@ -289,11 +307,6 @@ def room_imports() -> dict[tuple[str, str], list[str]]:
     return found
 
 
-OPEN_CIRCLES = frozenset({"__init__.py", "api.py", "distributed", "history", "judgecheck", "reports", "sweep"})
-"""Rooms still in a circle of their own (issue 38 §2: the upper one is being untangled); this set only
-shrinks: once a room is out of every circle, it leaves the set (``test_the_open_circles_are_open``)."""
-
-
 def room_circles(imports: dict[tuple[str, str], list[str]]) -> list[list[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
     for here, there in imports:
@@ -303,14 +316,22 @@ def room_circles(imports: dict[tuple[str, str], list[str]]) -> list[list[str]]:
 
 
 def circling_imports() -> list[str]:
-    """``file:line: module`` for each import between two rooms of a circle not in ``OPEN_CIRCLES``."""
+    """``file:line: module`` for each import between two rooms of a circle."""
     imports = room_imports()
     found = []
     for circle in room_circles(imports):
-        if not set(circle) <= OPEN_CIRCLES:
-            found += [f"{' > '.join(circle)}: {where}" for (here, there), lines in sorted(imports.items())
-                      if here in circle and there in circle for where in lines]
+        found += [f"{' > '.join(circle)}: {where}" for (here, there), lines in sorted(imports.items())
+                  if here in circle and there in circle for where in lines]
     return found
+
+
+def imports_up_the_floors() -> list[str]:
+    """``file:line: module`` for each import of a folder listed after the importing one in ``FOLDERS``
+    (the floors, from the ground up)."""
+    floors = list(FOLDERS)
+    return [where for (here, there), lines in sorted(room_imports().items())
+            if here in FOLDERS and there in FOLDERS and floors.index(there) > floors.index(here)
+            for where in lines]
 
 
 def test_no_import_runs_back_up_between_folders() -> None:
@@ -319,9 +340,20 @@ def test_no_import_runs_back_up_between_folders() -> None:
     assert circling_imports() == []
 
 
-def test_the_open_circles_are_open() -> None:
-    circling = {room for circle in room_circles(room_imports()) for room in circle}
-    assert sorted(OPEN_CIRCLES - circling) == [], "no longer in a circle: drop them from OPEN_CIRCLES"
+def test_each_folder_imports_only_the_floors_below_it() -> None:
+    """``FOLDERS`` is the floor order (README, Layout; the upper floors in ``farm/__init__.py``): an
+    import of a folder listed later is an arrow running back up, even where it closes no circle yet."""
+    assert imports_up_the_floors() == []
+
+
+def test_the_floor_walk_names_an_import_running_up(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    for room in ("sweep", "history"):
+        (farm / room).mkdir(parents=True)
+        (farm / room / "__init__.py").write_text("")
+    (farm / "sweep" / "x.py").write_text("def f():\n    import farm.history.y\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    assert imports_up_the_floors() == ["farm/sweep/x.py:2: farm.history.y"]
 
 
 def test_the_folder_walk_names_the_imports_that_close_a_circle(tmp_path, monkeypatch) -> None:

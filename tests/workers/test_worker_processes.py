@@ -1,7 +1,7 @@
 """``farm worker`` runs one worker process per core under a supervisor (issue 16).
 
 Real processes only: a private Redis, a real ``farm worker --processes 2``, its children found
-through /proc, their consumers through Celery's inspect (``farm.distributed.submit.consumers``).
+through /proc, their consumers through Celery's inspect (``farm.distributed.broker.queues.consumers``).
 Faults are real signals: a SIGKILLed child must come back, a SIGTERMed supervisor must stop all
 its children and exit 0.
 """
@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from farm.distributed.submit import consumers, create_celery_app
+from farm.distributed.broker.queues import consumers
+from farm.distributed.submit import create_celery_app
 from farm.distributed.supervise import cgroup_quota, default_processes
 from tests.support.processes import WorkerProcess, farm_env
 from tests.support.servers import ROOT, free_port

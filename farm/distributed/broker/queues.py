@@ -1,4 +1,5 @@
-"""How many messages wait in the farm's queues, asked of the broker itself (Redis or RabbitMQ).
+"""How many messages wait in the farm's queues, asked of the broker itself (Redis or RabbitMQ), and
+which workers consume a queue (``consumers``: Celery's inspect).
 
 ``farm status`` used to read a queue's length with Redis's ``LLEN`` on the store, which is only
 right when the broker is that same Redis. A passive ``queue_declare`` asks whichever broker the
@@ -55,4 +56,15 @@ def delete_empty_queue(app: Any, name: str) -> None:
         bound.delete(if_empty=True)
 
 
-__all__ = ["delete_empty_queue", "waiting_messages"]
+
+def consumers(app: Any, queue: str, *, timeout: float = 1.0) -> list[str]:
+    """Names of the workers consuming ``queue`` (empty when none answers within ``timeout``)."""
+    try:
+        replies = app.control.inspect(timeout=timeout).active_queues() or {}
+    except Exception as exc:  # a broker hiccup is not "no worker": the stream read will tell
+        log.debug("inspect failed: %s", exc)
+        return ["?"]
+    return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or []))
+
+
+__all__ = ["consumers", "delete_empty_queue", "waiting_messages"]

@@ -48,6 +48,8 @@ from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
+from farm.distributed.store.lua import lua_script
+
 ACK_BATCH = 64
 """Acknowledgements leave Redis together once this many wait (a read flushes the rest once the
 oldest has waited ``ACK_WAIT_S``; close flushes all)."""
@@ -60,36 +62,8 @@ BATCH_MAX = 100
 SHARE = 4
 """A read takes at most 1/SHARE of what is left in the list after its first message."""
 
-RESERVE_LUA = """
--- KEYS: the list BRPOP answered from, kombu's unacked hash, its index.
--- ARGV: the message BRPOP gave, how many more it may take, the time to index them at, SHARE.
--- At most a share of what is left, so that a short queue is spread over the worker's processes
--- and other workers instead of going whole to one (SHARE: the module docstring).
-local share = math.ceil(redis.call('LLEN', KEYS[1]) / tonumber(ARGV[4]))
-local entries, index = {}, {}
-local function record(item)
-  local properties = cjson.decode(item)['properties']
-  local delivery = properties['delivery_info']
-  local tag = properties['delivery_tag']
-  -- kombu's entry, [payload, exchange, routing key], with the payload's JSON kept as it came
-  entries[#entries + 1] = tag
-  entries[#entries + 1] = '[' .. item .. ',' .. cjson.encode(delivery['exchange']) .. ','
-    .. cjson.encode(delivery['routing_key']) .. ']'
-  index[#index + 1] = ARGV[3]
-  index[#index + 1] = tag
-end
-record(ARGV[1])
-local taken = {}
-local more = math.min(tonumber(ARGV[2]), share)
-if more > 0 then
-  taken = redis.call('RPOP', KEYS[1], more) or {}
-  for _, item in ipairs(taken) do record(item) end
-end
--- the whole batch in one HSET and one ZADD (issue 32: they were one each a message)
-redis.call('HSET', KEYS[2], unpack(entries))
-redis.call('ZADD', KEYS[3], unpack(index))
-return taken
-"""
+RESERVE_LUA = lua_script("farm.distributed.broker", "reserve.lua")
+"""A batch reserved at once: the message BRPOP gave and a share of what is left (``SHARE``)."""
 
 
 class QoS(kombu_redis.QoS):

@@ -1,7 +1,8 @@
 """A case's statistics and a sweep's report from what the store holds, each stored once.
 
 ``farm.aggregate`` and ``farm.report`` on the workers, the reconciler, and ``farm results`` on a
-stopped sweep all finish through here, and the report through ``farm.sweep.lifecycle.finish_sweep``,
+stopped sweep all finish through here (``farm report`` of a sweep still running reads its report so
+far: ``report_so_far``), and the report through ``farm.sweep.lifecycle.finish_sweep``,
 the in-process executor's finisher: a stopped sweep lists its stop reason, the cases not run
 and its totals the same way wherever it ran.
 """
@@ -15,10 +16,12 @@ from dataclasses import dataclass
 
 from farm.distributed.fleet.runtime import budget_figures, is_decided
 from farm.distributed.store.sweep_store import SweepStore
+from farm.errors import InputError
 from farm.models import BudgetFigures, SweepReport
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
 from farm.stats import CaseAccumulator, pass_ks
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
+from farm.sweep.replay import case_statistics
 
 log = logging.getLogger("farm.distributed.delivery")
 
@@ -134,4 +137,26 @@ def drop_unpublished(store: SweepStore, sweep: SweepPlan, cases: Sequence[CaseSl
             report(store, sweep)
 
 
-__all__ = ["Aggregated", "aggregate", "close", "drop_unpublished", "report"]
+def report_so_far(store: SweepStore, sweep_id: str) -> SweepReport:
+    """A distributed sweep's report: the stored one when it finished, else one built from the runs
+    stored so far (``running``, or ``stopped`` when it was stopped and is draining)."""
+    stored = store.get_report(sweep_id)
+    if stored is not None:
+        return stored
+    plan = store.load_sweep(sweep_id)
+    if plan is None:
+        raise InputError(f"no sweep {sweep_id!r} (finished sweeps are kept for FARM_RESULT_TTL, default 7 days)")
+    case_ids = store.case_ids(sweep_id)
+    stats = store.all_stats(sweep_id)
+    for case_id in [cid for cid in case_ids if cid not in stats]:
+        planned = store.load_case(sweep_id, case_id)
+        if planned is not None:
+            stats |= case_statistics([planned], store.case_results(sweep_id, case_id, planned.plan.runs),
+                                     semantic=plan.semantic)
+    return store.with_run_details(finish_sweep(
+        plan, stats, case_ids=case_ids, started_at=plan.started_at,
+        duration_ms=max(time.time() - store.submitted_epoch(sweep_id), 0.0) * 1000,
+        stopped=store.stop_reason(sweep_id), status=SweepStatus.RUNNING))
+
+
+__all__ = ["Aggregated", "aggregate", "close", "drop_unpublished", "report", "report_so_far"]

@@ -14,58 +14,18 @@ import uuid
 
 from farm.distributed.fleet.client import LoopClients, script_arg
 from farm.distributed.store import keys
+from farm.distributed.store.lua import lua_script
 from farm.fleet.budget import BudgetState, Reservation
 from farm.plan.fleet import BudgetLimit
 from farm.plan.rate_specs import fleet_name
 from farm.settings import DEFAULT_RESULT_TTL_S
 
-RESERVE_LUA = """
-local s = redis.call('HMGET', KEYS[1], 'spent_usd', 'reserved_usd', 'spent_tokens', 'reserved_tokens', 'exhausted')
-if s[5] then return 0 end
-local usd, tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
-local max_usd, max_tokens = tonumber(ARGV[3]), tonumber(ARGV[4])
-local over_usd = max_usd and (tonumber(s[1]) or 0) + (tonumber(s[2]) or 0) + usd > max_usd
-local over_tokens = max_tokens and (tonumber(s[3]) or 0) + (tonumber(s[4]) or 0) + tokens > max_tokens
-if over_usd or over_tokens then
-  redis.call('HSET', KEYS[1], 'exhausted', 1)
-  redis.call('EXPIRE', KEYS[1], ARGV[5])
-  return 0
-end
-redis.call('HINCRBYFLOAT', KEYS[1], 'reserved_usd', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'reserved_tokens', tokens)
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return 1
-"""
-"""KEYS: the budget hash; ARGV: USD, tokens, max USD ('' none), max tokens ('' none), TTL.
-Returns 1 when reserved, 0 when refused (the budget is then marked exhausted)."""
-
-SETTLE_LUA = """
-redis.call('HINCRBYFLOAT', KEYS[1], 'reserved_usd', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'reserved_tokens', ARGV[2])
-redis.call('HINCRBYFLOAT', KEYS[1], 'spent_usd', ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'spent_tokens', ARGV[4])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return 1
-"""
-"""KEYS: the budget hash; ARGV: the reservation's USD and tokens negated, spent USD, spent tokens, TTL.
-The negation is Python's: Lua's ``-tonumber('0')`` is ``-0``, which HINCRBY refuses (and a large
-count would be sent as ``1e+15``), so a call that reserved nothing failed its settle."""
-
-
-LEARN_LUA = """
-local field = 'dearest:' .. ARGV[1]
-if tonumber(ARGV[2]) > 0 and tonumber(ARGV[2]) > (tonumber(redis.call('HGET', KEYS[1], field)) or 0) then
-  redis.call('HSET', KEYS[1], field, ARGV[2])
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-end
-if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then
-  redis.call('DEL', KEYS[2])
-end
-return 1
-"""
-"""KEYS: the budget hash, the key's probe claim; ARGV: the limit key's fleet name, the call's USD
-('0' when unknown or never sent), TTL, the probe claim's token ('' none). The dearest only grows;
-the probe is over when its holder says so (a call that never held the claim cannot end another's)."""
+RESERVE_LUA = lua_script("farm.distributed.fleet", "budget_reserve.lua")
+"""A reservation checked and taken at once; refused, the budget is marked exhausted."""
+SETTLE_LUA = lua_script("farm.distributed.fleet", "budget_settle.lua")
+"""A reservation settled: what it held given back, what the call spent added."""
+LEARN_LUA = lua_script("farm.distributed.fleet", "budget_learn.lua")
+"""The dearest call of a limit key learnt; its cost probe ended by its holder."""
 
 
 class RedisBudgetBackend:

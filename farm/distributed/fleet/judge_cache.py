@@ -14,6 +14,7 @@ import uuid
 from farm.checks.base import JudgeVerdict
 from farm.distributed.fleet.client import LoopClients
 from farm.distributed.store import keys
+from farm.distributed.store.lua import RELEASE_LUA, lua_script
 from farm.settings import DEFAULT_RESULT_TTL_S
 
 CLAIM = "claim:"
@@ -21,19 +22,8 @@ POLL_S = 0.1
 DEFAULT_CLAIM_TTL_S = 180.0
 """Longest a judge call may take before another caller asks instead."""
 
-LOOKUP_OR_CLAIM_LUA = """
-local found = redis.call('GET', KEYS[1])
-if found then return found end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return false
-"""
-"""KEYS: the verdict key; ARGV: this caller's claim, its TTL in ms. Returns the value found
-(verdict or someone's claim), or nil when this caller now holds the claim."""
-
-ABANDON_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+LOOKUP_OR_CLAIM_LUA = lua_script("farm.distributed.fleet", "judge_claim.lua")
+"""The verdict found, or the right to ask the judge claimed (single flight)."""
 
 
 class RedisVerdictCache:
@@ -64,7 +54,7 @@ class RedisVerdictCache:
         await self.clients.call(lambda: client.set(keys.judge_cache_key(key), value, ex=self.ttl_s))
 
     async def abandon(self, key: str) -> None:
-        await self.clients.run_script(ABANDON_LUA, [keys.judge_cache_key(key)], [self.claim])
+        await self.clients.run_script(RELEASE_LUA, [keys.judge_cache_key(key)], [self.claim])
 
     async def aclose(self) -> None:
         await self.clients.aclose()

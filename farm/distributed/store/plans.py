@@ -10,12 +10,12 @@ the workers, one case or one chunk at a time.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from farm.distributed.store import keys
 from farm.distributed.store.packed import PackedSender, command
+from farm.models import SweepStart
 from farm.plan.case_codec import CaseCodec
 from farm.plan.compact_cases import CompactCases, compact
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
@@ -53,9 +53,9 @@ class PlanStore:
         pipe.expire(keys.sweep_key(sid), self.ttl)
         pipe.execute()  # the publisher's lease and the sweep first, then its cases
         self._save_cases(sid, cases, chunk)
-        start = {"sweep_id": sid, "agent_id": plan.agent_label, "total_cases": plan.total_cases,
-                 "total_runs": plan.total_runs, "timestamp": plan.started_at}
-        pipe.xadd(keys.stream_key(sid), {"type": "start", "data": json.dumps(start)})
+        start = SweepStart(sweep_id=sid, agent_id=plan.agent_label, total_cases=plan.total_cases,
+                           total_runs=plan.total_runs, timestamp=plan.started_at)
+        pipe.xadd(keys.stream_key(sid), {"type": "start", "data": start.model_dump_json()})
         for key in (*_plan_keys(sid), keys.stream_key(sid)):
             pipe.expire(key, self.ttl)
         pipe.zadd(keys.SWEEPS_IN_FLIGHT, {sid: submitted_epoch})

@@ -1,12 +1,18 @@
 /* agent-farm report: builds the results table from #farm-data.
-   Every value from the report reaches the page through textContent, never as markup. */
+   Every value from the report reaches the page through textContent, never as markup.
+   Served by farm view (#farm-paging): #farm-data holds one page of the results; the filters, the
+   search, the sort and the pager ask the view for each page (farm/view/table.py, same rules). */
 (() => {
   "use strict";
-  const raw = document.getElementById("farm-data").textContent;
-  const report = JSON.parse(raw);
-  const cases = report.results || [];
   const $ = (id) => document.getElementById(id);
+  const raw = $("farm-data").textContent;
+  const report = JSON.parse(raw);
+  let cases = report.results || [];
+  const paging = $("farm-paging") ? JSON.parse($("farm-paging").textContent) : null;
+  const total = paging ? paging.total : cases.length;
   const state = { query: "", filter: "all", key: null, dir: 1, page: 0, size: 100, shown: [] };
+  // the page the view sent last (paged): its matching count and pages; asked counts the requests
+  const served = { matching: total, pages: Math.max(1, Math.ceil(total / state.size)), asked: 0 };
   const open = new Set();
   const haystacks = [];
 
@@ -382,21 +388,21 @@
   // ---------------------------------------------------------------- render
   function render() {
     const tbody = $("rows");
-    const pages = Math.max(1, Math.ceil(state.shown.length / state.size));
+    const pages = paging ? served.pages : Math.max(1, Math.ceil(state.shown.length / state.size));
     state.page = Math.min(state.page, pages - 1);
     const start = state.page * state.size;
-    const slice = state.shown.slice(start, start + state.size);
+    const slice = paging ? state.shown : state.shown.slice(start, start + state.size);
     const frag = document.createDocumentFragment();
     for (const i of slice) {
       frag.appendChild(caseRow(i));
       if (open.has(i)) frag.appendChild(detailRow(i));
     }
-    if (!slice.length) add(frag, add(el("tr"), Object.assign(el("td", "empty", cases.length ? "No case matches." : "No cases."), { colSpan: 8 })));
+    if (!slice.length) add(frag, add(el("tr"), Object.assign(el("td", "empty", total ? "No case matches." : "No cases."), { colSpan: 8 })));
     tbody.replaceChildren(frag);
-    const n = state.shown.length;
+    const n = paging ? served.matching : state.shown.length;
     const range = n ? nf.format(start + 1) + "–" + nf.format(start + slice.length) + " of " : "0 of ";
     const count = $("row-count");
-    count.textContent = "Showing " + range + nf.format(n) + (n === cases.length ? " cases" : " matching (" + nf.format(cases.length) + " total)");
+    count.textContent = "Showing " + range + nf.format(n) + (n === total ? " cases" : " matching (" + nf.format(total) + " total)");
     count.dataset.matching = String(n);
     $("page-info").textContent = "Page " + (state.page + 1) + " of " + pages;
     $("prev").disabled = state.page === 0;
@@ -404,7 +410,36 @@
     $("pager").hidden = n <= 50;
   }
 
-  function refresh() { compute(); render(); }
+  function refresh() {
+    if (paging) fetchPage(); else { compute(); render(); }
+  }
+
+  // One page from the view; a reply to an older request than the last is dropped.
+  function fetchPage() {
+    const asked = ++served.asked;
+    const q = new URLSearchParams({ page: String(state.page + 1), size: String(state.size), q: state.query, filter: state.filter });
+    if (state.key) { q.set("sort", state.key); q.set("order", state.dir > 0 ? "asc" : "desc"); }
+    $("rows").setAttribute("aria-busy", "true");
+    window.farmPagedCases(paging.cases + "?" + q.toString())  // report_paged.js: only in farm view's pages
+      .then((body) => {
+        if (asked !== served.asked) return;
+        cases = body.cases;
+        open.clear();  // indices are the page's own
+        haystacks.length = 0;
+        state.shown = cases.map((_, i) => i);
+        state.page = body.page - 1;
+        served.matching = body.matching;
+        served.pages = body.pages;
+        render();
+        $("rows").setAttribute("aria-busy", "false");
+      })
+      .catch((err) => {
+        if (asked !== served.asked) return;
+        $("rows").setAttribute("aria-busy", "false");
+        $("row-count").textContent = "Cannot load the cases: " + err.message;
+      });
+  }
+  function turn() { if (paging) fetchPage(); else render(); }
 
   function toggle(tr) {
     const i = Number(tr.dataset.index);
@@ -422,7 +457,7 @@
   function buildChips() {
     const box = $("chips");
     for (const [key, label, test] of FILTERS) {
-      const n = key === "all" ? cases.length : cases.filter(test).length;
+      const n = paging ? paging.counts[key] : key === "all" ? cases.length : cases.filter(test).length;
       const chip = add(el("button", "chip", label), el("span", "n", nf.format(n)));
       chip.type = "button";
       chip.dataset.filter = key;
@@ -466,27 +501,28 @@
       const tr = e.target.closest && e.target.closest("tr.case-row");
       if (tr && e.target === tr && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); toggle(tr); }
     });
-    $("prev").addEventListener("click", () => { state.page--; render(); });
-    $("next").addEventListener("click", () => { state.page++; render(); });
-    $("page-size").addEventListener("change", (e) => { state.size = Number(e.target.value); state.page = 0; render(); });
+    $("prev").addEventListener("click", () => { state.page--; turn(); });
+    $("next").addEventListener("click", () => { state.page++; turn(); });
+    $("page-size").addEventListener("change", (e) => { state.size = Number(e.target.value); state.page = 0; turn(); });
     $("export").addEventListener("click", exportJson);
   }
 
   function exportJson() {
     const sweep = String((report.metadata || {}).sweep_id || "report").replace(/[^A-Za-z0-9._-]+/g, "_");
-    const url = URL.createObjectURL(new Blob([raw], { type: "application/json" }));
+    // paged: the whole report from the view (this page holds one page of its results)
+    const url = paging ? paging.report : URL.createObjectURL(new Blob([raw], { type: "application/json" }));
     const a = el("a");
     a.href = url;
     a.download = "farm-report-" + sweep + ".json";
     document.body.appendChild(a);
     a.click();
     a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10000);
+    if (!paging) setTimeout(() => URL.revokeObjectURL(url), 10000);
   }
 
   buildChips();
   wire();
-  refresh();
+  if (paging) { state.shown = cases.map((_, i) => i); render(); } else refresh();  // paged: the first page is here
   document.documentElement.dataset.ready = "true";
   if (window.performance && performance.mark) performance.mark("farm-ready");  // read by benchmarks
 })();
