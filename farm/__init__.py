@@ -14,7 +14,7 @@ The package stands in floors, each importing only the floors below it. Under the
 parts (models, suites, checks, agents, plan, run, stats, …) the upper floors are, bottom up:
 ``reports`` < ``sweep`` < ``distributed`` < ``judgecheck`` < ``history`` < ``api`` < this module
 (the package's face: it re-exports, and no module below it imports it) < ``cli``; ``workers/``,
-beside ``farm/``, is above them all (``tests/test_layout.py`` holds the order).
+beside ``farm/``, is above them all (``tests/project/test_layout.py`` holds the order).
 """
 
 import importlib

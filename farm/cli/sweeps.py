@@ -54,6 +54,7 @@ def fetch_results(sweep_id: str, broker: str, outputs: tuple[str, ...], *, progr
     from farm.agents.secrets import masking
     from farm.cli.console import print_summary, say
     from farm.reports import write_rendered
+    from farm.reports.jsonl import EventLines
     from farm.reports.outputs import OutputSpec, plan_outputs, write_report
     from farm.stats import exit_code_for
     from farm.sweep.observers import JsonlObserver, Observers, ProgressBar, SweepObserver
@@ -62,7 +63,9 @@ def fetch_results(sweep_id: str, broker: str, outputs: tuple[str, ...], *, progr
     err = Console(stderr=True)
     executor = _executor(broker)
     with ExitStack() as streams:  # JSONL targets follow the sweep as runs land; stdout when no -o
-        observers: list[SweepObserver] = [JsonlObserver(masking(stream)) for stream in _jsonl_streams(targets, streams)]
+        lines = EventLines()  # each run's line made once for all the streams
+        observers: list[SweepObserver] = [JsonlObserver(masking(stream), lines)
+                                          for stream in _jsonl_streams(targets, streams)]
         if progress and err.is_terminal:
             observers.append(ProgressBar(err))
         report = executor.attach(sweep_id, Observers(*observers))

@@ -86,7 +86,7 @@ def _observers(prepared: PreparedSweep, err: Console, streams: contextlib.ExitSt
             stream: TextIO = sys.stdout  # -o -: stdout, where nothing else of farm test's goes
             if target.path is not None:
                 stream = streams.enter_context(target.path.open("w", encoding="utf-8"))
-            observers.append(JsonlObserver(masking(stream)))
+            observers.append(JsonlObserver(masking(stream), journal.lines))  # the journal's lines, made once
         elif target.format == "stdout":
             observers.append(StdoutPrinter(err))
     if progress and err.is_terminal:

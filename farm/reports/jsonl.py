@@ -85,20 +85,9 @@ def result_event(r: RunResult) -> dict[str, Any]:
     return event
 
 
-_last_result: tuple[RunResult | None, str] = (None, "")
-"""The last run whose result line was made, and the line: the journal and a ``-o`` stream write
-the same line for each run, one after the other, so it is made once (a strong reference: the
-identity test cannot match another run)."""
-
-
 def result_line(r: RunResult) -> str:
     """``result_event(r)`` as one JSON text (no newline)."""
-    global _last_result
-    last, line = _last_result
-    if last is not r:
-        line = _dumps(result_event(r))
-        _last_result = (r, line)
-    return line
+    return _dumps(result_event(r))
 
 
 def _dynamic(r: RunResult) -> dict[str, Any]:
@@ -114,18 +103,36 @@ def stability_event(s: CaseStats) -> dict[str, Any]:
     return {"type": "stability", **s.model_dump(mode="json", exclude={"run_details"})}
 
 
-_last_stability: tuple[CaseStats | None, str] = (None, "")
-"""As ``_last_result``: the journal and a ``-o`` stream write the same ``stability`` line of each case."""
-
-
 def stability_line(s: CaseStats) -> str:
     """``stability_event(s)`` as one JSON text (no newline)."""
-    global _last_stability
-    last, line = _last_stability
-    if last is not s:
-        line = _dumps(stability_event(s))
-        _last_stability = (s, line)
-    return line
+    return _dumps(stability_event(s))
+
+
+class EventLines:
+    """The last run's ``result`` line and the last case's ``stability`` line, as made: the journal
+    and each ``-o`` stream write the same line for each run, one after the other, so a sweep's
+    writers share one of these and each line is made once (a strong reference to the run: the
+    identity test cannot match another run)."""
+
+    def __init__(self) -> None:
+        self._result: tuple[RunResult | None, str] = (None, "")
+        self._stability: tuple[CaseStats | None, str] = (None, "")
+
+    def result(self, r: RunResult) -> str:
+        """``result_line(r)``, made once for the run the writers are at."""
+        last, line = self._result
+        if last is not r:
+            line = result_line(r)
+            self._result = (r, line)
+        return line
+
+    def stability(self, s: CaseStats) -> str:
+        """``stability_line(s)``, made once for the case the writers are at."""
+        last, line = self._stability
+        if last is not s:
+            line = stability_line(s)
+            self._stability = (s, line)
+        return line
 
 
 def summary_event(report: SweepReport) -> dict[str, Any]:
@@ -140,10 +147,12 @@ _json_key = json.encoder.encode_basestring_ascii
 
 
 class JsonlWriter:
-    """Writes events to a text stream, one line each, flushed at once (readers tail the file)."""
+    """Writes events to a text stream, one line each, flushed at once (readers tail the file).
+    ``lines``: the ``EventLines`` it shares with the sweep's other writers (its own if none)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, lines: EventLines | None = None) -> None:
         self.stream = stream
+        self.lines = EventLines() if lines is None else lines
 
     def write(self, event: dict[str, Any] | str, *, raw: dict[str, str] | None = None) -> None:
         """One line (an event, or its JSON text); ``raw`` values are JSON texts already (pydantic's),
@@ -169,11 +178,11 @@ class JsonlWriter:
                     "total_cases": total_cases, "total_runs": total_runs, "sweep_id": sweep_id})
 
     def result(self, r: RunResult) -> None:
-        self.write(result_line(r))
+        self.write(self.lines.result(r))
 
     def stability(self, s: CaseStats) -> None:
         if s.label != "skipped":  # a skipped case has no statistics (SPEC 10): summary.skipped_ids lists it
-            self.write(stability_line(s))
+            self.write(self.lines.stability(s))
 
     def summary(self, report: SweepReport) -> None:
         self.write(summary_event(report))

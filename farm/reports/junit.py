@@ -15,11 +15,11 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, TextIO
 
-from farm.durations import format_ms
-from farm.models import CaseStats, RunDetail, RunStatus, SweepReport
+from farm.models import CaseStats, RunDetail, SweepReport
 from farm.models.quarantine import badge, is_quarantined
 from farm.reports.criteria import failing_text
 from farm.reports.details import RunDetailsSource, with_details
+from farm.reports.failed_runs import failed_run, failing_runs
 from farm.reports.fleet import adaptive_text, budget_text, cost_text
 from farm.reports.trajectory import trajectory_properties
 from farm.stats import case_verdict
@@ -53,14 +53,14 @@ def _properties(parent: ET.Element, values: dict[str, Any]) -> None:
 
 
 def _describe(detail: RunDetail) -> list[str]:
-    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
-    head = f"run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
-    if detail.error:
-        return [f"{head}: {detail.error_line}"]
+    run = failed_run(detail)
+    head = f"run {run.head}"
+    if run.error is not None:
+        return [f"{head}: {run.error}"]
     lines = [head]
-    for check in detail.failed_checks:
-        line = f"  {check.name}: {check.message or 'failed'}"
-        if check.expected is not None:
+    for check in run.checks:
+        line = f"  {check.name}: {check.message}"
+        if check.shows_values:
             line += f" (expected {json.dumps(check.expected, default=str)}, "
             line += f"actual {json.dumps(check.actual, default=str)})"
         lines.append(line)
@@ -83,7 +83,7 @@ def _quarantined_message(stats: CaseStats) -> str:
 
 
 def _problem(case: ET.Element, stats: CaseStats) -> None:
-    failing = [d for d in stats.run_details if d.status not in (RunStatus.PASSED, RunStatus.SKIPPED)]
+    failing = failing_runs(stats)
     summary = _runs_summary(stats)
     agent_only = _agent_only(stats)
     first = next((d for d in failing if d.error or d.failed_checks), None)

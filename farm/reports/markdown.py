@@ -18,6 +18,7 @@ from farm.models import CaseStats, FailureClassStats, RunDetail, RunStatus, Swee
 from farm.models.quarantine import badge
 from farm.reports.criteria import CRITERIA_HEADER, criterion_row, failing_text
 from farm.reports.details import RunDetailsSource, with_details
+from farm.reports.failed_runs import failed_run, failing_runs
 from farm.reports.failures import checkpoint_row, example_text
 from farm.reports.fleet import BIASED, BIASED_NOTE, adaptive_text, cost_rows, stopped_early, sweep_rows
 from farm.reports.load import RAMP_HEADER, case_load_text, ramp_rows
@@ -170,19 +171,19 @@ def _meanings(stats: CaseStats) -> list[str]:
 
 
 def _run_lines(detail: RunDetail) -> list[str]:
-    load = "" if detail.in_flight is None else f", {detail.in_flight} in flight"
-    head = f"Run {detail.run} ({detail.status.value}, {format_ms(detail.duration_ms)}{load})"
+    run = failed_run(detail)
+    head = f"Run {run.head}"
     if detail.failure_class:
         turn = f", turn {detail.failed_turn}" if detail.failed_turn else ""
         head += f" · {md_inline(detail.failure_class)}{turn}"
     if detail.trajectory:
         head += f" · path {md_inline(path_text([c.name for c in detail.trajectory]))}"
-    if detail.error:
-        return [f"- {head}: {md_inline(detail.error_line)}"]
+    if run.error is not None:
+        return [f"- {head}: {md_inline(run.error)}"]
     lines = [f"- {head}"]
-    for check in detail.failed_checks:
-        line = f"  - **{md_inline(check.name)}**: {md_inline(check.message or 'failed')}"
-        if check.expected is not None:
+    for check in run.checks:
+        line = f"  - **{md_inline(check.name)}**: {md_inline(check.message)}"
+        if check.shows_values:
             line += f" (expected: {md_inline(check.expected)}"
             line += f", actual: {md_inline(check.actual)})"
         lines.append(line)
@@ -190,7 +191,7 @@ def _run_lines(detail: RunDetail) -> list[str]:
 
 
 def _failures(stats: CaseStats) -> list[str]:
-    failing = [d for d in stats.run_details if d.status not in (RunStatus.PASSED, RunStatus.SKIPPED)]
+    failing = failing_runs(stats)
     if not failing:
         return []
     lines = ["**Failures**", ""]

@@ -38,7 +38,7 @@ from typing import TextIO
 from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport, SweepStart
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
-from farm.reports.jsonl import JsonlWriter, result_line
+from farm.reports.jsonl import EventLines, JsonlWriter
 from farm.stats import CaseAccumulator
 
 JOURNAL_DIR = "journals"
@@ -119,6 +119,8 @@ class RunJournal:
 
     def __init__(self, stream: TextIO, plan: SweepPlan) -> None:
         self._writer = JsonlWriter(stream)
+        self.lines: EventLines = self._writer.lines
+        """The lines it makes, for the sweep's ``-o`` streams to share (``JsonlObserver``)."""
         self._stream = stream
         self._plan = plan
         self.path = Path(stream.name) if isinstance(getattr(stream, "name", None), str) else None
@@ -141,7 +143,7 @@ class RunJournal:
                 offsets = self.details.offsets[result.case_id] = array("q")
             offsets.append(self._stream.tell())
         # pydantic's own JSON of the run, spliced in: a third of the cost of dumping it as a dict
-        self._writer.write(result_line(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
+        self._writer.write(self.lines.result(result), raw={"run_result": result.model_dump_json(exclude_defaults=True)})
 
     def on_case(self, stats: CaseStats) -> None:
         self._writer.stability(stats)

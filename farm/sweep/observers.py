@@ -20,6 +20,8 @@ from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepStart
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from farm.reports.jsonl import EventLines
+
 log = logging.getLogger(__name__)
 
 
@@ -72,14 +74,15 @@ class Observers:
 
 
 class JsonlObserver:
-    """Writes the JSONL event stream to a text stream as the sweep goes (flushed per line)."""
+    """Writes the JSONL event stream to a text stream as the sweep goes (flushed per line);
+    ``lines``: shared with the sweep's other JSONL writers (the journal's), so each line is made once."""
 
     durable = True
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, lines: EventLines | None = None) -> None:
         from farm.reports.jsonl import JsonlWriter
 
-        self._writer = JsonlWriter(stream)
+        self._writer = JsonlWriter(stream, lines)
 
     def on_start(self, start: SweepStart) -> None:
         self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,

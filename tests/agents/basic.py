@@ -40,6 +40,16 @@ def slow(messages: list[dict[str, Any]], context: Any) -> str:
     return "done"
 
 
+def slow_spans(messages: list[dict[str, Any]], context: Any) -> str:
+    """``slow``, noting its call's span (monotonic start and end) in ``FARM_TEST_SPANS``: which
+    calls overlapped, whatever the machine's speed."""
+    start = time.monotonic()
+    time.sleep(0.3)
+    with open(os.environ["FARM_TEST_SPANS"], "a", encoding="utf-8") as f:
+        f.write(f"{start} {time.monotonic()}\n")
+    return "done"
+
+
 async def slow_async(messages: list[dict[str, Any]], context: Any) -> str:
     await asyncio.sleep(0.3)
     return "done"

@@ -211,14 +211,18 @@ def test_fail_fast_stops_scheduling(tmp_path: Path) -> None:
 def test_parallel_overlaps_slow_sync_agents(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "s.jsonl", *({"id": f"c{i}", "input": "x"} for i in range(8)))
 
-    def timed(parallel: str) -> float:
-        start = time.perf_counter()
-        assert farm("-i", str(suite), "-n", agent("slow"), "--parallel", parallel,
-                    "-o", str(tmp_path / "o.json")).exit_code == 0
-        return time.perf_counter() - start
+    def most_at_once(parallel: str) -> int:
+        """The most calls in flight together: overlap itself, not a ratio of wall times (which a
+        busy machine's fixed costs move)."""
+        spans_file = tmp_path / f"spans-{parallel}.txt"
+        assert farm("-i", str(suite), "-n", agent("slow_spans"), "--parallel", parallel,
+                    "-o", str(tmp_path / "o.json"), env={"FARM_TEST_SPANS": str(spans_file)}).exit_code == 0
+        spans = [tuple(map(float, line.split())) for line in spans_file.read_text().splitlines()]
+        assert len(spans) == 8
+        return max(sum(1 for start, end in spans if start <= at < end) for at, _ in spans)
 
-    serial, parallel = timed("1"), timed("8")
-    assert parallel < serial / 3, (serial, parallel)
+    assert most_at_once("1") == 1
+    assert most_at_once("8") >= 4  # eight 0.3 s calls begun together; a busy machine may begin a few late
 
 
 def test_hung_agent_is_cut_off_by_its_timeout(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from tests.support.fleet_project import (
     write_suite,
 )
 from tests.support.servers import Served
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -60,17 +61,24 @@ def test_three_workers_share_a_rate_limit_and_slow_down_together_on_429(tmp_path
             farm_cli.run("cancel", submitted.stdout.strip())
 
 
+def _until(moment: float) -> None:
+    """Let the fleet run until ``moment`` (epoch s): a window of its calls, anchored on one it made."""
+    time.sleep(max(0.0, moment - time.time()))
+
+
 def _steady_then_throttled(server: CountingServer, started: float) -> None:
-    time.sleep(8)
-    steady = server.per_second(started + 2, started + 8)  # after the workers' first calls
+    # the windows start at the fleet's first call, not at the submission: a loaded machine's
+    # workers take a while to begin (a window from the submission could hold seconds of none)
+    first_call = wait_for(lambda: server.first(200), 120, "the fleet's first call")
+    _until(first_call + 8)
+    steady = server.per_second(first_call + 2, first_call + 8)
     assert max(steady) <= LIMIT * 1.05, steady  # never more than the shared limit (+5 %) in any second
     assert min(steady) > 0, steady  # the fleet runs; how close it comes to the limit is a benchmark's figure
     server.capacity = 40  # the provider now answers 429 with Retry-After: 1 beyond 40 a second
-    time.sleep(4)
+    first_429 = wait_for(lambda: server.first(429), 60, "the provider's first 429")
+    _until(first_429 + 4)  # four seconds of 429s beyond 40 a second, from the first
     server.capacity = None
     recovered_from = time.time()
-    first_429 = server.first(429)
-    assert first_429 is not None
     assert server.count(first_429 + 0.2, first_429 + 1.2) <= 0.6 * LIMIT  # the fleet paused and slowed at once
     throttled = server.count(first_429, recovered_from, status=429)
     assert throttled / max(1, server.count(first_429, recovered_from)) < 0.3  # no process kept hammering

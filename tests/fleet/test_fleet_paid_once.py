@@ -88,7 +88,7 @@ def test_a_second_copy_of_a_run_in_flight_in_the_same_worker_process_is_not_call
     2026-11-28: the second copy called the agent after the report was built)."""
     from celery import Celery
 
-    farm_worker(queue="copies", concurrency=4)
+    worker = farm_worker(queue="copies", concurrency=4, env={"FARM_LOG_RUNS": "1"})  # a line as each task ends
     suite = write_suite(tmp_path, "c.jsonl", [{"id": "c", "input": "go"}])
     out = tmp_path / "c.json"
     with usage_server(delay_s=3.0) as (served, server):
@@ -101,8 +101,13 @@ def test_a_second_copy_of_a_run_in_flight_in_the_same_worker_process_is_not_call
             copier.send_task("farm.run", args=(sweep_id, "c", 1), kwargs={"again": True}, queue="copies")
             _stdout, stderr = sweep.communicate(timeout=300)
         assert sweep.returncode == 0, stderr
-        # the copy taken off the queue and answered (unacknowledged messages wait in ``unacked``)
-        wait_for(lambda: not redis_client.llen("copies") and not redis_client.hlen("unacked"), 60, "the copy taken")
-        time.sleep(4)  # a copy that (wrongly) called the agent would have called by now
+        # the copy's task ended too (the run and its copy: two tasks): a copy that (wrongly) called
+        # the agent has called by then, however long a busy machine took to deliver it
+        wait_for(lambda: _tasks_ended(worker.text(), "farm.run") >= 2, 120, "the copy's task ended")
         assert report_of(out)["summary"]["total_runs"] == 1
         assert server.calls == 1, f"{server.calls} calls for 1 run"
+
+
+def _tasks_ended(log: str, task: str) -> int:
+    """Tasks of this name a worker's log says ended (Celery's per-task INFO line, ``--log-runs``)."""
+    return sum(1 for line in log.splitlines() if f"Task {task}[" in line and " succeeded in " in line)

@@ -54,50 +54,6 @@ def test_the_walk_sees_imports_inside_functions_and_import_module_strings() -> N
     assert list(imported_names(tree)) == [(2, "redis"), (3, "workers.app")]
 
 
-UPPER_FLOORS = ("reports", "sweep", "distributed", "judgecheck", "history", "api", "farm", "cli", "workers")
-"""The upper floors, bottom up (``farm/__init__.py``'s docstring): ``farm`` is the package's face,
-``workers`` the Celery app beside ``farm/``. A module imports only floors below its own."""
-
-
-def floor_of(module: str) -> str | None:
-    """The upper floor ``module`` stands on (``farm`` for the face itself), None for the others."""
-    parts = module.split(".")
-    if parts[0] == "workers" or parts == ["farm"]:
-        return parts[0]
-    return parts[1] if parts[0] == "farm" and len(parts) > 1 and parts[1] in UPPER_FLOORS else None
-
-
-def imports_running_up(roots: tuple[Path, ...]) -> list[str]:
-    """``file:line: module`` for each import (anywhere in the file) of an upper floor above the
-    importing module's own."""
-    found = []
-    for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            floor = floor_of(module_name(path))
-            if floor is None:
-                continue
-            for line, name in sorted(imported_names(ast.parse(path.read_text(encoding="utf-8")))):
-                other = floor_of(name)
-                if other is not None and UPPER_FLOORS.index(other) > UPPER_FLOORS.index(floor):
-                    found.append(f"{path.relative_to(root.parent)}:{line}: {name}")
-    return found
-
-
-def test_the_upper_floors_import_only_down() -> None:
-    assert imports_running_up((FARM, FARM.parent / "workers")) == []
-
-
-def test_the_floor_walk_names_an_import_running_up(tmp_path, monkeypatch) -> None:
-    farm = tmp_path / "farm"
-    (farm / "sweep").mkdir(parents=True)
-    (farm / "history").mkdir()
-    (farm / "__init__.py").write_text("")
-    (farm / "sweep" / "x.py").write_text("def f():\n    from farm import collector\nimport farm.history.y\n")
-    (farm / "history" / "y.py").write_text("import farm.sweep.x\n")
-    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
-    assert imports_running_up((farm,)) == ["farm/sweep/x.py:2: farm", "farm/sweep/x.py:3: farm.history.y"]
-
-
 HEAVY = ("redis", "celery", "kombu", "sqlalchemy", "alembic", "psycopg")
 """Libraries that need a server or a broker: only the walls below may import them."""
 
@@ -317,8 +273,7 @@ FOLDERS = {
     "cli": "the farm command line: one module per command group, errors mapped to exit codes",
 }
 """Each folder of ``farm/`` and the one kind of module it holds: a new folder must say what it is.
-Listed from the ground up: a folder imports only folders listed before it (the rooms of
-``OPEN_CIRCLES`` aside, which have no floor yet)."""
+Listed from the ground up: a folder imports only folders listed before it."""
 
 
 def test_every_folder_says_what_it_holds() -> None:
@@ -352,11 +307,6 @@ def room_imports() -> dict[tuple[str, str], list[str]]:
     return found
 
 
-OPEN_CIRCLES: frozenset[str] = frozenset()
-"""Rooms still in a circle of their own (issue 38 §2: the upper one is being untangled); this set only
-shrinks: once a room is out of every circle, it leaves the set (``test_the_open_circles_are_open``)."""
-
-
 def room_circles(imports: dict[tuple[str, str], list[str]]) -> list[list[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
     for here, there in imports:
@@ -366,14 +316,22 @@ def room_circles(imports: dict[tuple[str, str], list[str]]) -> list[list[str]]:
 
 
 def circling_imports() -> list[str]:
-    """``file:line: module`` for each import between two rooms of a circle not in ``OPEN_CIRCLES``."""
+    """``file:line: module`` for each import between two rooms of a circle."""
     imports = room_imports()
     found = []
     for circle in room_circles(imports):
-        if not set(circle) <= OPEN_CIRCLES:
-            found += [f"{' > '.join(circle)}: {where}" for (here, there), lines in sorted(imports.items())
-                      if here in circle and there in circle for where in lines]
+        found += [f"{' > '.join(circle)}: {where}" for (here, there), lines in sorted(imports.items())
+                  if here in circle and there in circle for where in lines]
     return found
+
+
+def imports_up_the_floors() -> list[str]:
+    """``file:line: module`` for each import of a folder listed after the importing one in ``FOLDERS``
+    (the floors, from the ground up)."""
+    floors = list(FOLDERS)
+    return [where for (here, there), lines in sorted(room_imports().items())
+            if here in FOLDERS and there in FOLDERS and floors.index(there) > floors.index(here)
+            for where in lines]
 
 
 def test_no_import_runs_back_up_between_folders() -> None:
@@ -382,9 +340,20 @@ def test_no_import_runs_back_up_between_folders() -> None:
     assert circling_imports() == []
 
 
-def test_the_open_circles_are_open() -> None:
-    circling = {room for circle in room_circles(room_imports()) for room in circle}
-    assert sorted(OPEN_CIRCLES - circling) == [], "no longer in a circle: drop them from OPEN_CIRCLES"
+def test_each_folder_imports_only_the_floors_below_it() -> None:
+    """``FOLDERS`` is the floor order (README, Layout; the upper floors in ``farm/__init__.py``): an
+    import of a folder listed later is an arrow running back up, even where it closes no circle yet."""
+    assert imports_up_the_floors() == []
+
+
+def test_the_floor_walk_names_an_import_running_up(tmp_path, monkeypatch) -> None:
+    farm = tmp_path / "farm"
+    for room in ("sweep", "history"):
+        (farm / room).mkdir(parents=True)
+        (farm / room / "__init__.py").write_text("")
+    (farm / "sweep" / "x.py").write_text("def f():\n    import farm.history.y\n")
+    monkeypatch.setattr(sys.modules[__name__], "FARM", farm)
+    assert imports_up_the_floors() == ["farm/sweep/x.py:2: farm.history.y"]
 
 
 def test_the_folder_walk_names_the_imports_that_close_a_circle(tmp_path, monkeypatch) -> None:

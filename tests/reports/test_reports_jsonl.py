@@ -121,3 +121,23 @@ def test_the_journal_and_an_output_stream_write_each_run_s_own_line() -> None:
     assert json.loads(result_line(first)) == result_event(first)
     assert json.loads(result_line(second))["run"] == 7
     assert json.loads(result_line(first))["run"] == 1
+
+
+def test_writers_sharing_event_lines_make_each_run_s_line_once() -> None:
+    """A sweep's journal and ``-o`` streams share one ``EventLines``: the second writer gets the
+    line the first made, and the next run (equal-looking, made anew) its own."""
+    import io
+
+    from farm.reports.jsonl import EventLines, result_event, stability_line
+
+    lines = EventLines()
+    first, second = results()[0], results()[0].model_copy(update={"run": 7})
+    made = lines.result(first)
+    assert json.loads(made) == result_event(first) and lines.result(first) is made
+    assert json.loads(lines.result(second))["run"] == 7 and json.loads(lines.result(first))["run"] == 1
+    streams = [io.StringIO(), io.StringIO()]
+    for stream in streams:
+        JsonlWriter(stream, lines).result(second)
+    assert streams[0].getvalue() == streams[1].getvalue() == lines.result(second) + "\n"
+    report = report_of(results())
+    assert lines.stability(report.results[0]) == stability_line(report.results[0])

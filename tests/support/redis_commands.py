@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-import time
+import uuid
 from collections import Counter
 
 import redis
@@ -26,6 +26,13 @@ class Monitor:
         self.keys: Counter[str] = Counter()
         self.order: list[str] = []
         """Every command clients sent, in the order the server received them (by name)."""
+        self.ran: Counter[tuple[str, str]] = Counter()
+        """Every command the server ran, sent or inside a script, by (name, first key): what
+        ``INFO commandstats`` counts, and where each went."""
+        self.sent_to: Counter[tuple[str, str]] = Counter()
+        """Those clients sent, by (name, first key)."""
+        self._end = f"monitor-end-{uuid.uuid4().hex}"
+        self._ended = threading.Event()
         self._monitor = self.client.monitor()
         self._monitor.__enter__()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -34,23 +41,45 @@ class Monitor:
     def _read(self) -> None:
         try:
             for event in self._monitor.listen():
-                name = str(event["command"]).split(" ", 1)[0].lower().strip('"')
+                command = str(event["command"])
+                name = command.split(" ", 1)[0].lower().strip('"')
                 if name == "monitor":
                     continue
+                if name == "echo" and self._end in command:
+                    self._ended.set()
+                    return
                 lua = event.get("client_type") == "lua"
                 (self.in_lua if lua else self.sent)[name] += 1
+                where = (name, _first_key(command))
+                self.ran[where] += 1
                 if not lua:
+                    self.sent_to[where] += 1
                     self.order.append(name)
                     self.keys[f"{name} {_shape(str(event['command']))}"] += 1
         except Exception:  # the connection closed: stop reading
             return
 
-    def stop(self) -> None:
-        time.sleep(0.5)  # what is still on the wire
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop once the server has shown every command it ran before this call: an ``ECHO`` of
+        a token sent now is shown after them (MONITOR shows commands in the order they ran), so
+        no guess of how long what is still on the wire takes on a busy machine."""
+        with contextlib.suppress(Exception):
+            self.client.echo(self._end)
+            self._ended.wait(timeout)
         with contextlib.suppress(Exception):
             self._monitor.connection.disconnect()
         self._thread.join(5)
         self.client.close()
+
+
+def _first_key(command: str) -> str:
+    """The first key a command names (a script call's: after its sha and key count; an ``EVAL``'s
+    script text has spaces, so its keys are not told apart: '')."""
+    parts = command.split(" ")
+    name = parts[0].lower()
+    if name == "evalsha":
+        return parts[3] if len(parts) > 3 and parts[2] != "0" else ""
+    return parts[1] if len(parts) > 1 and name != "eval" else ""
 
 
 def _shape(command: str) -> str:

@@ -48,7 +48,8 @@ def _start(tmp_path: Path, farm_data_dir: Path, *extra: str, grace: str = "1") -
     argv = [sys.executable, "-m", "farm", "test", "-i", str(_suite(tmp_path)), "-n", AGENT, "--runs", "2",
             "--parallel", "2", "--no-progress", "-o", str(tmp_path / "r.json"), "-o", str(tmp_path / "r.xml"),
             "-o", str(tmp_path / "r.jsonl"), *extra]
-    env = {**_env(), "FARM_DATA_DIR": str(farm_data_dir), "FARM_STOP_GRACE": grace}
+    env = {**_env(), "FARM_DATA_DIR": str(farm_data_dir), "FARM_STOP_GRACE": grace,
+           "FARM_TEST_CALLS": str(tmp_path / "calls.txt")}  # the agent notes each call as it begins
     with (tmp_path / "stderr.txt").open("w") as err:  # a file: the test reads it while farm runs
         return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
 
@@ -67,6 +68,12 @@ def _results_in(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.endswith("}") and '"type": "result"' in line)
 
 
+def _hung_in_flight(tmp_path: Path) -> bool:
+    """Have the two runs that hang (mixed's run 2, stall's run 1) begun their calls?"""
+    calls = tmp_path / "calls.txt"
+    return calls.exists() and {"mixed 2", "stall 1"} <= set(calls.read_text().splitlines())
+
+
 def _wait_until(process: subprocess.Popen[str], done: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while not done():
@@ -81,7 +88,7 @@ def _wait_until(process: subprocess.Popen[str], done: Callable[[], bool], what: 
 def _interrupt(tmp_path: Path, farm_data_dir: Path, sig: signal.Signals) -> tuple[int, str]:
     process = _start(tmp_path, farm_data_dir)
     _wait_until(process, lambda: _results_in(tmp_path / "r.jsonl") >= 3, "3 completed runs")
-    time.sleep(0.3)  # the two hung runs are surely in flight by now
+    _wait_until(process, lambda: _hung_in_flight(tmp_path), "the two hung runs in flight")
     process.send_signal(sig)
     process.wait(timeout=WAIT_S)
     return process.returncode, _stderr(tmp_path)
