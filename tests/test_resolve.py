@@ -12,13 +12,17 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from farm.agents.options import AgentOptions
 from farm.api import TestSettings, prepare_sweep, resolve_specs
-from farm.api.specs import SweepExtras, SweepSpecs
+from farm.api.specs import EnvironmentSpec, RunShape, SourceSpec, SweepExtras, SweepSpecs
 from farm.cli.test import test as farm_test
 from farm.history.facts import RECORDED_SETTINGS, HistoryFacts, recorded_settings
 from farm.plan.batch import PlanSpec
-from farm.plan.fleet import FleetFlags
+from farm.plan.fleet import BudgetLimit, FleetFlags, FleetRequest
 from farm.reports.outputs import OutputSpec
+from farm.run.execute import RunEnvironment
+from farm.settings import semantic_enabled
+from farm.suites import LoadOptions
 from farm.sweep.executor import ExecutorOptions
 
 AGENTS = Path(__file__).resolve().parent / "agents" / "basic.py"
@@ -40,7 +44,7 @@ def test_every_flag_reaches_the_spec_of_its_stage(tmp_path: Path) -> None:
     assert resolve_specs(settings) == SweepSpecs(
         plan=PlanSpec(agent_name="py:agent.py:respond", runs=7, min_pass_rate=0.9,
                       adaptive=settings.fleet.adaptive_rule(), run_pattern="^a", patterns=("smoke", "b-*")),
-        fleet=settings.fleet,
+        fleet=FleetRequest(budget=BudgetLimit(max_usd=5.0), adaptive=settings.fleet.adaptive_rule()),
         outputs=OutputSpec(outputs=("a.json", "b.html"), reporter="report.html", verbose=True),
         executor=ExecutorOptions(broker="redis://:secret@host:6379/0", queue="q1", detach=True),
         history=HistoryFacts(runs=7, min_pass_rate=0.9, parallel=3, timeout_s=30.0, fail_fast=True,
@@ -48,6 +52,12 @@ def test_every_flag_reaches_the_spec_of_its_stage(tmp_path: Path) -> None:
                              queue="q1", neuro_san_compat=True, user="u1", team="t1", detach=True, distributed=True,
                              cwd=tmp_path),
         extras=SweepExtras(before="hooks.py:before", after="hooks.py:after", cwd=str(tmp_path), listing="json"),
+        agents=AgentOptions.from_env(tmp_path, connector="openai.gpt-4o", judge="openai.gpt-4o-mini",
+                                     neuro_san_server=None),
+        source=SourceSpec(input="s.jsonl", message=None, cwd=tmp_path, load=LoadOptions()),
+        environment=EnvironmentSpec(RunEnvironment(user="u1", team="t1", connector="openai.gpt-4o", timeout_s=30.0,
+                                                   neuro_san_compat=True), cwd=str(tmp_path)),
+        shape=RunShape(parallel=3, semantic=semantic_enabled(), fail_fast=True),
         verbose=True,
     )
     assert settings.fleet.adaptive_rule() is not None  # the plan spec's rule is a real one, not None twice

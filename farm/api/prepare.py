@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import farm.collector as collector
@@ -30,21 +28,20 @@ from farm.agents.ref import AgentRef
 from farm.agents.resolve import parse_reference
 from farm.agents.retry import attempts_from_env
 from farm.api.settings import TestSettings
-from farm.api.specs import SweepSpecs, agent_options, resolve_specs
+from farm.api.specs import SourceSpec, SweepSpecs, resolve_specs
 from farm.defaults import MAX_SWEEP_RUNS
 from farm.errors import AgentResolutionError, SettingsError
 from farm.fleet.keys import plan_fleet
 from farm.matrix.arms import foreign_agent
 from farm.models import Case, FleetFacts, MatrixPlan, SweepEnvelope
 from farm.plan.batch import BatchPlanner, CaseKeeper, PlanParts, ReadCounter
-from farm.plan.load_processes import SUBMIT_READERS, load_processes, plan_in_processes
+from farm.plan.load_processes import read_and_plan
 from farm.plan.sweep_plan import PlannedCases, SweepPlan, build_plan, new_sweep_id
-from farm.plan.yao_options import load_context_file
 from farm.reports import BUILTIN_REPORTERS
 from farm.reports.outputs import OutputTarget, keeps_run_details, plan_outputs
 from farm.run.environment import RunEnvironment
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
-from farm.suites import CaseStream, LoadOptions, open_input, open_message
+from farm.suites import CaseStream, open_input, open_message
 
 
 @dataclass
@@ -84,16 +81,14 @@ def _check_agents_and_judges(needed: dict[str | None, Case], refs: Iterable[Agen
     return built
 
 
-def _open(settings: TestSettings, matrix: MatrixPlan | None, agents: AgentOptions) -> CaseStream:
-    if (settings.input is None) == (settings.message is None):
+def _open(source: SourceSpec, name: str | None, matrix: MatrixPlan | None, agents: AgentOptions) -> CaseStream:
+    if (source.input is None) == (source.message is None):
         raise SettingsError("give either -i PATH (a suite file or directory) or -m MESSAGE")
-    if settings.message is not None:
-        return open_message(settings.message, cwd=Path(settings.cwd))
+    if source.message is not None:
+        return open_message(source.message, cwd=source.cwd)
     # -n (or every arm) naming no neuro-san server: a neuro-san case's connections do not apply (it runs once)
-    foreign = foreign_agent(settings.name, matrix, agents)
-    options = LoadOptions(yao_compat=settings.yao_compat, simulator=settings.simulator, foreign_agent=foreign,
-                          allow_remote_includes=settings.allow_remote_includes, listing=settings.collect_only)
-    return open_input(str(settings.input), cwd=Path(settings.cwd), options=options)
+    options = dataclasses.replace(source.load, foreign_agent=foreign_agent(name, matrix, agents))
+    return open_input(str(source.input), cwd=source.cwd, options=options)
 
 
 def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: ReadCounter | None = None
@@ -103,7 +98,7 @@ def prepare_sweep(settings: TestSettings, *, sweep_id: str | None = None, read: 
     take tens of seconds: the command shows it)."""
     settings.check()
     with collector.paused():  # half the load time at 100k cases was collections (farm.collector)
-        return _prepare(settings, sweep_id, read or (lambda cases: None))
+        return _prepare(resolve_specs(settings), sweep_id, read or (lambda cases: None))
 
 
 PLAN_BATCH = 2_000
@@ -113,71 +108,47 @@ PLAN_BATCH = 2_000
 10,000 did not (a million cases listed: 0.86x the CPU)."""
 
 
-def _prepare(settings: TestSettings, sweep_id: str | None, read: ReadCounter) -> PreparedSweep:
+def _prepare(specs: SweepSpecs, sweep_id: str | None, read: ReadCounter) -> PreparedSweep:
     """Read the suite once, in batches: select, resolve and plan each batch as it is read, so a
     distributed submitter holds each planned case only in its stored form (``CompactCases``), and
     a large suite is read by a process per core (``farm.plan.load_processes``). Problems are raised in
     the order a user fixes them: the suite's (all of them), the selection, the outputs, then the
     agents, judges and simulators."""
-    specs = resolve_specs(settings)
-    options = agent_options(settings)
-    stream = _open(settings, specs.plan.matrix, options)
+    options = specs.agents
+    source = specs.source
+    stream = _open(source, specs.plan.agent_name, specs.plan.matrix, options)
     sid = sweep_id or new_sweep_id()
-    env = _environment(settings, sid)
-    parts = PlanParts(None if settings.collect_only else _case_keeper(specs, env))
+    env = specs.environment.for_sweep(sid)
+    parts = PlanParts(None if source.load.listing else _case_keeper(specs, env))
     planner = BatchPlanner(specs.plan, keeper=parts.cases, env=env, options=options)
-    _read_and_plan(stream, planner, parts, read)
+    read_and_plan(stream, planner, parts, PLAN_BATCH, read)
     stream.check()
     if parts.totals.runs > MAX_SWEEP_RUNS:
         raise SettingsError(f"the sweep plans {parts.totals.runs:,} runs ({parts.totals.cases:,} cases): at most "
                             f"{MAX_SWEEP_RUNS:,} in one sweep; lower --runs or split the suite")
-    stream.notes += manifest_overrides(parts.agents, settings.name or ("arms" if specs.plan.matrix else None))
-    parts.selection.check(settings.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
-    outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=Path(settings.cwd))
+    stream.notes += manifest_overrides(parts.agents, specs.plan.agent_name or ("arms" if specs.plan.matrix else None))
+    parts.selection.check(source.input or "-m", planner.regex and planner.regex.pattern, planner.spec.patterns)
+    outputs = plan_outputs(specs.outputs, root=stream.root, inputs=stream.files, cwd=source.cwd)
+    run_details = DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0
     if parts.refused is not None:
         raise parts.refused
-    built = _check_adapters(specs, parts, options)
+    here = _calls_agents_here(specs)
+    built = _check_adapters(specs, parts, options, here=here)
     fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
+    shape = specs.shape
     plan = build_plan(
         sid, parts.cases if parts.cases is not None else PlannedCases(), env=env, options=options,
-        totals=parts.totals, parallel=settings.parallel, semantic=settings.semantic_figures(), matrix=specs.plan.matrix,
-        fail_fast=settings.fail_fast, envelope=_envelope(settings, stream, fleet.describe()), queue=settings.queue,
-        fleet=fleet, max_run_details=DEFAULT_MAX_RUN_DETAILS if keeps_run_details(outputs) else 0,
-        ramp=list(settings.ramp) if settings.ramp else None)
+        totals=parts.totals, parallel=shape.parallel, semantic=shape.semantic, matrix=specs.plan.matrix,
+        fail_fast=shape.fail_fast, envelope=_envelope(specs, stream, fleet.describe()), queue=specs.executor.queue,
+        fleet=fleet, max_run_details=run_details, ramp=shape.ramp)
     return PreparedSweep(plan, stream, outputs, specs, options, listed=parts.ids if parts.cases is None else None,
-                         adapters=built if _calls_agents_here(specs) else None)
+                         adapters=built if here else None)
 
 
-def _environment(settings: TestSettings, sweep_id: str) -> RunEnvironment:
-    """What every run of the sweep sees: who runs it, the connector, timeouts, Yao's context file."""
-    ctx = load_context_file(settings.ctx, settings.cwd) if settings.ctx else {}
-    return RunEnvironment(
-        user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
-        neuro_san_compat=settings.neuro_san_compat, sweep_id=sweep_id, yao_compat=settings.yao_compat,
-        confirm_failures=settings.confirm_failures, **ctx)
-
-
-def _read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, read: ReadCounter) -> None:
-    """Read the suite batch by batch, selecting and planning each batch into ``parts`` (in a
-    process per core when the plan keeps no ``Case`` objects and the suite is large)."""
-    travels = parts.cases is None or parts.cases.travels
-    processes = load_processes(stream, most=None if parts.cases is None else SUBMIT_READERS) if travels else 1
-    if processes > 1:
-        plan_in_processes(stream, planner, parts, PLAN_BATCH, processes, read)
-        return
-    reading = iter(stream)
-    while batch := list(itertools.islice(reading, PLAN_BATCH)):
-        read(len(batch))
-        cases, counts = planner.select(batch)
-        parts.selection.add(counts)
-        if not stream.broken:  # a suite with problems is read on only to list them all
-            parts.merge(planner.plan(cases, selected=True))
-
-
-def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) -> BuiltAdapters:
+def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions, *, here: bool) -> BuiltAdapters:
     """Build the sweep's agents and judges and find its reporter: bad ones are exit 2 now."""
     replaying = AgentHooks(replaying=specs.fleet.replay is not None)  # a replay needs no secret
-    with _client_here_or_deferred(specs), replaying.building():
+    with _client_here_or_deferred(here), replaying.building():
         built = _check_agents_and_judges(parts.judges, parts.agents.values(), options,
                                          replaying=replaying.replaying)
     reporter = specs.outputs.reporter
@@ -186,10 +157,10 @@ def _check_adapters(specs: SweepSpecs, parts: PlanParts, options: AgentOptions) 
     return built
 
 
-def _client_here_or_deferred(specs: SweepSpecs) -> contextlib.AbstractContextManager[None]:
+def _client_here_or_deferred(here: bool) -> contextlib.AbstractContextManager[None]:
     """Nothing when the agents are called here, else ``client_deferred``: the transport module is
     imported only by a sweep that builds HTTP agents it will not call (a plain sweep never does)."""
-    if _calls_agents_here(specs):
+    if here:
         return contextlib.nullcontext()
     from farm.agents.transport import client_deferred
 
@@ -213,15 +184,16 @@ def _case_keeper(specs: SweepSpecs, env: RunEnvironment) -> CaseKeeper:
     return PlannedCases()
 
 
-def _envelope(settings: TestSettings, loaded: CaseStream, fleet: FleetFacts | None) -> SweepEnvelope:
+def _envelope(specs: SweepSpecs, loaded: CaseStream, fleet: FleetFacts | None) -> SweepEnvelope:
     """What the report's envelope says of the flags (the optional parts only when given)."""
     given: dict[str, Any] = {
-        "yao_compat": True if settings.yao_compat else None, "notes": loaded.notes or None,
-        "min_overall_pass_rate": settings.min_overall_pass_rate, "fleet": fleet,
+        "yao_compat": True if specs.shape.yao_compat else None, "notes": loaded.notes or None,
+        "min_overall_pass_rate": specs.shape.min_overall_pass_rate, "fleet": fleet,
     }
+    source = specs.source
     return SweepEnvelope(
-        input=(settings.message or settings.input) if loaded.kind == "message" else str(loaded.root),
-        min_pass_rate=settings.min_pass_rate, runs=settings.runs, reporter=settings.reporter,
+        input=(source.message or source.input) if loaded.kind == "message" else str(loaded.root),
+        min_pass_rate=specs.plan.min_pass_rate, runs=specs.plan.runs, reporter=specs.outputs.reporter,
         **{k: v for k, v in given.items() if v is not None},
     )
 

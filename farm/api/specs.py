@@ -5,12 +5,17 @@
 these specs, each defined in the room that uses it:
 
 - ``PlanSpec``: batch planning (``farm.plan.batch``);
-- ``FleetFlags``: fleet keys and control (``farm.fleet.keys``);
+- ``FleetRequest``: the fleet flags parsed, for fleet keys and control (``farm.fleet.keys``);
 - ``OutputSpec``: the reports asked for (``farm.reports.outputs``);
 - ``ExecutorOptions``: which executor runs the sweep (``farm.sweep.executor``);
 - ``HistoryFacts``: what the history keeps of the flags (``farm.history.facts``);
 - ``SweepExtras``: Yao's ``--before``/``--after`` hooks and the listings (``farm.cli.extras``);
-- ``AgentOptions``: how agents are resolved (``agent_options``, ``farm.agents.options``).
+- ``AgentOptions``: how agents are resolved (``agent_options``, ``farm.agents.options``);
+- ``SourceSpec``: where the cases come from and how they are read (``farm.suites``);
+- ``RunEnvironment``: what every run sees (``farm.run.execute``; ``--ctx`` is read when planned);
+- ``RunShape``: how the plan runs and what its envelope says (``farm.plan.sweep_plan``).
+
+After ``resolve_specs`` nothing takes ``settings`` again: each step takes the spec it needs.
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ from farm.api.settings import TestSettings
 from farm.history.facts import HistoryFacts
 from farm.matrix.arms import matrix_plan
 from farm.plan.batch import PlanSpec
-from farm.plan.fleet import FleetFlags
+from farm.plan.fleet import FleetRequest
+from farm.plan.yao_options import load_context_file
 from farm.reports.outputs import OutputSpec
+from farm.run.execute import RunEnvironment
 from farm.settings import safe_url
+from farm.suites import LoadOptions
 from farm.sweep.executor import ExecutorOptions
 
 Listing = Literal["ids", "json"]
@@ -46,40 +54,98 @@ class SweepExtras:
 
 
 @dataclass(frozen=True)
+class SourceSpec:
+    """``-i`` or ``-m`` (resolved in ``cwd``) and how the suite is read; ``load.foreign_agent`` is
+    found when it is opened (it asks the agents), ``load.listing`` is ``--collect-only``."""
+
+    input: str | None
+    message: str | None
+    cwd: Path
+    load: LoadOptions
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What every run sees, but for the sweep's id and ``--ctx`` (a file read once the suite is open)."""
+
+    run: RunEnvironment
+    ctx: str | None = None
+    cwd: str = "."
+
+    def for_sweep(self, sweep_id: str) -> RunEnvironment:
+        """The sweep's environment: its id, and Yao's context file when given."""
+        ctx = load_context_file(self.ctx, self.cwd) if self.ctx else {}
+        return dataclasses.replace(self.run, sweep_id=sweep_id, **ctx)
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """How the plan runs (``--parallel``, ``--fail-fast``, semantic figures, ``--ramp``) and what
+    its envelope says of the gates."""
+
+    parallel: int
+    semantic: bool
+    fail_fast: bool = False
+    ramp: list[int] | None = None
+    min_overall_pass_rate: float | None = None
+    yao_compat: bool = False
+
+
+@dataclass(frozen=True)
 class SweepSpecs:
     """What each stage of ``farm test`` takes of its flags (see the module docstring)."""
 
     plan: PlanSpec
-    fleet: FleetFlags
+    fleet: FleetRequest
     outputs: OutputSpec
     executor: ExecutorOptions
     history: HistoryFacts
     extras: SweepExtras
+    agents: AgentOptions
+    source: SourceSpec
+    environment: EnvironmentSpec
+    shape: RunShape
     verbose: bool = False
     """``-v``: each distinct failure once after the sweep (and a reporter agent's details)."""
 
 
 def resolve_specs(settings: TestSettings) -> SweepSpecs:
     """What each stage takes of ``settings`` (this module), read once."""
+    fleet = settings.fleet.parsed()
+    plan = PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
+                    adaptive=fleet.adaptive, run_pattern=settings.run_pattern,
+                    patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,)),
+                    matrix=matrix_plan(settings.matrix, settings.cwd, settings.name))
     return SweepSpecs(
-        plan=PlanSpec(agent_name=settings.name, runs=settings.runs, min_pass_rate=settings.min_pass_rate,
-                      adaptive=settings.fleet.adaptive_rule(), run_pattern=settings.run_pattern,
-                      patterns=settings.patterns, ramp_levels=len(settings.ramp or (1,)),
-                      matrix=matrix_plan(settings.matrix, settings.cwd, settings.name)),
-        fleet=settings.fleet,
+        plan=plan, fleet=fleet,
         outputs=OutputSpec(outputs=settings.outputs, reporter=settings.reporter, verbose=settings.verbose),
         executor=ExecutorOptions(broker=settings.broker, queue=settings.queue, detach=settings.detach),
-        history=HistoryFacts(
-            runs=settings.runs, min_pass_rate=settings.min_pass_rate, parallel=settings.parallel,
-            timeout_s=settings.timeout_s, fail_fast=settings.fail_fast, confirm_failures=settings.confirm_failures,
-            name=safe_url(settings.name) if settings.name else None,  # -n http://user:PASSWORD@host/
-            connector=settings.connector, judge=settings.judge, queue=settings.queue,
-            neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,
-            detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd)),
+        history=_history(settings),
         extras=SweepExtras(before=settings.before, after=settings.after, cwd=settings.cwd,
                            listing="json" if settings.dry_run else "ids" if settings.collect_only else None),
+        agents=agent_options(settings),
+        source=SourceSpec(settings.input, settings.message, Path(settings.cwd), LoadOptions(
+            yao_compat=settings.yao_compat, simulator=settings.simulator, listing=settings.collect_only,
+            allow_remote_includes=settings.allow_remote_includes)),
+        environment=EnvironmentSpec(RunEnvironment(
+            user=settings.user, team=settings.team, connector=settings.connector, timeout_s=settings.timeout_s,
+            neuro_san_compat=settings.neuro_san_compat, yao_compat=settings.yao_compat,
+            confirm_failures=settings.confirm_failures), ctx=settings.ctx, cwd=settings.cwd),
+        shape=RunShape(parallel=settings.parallel, semantic=settings.semantic_figures(), fail_fast=settings.fail_fast,
+                       ramp=list(settings.ramp) if settings.ramp else None, yao_compat=settings.yao_compat,
+                       min_overall_pass_rate=settings.min_overall_pass_rate),
         verbose=settings.verbose,
     )
+
+
+def _history(settings: TestSettings) -> HistoryFacts:
+    return HistoryFacts(
+        runs=settings.runs, min_pass_rate=settings.min_pass_rate, parallel=settings.parallel,
+        timeout_s=settings.timeout_s, fail_fast=settings.fail_fast, confirm_failures=settings.confirm_failures,
+        name=safe_url(settings.name) if settings.name else None,  # -n http://user:PASSWORD@host/
+        connector=settings.connector, judge=settings.judge, queue=settings.queue,
+        neuro_san_compat=settings.neuro_san_compat, user=settings.user, team=settings.team,
+        detach=settings.detach, distributed=bool(settings.broker), cwd=Path(settings.cwd))
 
 
 def agent_options(settings: TestSettings) -> AgentOptions:
@@ -90,4 +156,5 @@ def agent_options(settings: TestSettings) -> AgentOptions:
     return dataclasses.replace(options, isolate=True) if settings.isolate else options
 
 
-__all__ = ["Listing", "SweepExtras", "SweepSpecs", "agent_options", "resolve_specs"]
+__all__ = ["EnvironmentSpec", "Listing", "RunShape", "SourceSpec", "SweepExtras", "SweepSpecs", "agent_options",
+           "resolve_specs"]

@@ -1,6 +1,7 @@
 """The fleet-control flags of ``farm test`` (SPEC 13), read back by ``FleetFlags.from_flags``.
 
-The values are checked where the sweep is prepared (``farm.fleet.keys.plan_fleet``), so a bad
+The values are checked where the sweep is prepared (``FleetFlags.parsed``, then
+``farm.fleet.keys.plan_fleet``), so a bad
 one is exit 2 naming the flag, from the command line and the Python API alike.
 """
 

@@ -28,7 +28,7 @@ from farm.agents.resolve import adapter_spec
 from farm.defaults import PRICES_ENV
 from farm.errors import AgentResolutionError, SettingsError
 from farm.fleet.replay import ReplayStore
-from farm.plan.fleet import FleetFlags, FleetPlan, ReplaySpec, agent_ref_key
+from farm.plan.fleet import FleetPlan, FleetRequest, ReplaySpec, agent_ref_key
 from farm.plan.rate_specs import RateLimit, declared_limit
 from farm.stats.prices import Price, PriceTable
 from farm.yaofile import read_yao_object
@@ -103,7 +103,7 @@ def _judge_key(keys: _Keys, name: str, judge: object) -> None:
         keys.metered.add(name)
 
 
-def plan_fleet(flags: FleetFlags, agents: Mapping[AgentRef, Agent], judges: JudgeResolver,
+def plan_fleet(request: FleetRequest, agents: Mapping[AgentRef, Agent], judges: JudgeResolver,
                judge_uses: Iterable[str | None], options: AgentOptions) -> FleetPlan:
     """The sweep's ``FleetPlan``; ``agents`` and ``judges`` are the ones ``prepare_sweep`` built.
 
@@ -111,8 +111,7 @@ def plan_fleet(flags: FleetFlags, agents: Mapping[AgentRef, Agent], judges: Judg
         SettingsError: a bad flag or price file, an unpriced key under ``--budget``, a replay
             directory that does not exist.
     """
-    budget, adaptive, replay = flags.budget(), flags.adaptive_rule(), flags.replay_spec()
-    limits = flags.rate_table()
+    budget, replay = request.budget, request.replay
     if replay is not None:  # checked now (and the record directory made): exit 2 before any run
         store = ReplayStore.open(Path(options.cwd) / Path(replay.directory).expanduser(), replay.mode)
         replay = ReplaySpec(directory=str(store.directory.resolve()), mode=replay.mode)
@@ -132,9 +131,10 @@ def plan_fleet(flags: FleetFlags, agents: Mapping[AgentRef, Agent], judges: Judg
         raise SettingsError(f"--budget: no price for {unpriced}: a budget cannot be kept without one; add it to "
                             f"a price file named by {PRICES_ENV} ({{\"models\": {{\"NAME\": {{\"input\": USD, "
                             "\"output\": USD}}}, USD per million tokens)")
-    return FleetPlan(limits=limits, declared=keys.declared, budget=budget, prices=keys.prices,
-                     agent_keys=agent_keys, unmetered=unmetered, metered=sorted(keys.metered), adaptive=adaptive,
-                     replay=replay, judge_cache=flags.judge_cache, max_queue_wait_s=flags.queue_wait_s())
+    return FleetPlan(limits=request.limits, declared=keys.declared, budget=budget, prices=keys.prices,
+                     agent_keys=agent_keys, unmetered=unmetered, metered=sorted(keys.metered),
+                     adaptive=request.adaptive, replay=replay, judge_cache=request.judge_cache,
+                     max_queue_wait_s=request.max_queue_wait_s)
 
 
 __all__ = ["UNMETERED_TYPES", "plan_fleet"]

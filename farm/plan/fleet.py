@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
@@ -129,6 +129,26 @@ class FleetFlags:
     def rate_table(self) -> dict[str, RateLimit]:
         return parse_flag(self.rate_limits)
 
+    def parsed(self) -> FleetRequest:
+        """Every flag checked and parsed, once (``farm.api.resolve_specs``): a bad one is exit 2
+        before the suite is read."""
+        return FleetRequest(budget=self.budget(), adaptive=self.adaptive_rule(), replay=self.replay_spec(),
+                            limits=self.rate_table(), judge_cache=self.judge_cache,
+                            max_queue_wait_s=self.queue_wait_s())
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    """What the fleet flags ask, parsed (``FleetFlags.parsed``): ``plan_fleet`` checks it against
+    the sweep's agents, connectors and judges."""
+
+    budget: BudgetLimit | None = None
+    adaptive: AdaptiveRule | None = None
+    replay: ReplaySpec | None = None
+    limits: dict[str, RateLimit] = field(default_factory=dict)
+    judge_cache: bool = True
+    max_queue_wait_s: float = DEFAULT_MAX_QUEUE_WAIT_S
+
 
 @dataclass(frozen=True)
 class ReplaySpec:
@@ -188,4 +208,4 @@ def agent_ref_key(ref: AgentRef) -> str:
     key = f"{ref.kind}:{ref.target}#{ref.name}" if ref.name else f"{ref.kind}:{ref.target}"
     return f"{key}@{ref.arm_key}" if ref.arm_key else key
 
-__all__ = ["FleetFlags", "FleetPlan", "ReplaySpec", "agent_ref_key"]
+__all__ = ["FleetFlags", "FleetPlan", "FleetRequest", "ReplaySpec", "agent_ref_key"]

@@ -26,6 +26,7 @@ Suites under ``PARALLEL_MIN_BYTES`` are read alone (forking costs more than it s
 from __future__ import annotations
 
 import heapq
+import itertools
 import multiprocessing
 import multiprocessing.process
 import operator
@@ -88,6 +89,23 @@ _FORKED: tuple[CaseStream, BatchPlanner, int, int, bool] | None = None
 """What the forked processes inherit (set just before forking)."""
 POLL_S = 1.0
 """How often the wait for a batch checks that the reading processes are alive."""
+
+
+def read_and_plan(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, size: int, read: ReadCounter) -> None:
+    """Read the suite in batches of ``size``, selecting and planning each batch into ``parts`` (in
+    a process per core when the plan keeps no ``Case`` objects and the suite is large)."""
+    travels = parts.cases is None or parts.cases.travels
+    processes = load_processes(stream, most=None if parts.cases is None else SUBMIT_READERS) if travels else 1
+    if processes > 1:
+        plan_in_processes(stream, planner, parts, size, processes, read)
+        return
+    reading = iter(stream)
+    while batch := list(itertools.islice(reading, size)):
+        read(len(batch))
+        cases, counts = planner.select(batch)
+        parts.selection.add(counts)
+        if not stream.broken:  # a suite with problems is read on only to list them all
+            parts.merge(planner.plan(cases, selected=True))
 
 
 def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanParts, size: int,
@@ -199,4 +217,5 @@ def _check_alive(children: Sequence[multiprocessing.process.BaseProcess],
                                    "(killed? out of memory?); FARM_LOAD_PROCESSES=1 reads it in this one")
 
 
-__all__ = ["ENV_VAR", "PARALLEL_MIN_BYTES", "LoadedBatch", "load_processes", "plan_in_processes"]
+__all__ = ["ENV_VAR", "PARALLEL_MIN_BYTES", "LoadedBatch", "load_processes", "plan_in_processes",
+           "read_and_plan"]

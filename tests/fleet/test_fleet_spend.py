@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,9 @@ from farm.distributed.fleet.budget import RedisBudgetBackend
 from farm.fleet.budget import Budget
 from farm.plan.fleet import BudgetLimit
 from farm.run.waiting import QueueWaitError
-from tests.support.fleet_agents import PRICE, usage_server
+from tests.support.fleet_agents import PRICE, UsageServer, usage_server
 from tests.support.fleet_project import report_of, write_suite
+from tests.support.servers import serve_in_thread
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.redis]
@@ -138,3 +140,56 @@ def test_calls_a_killed_worker_paid_for_count_in_the_reported_spend(tmp_path, re
         paid, reported = 0.01 * server.calls, report["summary"]["cost_usd"]
         assert paid - 1e-9 <= reported <= paid + 0.04 + 1e-9, (reported, server.calls)
         assert report["metadata"]["budget"]["spent_usd"] == pytest.approx(reported)
+
+
+TWO_TURNS = ('{"interactions": [{"text": "one", "response": {"text": {"keywords": ["no"]}}}, '
+             '{"text": "two", "response": {"text": {"keywords": ["no"]}}}]}')
+"""One case of two turns; the usage agent answers "no" to an odd run, so run 1 passes."""
+
+
+class _SecondCallHangs(UsageServer):
+    """The usage agent, whose second call (a run's second turn) hangs until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def enter(self) -> None:
+        super().enter()
+        if self.calls == 2:
+            self.release.wait(120)
+
+
+@pytest.mark.slow
+def test_a_call_settled_before_its_worker_died_counts_in_the_reported_spend(tmp_path, redis_client, farm_worker,
+                                                                             farm_cli) -> None:
+    """A call settles in the budget when its answer comes; its run is stored after its last turn.
+    The worker is SIGKILLed during turn 2: turn 1's call was paid and settled, no stored run keeps
+    it and no reservation holds it. The report counted stored runs and reservations only: a call
+    short (once under load in the killed-worker test above; here every time)."""
+    env = {"FARM_VISIBILITY_TIMEOUT": "4"}
+    victim = farm_worker(queue="settled", concurrency=1, env=env)
+    suite = tmp_path / "two.hocon"
+    suite.write_text(TWO_TURNS)
+    out = tmp_path / "r.json"
+    server = _SecondCallHangs()
+    with serve_in_thread(server) as served:
+        agent = served.url + "/agent"
+        try:
+            with farm_cli.started("test", "-i", str(suite), "-n", agent, "--runs", "1", "--budget", "5",
+                                  "--broker", farm_cli.broker, "--queue", "settled", "--no-history", "--no-progress",
+                                  "-o", str(out), env={"FARM_PRICES": str(_prices(tmp_path, agent)), **env}) as sweep:
+                wait_for(lambda: server.calls >= 2, 120, "turn 2's call on the victim")
+                victim.kill()
+                server.release.set()
+                farm_worker(queue="settled", concurrency=1, env=env)
+                _stdout, stderr = sweep.communicate(timeout=300)
+        finally:
+            server.release.set()
+    assert sweep.returncode == 0, stderr
+    report = report_of(out)
+    assert server.calls >= 4  # turn 1 and turn 2 on the victim, both again on the survivor
+    paid, reported = 0.01 * server.calls, report["summary"]["cost_usd"]
+    # never short; over by at most the victim's reservation for turn 2 if its call never reached the agent
+    assert paid - 1e-9 <= reported <= paid + 0.01 + 1e-9, (reported, server.calls)
+    assert report["metadata"]["budget"]["spent_usd"] == pytest.approx(reported)

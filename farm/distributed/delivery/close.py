@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from farm.distributed.fleet.runtime import budget_figures, is_decided
 from farm.distributed.store.sweep_store import SweepStore
 from farm.errors import InputError
-from farm.models import SweepReport
+from farm.models import BudgetFigures, SweepReport
 from farm.plan.sweep_plan import CaseSlot, PlannedCase, SweepPlan
 from farm.stats import CaseAccumulator, pass_ks
 from farm.sweep.lifecycle import SweepStatus, finish_sweep
@@ -67,12 +67,13 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
     sid = sweep.sweep_id
     if store.has_report(sid):
         return False
-    budget, unkept_usd = budget_figures(store, sweep)  # what a budgeted sweep spent (SPEC 13)
+    budget = budget_figures(store, sweep)  # what a budgeted sweep spent (SPEC 13)
     built = finish_sweep(
         sweep, store.all_stats(sid), case_ids=store.case_ids(sid), started_at=sweep.started_at,
         duration_ms=max(time.time() - store.submitted_epoch(sid), 0.0) * 1000,
         stopped=store.stop_reason(sid), status=status, reason=reason, budget=budget,
     )
+    unkept_usd = unkept(budget, built.summary.cost_usd)
     if unkept_usd > 0 and built.summary.cost_usd is not None:  # paid calls no stored run kept (SPEC 26)
         built.summary.cost_usd = _usd(built.summary.cost_usd + unkept_usd)
     # stored without run details (all_stats leaves them out); rendering reads them case by case
@@ -80,6 +81,17 @@ def report(store: SweepStore, sweep: SweepPlan, *, status: SweepStatus | None = 
     if stored:
         _export(built)
     return stored
+
+
+def unkept(budget: BudgetFigures | None, kept_usd: float | None) -> float:
+    """What the budget saw paid beyond what the stored runs kept: calls no run kept. A call settles
+    in the budget when its answer comes, its run is stored later (after its other turns and its
+    checks), so a worker killed in between leaves a call settled that no run kept and no
+    reservation holds, besides the calls still reserved (their answers died with it). The report
+    counted only the reservations, and was once a call short under load."""
+    if budget is None or kept_usd is None:
+        return 0.0
+    return max(0.0, _usd(budget.spent_usd - kept_usd))
 
 
 def _usd(amount: float) -> float:

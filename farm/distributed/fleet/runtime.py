@@ -57,22 +57,22 @@ def is_decided(store: SweepStore, sweep_id: str, case_id: str) -> bool:
     return bool(store.client.sismember(keys.decided_key(sweep_id), case_id))
 
 
-def budget_figures(store: SweepStore, sweep: SweepPlan) -> tuple[BudgetFigures | None, float]:
-    """The limits and what a budgeted sweep spent, for its report (None: the sweep has no budget),
-    and what of it no run kept: calls paid whose answers died with their worker (SIGKILL, OOM).
+def budget_figures(store: SweepStore, sweep: SweepPlan) -> BudgetFigures | None:
+    """The limits and what a budgeted sweep spent, for its report (None: the sweep has no budget).
 
-    Such a call reserved its most and never settled. A report is built once no run is in flight
-    (or when a stopped sweep is closed: then a call still out counts too), so what is still
-    reserved then was spent, at its reservation's price (SPEC 26: reported spend counts every paid
-    call, a killed worker's too)."""
+    What was spent is every call the budget saw paid: those settled and those still reserved. A
+    call whose answer died with its worker (SIGKILL, OOM) reserved its most and never settled; a
+    report is built once no run is in flight (or when a stopped sweep is closed: then a call still
+    out counts too), so what is still reserved then was spent, at its reservation's price (SPEC 26:
+    reported spend counts every paid call, a killed worker's too)."""
     limit = sweep.fleet.budget
     if limit is None:
-        return None, 0.0
+        return None
     found = store.client.hgetall(keys.budget_key(sweep.sweep_id))
     unsettled_usd = max(0.0, float(found.get("reserved_usd", 0)))
     unsettled_tokens = max(0, int(found.get("reserved_tokens", 0)))
     spent_usd = float(found.get("spent_usd", 0)) + unsettled_usd
-    return budget_report(limit, spent_usd, int(found.get("spent_tokens", 0)) + unsettled_tokens), unsettled_usd
+    return budget_report(limit, spent_usd, int(found.get("spent_tokens", 0)) + unsettled_tokens)
 
 
 __all__ = ["budget_figures", "is_decided", "mark_decided", "redis_runtime"]
