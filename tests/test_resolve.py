@@ -20,7 +20,7 @@ from farm.history.facts import RECORDED_SETTINGS, HistoryFacts, recorded_setting
 from farm.plan.batch import PlanSpec
 from farm.plan.fleet import BudgetLimit, FleetFlags, FleetRequest
 from farm.reports.outputs import OutputSpec
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.settings import semantic_enabled
 from farm.suites import LoadOptions
 from farm.sweep.executor import ExecutorOptions

@@ -33,7 +33,7 @@ from farm.plan.batch import PlanSpec
 from farm.plan.fleet import FleetRequest
 from farm.plan.yao_options import load_context_file
 from farm.reports.outputs import OutputSpec
-from farm.run.execute import RunEnvironment
+from farm.run.environment import RunEnvironment
 from farm.settings import safe_url
 from farm.suites import LoadOptions
 from farm.sweep.executor import ExecutorOptions
