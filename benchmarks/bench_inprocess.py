@@ -26,7 +26,7 @@ AGENTS = {
     "http, 0 ms": "HTTP",
 }
 AREAS = (
-    ("farm.run.execute", "/farm/execute.py"), ("farm.checks", "/farm/checks/"), ("farm.stats", "/farm/stats/"),
+    ("farm.run", "/farm/run/"), ("farm.checks", "/farm/checks/"), ("farm.stats", "/farm/stats/"),
     ("farm.reports", "/farm/reports/"), ("farm.agents", "/farm/agents/"), ("farm (other)", "/farm/"),
     ("pydantic", "/pydantic"), ("aiohttp", "/aiohttp/"), ("yarl", "/yarl/"), ("multidict", "/multidict/"),
     ("asyncio", "/asyncio/"), ("json", "/json/"), ("threading", "threading.py"), ("uuid", "uuid.py"),
