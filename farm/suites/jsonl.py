@@ -13,11 +13,14 @@ Any other key is refused: a typo would test nothing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from io import BufferedReader
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic_core import from_json
 
@@ -61,28 +64,25 @@ def load_jsonl(path: Path, suite: str, options: LoadOptions | None = None) -> tu
 
 
 def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: list[Problem], *,
-               lines: Callable[[int], bool | None] | None = None,
+               batches: tuple[int, Callable[[int], bool | None]] | None = None,
                broken_id: Callable[[str, int], object] | None = None) -> Iterator[Case]:
     """Each good case of a JSONL suite as its line is read; a problem for every bad line is
     appended to ``problems`` (a file that cannot be read: one problem with no line).
 
     The file is read line by line (a million-case suite is never held as text), and each case
-    is built once, with its location: nothing per case is kept. ``lines``: read only the lines
-    (numbered from 1) it accepts (a process loading part of a suite skips the others unparsed),
-    and stop at the first line it answers None. ``broken_id(id, line)``: told the id of each case
-    that has problems, so that a duplicate of it is reported with them, not after they are fixed.
+    is built once, with its location: nothing per case is kept. ``batches``: ``(size, keep)``,
+    read only the batches of ``size`` lines ``keep(batch number from 0)`` accepts (a process
+    loading part of a suite skips the others unparsed), and stop at the first it answers None.
+    ``broken_id(id, line)``: told the id of each case that has problems, so that a duplicate of
+    it is reported with them, not after they are fixed.
     """
     options = options or LoadOptions()
     source = str(path)
     try:
-        with path.open("rb") as stream:
+        with cast(BufferedReader, path.open("rb", buffering=_SKIP_BLOCK)) as stream:
             base_dir = str(path.parent.resolve())
-            for lineno, raw in enumerate(stream, start=1):
-                wanted = True if lines is None else lines(lineno)
-                if wanted is None:
-                    break
-                if not wanted:
-                    continue
+            file = FileCases(source, suite, base_dir)
+            for lineno, raw in _numbered(stream, batches):
                 obj, problem = _decode_line(raw, lineno == 1)
                 surrogate = lone_surrogate(raw, obj)
                 if surrogate:
@@ -93,8 +93,7 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
                     continue
                 if obj is None:
                     continue
-                location = {"source": source, "line": lineno, "suite": suite}
-                case, issues = parse_case(obj, base_dir, options, location)
+                case, issues = parse_case(obj, options, lineno, file)
                 problems += [Problem(source, lineno, key, message) for key, message in issues]
                 if case is not None:
                     yield case
@@ -102,6 +101,51 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
                     broken_id(obj["id"], lineno)
     except OSError as exc:
         problems.append(Problem(source, None, "", f"cannot read: {exc.strerror or exc}"))
+
+
+def _numbered(stream: BufferedReader, batches: tuple[int, Callable[[int], bool | None]] | None
+              ) -> Iterator[tuple[int, bytes]]:
+    """The lines to read with their numbers (from 1): every line, or the lines of the batches
+    wanted, the others skipped in C (each reading process is handed every line of the suite:
+    half or more of them are another's)."""
+    if batches is None:
+        yield from enumerate(stream, start=1)
+        return
+    size, keep = batches
+    for number in itertools.count():
+        wanted = keep(number) if stream.peek(1) else None  # peek: b"" at the end of the file
+        if wanted is None:
+            return
+        if wanted:
+            yield from zip(itertools.count(number * size + 1), itertools.islice(stream, size))
+        else:
+            _skip_lines(stream, size)
+
+
+def _skip_lines(stream: BufferedReader, lines: int) -> None:
+    """Past ``lines`` lines of ``stream`` (or to its end), its newlines counted in the buffer:
+    no line is made into an object."""
+    while lines:
+        block = stream.peek(_SKIP_BLOCK)[:_SKIP_BLOCK]
+        if not block:
+            return
+        found = block.count(b"\n")
+        if found < lines:
+            stream.read(len(block))
+            lines -= found
+            continue
+        low, high = 0, len(block)  # the shortest start of block holding ``lines`` newlines
+        while low < high:
+            middle = (low + high) // 2
+            if block.count(b"\n", 0, middle + 1) >= lines:
+                high = middle
+            else:
+                low = middle + 1
+        stream.read(low + 1)
+        return
+
+
+_SKIP_BLOCK = 1 << 16
 
 
 def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
@@ -150,11 +194,21 @@ def lone_surrogate(raw: bytes, value: Any) -> str:
     return ""
 
 
-def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | None = None,
-               location: dict[str, Any] | None = None) -> tuple[Case | None, list[Issue]]:
-    """Validate one Yao case object; ``location``: the ``source``, ``line`` and ``suite`` fields
-    of the case (the caller knows them)."""
-    options = options or LoadOptions()
+@dataclass
+class FileCases:
+    """What the cases of one file share: where they are, and the first with each set of optional
+    fields (the others are copied from it: ``PerCaseModel.copied``)."""
+
+    source: str
+    suite: str
+    base_dir: str
+    first: dict[tuple[str, ...], Case] = field(default_factory=dict)
+
+
+def parse_case(obj: dict[str, Any], options: LoadOptions, line: int, file: FileCases
+               ) -> tuple[Case | None, list[Issue]]:
+    """Validate one Yao case object, of line ``line`` of ``file``."""
+    base_dir = file.base_dir
     issues: list[Issue] = [] if obj.keys() <= _KNOWN_KEYS else [
         (str(k), f"unknown key (expected one of: {', '.join(YAO_KEYS)}){suggest(k, YAO_KEYS)}")
         for k in obj
@@ -186,8 +240,13 @@ def parse_case(obj: dict[str, Any], base_dir: str = "", options: LoadOptions | N
     if dynamic is not None:
         given["dynamic"] = dynamic
     turn = _listed_turn(assertions) if options.listing else Turn.checked(messages=messages, assertions=assertions)
-    case = Case.checked(id=case_id, format="yao", base_dir=base_dir, turns=[turn], input=obj["input"],
-                        **given, **(location or {}))
+    shape = tuple(given)
+    first = file.first.get(shape)
+    if first is not None:  # what ``Case.checked`` would build, copied from the first (every value its own)
+        return first.copied({"id": case_id, "turns": [turn], "input": obj["input"], "line": line, **given}), []
+    case = file.first[shape] = Case.checked(id=case_id, format="yao", base_dir=base_dir, turns=[turn],
+                                            input=obj["input"], **given, source=file.source, line=line,
+                                            suite=file.suite)
     return case, []
 
 

@@ -50,13 +50,6 @@ def _place(file: int, line: int | None) -> int:
     return (file << 32) | (line or 0)
 
 
-def _lines_of(keep: BatchFilter, file: int, size: int) -> Callable[[int], bool | None]:
-    """Whether a line of ``file`` (numbered from 1) is in a batch ``keep`` accepts (asked once a
-    batch: every line of a suite is asked about in every reading process)."""
-    kept = functools.cache(functools.partial(keep, file))
-    return lambda line: kept((line - 1) // size)
-
-
 def _grouped(cases: Iterator[Case], problems: list[Problem], size: int, file: int,
              keep: BatchFilter) -> Iterator[StreamBatch]:
     """A JSONL file's cases and problems, read in line order, in their batches of ``size`` lines
@@ -169,7 +162,7 @@ class CaseStream:
             if keep(number, 0) is None:
                 continue
             found: list[Problem] = []
-            cases = iter_jsonl(path, name, self._options, found, lines=_lines_of(keep, number, size))
+            cases = iter_jsonl(path, name, self._options, found, batches=(size, functools.partial(keep, number)))
             yield from _grouped(cases, found, size, number, keep)
 
     def take(self, batch: StreamBatch) -> list[Case]:
