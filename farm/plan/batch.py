@@ -194,6 +194,11 @@ ReadCounter = Callable[[int], None]
 """Told, as a suite loads, how many more cases were read (each batch's): a progress display."""
 
 
+def _listed_id(case: Case, planned: Case) -> str:
+    """How ``--collect-only`` lists ``planned`` (``case`` itself, or its copy in a matrix arm)."""
+    return planned.id + f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else planned.id
+
+
 class BatchPlanner:
     """Plans batches of one sweep; the same object (a copy of it, in a forked process) plans
     every batch, so each agent is resolved once per process."""
@@ -229,19 +234,32 @@ class BatchPlanner:
         try:
             batch.judges = judges_needed(cases)
             check_simulators(cases, self.options)
+            spec = self.spec
+            plan_one = self._list_case if self.keeper is None and spec.matrix is None and spec.ramp_levels <= 1 \
+                else self._plan_case
             for case in cases:
-                self._plan_case(case, batch)
+                plan_one(case, batch)
         except InputError as exc:
             batch.refused = exc
         return batch
 
-    def _plan_case(self, case: Case, batch: BatchPlan) -> None:
+    def _case_plan(self, case: Case) -> CasePlan:
         if case.skip or case.success_ratio is not None or self._plain is None:
             case_plan = plan_case(case, self.spec.runs, self.spec.min_pass_rate, self.spec.adaptive)
             if not (case.skip or case.success_ratio is not None):
                 self._plain = case_plan
-        else:  # every other case's plan depends on the flags only (``plan_case``): planned once
-            case_plan = self._plain
+            return case_plan
+        return self._plain  # every other case's plan depends on the flags only (``plan_case``): planned once
+
+    def _list_case(self, case: Case, batch: BatchPlan) -> None:
+        """``_plan_case`` of a listing with no matrix and no ramp (a million listed cases: the same
+        steps without asking each time what cannot change)."""
+        case_plan = self._case_plan(case)
+        batch.totals.add_case(case, case_plan, self._agent(case, batch), self.env)
+        batch.ids.append(_listed_id(case, case))
+
+    def _plan_case(self, case: Case, batch: BatchPlan) -> None:
+        case_plan = self._case_plan(case)
         if self.spec.ramp_levels > 1 and not case.skip:
             case_plan = ramp_plan(case_plan, self.spec.ramp_levels)
         matrix = self.spec.matrix
@@ -250,8 +268,7 @@ class BatchPlanner:
             agent = self._agent(case, batch) if arm is None else self._arm_agent(case, arm, batch)
             batch.totals.add_case(planned, case_plan, agent, self.env)
             if self.keeper is None:
-                skipped = f"  (skipped: {case.skip_reason or 'skip: true'})" if case.skip else ""
-                batch.ids.append(planned.id + skipped)  # --collect-only lists ids: its plan keeps no case
+                batch.ids.append(_listed_id(case, planned))  # --collect-only lists ids: its plan keeps no case
             else:
                 batch.kept.append(self.keeper.keep(planned, case_plan, agent))
 

@@ -84,7 +84,7 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
             file = FileCases(source, suite, base_dir)
             for lineno, raw in _numbered(stream, batches):
                 obj, problem = _decode_line(raw, lineno == 1)
-                surrogate = lone_surrogate(raw, obj)
+                surrogate = "" if _SURROGATE_ESCAPE.search(raw) is None else lone_surrogate(raw, obj)
                 if surrogate:
                     problem = (f"holds {surrogate}, a lone UTF-16 surrogate escape: not text (no report or worker "
                                "could carry it); write the character itself or a surrogate pair")
@@ -94,10 +94,11 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
                 if obj is None:
                     continue
                 case, issues = parse_case(obj, options, lineno, file)
-                problems += [Problem(source, lineno, key, message) for key, message in issues]
                 if case is not None:
                     yield case
-                elif broken_id is not None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                    continue
+                problems += [Problem(source, lineno, key, message) for key, message in issues]
+                if broken_id is not None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
                     broken_id(obj["id"], lineno)
     except OSError as exc:
         problems.append(Problem(source, None, "", f"cannot read: {exc.strerror or exc}"))

@@ -71,7 +71,8 @@ def _grouped(cases: Iterator[Case], problems: list[Problem], size: int, file: in
 
     batch = StreamBatch(file, 0)
     for case in cases:
-        number = batch_of(case.line)
+        line = case.line
+        number = (line - 1) // size if line else 0  # batch_of, inline: once a case
         if number != batch.number:
             yield from close(batch, number)
             batch = StreamBatch(file, number)
