@@ -226,3 +226,86 @@ def test_a_listed_suite_plans_as_the_whole_one(tmp_path: Path) -> None:
                           "refused": str(p.refused)} for p in plans)
         assert listed == whole
         assert whole["judges"] == {"agents:critic": ("judged", 13), None: ("judged", 13)}
+
+
+def test_cases_copied_from_the_first_of_their_shape_equal_the_validated_ones(tmp_path: Path) -> None:
+    """Each case after the first with the same optional fields is copied from it
+    (``PerCaseModel.copied``): every value its own, the same fields set, as pydantic builds it."""
+    again = [{**case, "id": f"{case['id']}-{n}"} for n in (2, 3) for case in CASES]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in [*CASES, *again]))
+    cases = load_input(str(path)).cases
+    assert len(cases) == len(CASES) * 3
+    for case in cases:
+        again_validated = validated(case)
+        assert case == again_validated and case.model_fields_set == again_validated.model_fields_set
+        assert list(case.__dict__) == list(again_validated.__dict__)
+        assert case.model_dump_json() == again_validated.model_dump_json()
+    first, copy = cases[0], cases[len(CASES)]
+    assert (copy.id, copy.line) == ("plain-2", len(CASES) + 1) and copy.turns is not first.turns
+
+
+def test_copied_takes_only_the_fields_the_model_was_given() -> None:
+    turn = Turn.checked(messages=[], assertions=[])
+    case = Case.checked(id="a", format="yao", turns=[turn])
+    assert case.copied({"id": "b"}) == Case(id="b", format="yao", turns=[turn])
+    with pytest.raises(TypeError, match="not among"):
+        case.copied({"id": "b", "skip": True})
+    with pytest.raises(TypeError, match="not among"):
+        Turn.checked(messages=[]).copied({"messages": []})  # its assertions' list would be shared
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_reader_skips_other_batches_as_reading_every_line_would(tmp_path: Path, seed: int) -> None:
+    """``iter_jsonl(batches=...)`` counts the newlines of the batches it skips: the lines it reads
+    and their numbers are those of reading every line and keeping the batches wanted."""
+    import io
+    import random
+
+    from farm.suites.jsonl import _numbered
+
+    rng = random.Random(seed)
+    for _ in range(300):
+        lines = [b"x" * rng.choice([0, 1, 3, 9000]) + rng.choice([b"\n", b"\r\n"]) for _ in range(rng.randint(0, 40))]
+        data = b"".join(lines)[:-1] if lines and rng.random() < 0.3 else b"".join(lines)
+        size, stop = rng.randint(1, 6), rng.randint(0, 12)
+        wanted = [rng.random() < 0.5 for _ in range(12)]
+
+        def keep(batch: int, stop: int = stop, wanted: list[bool] = wanted) -> bool | None:
+            return None if batch >= stop else wanted[batch]
+
+        stream = io.BufferedReader(io.BytesIO(data), buffer_size=rng.choice([16, 1024, 1 << 16]))
+        expected = []
+        for number, raw in enumerate(io.BytesIO(data), start=1):
+            if keep((number - 1) // size) is None:
+                break
+            if keep((number - 1) // size):
+                expected.append((number, raw))
+        assert list(_numbered(stream, (size, keep))) == expected
+
+
+def test_a_listing_plans_each_case_as_the_general_planner_does(tmp_path: Path) -> None:
+    """A listing with no matrix or ramp plans each case with ``_list_case``; the general
+    ``_plan_case`` gives the same ids, totals, agents and judges."""
+    from farm.agents.options import AgentOptions
+    from farm.errors import InputError
+    from farm.plan.batch import BatchPlan, BatchPlanner, PlanSpec
+    from farm.run.environment import RunEnvironment
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in LISTED_GOOD))
+    cases = read_suite(path, listing=True)[0]
+    options = AgentOptions.from_env(tmp_path)
+    for spec in (PlanSpec(agent_name="py:tests/agents/distributed.py:by_run", runs=2), PlanSpec()):
+        planner = BatchPlanner(spec, keeper=None, env=RunEnvironment(timeout_s=7), options=options)
+        listed = planner.plan(cases)
+        general = BatchPlan(selection=listed.selection, judges=listed.judges)
+        general_planner = BatchPlanner(spec, keeper=None, env=RunEnvironment(timeout_s=7), options=options)
+        try:
+            for case in cases:
+                general_planner._plan_case(case, general)
+        except InputError as exc:  # the planner keeps its first refusal
+            general.refused = exc
+        assert (listed.ids, listed.totals, listed.agents, str(listed.refused)) == \
+               (general.ids, general.totals, general.agents, str(general.refused))
+        assert any("(skipped: skip: true)" in i for i in listed.ids) if spec.runs else listed.refused is not None
