@@ -13,7 +13,6 @@ Any other key is refused: a typo would test nothing.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ from farm.models import Assertion, Case, Message, Turn
 from farm.suites.attachments import convert_part
 from farm.suites.dynamic import DYNAMIC_KEYS, LoadOptions, parse_dynamic
 from farm.suites.hooks import check_hook
+from farm.suites.lines import SKIP_BLOCK, numbered
 
 __all__ = ["YAO_KEYS", "input_messages", "iter_jsonl", "load_jsonl"]
 
@@ -79,10 +79,10 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
     options = options or LoadOptions()
     source = str(path)
     try:
-        with cast(BufferedReader, path.open("rb", buffering=_SKIP_BLOCK)) as stream:
+        with cast(BufferedReader, path.open("rb", buffering=SKIP_BLOCK)) as stream:
             base_dir = str(path.parent.resolve())
             file = FileCases(source, suite, base_dir)
-            for lineno, raw in _numbered(stream, batches):
+            for lineno, raw in numbered(stream, batches):
                 obj, problem = _decode_line(raw, lineno == 1)
                 surrogate = "" if _SURROGATE_ESCAPE.search(raw) is None else lone_surrogate(raw, obj)
                 if surrogate:
@@ -102,51 +102,6 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
                     broken_id(obj["id"], lineno)
     except OSError as exc:
         problems.append(Problem(source, None, "", f"cannot read: {exc.strerror or exc}"))
-
-
-def _numbered(stream: BufferedReader, batches: tuple[int, Callable[[int], bool | None]] | None
-              ) -> Iterator[tuple[int, bytes]]:
-    """The lines to read with their numbers (from 1): every line, or the lines of the batches
-    wanted, the others skipped in C (each reading process is handed every line of the suite:
-    half or more of them are another's)."""
-    if batches is None:
-        yield from enumerate(stream, start=1)
-        return
-    size, keep = batches
-    for number in itertools.count():
-        wanted = keep(number) if stream.peek(1) else None  # peek: b"" at the end of the file
-        if wanted is None:
-            return
-        if wanted:
-            yield from zip(itertools.count(number * size + 1), itertools.islice(stream, size))
-        else:
-            _skip_lines(stream, size)
-
-
-def _skip_lines(stream: BufferedReader, lines: int) -> None:
-    """Past ``lines`` lines of ``stream`` (or to its end), its newlines counted in the buffer:
-    no line is made into an object."""
-    while lines:
-        block = stream.peek(_SKIP_BLOCK)[:_SKIP_BLOCK]
-        if not block:
-            return
-        found = block.count(b"\n")
-        if found < lines:
-            stream.read(len(block))
-            lines -= found
-            continue
-        low, high = 0, len(block)  # the shortest start of block holding ``lines`` newlines
-        while low < high:
-            middle = (low + high) // 2
-            if block.count(b"\n", 0, middle + 1) >= lines:
-                high = middle
-            else:
-                low = middle + 1
-        stream.read(low + 1)
-        return
-
-
-_SKIP_BLOCK = 1 << 16
 
 
 def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:

@@ -262,7 +262,7 @@ def test_a_reader_skips_other_batches_as_reading_every_line_would(tmp_path: Path
     import io
     import random
 
-    from farm.suites.jsonl import _numbered
+    from farm.suites.lines import numbered as _numbered
 
     rng = random.Random(seed)
     for _ in range(300):
