@@ -17,7 +17,8 @@ script from it).
 private ``redis-server`` with no worker: the whole command's wall and peak RSS, the plan's store
 rate (runs / (submit wall - collect-only wall of the same suite): the load is not the store), and
 Redis's memory per planned run (``used_memory`` after, minus before), every run not yet
-published but the first window's.
+published but the first window's. ``--no-bundle``: the workers would share this machine (a
+million-case suite is past the bundle's 50 MB cap, and the bundle is not the plan's store).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def submit(suite: Path, cases: int) -> dict[str, float]:
         client = redis.Redis.from_url(url)
         before = int(client.info("memory")["used_memory"])
         measured = harness.measure([*harness.FARM, "test", "-i", str(suite), "-n", AGENT, "--detach", "--broker", url,
-                                    "--queue", "million"], cwd=suite.parent, timeout=1800)
+                                    "--queue", "million", "--no-bundle"], cwd=suite.parent, timeout=1800)
         if measured.returncode != 0:
             raise RuntimeError(f"farm test --detach exited {measured.returncode}:\n{measured.stderr_tail}")
         used = int(client.info("memory")["used_memory"]) - before
