@@ -71,7 +71,7 @@ def _suite(tmp_path):
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_a_run_costs_redis_a_bounded_number_of_commands_scripts_own_included(tmp_path, redis_factory, farm_worker, farm_cli):
+def test_a_run_costs_redis_at_most_twelve_commands(tmp_path, redis_factory, farm_worker, farm_cli):
     from farm.cli.worker import DEFAULT_CONCURRENCY
     from farm.distributed.supervise import default_processes
 
