@@ -20,7 +20,8 @@ from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.limiter import NO_LIMITER, LateLimiter
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import AgentPool, create_agent
+from farm.agents.registry import AdapterSpec
+from farm.agents.resolve import AgentPool, adapter_spec, create_agent
 from farm.agents.retry import attempts_from_env
 from farm.errors import AgentResolutionError
 from farm.models import Case
@@ -32,6 +33,8 @@ class BuiltAdapters:
     limiter they were built with, bound once fleet control is known."""
 
     agents: dict[AgentRef, Agent]
+    specs: dict[AgentRef, AdapterSpec]
+    """What each agent was built from (its manifest: fleet control reads its declared limits)."""
     judges: JudgeResolver
     limiter: LateLimiter
 
@@ -41,8 +44,12 @@ class BuiltAdapters:
         ``replaying``: a replay calls nothing, so a missing secret is no error."""
         limiter = LateLimiter()
         hooks = AgentHooks(limiter=limiter, replaying=replaying)
-        agents = {ref: create_agent(ref, options, hooks) for ref in dict.fromkeys(refs)}
-        return cls(agents, create_judge_resolver(options, hooks), limiter)
+        agents: dict[AgentRef, Agent] = {}
+        specs: dict[AgentRef, AdapterSpec] = {}
+        for ref in dict.fromkeys(refs):  # each manifest read once
+            specs[ref] = adapter_spec(ref, options)
+            agents[ref] = create_agent(ref, options, hooks, spec=specs[ref])
+        return cls(agents, specs, create_judge_resolver(options, hooks), limiter)
 
     @classmethod
     def checked(cls, refs: Iterable[AgentRef], judges: Mapping[str | None, Case], options: AgentOptions, *,

@@ -112,7 +112,7 @@ def _prepare(specs: SweepSpecs, sweep_id: str | None, read: ReadCounter) -> Prep
     reporter = specs.outputs.reporter
     if reporter and reporter not in BUILTIN_REPORTERS:
         parse_reference(reporter, options)  # a missing reporter is bad input, found now
-    fleet = plan_fleet(specs.fleet, built.agents, built.judges, parts.judges, options)
+    fleet = plan_fleet(specs.fleet, built.agents, built.specs, built.judges, parts.judges, options)
     found = {"input": (source.message or source.input) if stream.kind == "message" else str(stream.root),
              "notes": stream.notes or None, "fleet": fleet.describe()}  # the envelope's: set only when found
     shape = specs.shape
