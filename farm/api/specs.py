@@ -94,6 +94,7 @@ class SweepSpecs:
     envelope: SweepEnvelope
     """The envelope's flags; what reading the suite and planning the fleet found is added to it."""
     cases: CaseKeeping = "models"
+    """How the plan holds its cases (``farm.plan.batch.case_keeper``)."""
     agents_here: bool = True
     """An in-process sweep calls its agents here; a distributed or listing one only checks them."""
     verbose: bool = False
