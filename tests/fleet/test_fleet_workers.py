@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.fleet_agents import (
+    LATE_S,
     LATE_STARTS,
     PRICE,
+    RATE_WINDOW_S,
     py_calls,
     py_peak,
     starts_per_second,
@@ -114,7 +116,8 @@ def test_runs_waiting_for_a_shared_limit_are_not_timed_out_and_verdicts_are_exac
         report = report_of(out)
         assert [(c["runs"], c["passed"], c["errors"], c["timeouts"]) for c in report["results"]] == [(4, 2, 0, 0)] * 10
         assert server.peak <= 3
-        assert server.max_starts_per_second() <= 5 + LATE_STARTS
+        # 40 starts over ~8 s: counted over a longer window, which late starts stretch less
+        assert server.max_starts_within(RATE_WINDOW_S) <= 5 * (RATE_WINDOW_S + LATE_S)
         queued = [d.get("queued_ms") for c in report["results"] for d in c["run_details"]]
         assert all(q is not None and q >= 0 for q in queued) and report["summary"]["queued_ms"] == pytest.approx(
             sum(queued), rel=1e-6, abs=1.0)

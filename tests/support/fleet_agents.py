@@ -22,7 +22,12 @@ LATE_STARTS = 2
 """Starts a 1-second window may hold past a rate limit: they are timed where the agent starts, a
 thread or process scheduled after the farm's grant; on a loaded 2-core machine (four test processes
 beside a CPU hog) some start ~0.4 s late, so starts granted just before a window fall in it (seen:
-7 at 5/s). Unenforced, these tests' limits run at 10/s (3 in flight of 0.3 s calls): still caught."""
+7 at 5/s). Unenforced, these tests' limits run at 10/s (3 in flight of 0.3 s calls): still caught.
+Beside a CPU hog and other suites (load 10) a 1-second window once held 8 at 5/s: where a sweep
+is long enough, count over ``RATE_WINDOW_S`` instead, allowing ``LATE_S`` of late starts."""
+RATE_WINDOW_S, LATE_S = 3.0, 1.0
+"""A window that a late start stretches by at most ``LATE_S``: at most rate × (3 + 1) starts
+enforced, against rate × 2 × 3 unenforced (20 against 30 at 5/s)."""
 
 USAGE = {"input_tokens": 10, "output_tokens": 0}
 """What each call reports: at 1000 USD per million input tokens, $0.01."""
@@ -59,11 +64,11 @@ class UsageServer(ThreadingHTTPServer):
         with self.lock:
             self.in_flight -= 1
 
-    def max_starts_per_second(self) -> int:
-        """The most calls that started in any 1-second window (sliding, from each start)."""
+    def max_starts_within(self, window_s: float) -> int:
+        """The most calls that started in any window of ``window_s`` (sliding, from each start)."""
         with self.lock:
             starts = sorted(self.starts)
-        return max((sum(1 for t in starts[i:] if t < s + 1.0) for i, s in enumerate(starts)), default=0)
+        return max((sum(1 for t in starts[i:] if t < s + window_s) for i, s in enumerate(starts)), default=0)
 
 
 def _handler(base: type) -> type:
