@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,7 @@ def keep_index(journal: Path, report: SweepReport, offsets: Mapping[str, array[i
 @dataclass(frozen=True)
 class KeptSweep:
     """The report an index holds (without its results), every case in brief, and each case whole
-    when asked (``case``)."""
+    when asked (``cases``)."""
 
     report: SweepReport
     briefs: list[CaseBrief]
@@ -81,14 +81,14 @@ class KeptSweep:
     _runs: list[list[int]]
     _lines: list[int]
 
-    def case(self, at: int) -> CaseStats:
-        """The report's case ``at`` (from 0) whole, its kept runs read from the journal."""
-        with index_path(self.journal).open("rb") as index:
-            index.seek(self._lines[at])
-            case = CaseStats.model_validate_json(index.readline())
-        with self.journal.open("rb") as journal:
-            details = kept_details(runs_at(journal, self._runs[at]), DEFAULT_MAX_RUN_DETAILS)
-        return case.model_copy(update={"run_details": details})
+    def cases(self, ats: Iterable[int]) -> Iterator[CaseStats]:
+        """The report's cases at ``ats`` (from 0) whole, each with its kept runs read from the journal."""
+        with index_path(self.journal).open("rb") as index, self.journal.open("rb") as journal:
+            for at in ats:
+                index.seek(self._lines[at])
+                case = CaseStats.model_validate_json(index.readline())
+                details = kept_details(runs_at(journal, self._runs[at]), DEFAULT_MAX_RUN_DETAILS)
+                yield case.model_copy(update={"run_details": details})
 
 
 def read_index(journal: Path, sweep_id: str) -> KeptSweep | None:

@@ -57,8 +57,8 @@ def paged_sweep(report: SweepReport, sweep_id: str) -> PagedSweep:
 def paged_kept(kept: KeptSweep, sweep_id: str) -> PagedSweep:
     """The same page from a finished sweep's index: its cases in brief, each read whole (with its
     runs, from the journal) only when a page shows it."""
-    first = [kept.case(i) for i in range(min(DEFAULT_SIZE, len(kept.briefs)))]
-    return _paged(kept.report, sweep_id, CaseTable(kept.briefs, kept.case), first, kept.briefs)
+    first = list(kept.cases(range(min(DEFAULT_SIZE, len(kept.briefs)))))
+    return _paged(kept.report, sweep_id, CaseTable(kept.briefs, kept.cases), first, kept.briefs)
 
 
 def _paged(report: SweepReport, sweep_id: str, table: CaseTable, first: list[CaseStats],

@@ -14,7 +14,7 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,10 +140,11 @@ def _row(index: int, case: CaseStats | CaseBrief) -> _Row:
 
 class CaseTable:
     """A report's results, in report order, ready to be paged: each case whole, or in brief (the
-    fields the table sorts and filters by), read whole from ``whole(index)`` when a page shows it
+    fields the table sorts and filters by), read whole from ``whole(indexes)`` when a page shows it
     (every case at the first search)."""
 
-    def __init__(self, cases: Sequence[CaseStats | CaseBrief], whole: Callable[[int], CaseStats] | None = None) -> None:
+    def __init__(self, cases: Sequence[CaseStats | CaseBrief],
+                 whole: Callable[[list[int]], Iterable[CaseStats]] | None = None) -> None:
         self._rows = [_row(i, case) for i, case in enumerate(cases)]
         self._whole = whole
         self._filling = threading.Lock()
@@ -166,10 +167,9 @@ class CaseTable:
         """``rows`` with their JSON and haystack (each case read whole once)."""
         if self._whole is not None and any(not r.json for r in rows):
             with self._filling:
-                for row in rows:
-                    if not row.json:
-                        case = self._whole(row.index)
-                        row.haystack, row.json = _haystack(case), case.model_dump_json()
+                missing = [r for r in rows if not r.json]
+                for row, case in zip(missing, self._whole([r.index for r in missing]), strict=True):
+                    row.haystack, row.json = _haystack(case), case.model_dump_json()
         return rows
 
     def texts(self) -> list[str]:
