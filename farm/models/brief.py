@@ -5,16 +5,15 @@ HTML charts, ``farm view``'s results table), without the rest of ``CaseStats`` (
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, fields
+from typing import NamedTuple
 
 from farm.models.stats import CaseStats
 
-__all__ = ["BRIEF_FIELDS", "CaseBrief"]
+__all__ = ["CaseBrief"]
 
 
-@dataclass(frozen=True, slots=True)
-class CaseBrief:
-    """The ``CaseStats`` fields of the same names."""
+class CaseBrief(NamedTuple):
+    """The ``CaseStats`` fields of the same names (a tuple: 30,000 of them are made in a blink)."""
 
     id: str
     suite: str
@@ -32,11 +31,4 @@ class CaseBrief:
 
     @classmethod
     def of(cls, case: CaseStats) -> CaseBrief:
-        return cls(*(getattr(case, name) for name in BRIEF_FIELDS))
-
-    def values(self) -> tuple[object, ...]:
-        """Its fields' values in ``BRIEF_FIELDS`` order (``CaseBrief(*values)`` makes it again)."""
-        return astuple(self)
-
-
-BRIEF_FIELDS = tuple(f.name for f in fields(CaseBrief))
+        return cls._make(getattr(case, name) for name in cls._fields)

@@ -18,10 +18,11 @@ The JSONL writer and the plan model are the ones reports and Redis use: no secon
 Flat memory for big JSON/HTML/Markdown/JUnit reports (issue 16) builds on this: every run is
 already here in full, in completion order. While writing, the journal records the byte offset of
 each ``result`` line per case (8 bytes a run); ``JournalDetails`` reads one case's runs back and
-feeds them, in the same order, to a fresh ``CaseAccumulator`` with the sweep's
-``max_run_details``, which keeps exactly the details the sweep's own accumulator kept. The
-in-process executor then drops each finished case's details (``journal_for``) and the report's
-renderers ask for them one case at a time (``farm.reports.details``).
+keeps, in the same order, what a ``CaseAccumulator`` with the sweep's ``max_run_details`` keeps
+(``kept_details``): exactly the details the sweep's own accumulator kept. The in-process executor
+then drops each finished case's details (``journal_for``) and the report's renderers ask for them
+one case at a time (``farm.reports.details``). When the sweep ends, those offsets and the report go
+into the journal's index beside it (``farm.sweep.kept``), from which ``farm view`` pages the sweep.
 """
 
 from __future__ import annotations

@@ -247,7 +247,8 @@ async def live_json(request: web.Request) -> web.Response:
 
 
 def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: str | None) -> web.Application:
-    template_environment().get_template("report.html.j2")  # compiled now, not by a sweep's first page
+    for name in ("report.html.j2", "charts.html.j2"):  # compiled now, not by a sweep's first page
+        template_environment().get_template(name)
     app = web.Application(middlewares=[_auth_middleware(credentials) if credentials else _loopback_host_middleware()])
     app.on_response_prepare.append(_security_headers)
     app[DATA_KEY] = data
