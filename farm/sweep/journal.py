@@ -27,7 +27,6 @@ into the journal's index beside it (``farm.sweep.kept``), from which ``farm view
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -36,6 +35,8 @@ from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
+
+from pydantic_core import from_json
 
 from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport, SweepStart
@@ -109,7 +110,7 @@ def runs_at(journal: BinaryIO, offsets: Iterable[int]) -> Iterator[RunResult]:
     """The runs whose ``result`` lines start at ``offsets`` of the open journal, in that order."""
     for offset in offsets:
         journal.seek(offset)
-        yield RunResult.model_validate(json.loads(journal.readline())["run_result"])
+        yield RunResult.model_validate(from_json(journal.readline())["run_result"])  # twice json's speed
 
 
 _OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()

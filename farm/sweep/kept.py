@@ -96,6 +96,8 @@ class KeptSweep:
 def read_index(journal: Path, sweep_id: str) -> KeptSweep | None:
     """The index of the journal of sweep ``sweep_id``; None when there is none, it is unreadable,
     or it is stale (the journal's size is not the one it recorded, or its sweep is another)."""
+    if index_path(journal).is_symlink():  # as the journal itself (farm.view.data): a file of its own
+        return None
     try:
         with index_path(journal).open("rb") as index:
             size = index.seek(0, os.SEEK_END)

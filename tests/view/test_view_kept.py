@@ -115,6 +115,9 @@ def test_the_kept_index_pages_the_sweep_as_its_replay_does(finished: tuple[Path,
         assert from_index.table.page_json(query) == replayed.table.page_json(query), query
     assert from_index.table.texts() == replayed.table.texts()
     assert read_index(journal, "another-sweep") is None
+    elsewhere = index_path(journal).rename(journal.parent.parent / "elsewhere")
+    index_path(journal).symlink_to(elsewhere)  # the index must be a file of its own, as the journal
+    assert read_index(journal, sweep_id) is None
 
 
 def test_a_fresh_view_serves_a_finished_sweep_from_its_index_without_a_replay(
