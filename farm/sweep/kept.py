@@ -55,12 +55,10 @@ def keep_index(journal: Path, report: SweepReport, offsets: Mapping[str, array[i
     try:
         with part.open("wb") as out:
             for case in report.results:
-                # the runs a replay keeps (farm.sweep.replay), whatever this sweep kept for its -o files
-                shown = case.model_copy(update={"run_details_truncated": max(0, case.runs - DEFAULT_MAX_RUN_DETAILS)})
-                table["brief"].append(CaseBrief.of(shown))
+                table["brief"].append(CaseBrief.of(case))
                 table["runs"].append(list(offsets.get(case.planned_id, ())))
                 table["lines"].append(out.tell())
-                out.write(shown.model_dump_json(exclude={"run_details"}).encode() + b"\n")
+                out.write(case.model_dump_json(exclude={"run_details"}).encode() + b"\n")
             report_at = out.tell()
             out.write(report.model_copy(update={"results": []}).model_dump_json().encode() + b"\n")
             out.write(json.dumps(table, separators=(",", ":")).encode() + b"\n")
@@ -90,7 +88,9 @@ class KeptSweep:
                 index.seek(self._lines[at])
                 case = CaseStats.model_validate_json(index.readline())
                 details = kept_details(runs_at(journal, self._runs[at]), DEFAULT_MAX_RUN_DETAILS)
-                yield case.model_copy(update={"run_details": details})
+                # the runs a replay keeps (farm.sweep.replay), whatever the sweep kept for its -o files
+                yield case.model_copy(update={"run_details": details,
+                                              "run_details_truncated": max(0, case.runs - DEFAULT_MAX_RUN_DETAILS)})
 
 
 def read_index(journal: Path, sweep_id: str) -> KeptSweep | None:
