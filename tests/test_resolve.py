@@ -14,11 +14,13 @@ from click.testing import CliRunner
 
 from farm.agents.options import AgentOptions
 from farm.api import TestSettings, prepare_sweep, resolve_specs
-from farm.api.specs import EnvironmentSpec, RunShape, SourceSpec, SweepExtras, SweepSpecs
+from farm.api.specs import RunShape, SourceSpec, SweepExtras, SweepSpecs
 from farm.cli.test import test as farm_test
 from farm.history.facts import RECORDED_SETTINGS, HistoryFacts, recorded_settings
+from farm.models import SweepEnvelope
 from farm.plan.batch import PlanSpec
 from farm.plan.fleet import BudgetLimit, FleetFlags, FleetRequest
+from farm.plan.yao_options import EnvironmentSpec
 from farm.reports.outputs import OutputSpec
 from farm.run.environment import RunEnvironment
 from farm.settings import semantic_enabled
@@ -54,10 +56,13 @@ def test_every_flag_reaches_the_spec_of_its_stage(tmp_path: Path) -> None:
         extras=SweepExtras(before="hooks.py:before", after="hooks.py:after", cwd=str(tmp_path), listing="json"),
         agents=AgentOptions.from_env(tmp_path, connector="openai.gpt-4o", judge="openai.gpt-4o-mini",
                                      neuro_san_server=None),
-        source=SourceSpec(input="s.jsonl", message=None, cwd=tmp_path, load=LoadOptions()),
+        source=SourceSpec(input="s.jsonl", message=None, cwd=tmp_path,
+                          load=LoadOptions(foreign_agent="py:agent.py:respond")),  # -n names no neuro-san server
         environment=EnvironmentSpec(RunEnvironment(user="u1", team="t1", connector="openai.gpt-4o", timeout_s=30.0,
                                                    neuro_san_compat=True), cwd=str(tmp_path)),
         shape=RunShape(parallel=3, semantic=semantic_enabled(), fail_fast=True),
+        envelope=SweepEnvelope(min_pass_rate=0.9, runs=7, reporter="report.html"),
+        cases="models", agents_here=False,  # --dry-run lists the planned cases, calls no agent
         verbose=True,
     )
     assert settings.fleet.adaptive_rule() is not None  # the plan spec's rule is a real one, not None twice

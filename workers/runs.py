@@ -87,27 +87,21 @@ def _summary(result: RunResult, counted: bool) -> dict[str, Any]:
 
 def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
             *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire,
-            again: bool = True, held_s: Callable[[SweepPlan], float] | None = None) -> dict[str, Any]:
+            held_s: Callable[[SweepPlan], float] | None = None) -> dict[str, Any]:
     """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier.
 
     While Redis refuses writes for memory, it waits and starts over (``farm.distributed.store.memory``): the
     run is stored once whenever memory returns, and its message stays unacknowledged meanwhile.
-    ``again``: the message was delivered before or published again (its run may be stored already);
-    a start over asks too, whatever ``again`` says (the run may have been stored before the refusal).
-    ``held_s``: given for a run the farm published again (not a broker's redelivery: RabbitMQ
-    redelivers a killed consumer's messages at once, before its heartbeat expires), how long a live
-    worker's run of the sweep stays in flight (``Delivery.held_s``); a copy that finds the run in
-    flight on a live worker within it is dropped, the holder settles it. None: not dropped for
-    another process's run. A copy reaching the process that is making the run is always dropped
-    (``InFlightHere``).
+    Every delivery asks whether its run is stored already (a first one too: ``begin_run``).
+    ``held_s``: how long a live worker's run of the sweep stays in flight (``Delivery.held_s``);
+    a copy that finds the run in flight on a live worker within it is dropped, the holder settles
+    it. None (RabbitMQ's redelivery, which comes at once, before a killed consumer's heartbeat
+    expires): not dropped for another process's run. A copy reaching the process that is making
+    the run is always dropped (``InFlightHere``).
     """
-    tries = 0
 
     def attempt() -> dict[str, Any]:
-        nonlocal tries
-        tries += 1  # a start over after a refused write may follow a stored run: it asks
-        return _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire, again=again or tries > 1,
-                        held_s=held_s)
+        return _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire, held_s=held_s)
 
     if not IN_FLIGHT_HERE.take(sweep_id, case_id, run):
         return _record(sweep_id, case_id, run, status="dropped", reason="in flight in this worker")
@@ -118,18 +112,17 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
 
 
 def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int, *, interrupts: tuple[type[BaseException], ...],
-             fire: Fire, again: bool, held_s: Callable[[SweepPlan], float] | None) -> dict[str, Any]:
+             fire: Fire, held_s: Callable[[SweepPlan], float] | None) -> dict[str, Any]:
     sweep = CACHE.sweep(store, sweep_id)
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return _record(sweep_id, case_id, run, status="dropped", reason="sweep or case not found (expired?)")
     runs = planned.plan.runs
-    begun = store.begin_run(sweep_id, case_id, run, holder(store), again=again,
-                            held_s=None if held_s is None else held_s(sweep))
+    begun = store.begin_run(sweep_id, case_id, run, holder(store), held_s=None if held_s is None else held_s(sweep))
     if begun.duplicate and held_s is not None:  # a live worker has this run in flight: it settles it (paid once)
         return _record(sweep_id, case_id, run, status="dropped", reason="in flight on another worker")
     stop = begun.stop
-    if begun.stored:  # a redelivery of a run that finished: do not call the agent again
+    if begun.stored:  # a copy of a run that finished: do not call the agent again
         existing = store.get_run(sweep_id, case_id, run)
         if existing is not None:
             # its first delivery may have died between storing and firing: fire again if still due

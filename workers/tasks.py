@@ -42,6 +42,7 @@ from farm.distributed.store.keys import report_latch_ttl
 from farm.distributed.store.sweep_store import SweepStore
 from farm.history.worker import record_finished_sweep
 from farm.plan.sweep_plan import SweepPlan
+from farm.settings import is_amqp_url
 from workers.app import SETTINGS, app
 from workers.context import CACHE, get_store
 from workers.finish import aggregate_case, report_sweep
@@ -70,16 +71,20 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = Fa
     """One run of one case; never fails: when Redis stays away, the message goes back on the queue.
 
     The run's marker is set as it begins (``SweepStore.begin_run``: its lease, for the
-    reconciler, starts then) and cleared by the step that settles it. Only a message delivered
-    before (the broker's ``redelivered``) or published again by the reconciler (``again``) asks
-    whether its run is stored already: a first delivery's run cannot be (bar a rare duplicate
-    publication, which SET NX counts once)."""
+    reconciler, starts then) and cleared by the step that settles it; every delivery asks first
+    whether its run is stored already. ``again`` (published again by the reconciler) is kept for
+    the messages that carry it. A copy that finds its run in flight on a live worker is dropped
+    (the holder settles it: paid once), except a RabbitMQ redelivery: RabbitMQ redelivers a killed
+    consumer's messages at once, while its heartbeat still looks alive. Redis's redelivery comes
+    after the visibility timeout, when a dead holder's heartbeat has expired (workers.crashes), so
+    a live holder there holds a message restored from its prefetch while it ran it."""
+    del again  # every copy is treated alike now; the argument stays for messages in queues
     try:
         store = _store(self)
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+        at_once = redelivered and is_amqp_url(self.app.conf.broker_url)
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
-                          fire=_fire_aggregate, again=again or redelivered,
-                          held_s=_held_s if again and not redelivered else None)
+                          fire=_fire_aggregate, held_s=None if at_once else _held_s)
         _top_up(self, store, sweep_id, int(outcome.get("sweep_settled", 0)))
         return outcome
     except _TRANSIENT as exc:

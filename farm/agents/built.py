@@ -10,7 +10,8 @@ the built adapters (their connectors, their keys), so the adapters are built fir
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from farm.agents.base import Agent
@@ -19,7 +20,11 @@ from farm.agents.judge import JudgeResolver, create_judge_resolver
 from farm.agents.limiter import NO_LIMITER, LateLimiter
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import AgentPool, create_agent
+from farm.agents.registry import AdapterSpec
+from farm.agents.resolve import AgentPool, adapter_spec, create_agent
+from farm.agents.retry import attempts_from_env
+from farm.errors import AgentResolutionError
+from farm.models import Case
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,8 @@ class BuiltAdapters:
     limiter they were built with, bound once fleet control is known."""
 
     agents: dict[AgentRef, Agent]
+    specs: dict[AgentRef, AdapterSpec]
+    """What each agent was built from (its manifest: fleet control reads its declared limits)."""
     judges: JudgeResolver
     limiter: LateLimiter
 
@@ -37,8 +44,30 @@ class BuiltAdapters:
         ``replaying``: a replay calls nothing, so a missing secret is no error."""
         limiter = LateLimiter()
         hooks = AgentHooks(limiter=limiter, replaying=replaying)
-        agents = {ref: create_agent(ref, options, hooks) for ref in dict.fromkeys(refs)}
-        return cls(agents, create_judge_resolver(options, hooks), limiter)
+        agents: dict[AgentRef, Agent] = {}
+        specs: dict[AgentRef, AdapterSpec] = {}
+        for ref in dict.fromkeys(refs):  # each manifest read once
+            specs[ref] = adapter_spec(ref, options)
+            agents[ref] = create_agent(ref, options, hooks, spec=specs[ref])
+        return cls(agents, specs, create_judge_resolver(options, hooks), limiter)
+
+    @classmethod
+    def checked(cls, refs: Iterable[AgentRef], judges: Mapping[str | None, Case], options: AgentOptions, *,
+                replaying: bool, here: bool) -> BuiltAdapters:
+        """``build``, and every judge of ``judges`` (a use → a case naming it), so that a bad
+        manifest, connector or key is exit 2 before anything runs. ``here``: the sweep calls them
+        in this process; else they are only checked, and their HTTP client is not loaded
+        (``client_deferred``)."""
+        with _client_here_or_deferred(here), AgentHooks(replaying=replaying).building():
+            built = cls.build(refs, options, replaying=replaying)
+            for use, case in judges.items():
+                try:
+                    built.judges(use)
+                except AgentResolutionError as exc:
+                    where = f"{case.source}:{case.line}" if case.line else case.source or case.id
+                    raise AgentResolutionError(f"{where}: judge {use or '(default)'}: {exc.message}") from None
+            attempts_from_env(4)  # a bad FARM_RETRY_ATTEMPTS is a settings error, not a failure in every run
+        return built
 
     def hooked(self, options: AgentOptions, hooks: AgentHooks) -> tuple[AgentPool, JudgeResolver]:
         """The agents (as a pool) and judges under ``hooks``: the limiter bound to ``hooks.limiter``,
@@ -47,6 +76,16 @@ class BuiltAdapters:
         wrap = hooks.wrap_agent
         agents = {ref: wrap(agent, ref) if wrap is not None else agent for ref, agent in self.agents.items()}
         return AgentPool(options, hooks, built=agents), self.judges.rehooked(hooks)
+
+
+def _client_here_or_deferred(here: bool) -> contextlib.AbstractContextManager[None]:
+    """Nothing when the agents are called here, else ``client_deferred``: the transport module is
+    imported only by a sweep that builds HTTP agents it will not call (a plain sweep never does)."""
+    if here:
+        return contextlib.nullcontext()
+    from farm.agents.transport import client_deferred
+
+    return client_deferred()
 
 
 __all__ = ["BuiltAdapters"]

@@ -50,6 +50,8 @@ class Connector:
     source: str = ""
     max_tokens: int | None = None
     """Sent as ``max_tokens`` with every completion when set."""
+    rate_limit: object = None
+    """The file's ``rate_limit`` as written: fleet control parses it (``farm.fleet.keys``)."""
     transport: Transport = field(default_factory=Transport, repr=False, compare=False)
 
     @property
@@ -181,6 +183,7 @@ def read_connector(path: Path, connector_id: str, *, limiter: CallLimiter | None
         label=label,
         source=str(path),
         max_tokens=_max_tokens(options.get("max_tokens", data.get("max_tokens")), path),
+        rate_limit=data.get("rate_limit"),
         transport=Transport(limiter),
     )
 

@@ -34,7 +34,7 @@ class AgentOptions:
     that ends its interpreter (``os._exit``, a segfault) is a crashed run, not a dead farm."""
 
     @classmethod
-    def from_env(cls, cwd: Path | None = None, **overrides: str | None) -> AgentOptions:
+    def from_env(cls, cwd: Path | None = None, *, isolate: bool = False, **overrides: str | None) -> AgentOptions:
         """Defaults from the environment, then explicit overrides (None means 'not given')."""
         base = Path(cwd or Path.cwd()).resolve()
         values: dict[str, str | None] = {
@@ -45,4 +45,4 @@ class AgentOptions:
             "judge": os.environ.get("FARM_JUDGE") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values, isolate=isolate)  # type: ignore[arg-type]

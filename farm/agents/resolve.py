@@ -13,9 +13,10 @@ Adapters are built by the registry (``farm.agents.registry``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +134,24 @@ _TARGET_FIELD = {"python": "entry", "http": "url", "command": "command", "neuro-
 """The manifest field a reference's target stands for, by reference kind."""
 
 
+@contextlib.contextmanager
+def _naming_arm(ref: AgentRef) -> Iterator[None]:
+    """A matrix arm's agent that does not resolve or build is named by its arm."""
+    try:
+        yield
+    except AgentResolutionError as exc:
+        if not ref.arm:
+            raise
+        raise AgentResolutionError(f"arm {ref.arm!r}: {exc.message}") from None
+
+
 def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
     """What the registry builds ``ref`` from: its manifest, or the manifest a reference stands for."""
+    with _naming_arm(ref):
+        return _adapter_spec(ref, options)
+
+
+def _adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
     if ref.kind == "manifest":
         agent_dir = Path(ref.target)
         manifest = read_manifest(agent_dir)
@@ -150,18 +167,17 @@ def adapter_spec(ref: AgentRef, options: AgentOptions) -> AdapterSpec:
     return AdapterSpec(manifest, Path(ref.base_dir or options.cwd), None, ref.label)
 
 
-def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HOOKS) -> Agent:
-    """Build the adapter for a resolved reference: ``hooks.limiter`` admits its HTTP attempts,
-    ``hooks.wrap_agent`` (when set) wraps it."""
+def create_agent(ref: AgentRef, options: AgentOptions, hooks: AgentHooks = NO_HOOKS, *,
+                 spec: AdapterSpec | None = None) -> Agent:
+    """Build the adapter for a resolved reference (from ``spec``, its ``adapter_spec``, when that
+    is read already): ``hooks.limiter`` admits its HTTP attempts, ``hooks.wrap_agent`` (when set)
+    wraps it."""
     if ref.connector:  # a matrix arm's connector wins over -c (SPEC 22)
         options = dataclasses.replace(options, connector=ref.connector)
     with hooks.building():
-        try:
-            agent = create_adapter(adapter_spec(ref, options), options, hooks)
-        except AgentResolutionError as exc:
-            if not ref.arm:
-                raise
-            raise AgentResolutionError(f"arm {ref.arm!r}: {exc.message}") from None
+        spec = spec if spec is not None else adapter_spec(ref, options)
+        with _naming_arm(ref):
+            agent = create_adapter(spec, options, hooks)
     return hooks.wrap_agent(agent, ref) if hooks.wrap_agent is not None else agent
 
 

@@ -2,8 +2,9 @@
 
 ``TestSettings`` is every flag as given (``settings``); ``resolve_specs`` reads it once into what
 each stage takes (``specs``: batch planning, fleet control, the outputs, the executor, the
-history's facts, Yao's extras, the agent options, the suite's source, the runs' environment and
-the plan's shape, carried by ``PreparedSweep.specs``); ``prepare_sweep`` loads,
+history's facts, Yao's extras, the agent options, the suite's source, the runs' environment,
+the plan's shape, the envelope's flags and how the plan keeps its cases, carried by
+``PreparedSweep.specs``); ``prepare_sweep`` loads,
 resolves, plans and checks the outputs before the first run (``prepare``); ``run_sweep`` and
 ``arun_sweep`` run it on the executor ``create_executor`` picks (``run``). No stage below
 ``farm.api`` takes ``TestSettings`` whole, and the CLI, having built it, goes on with the specs.

@@ -36,9 +36,7 @@ from farm.distributed.store.sweep_store import CONNECTION_ERRORS, SweepStore, no
 from farm.errors import BrokerError, WorkerLostError
 from farm.models import SweepReport
 from farm.models.base import utc_now
-from farm.plan.compact_cases import CompactCases
 from farm.plan.sweep_plan import SweepPlan
-from farm.run.environment import RunEnvironment
 from farm.settings import FarmSettings, safe_url
 from farm.sweep.executor import Submitter
 from farm.sweep.lifecycle import SweepStop
@@ -56,12 +54,6 @@ def create_celery_app(settings: FarmSettings) -> Any:
     app = Celery("farm", set_as_current=False)
     app.conf.update(celery_settings(settings))
     return app
-
-
-def stored_cases(env: RunEnvironment) -> CompactCases:
-    """How a submitter's plan holds its cases: in their stored form, as the store keeps them
-    (``CompactCases``): a million-case plan is never a million models in the submitter."""
-    return CompactCases(env)
 
 
 def publish(app: Any, plan: SweepPlan, queue: str, *, batch: int = DEFAULT_PUBLISH_BATCH) -> None:
@@ -187,4 +179,4 @@ class CeleryExecutor(SweepFollower, Submitter):
 
 
 
-__all__ = ["CeleryExecutor", "create_celery_app", "publish", "stored_cases"]
+__all__ = ["CeleryExecutor", "create_celery_app", "publish"]

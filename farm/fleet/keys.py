@@ -24,14 +24,13 @@ from farm.agents.base import Agent
 from farm.agents.judge import AgentJudge, ConnectorJudge, JudgeResolver
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
-from farm.agents.resolve import adapter_spec
+from farm.agents.registry import AdapterSpec
 from farm.defaults import PRICES_ENV
-from farm.errors import AgentResolutionError, SettingsError
+from farm.errors import SettingsError
 from farm.fleet.replay import ReplayStore
 from farm.plan.fleet import FleetPlan, FleetRequest, ReplaySpec, agent_ref_key
 from farm.plan.rate_specs import RateLimit, declared_limit
 from farm.stats.prices import Price, PriceTable
-from farm.yaofile import read_yao_object
 
 if TYPE_CHECKING:
     from farm.agents.connectors import Connector
@@ -66,9 +65,8 @@ class _Keys:
 
     def connector(self, connector: Connector, what: str) -> str:
         self.price(connector.id, f"{what} (connector {connector.id}, model {connector.model})", connector.model)
-        if connector.source:
-            data = read_yao_object(Path(connector.source), "connector file", AgentResolutionError)
-            self.declare(connector.id, data, connector.source)
+        if connector.source:  # its file's rate_limit, read with it
+            self.declare(connector.id, {"rate_limit": connector.rate_limit}, connector.source)
         self.metered.add(connector.id)
         return connector.id
 
@@ -80,9 +78,8 @@ def _is_connector(value: object) -> TypeGuard[Connector]:
     return module is not None and isinstance(value, module.Connector)
 
 
-def _agent_key(keys: _Keys, ref: AgentRef, agent: Agent, options: AgentOptions) -> tuple[str, bool]:
+def _agent_key(keys: _Keys, ref: AgentRef, agent: Agent, spec: AdapterSpec) -> tuple[str, bool]:
     """The key of the agent's calls, and whether they bypass the transport (unmetered)."""
-    spec = adapter_spec(ref, options)
     connector = getattr(agent, "connector", None)
     if spec.type == "prompt" and _is_connector(connector):
         key = keys.connector(connector, f"agent {agent.id}")
@@ -103,9 +100,10 @@ def _judge_key(keys: _Keys, name: str, judge: object) -> None:
         keys.metered.add(name)
 
 
-def plan_fleet(request: FleetRequest, agents: Mapping[AgentRef, Agent], judges: JudgeResolver,
-               judge_uses: Iterable[str | None], options: AgentOptions) -> FleetPlan:
-    """The sweep's ``FleetPlan``; ``agents`` and ``judges`` are the ones ``prepare_sweep`` built.
+def plan_fleet(request: FleetRequest, agents: Mapping[AgentRef, Agent], specs: Mapping[AgentRef, AdapterSpec],
+               judges: JudgeResolver, judge_uses: Iterable[str | None], options: AgentOptions) -> FleetPlan:
+    """The sweep's ``FleetPlan``; ``agents`` (built from ``specs``) and ``judges`` are the ones
+    ``prepare_sweep`` built.
 
     Raises:
         SettingsError: a bad flag or price file, an unpriced key under ``--budget``, a replay
@@ -119,7 +117,7 @@ def plan_fleet(request: FleetRequest, agents: Mapping[AgentRef, Agent], judges: 
     agent_keys: dict[str, str] = {}
     unmetered: list[str] = []
     for ref, agent in agents.items():
-        agent_keys[agent_ref_key(ref)], bypasses = _agent_key(keys, ref, agent, options)
+        agent_keys[agent_ref_key(ref)], bypasses = _agent_key(keys, ref, agent, specs[ref])
         if bypasses:
             unmetered.append(agent_ref_key(ref))
     for use in dict.fromkeys(judge_uses):

@@ -15,20 +15,21 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import operator
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
 from farm.agents.resolve import resolve_case_agent
 from farm.checks import judges_needed
-from farm.errors import AgentResolutionError, InputError
+from farm.errors import AgentResolutionError, InputError, SettingsError
 from farm.matrix.arms import arm_settings
 from farm.matrix.schedule import arm_copies
 from farm.models import ARM_SEPARATOR, Arm, Case, MatrixPlan
-from farm.plan.sweep_plan import CaseSource, PlanTotals
-from farm.plan.yao_options import compile_run_pattern
+from farm.plan.compact_cases import CompactCases
+from farm.plan.sweep_plan import CaseSource, PlannedCases, PlanTotals
 from farm.run.environment import RunEnvironment
 from farm.run.simulators import check_simulators
 from farm.stats import CasePlan, plan_case
@@ -55,8 +56,37 @@ class CaseKeeper(CaseSource, Protocol):
         """Whether other processes can keep cases now (a compact plan: once its dictionary is set)."""
         ...
 
+CaseKeeping = Literal["ids", "stored", "models"]
+"""How a plan holds its cases, as the executor that runs it chooses: their ids only
+(``--collect-only``), their stored form (a distributed submitter: ``CompactCases``, so a
+million-case plan is never a million models), or the ``PlannedCase`` models (an in-process sweep
+runs them; ``--dry-run`` lists them)."""
+
+
+def case_keeper(keeping: CaseKeeping, env: RunEnvironment) -> CaseKeeper | None:
+    """The plan's ``CaseKeeper`` for ``keeping`` (None: ``--collect-only`` keeps the ids alone)."""
+    if keeping == "ids":
+        return None
+    return CompactCases(env) if keeping == "stored" else PlannedCases()
+
+
 AgentKey = tuple[str, str | None, str | None]
 _SKIP = operator.attrgetter("skip")
+
+
+def compile_run_pattern(pattern: str | None) -> re.Pattern[str] | None:
+    """Yao's ``--run``: the regular expression a case id must match somewhere (a search, as Go's
+    ``MatchString``), after ``-k``; None: every case.
+
+    Raises:
+        SettingsError: the pattern is not a regular expression.
+    """
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise SettingsError(f"--run {pattern!r}: not a regular expression: {exc}") from None
 
 
 def _matches(case_id: str, pattern: str) -> bool:
@@ -149,9 +179,13 @@ class PlanParts:
     agents: dict[AgentKey, AgentRef] = field(default_factory=dict)
     refused: InputError | None = None
 
-    def count(self, batch: BatchPlan) -> None:
-        """The selection counts of a batch, planned or not (``--run``, ``-k`` count every case)."""
+    def add(self, batch: BatchPlan, *, broken: bool) -> None:
+        """A batch, after the batches before it: its selection counts always (``--run``, ``-k``
+        count every case), its plan unless the suite is ``broken`` (a suite with problems is read
+        on only to list them all)."""
         self.selection.add(batch.selection)
+        if not broken:
+            self.merge(batch)
 
     def merge(self, batch: BatchPlan) -> None:
         """A planned batch's cases, totals, judges and agents (after the batches before it)."""
@@ -276,6 +310,6 @@ class BatchPlanner:
 
 
 __all__ = [
-    "BatchPlan", "BatchPlanner", "CaseKeeper", "PlanParts", "PlanSpec", "ReadCounter", "SelectionCounts",
-    "exact_pattern", "select_cases",
+    "BatchPlan", "BatchPlanner", "CaseKeeper", "CaseKeeping", "PlanParts", "PlanSpec", "ReadCounter", "SelectionCounts",
+    "case_keeper", "compile_run_pattern", "exact_pattern", "select_cases",
 ]

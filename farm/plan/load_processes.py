@@ -118,7 +118,7 @@ def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanPart
         first = next(stream.read_batches(size, lambda f, b: True if (f, b) == (0, 0) else None), None)
         if first is not None:
             read(len(first.cases))
-            _merge(stream, parts, planner.plan(stream.take(first)))
+            parts.add(planner.plan(stream.take(first)), broken=stream.broken)
         if not parts.cases.shareable():
             processes = 1  # the first batch planned no case: this process reads on, alone
     global _FORKED
@@ -127,16 +127,10 @@ def plan_in_processes(stream: CaseStream, planner: BatchPlanner, parts: PlanPart
         for one in _loaded(0) if processes == 1 else _in_order(processes):
             stream.take_ids(one.batch, one.ids, one.lines, one.skip_notes)
             read(len(one.ids))
-            _merge(stream, parts, one.plan)
+            parts.add(one.plan, broken=stream.broken)
     finally:
         _FORKED = None
     stream.finish()
-
-
-def _merge(stream: CaseStream, parts: PlanParts, plan: BatchPlan) -> None:
-    parts.count(plan)
-    if not stream.broken:  # a suite with problems is read on only to list them all
-        parts.merge(plan)
 
 
 def _loaded(part: int) -> Iterator[LoadedBatch]:

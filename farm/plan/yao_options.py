@@ -1,47 +1,48 @@
 """Yao ``agent eval``'s command-line extras as library functions (``farm test`` wires them).
 
-- ``--run REGEX``: only cases whose id the regular expression matches (a search, as Go's
-  ``MatchString``), after ``-k``;
 - ``--ctx FILE``: a JSON context for every call (``chat_id``, ``authorized``, ``metadata``,
   ``client``, ``locale``, ``referer``); flags and each case's own ``user``/``team`` win over it;
 - ``--collect-only`` / ``--dry-run``: load, validate and resolve everything, list the cases (ids /
   JSON lines), call no agent.
 
-``--simulator`` and ``--yao-compat`` act when suites load (``farm.suites.dynamic.LoadOptions``),
+``--run REGEX`` selects cases with ``-k`` (``farm.plan.batch.compile_run_pattern``); ``--simulator``
+and ``--yao-compat`` act when suites load (``farm.suites.dynamic.LoadOptions``),
 ``--before``/``--after`` around the sweep (``farm.suites.hooks.SweepHooks``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from farm.errors import SettingsError
 from farm.plan.sweep_plan import PlannedCase
+from farm.run.environment import RunEnvironment
 from farm.yaofile import read_yao_object
 
-__all__ = ["CONTEXT_KEYS", "compile_run_pattern", "dry_run_lines", "load_context_file"]
+__all__ = ["CONTEXT_KEYS", "EnvironmentSpec", "dry_run_lines", "load_context_file"]
 
 CONTEXT_KEYS = ("chat_id", "authorized", "metadata", "client", "locale", "referer")
 """Keys of a ``--ctx`` file (Yao's ``ContextConfig``)."""
 _CLIENT_KEYS = {"type": "client_type", "ip": "client_ip", "user_agent": None}
 
 
-def compile_run_pattern(pattern: str | None) -> re.Pattern[str] | None:
-    """``--run``: the regular expression a case id must match somewhere (None: every case).
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What every run sees, but for the sweep's id and ``--ctx`` (a file read once the suite is open)."""
 
-    Raises:
-        SettingsError: the pattern is not a regular expression.
-    """
-    if pattern is None:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise SettingsError(f"--run {pattern!r}: not a regular expression: {exc}") from None
+    run: RunEnvironment
+    ctx: str | None = None
+    cwd: str = "."
+
+    def for_sweep(self, sweep_id: str) -> RunEnvironment:
+        """The sweep's environment: its id, and Yao's context file when given."""
+        ctx = load_context_file(self.ctx, self.cwd) if self.ctx else {}
+        return dataclasses.replace(self.run, sweep_id=sweep_id, **ctx)
 
 
 def load_context_file(path: str, cwd: str) -> dict[str, Any]:

@@ -311,7 +311,7 @@ def test_a_runs_marker_is_its_lease_and_its_crash_record_in_one_round_trip(redis
 
     store = SweepStore(connect(redis_server))
     redis_client.set(keys.worker_alive_key("alive"), "1")
-    first = store.begin_run("m1", "c", 1, "dead", again=False)  # a first delivery: one HSETNX
+    first = store.begin_run("m1", "c", 1, "dead")  # a first delivery: an EXISTS and one HSETNX
     assert (first.stop, first.stored, first.deaths, first.duplicate) == (None, False, 0, False)
     began = store.running("m1")["c:1"]
     assert abs(began - time.time()) < 60

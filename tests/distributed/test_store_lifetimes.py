@@ -105,11 +105,13 @@ def test_a_stop_is_seen_at_once_where_it_was_set_and_after_the_read_interval_els
 
 
 @pytest.mark.redis
-def test_only_a_run_delivered_again_asks_whether_it_is_stored(redis_server: str) -> None:
+def test_every_delivery_asks_whether_its_run_is_stored(redis_server: str) -> None:
+    """A first delivery too (it once did not, and a run published twice was paid twice)."""
     from farm.models import RunResult, RunStatus
 
     store = SweepStore(connect(redis_server), ttl=600)
-    assert not store.begin_run("S2", "C1", 1, "h", again=False).stored
+    assert not store.begin_run("S2", "C1", 1, "h").stored
     store.store_run("S2", RunResult(sweep_id="S2", case_id="C1", run=1, status=RunStatus.PASSED), runs=1)
-    assert store.begin_run("S2", "C1", 1, "h", again=True).stored
-    assert not store.begin_run("S2", "C1", 1, "h", again=False).stored  # a first delivery does not ask
+    assert store.begin_run("S2", "C1", 1, "h").stored
+    assert store.begin_run("S2", "C1", 1, "other").stored
+    assert store.running("S2") == {}  # a stored run is not marked in flight again

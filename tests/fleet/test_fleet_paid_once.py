@@ -71,7 +71,7 @@ def test_a_copy_is_a_duplicate_only_while_a_live_workers_run_may_be_in_flight(re
     Redis fault), the reconciler published it again, and this copy is the one that runs."""
     store = SweepStore(connect(redis_server))
     redis_client.set(keys.worker_alive_key("alive"), "1")
-    assert not store.begin_run("d1", "c", 1, "alive", again=False).duplicate
+    assert not store.begin_run("d1", "c", 1, "alive").duplicate
     assert store.begin_run("d1", "c", 1, "other", held_s=60).duplicate
     assert store.begin_run("d1", "c", 1, "other").duplicate  # no horizon given: in flight for ever
     time.sleep(0.3)
@@ -111,3 +111,26 @@ def test_a_second_copy_of_a_run_in_flight_in_the_same_worker_process_is_not_call
 def _tasks_ended(log: str, task: str) -> int:
     """Tasks of this name a worker's log says ended (Celery's per-task INFO line, ``--log-runs``)."""
     return sum(1 for line in log.splitlines() if f"Task {task}[" in line and " succeeded in " in line)
+
+
+def test_a_first_delivery_of_a_run_stored_already_does_not_call_the_agent(tmp_path, redis_server, redis_client,
+                                                                           farm_worker, farm_cli) -> None:
+    """A run can reach a worker twice as a first delivery: two publishers racing at a lease's end,
+    or a message a live worker held (prefetched, acks late) past the visibility timeout, restored
+    for another and still run by the first. Whichever comes second finds its run stored; it must
+    not call the agent (seen under a CPU hog: $0.15 reported for 16 paid calls, 2026-11-28)."""
+    from celery import Celery
+
+    worker = farm_worker(queue="first-twice", concurrency=1, env={"FARM_LOG_RUNS": "1"})
+    suite = write_suite(tmp_path, "t.jsonl", [{"id": "t", "input": "go"}])
+    out = tmp_path / "t.json"
+    with usage_server() as (served, server):
+        done = farm_cli.run("test", "-i", str(suite), "-n", served.url + "/agent", "--runs", "1", "--broker",
+                            farm_cli.broker, "--queue", "first-twice", "--no-history", "--no-progress", "-o",
+                            str(out), timeout=300)
+        assert done.returncode == 0, done.stderr
+        sweep_id = report_of(out)["metadata"]["sweep_id"]
+        Celery(broker=redis_server).send_task("farm.run", args=(sweep_id, "t", 1), queue="first-twice")
+        wait_for(lambda: _tasks_ended(worker.text(), "farm.run") >= 2, 120, "the second copy's task ended")
+        assert server.calls == 1, f"{server.calls} calls for 1 run"
+    assert report_of(out)["summary"]["total_runs"] == 1

@@ -169,14 +169,14 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore, DeliveryStore):
                 if text is not None:
                     yield RunResult.model_validate_json(str(text))
 
-    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str, *, again: bool = True,
+    def begin_run(self, sweep_id: str, case_id: str, run: int, holder: str, *,
                   held_s: float | None = None) -> RunStart:
-        """A worker begins a run, in one round trip: its marker set (its lease starts now, the sweep
-        is alive; ``holder`` is the worker process's heartbeat token, so a later delivery can tell
-        whether it died with the run in flight), the stop reason and, when ``again`` (a redelivered
-        or republished message), whether the run is stored already. The stop reason is read at most
-        every ``STOP_FRESH_S`` per sweep in this process (a stop is final: once seen, kept; one
-        this process sets is seen at once). ``store_run`` or ``settle`` clears the marker. A live
+        """A worker begins a run, in one round trip: whether the run is stored already (any
+        delivery asks: a first one's can be, ``begin_run.lua``), else its marker set (its lease
+        starts now, the sweep is alive; ``holder`` is the worker process's heartbeat token, so a
+        later delivery can tell whether it died with the run in flight), and the stop reason, read
+        at most every ``STOP_FRESH_S`` per sweep in this process (a stop is final: once seen, kept;
+        one this process sets is seen at once). ``store_run`` or ``settle`` clears the marker. A live
         holder's marker younger than ``held_s`` (None: any) makes this a duplicate (``RunStart``)."""
         seen = self._stops.get(sweep_id)
         now = time.monotonic()
@@ -184,7 +184,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore, DeliveryStore):
         stop, stored, deaths, duplicate, in_flight = self._begin_run(
             keys=[keys.stop_key(sweep_id), keys.run_key(sweep_id, case_id, run), keys.running_key(sweep_id)],
             args=[keys.run_field(case_id, run), holder, keys.worker_alive_key(""), time.time(),
-                  "1" if again else "0", "1" if read else "0", "" if held_s is None else repr(float(held_s))])
+                  "1" if read else "0", "" if held_s is None else repr(float(held_s))])
         if read:
             self._seen_stop(sweep_id, stop or None, now)
         else:
