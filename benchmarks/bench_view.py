@@ -9,15 +9,19 @@ sweep takes minutes to run).
 
 Each repetition starts a fresh ``farm view`` and, timing whole responses with a plain HTTP client:
 
-- ``cold``: the sweep's page, first request: the journal replayed (the report rebuilt), the
-  page with its first 100 cases rendered;
-- ``warm``: the same page again (the report kept); ``page 2``: ``/api/sweeps/ID/cases?page=2``;
-  ``search``: a search over every case's id, outputs and errors (``q=case-0123``);
+- ``cold``: the sweep's page, first request of the server: this checkout reads the index the sweep
+  kept beside its journal when it ended (``farm.sweep.kept``: every case in brief, the first 100
+  cases read whole with their runs from the journal) and renders the page; a checkout before the
+  index (``--before``), or a journal without one (a sweep killed before its end), replays the
+  journal instead (the report rebuilt, in a child process);
+- ``warm``: the same page again (kept); ``page 2``: ``/api/sweeps/ID/cases?page=2`` (its 100 cases
+  read whole); ``search``: the first search, over every case's id, outputs and errors
+  (``q=c00123``): every case read whole once; ``search again``: another (``q=c04567``);
 - the server's RSS after these, its own peak (``VmHWM``), and the peak of the server with its
-  children (sampled every 20 ms: this checkout replays a journal in a child process).
+  children (sampled every 20 ms: a replay runs in a child process).
 
-``--before REV`` also measures that commit's farm (its page embeds every case), alternating with
-this checkout's in the same run: its page's time, bytes and the server's RSS.
+``--before REV`` also measures that commit's farm, alternating with this checkout's in the same
+run: its first page's time and bytes and the server's RSS.
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ def one(data: Path, sweep_id: str, code: Path | None) -> dict[str, float]:
             figures["warm_s"], figures["warm_bytes"] = get(f"{base}/sweeps/{sweep_id}")
             figures["page2_s"], figures["page2_bytes"] = get(f"{base}/api/sweeps/{sweep_id}/cases?page=2")
             figures["search_s"], _ = get(f"{base}/api/sweeps/{sweep_id}/cases?q=c00123")
+            figures["search_again_s"], _ = get(f"{base}/api/sweeps/{sweep_id}/cases?q=c04567")
         figures["rss_mb"], figures["peak_rss_mb"] = rss(view.pid)
         sampler.done.set()
         figures["tree_peak_rss_mb"] = sampler.peak / 2**20

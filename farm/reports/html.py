@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from markupsafe import Markup
 
 from farm.durations import format_ms
 from farm.models import BudgetFigures, CaseStats, SweepEnvelope, SweepOutcome, SweepReport, SweepSummary
+from farm.models.brief import CaseBrief
 from farm.reports.details import RunDetailsSource, with_details
 from farm.reports.fleet import budget_text, cost_text, total_cost
 from farm.reports.html_charts import histogram, spread
@@ -39,11 +41,12 @@ _DATA = "\x00farm-report-data\x00"
 
 
 def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None = None, *,
-               rows: list[CaseStats] | None = None, paging: dict[str, Any] | None = None) -> None:
-    """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time
-    (each case's run details from ``details`` when given). ``farm view`` embeds ``rows`` (a page of
-    the results; the charts are of them all) and ``paging``: where the others are (``farm.view.table``)."""
-    summary = report.summary
+               rows: list[CaseStats] | None = None, paging: dict[str, Any] | None = None,
+               charted: Sequence[CaseStats | CaseBrief] | None = None) -> None:
+    """``render_html``'s page written to ``out``, the embedded report's JSON one case at a time (each
+    case's run details from ``details`` when given). ``farm view`` embeds ``rows`` (a page of the
+    results; the charts are of them all, or of ``charted``: every case in brief) and ``paging``."""
+    summary, charted = report.summary, report.results if charted is None else charted
     meta, envelope = report.written_metadata(), report.envelope  # the table shows what the JSON report holds
     agent = _text(envelope.agent_id or "agent")
     multi_run = summary.runs_per_case > 1
@@ -59,8 +62,8 @@ def write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | Non
         card_columns=card_columns(len(cards)),
         status_bar=_status_bar(summary),
         failure_classes=_failure_classes(summary),
-        histogram=histogram(report.results) if multi_run else None,
-        spread=spread(report.results) if multi_run else None,
+        histogram=histogram(charted) if multi_run else None,
+        spread=spread(charted) if multi_run else None,
         environment=_rows(report.environment),
         metadata=_rows({key: value for key, value in meta.items() if key != "compared_with"}),
         compared=_compared_with(envelope), matrix=matrix_section(report),

@@ -11,6 +11,7 @@ then count too, and the verdict stays the rule's. Usage and cost are summed by `
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 from farm.models import (
@@ -166,6 +167,25 @@ def _bounded_turn(turn: TurnRecord, limit: int) -> TurnRecord:
     return turn.model_copy(update={"input": bounded(turn.input, limit), "output": bounded(turn.output, limit)})
 
 
+def _classed(result: RunResult, status: RunStatus) -> RunResult:
+    if result.failure_class is None and status not in (RunStatus.PASSED, RunStatus.SKIPPED):
+        # made before runs were classed (an older journal or report) or by hand: classed here, the same way
+        return classified(result)
+    return result
+
+
+def kept_details(results: Iterable[RunResult], cap: int) -> list[RunDetail]:
+    """The run details a ``CaseAccumulator`` with ``max_details=cap`` keeps of one case's ``results``
+    (given in the order it was fed them; a run index seen before is not counted again), without
+    building the accumulator: a case's kept runs read back from the journal."""
+    details, seen = _Details(cap), set()
+    for result in results:
+        if result.run not in seen:
+            seen.add(result.run)
+            details.offer(_classed(result, RunStatus(result.status)))
+    return details.sorted()
+
+
 class CaseAccumulator:
     """Statistics of one case, built from its run results in any order, each counted once."""
 
@@ -221,9 +241,7 @@ class CaseAccumulator:
         if not self._claim(result.run):
             return False
         status = RunStatus(result.status)  # tolerate model_construct'ed plain strings
-        if result.failure_class is None and status not in (RunStatus.PASSED, RunStatus.SKIPPED):
-            # made before runs were classed (an older journal or report) or by hand: classed here, the same way
-            result = classified(result)
+        result = _classed(result, status)
         self._counted += 1
         self._status[status] += 1
         self._retries += result.retries

@@ -18,32 +18,43 @@ The JSONL writer and the plan model are the ones reports and Redis use: no secon
 Flat memory for big JSON/HTML/Markdown/JUnit reports (issue 16) builds on this: every run is
 already here in full, in completion order. While writing, the journal records the byte offset of
 each ``result`` line per case (8 bytes a run); ``JournalDetails`` reads one case's runs back and
-feeds them, in the same order, to a fresh ``CaseAccumulator`` with the sweep's
-``max_run_details``, which keeps exactly the details the sweep's own accumulator kept. The
-in-process executor then drops each finished case's details (``journal_for``) and the report's
-renderers ask for them one case at a time (``farm.reports.details``).
+keeps, in the same order, what a ``CaseAccumulator`` with the sweep's ``max_run_details`` keeps
+(``kept_details``): exactly the details the sweep's own accumulator kept. The in-process executor
+then drops each finished case's details (``journal_for``) and the report's renderers ask for them
+one case at a time (``farm.reports.details``). When the sweep ends, those offsets and the report go
+into the journal's index beside it (``farm.sweep.kept``), from which ``farm view`` pages the sweep.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
 import weakref
 from array import array
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
+
+from pydantic_core import from_json
 
 from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport, SweepStart
-from farm.plan.sweep_plan import PlannedCase, SweepPlan
+from farm.plan.sweep_plan import SweepPlan
 from farm.reports.jsonl import EventLines, JsonlWriter
-from farm.stats import CaseAccumulator
+from farm.stats.accumulator import kept_details
 
 JOURNAL_DIR = "journals"
 """Under the data directory (``FARM_DATA_DIR``)."""
 JOURNAL_SUFFIX = ".jsonl"
+
+
+INDEX_SUFFIX = ".index"
+"""A finished journal's index (``<sweep id>.jsonl.index``, beside it): ``farm.sweep.kept``."""
+
+
+def index_path(journal: Path) -> Path:
+    return journal.with_name(journal.name + INDEX_SUFFIX)
 
 
 def journal_dir(data_dir: Path) -> Path:
@@ -63,6 +74,7 @@ def prune_journals(data_dir: Path, days: int, *, now: float | None = None) -> li
         try:
             if path.stat().st_mtime < cutoff:
                 path.unlink()
+                index_path(path).unlink(missing_ok=True)
                 pruned.append(path)
         except FileNotFoundError:  # another farm pruned it first
             continue
@@ -83,24 +95,22 @@ def open_journal(data_dir: Path, sweep_id: str) -> TextIO:
 class JournalDetails:
     """A case's kept run details, read back from the journal (a ``RunDetailsSource``)."""
 
-    def __init__(self, path: Path, plan: SweepPlan) -> None:
+    def __init__(self, path: Path, max_details: int) -> None:
         self.path = path
-        self._plan = plan
+        self.max_details = max_details
         self.offsets: dict[str, array[int]] = {}
         """Per case, where each of its ``result`` lines starts, in completion order."""
-        self._cases: dict[str, PlannedCase] | None = None
 
     def __call__(self, stats: CaseStats) -> list[RunDetail]:
-        if self._cases is None:
-            self._cases = {c.id: c for c in self._plan.cases}
-        planned = self._cases[stats.planned_id]
-        # only the details: no semantic figures (they were computed once, when the case ended)
-        acc = CaseAccumulator(planned.case, planned.plan, max_details=self._plan.max_run_details, semantic=False)
         with self.path.open("rb") as journal:
-            for offset in self.offsets.get(stats.planned_id, ()):
-                journal.seek(offset)
-                acc.add(RunResult.model_validate(json.loads(journal.readline())["run_result"]))
-        return acc.run_details()
+            return kept_details(runs_at(journal, self.offsets.get(stats.planned_id, ())), self.max_details)
+
+
+def runs_at(journal: BinaryIO, offsets: Iterable[int]) -> Iterator[RunResult]:
+    """The runs whose ``result`` lines start at ``offsets`` of the open journal, in that order."""
+    for offset in offsets:
+        journal.seek(offset)
+        yield RunResult.model_validate(from_json(journal.readline())["run_result"])  # twice json's speed
 
 
 _OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()
@@ -125,9 +135,11 @@ class RunJournal:
         self._plan = plan
         self.path = Path(stream.name) if isinstance(getattr(stream, "name", None), str) else None
         self.details: JournalDetails | None = None
-        """Reads each case's kept runs back (a file journal only, and only when details are kept)."""
-        if self.path is not None and plan.max_run_details > 0 and stream.seekable():
-            self.details = _OPEN[plan.sweep_id] = JournalDetails(self.path.resolve(), plan)
+        """Each case's runs in the journal, and its kept runs read back (a file journal only)."""
+        if self.path is not None and stream.seekable():
+            self.details = JournalDetails(self.path.resolve(), plan.max_run_details)
+            if plan.max_run_details > 0:
+                _OPEN[plan.sweep_id] = self.details
 
     def on_start(self, start: SweepStart) -> None:
         self._writer.start(timestamp=start.timestamp, agent_id=start.agent_id, total_cases=start.total_cases,
@@ -150,15 +162,22 @@ class RunJournal:
 
     def on_finish(self, report: SweepReport) -> None:
         self._writer.summary(report)
+        if self.details is not None:  # what farm view pages the sweep from (farm.sweep.kept)
+            from farm.sweep.kept import keep_index
+
+            keep_index(self.details.path, report, self.details.offsets, self._stream.tell())
 
 
 __all__ = [
+    "INDEX_SUFFIX",
     "JOURNAL_DIR",
     "JournalDetails",
     "RunJournal",
+    "index_path",
     "journal_dir",
     "journal_for",
     "journal_path",
     "open_journal",
     "prune_journals",
+    "runs_at",
 ]

@@ -27,7 +27,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from farm.errors import FarmError, SettingsError
-from farm.reports.html_kit import PAGED_POLICY, REPORT_POLICY
+from farm.reports.html_kit import PAGED_POLICY, REPORT_POLICY, template_environment
 from farm.view.data import SweepFilter, ViewData
 from farm.view.pages import render
 from farm.view.table import TableQuery
@@ -247,6 +247,8 @@ async def live_json(request: web.Request) -> web.Response:
 
 
 def build_app(data: ViewData, *, credentials: Credentials | None, flower_url: str | None) -> web.Application:
+    for name in ("report.html.j2", "charts.html.j2"):  # compiled now, not by a sweep's first page
+        template_environment().get_template(name)
     app = web.Application(middlewares=[_auth_middleware(credentials) if credentials else _loopback_host_middleware()])
     app.on_response_prepare.append(_security_headers)
     app[DATA_KEY] = data

@@ -113,7 +113,8 @@ class ViewData:
         if path is None:
             return None
         try:
-            return self.pages.get(path, lambda: built_apart(_paged_from, path, info.sweep_id))
+            return self.pages.get(path, lambda: _paged_kept(path, info.sweep_id)
+                                  or built_apart(_paged_from, path, info.sweep_id))
         except OSError:
             return None  # pruned meanwhile: the history's figures instead
 
@@ -182,6 +183,17 @@ def _own_journal(info: SweepInfo) -> Path | None:
             or not path.is_file()):
         return None
     return path
+
+
+def _paged_kept(path: Path, sweep_id: str) -> PagedSweep | None:
+    """The report of a finished sweep from the index kept beside its journal (``farm.sweep.kept``),
+    paged without a replay; None when there is no index, or not this journal's as it is now."""
+    from farm.sweep.journal import JOURNAL_SUFFIX
+    from farm.sweep.kept import read_index
+    from farm.view.paged import paged_kept
+
+    kept = read_index(path, path.name.removesuffix(JOURNAL_SUFFIX))  # _own_journal checked the name
+    return None if kept is None else paged_kept(kept, sweep_id)
 
 
 def _paged_from(path: Path, sweep_id: str) -> PagedSweep | None:

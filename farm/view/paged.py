@@ -11,16 +11,18 @@ import io
 import multiprocessing
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from farm.models import SweepReport
+from farm.models import CaseStats, SweepReport
+from farm.models.brief import CaseBrief
+from farm.sweep.kept import KeptSweep
 from farm.view.table import DEFAULT_SIZE, CaseTable
 
-__all__ = ["KEPT", "PagedSweep", "PagedSweeps", "built_apart", "paged_sweep"]
+__all__ = ["KEPT", "PagedSweep", "PagedSweeps", "built_apart", "paged_kept", "paged_sweep"]
 
 KEPT = 2
 """Sweeps kept at once (the newest asked for): each holds its cases' JSON."""
@@ -49,12 +51,23 @@ class PagedSweep:
 def paged_sweep(report: SweepReport, sweep_id: str) -> PagedSweep:
     """The page of ``report`` for the sweep ``sweep_id``'s URL: its first page of results embedded,
     the table's address for the others."""
+    return _paged(report, sweep_id, CaseTable(report.results), report.results[:DEFAULT_SIZE], report.results)
+
+
+def paged_kept(kept: KeptSweep, sweep_id: str) -> PagedSweep:
+    """The same page from a finished sweep's index: its cases in brief, each read whole (with its
+    runs, from the journal) only when a page shows it."""
+    first = list(kept.cases(range(min(DEFAULT_SIZE, len(kept.briefs)))))
+    return _paged(kept.report, sweep_id, CaseTable(kept.briefs, kept.cases), first, kept.briefs)
+
+
+def _paged(report: SweepReport, sweep_id: str, table: CaseTable, first: list[CaseStats],
+           charted: Sequence[CaseStats | CaseBrief]) -> PagedSweep:
     from farm.reports.html import report_json_parts, write_html
 
-    table = CaseTable(report.results)
     api = f"/api/sweeps/{quote(sweep_id, safe='')}"
     out = io.StringIO()
-    write_html(report, out, rows=report.results[:DEFAULT_SIZE],
+    write_html(report, out, rows=first, charted=charted,
                paging={"cases": f"{api}/cases", "report": f"{api}/report.json", "size": DEFAULT_SIZE,
                        "total": len(table), "counts": table.counts})
     head, tail = report_json_parts(report)

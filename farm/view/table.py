@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from farm.errors import InputError
 from farm.models import CaseStats
+from farm.models.brief import CaseBrief
 
 __all__ = ["DEFAULT_SIZE", "FILTERS", "PAGE_SIZES", "SORTS", "CaseTable", "TableQuery"]
 
@@ -28,9 +31,10 @@ _VERDICT_ORDER = {"fail": 0, "pass": 1, "skipped": 2}
 _LABEL_ORDER = {"broken": 0, "flaky": 1, "stable": 2, "skipped": 3}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Row:
-    """What the table filters, searches and sorts a case by, and its JSON."""
+    """What the table filters, searches and sorts a case by, and its JSON (empty, with the haystack,
+    until a case read when needed is read: ``CaseTable``'s ``whole``)."""
 
     index: int
     verdict: str
@@ -114,44 +118,74 @@ def _show(value: Any) -> str:
     return flat if len(flat) <= 100 else json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def _verdict(case: CaseStats) -> str:
+def _verdict(case: CaseStats | CaseBrief) -> str:
     return "skipped" if case.label == "skipped" else "pass" if case.case_passed else "fail"
 
 
-def _row(index: int, case: CaseStats) -> _Row:
+def _haystack(case: CaseStats) -> str:
     parts = [case.id, case.suite or "", case.source or "", str(case.label)]
     for run in case.run_details:
         parts += [_show(run.output), run.error or ""]
-    return _Row(index=index, verdict=_verdict(case), label=str(case.label), id=case.id, suite=case.suite or "",
-                pass_rate=case.pass_rate, runs=case.runs, consistency=case.consistency,
-                avg_duration_ms=case.avg_duration_ms, haystack="\n".join(parts).lower(), json=case.model_dump_json())
+    return "\n".join(parts).lower()
+
+
+def _row(index: int, case: CaseStats | CaseBrief) -> _Row:
+    """A brief's row has no JSON nor haystack until its case is read whole."""
+    whole = case if isinstance(case, CaseStats) else None
+    # by position: a 30,000-case table makes 30,000 rows before its first page is served
+    return _Row(index, _verdict(case), str(case.label), case.id, case.suite or "", case.pass_rate, case.runs,
+                case.consistency, case.avg_duration_ms, "" if whole is None else _haystack(whole),
+                "" if whole is None else whole.model_dump_json())
 
 
 class CaseTable:
-    """A report's results, in report order, ready to be paged."""
+    """A report's results, in report order, ready to be paged: each case whole, or in brief (the
+    fields the table sorts and filters by), read whole from ``whole(indexes)`` when a page shows it
+    (every case at the first search)."""
 
-    def __init__(self, cases: list[CaseStats]) -> None:
+    def __init__(self, cases: Sequence[CaseStats | CaseBrief],
+                 whole: Callable[[list[int]], Iterable[CaseStats]] | None = None) -> None:
         self._rows = [_row(i, case) for i, case in enumerate(cases)]
-        self.counts = {name: sum(1 for r in self._rows if test(r)) for name, test in FILTERS.items()}
+        self._whole = whole
+        self._filling = threading.Lock()
+        kinds = Counter((r.verdict, r.label) for r in self._rows)  # a chip tests these two alone
+        sample = {(r.verdict, r.label): r for r in self._rows}
+        self.counts = {name: sum(n for kind, n in kinds.items() if test(sample[kind]))
+                       for name, test in FILTERS.items()}
         """How many cases each chip shows (the chips' figures)."""
+
+    def __getstate__(self) -> dict[str, Any]:  # a replay's table comes back from its child process
+        return {**self.__dict__, "_filling": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _filling=threading.Lock())
 
     def __len__(self) -> int:
         return len(self._rows)
 
+    def _filled(self, rows: list[_Row]) -> list[_Row]:
+        """``rows`` with their JSON and haystack (each case read whole once)."""
+        if self._whole is not None and any(not r.json for r in rows):
+            with self._filling:
+                missing = [r for r in rows if not r.json]
+                for row, case in zip(missing, self._whole([r.index for r in missing]), strict=True):
+                    row.haystack, row.json = _haystack(case), case.model_dump_json()
+        return rows
+
     def texts(self) -> list[str]:
         """Every case's JSON, in report order."""
-        return [r.json for r in self._rows]
+        return [r.json for r in self._filled(self._rows)]
 
     def page_json(self, query: TableQuery) -> str:
         """The page as JSON: ``total``, ``matching``, ``page`` (the last there is when asked past
         it), ``pages``, ``size``, ``counts`` and ``cases`` (each as the report's JSON holds it)."""
         test, q = FILTERS[query.filter], query.q
-        rows = [r for r in self._rows if test(r) and (not q or q in r.haystack)]
+        rows = [r for r in (self._filled(self._rows) if q else self._rows) if test(r) and (not q or q in r.haystack)]
         if query.sort:
             rows.sort(key=SORTS[query.sort], reverse=query.order == "desc")  # stable: ties in report order
         pages = max(1, -(-len(rows) // query.size))
         page = min(query.page, pages)
-        shown = rows[(page - 1) * query.size:page * query.size]
+        shown = self._filled(rows[(page - 1) * query.size:page * query.size])
         head = json.dumps({"total": len(self._rows), "matching": len(rows), "page": page, "pages": pages,
                            "size": query.size, "counts": self.counts})
         return f'{head[:-1]}, "cases": [{",".join(r.json for r in shown)}]}}'

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from farm.cli import main
-from farm.sweep.journal import journal_dir, prune_journals
+from farm.sweep.journal import index_path, journal_dir, prune_journals
 from tests.support.servers import ROOT
 
 AGENTS = ROOT / "tests" / "agents" / "basic.py"
@@ -115,11 +115,13 @@ def test_old_journals_are_pruned_when_a_sweep_starts(tmp_path: Path, farm_data_d
     old, recent = directory / "old.jsonl", directory / "recent.jsonl"
     for path, age_days in ((old, 8), (recent, 6)):
         path.write_text("{}\n")
+        index_path(path).write_text("{}\n")  # a finished journal's index goes with it
         stamp = time.time() - age_days * 86400
         os.utime(path, (stamp, stamp))
     assert farm("test", "--no-progress", "-m", "hi", "-n", agent("text")).exit_code == 0
     left = {p.name for p in journals(farm_data_dir)}
     assert "old.jsonl" not in left and "recent.jsonl" in left and len(left) == 2
+    assert not index_path(old).exists() and index_path(recent).exists()
     assert prune_journals(farm_data_dir, 5) == [recent]  # FARM_JOURNAL_DAYS=5 would take it too
 
 
