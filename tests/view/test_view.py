@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 import urllib.error
@@ -18,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.support.browser_fixtures import headless_chromium
-from tests.support.servers import ROOT, free_port, stop_process, wait_for_port
+from tests.support.farm_view import ViewServers, view_env
+from tests.support.servers import free_port
 
 HOSTILE_ID = '<img src=x onerror="window.__pwned=1">'
 HOSTILE_OUTPUT = "<script>window.__pwned=2</script>"
@@ -48,9 +48,7 @@ def browser() -> Iterator[Any]:
         yield chromium
 
 
-def _env(data: Path, **extra: str) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "OTEL_"))}
-    return clean | {"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(data)} | extra
+_env = view_env
 
 
 def _farm(project: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -66,21 +64,11 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def start_view(project: Path) -> Iterator[Callable[..., str]]:
-    started: list[subprocess.Popen[Any]] = []
-
+def start_view(project: Path, view_servers: ViewServers) -> Callable[..., str]:
     def start(*args: str, env: dict[str, str] | None = None) -> str:
-        port = free_port()
-        process = subprocess.Popen([sys.executable, "-m", "farm", "view", "--port", str(port), *args],
-                                   cwd=project, env=env or _env(project / "data"), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE)
-        started.append(process)
-        wait_for_port(port, timeout=120, process=process)
-        return f"http://127.0.0.1:{port}"
+        return view_servers.start(project, *args, env=env or _env(project / "data"))
 
-    yield start
-    for process in started:
-        stop_process(process)
+    return start
 
 
 def _record_two_sweeps(project: Path) -> list[str]:

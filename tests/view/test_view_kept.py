@@ -5,14 +5,13 @@ and replays the journal when there is no index or it is not this journal's as it
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from farm.sweep.kept import read_index
 from farm.sweep.replay import report_from_journal
 from farm.view.paged import paged_kept, paged_sweep
 from farm.view.table import TableQuery
-from tests.support.servers import ROOT, free_port, stop_process, wait_for_port
+from tests.support.farm_view import ViewServers, view_env
 
 CASES = 130
 AGENT = '''
@@ -38,8 +37,7 @@ def respond(messages, context):
 
 
 def _env(data: Path, **extra: str) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "OTEL_"))}
-    return clean | {"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(data), "FARM_SEMANTIC": "0"} | extra
+    return view_env(data, **({"FARM_SEMANTIC": "0"} | extra))
 
 
 def _suite(path: Path, numbers: range) -> Path:
@@ -67,20 +65,11 @@ def finished(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture()
-def view() -> Iterator[Callable[[Path], str]]:
-    started: list[subprocess.Popen[Any]] = []
-
+def view(view_servers: ViewServers) -> Callable[[Path], str]:
     def start(project: Path) -> str:
-        port = free_port()
-        process = subprocess.Popen([sys.executable, "-m", "farm", "view", "--port", str(port)], cwd=project,
-                                   env=_env(project / "data"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        started.append(process)
-        wait_for_port(port, timeout=120, process=process)
-        return f"http://127.0.0.1:{port}"
+        return view_servers.start(project, env=_env(project / "data"))
 
-    yield start
-    for process in started:
-        stop_process(process)
+    return start
 
 
 def _page(url: str) -> str:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +19,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.support.browser_fixtures import headless_chromium
-from tests.support.servers import ROOT, free_port, stop_process, wait_for_port
+from tests.support.farm_view import ViewServers, view_env
 
 CASES = 260
 HOSTILE_ID = '<img src=x onerror="window.__pwned=1">'
@@ -42,9 +41,7 @@ def _suite() -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def _env(data: Path, **extra: str) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "OTEL_"))}
-    return clean | {"PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(data)} | extra
+_env = view_env
 
 
 @pytest.fixture(scope="module")
@@ -62,21 +59,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 @pytest.fixture()
-def start_view(recorded: tuple[Path, str]) -> Iterator[Callable[..., str]]:
-    started: list[subprocess.Popen[Any]] = []
-
+def start_view(recorded: tuple[Path, str], view_servers: ViewServers) -> Callable[..., str]:
     def start(*args: str, **env: str) -> str:
-        port = free_port()
-        process = subprocess.Popen([sys.executable, "-m", "farm", "view", "--port", str(port), *args],
-                                   cwd=recorded[0], env=_env(recorded[0] / "data", **env),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        started.append(process)
-        wait_for_port(port, timeout=120, process=process)
-        return f"http://127.0.0.1:{port}"
+        return view_servers.start(recorded[0], *args, env=_env(recorded[0] / "data", **env))
 
-    yield start
-    for process in started:
-        stop_process(process)
+    return start
 
 
 def _get(url: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
