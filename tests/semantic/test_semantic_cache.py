@@ -224,7 +224,7 @@ def test_a_report_rebuilt_from_the_journal_keeps_them_off(tmp_path: Path, farm_c
                         "--no-progress", "--no-history", "--no-semantic", "-o", str(tmp_path / "r.json"), local=True,
                         env={"FARM_DATA_DIR": str(data)})
     assert done.returncode == 0, done.stderr
-    [journal] = (data / "journals").iterdir()
+    [journal] = (data / "journals").glob("*.jsonl")  # its index (.jsonl.index) beside it
     done = farm_cli.run("report", str(journal), "-o", str(tmp_path / "again.json"), local=True,
                         env={"FARM_DATA_DIR": str(data)})
     assert done.returncode == 0, done.stderr
