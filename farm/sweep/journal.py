@@ -32,29 +32,20 @@ import socket
 import time
 import weakref
 from array import array
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, TextIO
-
-from pydantic_core import from_json
+from typing import TextIO
 
 from farm.errors import SettingsError
 from farm.models import CaseStats, RunDetail, RunResult, SweepReport, SweepStart
 from farm.plan.sweep_plan import SweepPlan
 from farm.reports.jsonl import EventLines, JsonlWriter
 from farm.stats.accumulator import kept_details
+from farm.sweep.journal_lines import runs_at
+from farm.sweep.kept import index_path, keep_index
 
 JOURNAL_DIR = "journals"
 """Under the data directory (``FARM_DATA_DIR``)."""
 JOURNAL_SUFFIX = ".jsonl"
-
-
-INDEX_SUFFIX = ".index"
-"""A finished journal's index (``<sweep id>.jsonl.index``, beside it): ``farm.sweep.kept``."""
-
-
-def index_path(journal: Path) -> Path:
-    return journal.with_name(journal.name + INDEX_SUFFIX)
 
 
 def journal_dir(data_dir: Path) -> Path:
@@ -104,13 +95,6 @@ class JournalDetails:
     def __call__(self, stats: CaseStats) -> list[RunDetail]:
         with self.path.open("rb") as journal:
             return kept_details(runs_at(journal, self.offsets.get(stats.planned_id, ())), self.max_details)
-
-
-def runs_at(journal: BinaryIO, offsets: Iterable[int]) -> Iterator[RunResult]:
-    """The runs whose ``result`` lines start at ``offsets`` of the open journal, in that order."""
-    for offset in offsets:
-        journal.seek(offset)
-        yield RunResult.model_validate(from_json(journal.readline())["run_result"])  # twice json's speed
 
 
 _OPEN: weakref.WeakValueDictionary[str, JournalDetails] = weakref.WeakValueDictionary()
@@ -163,21 +147,16 @@ class RunJournal:
     def on_finish(self, report: SweepReport) -> None:
         self._writer.summary(report)
         if self.details is not None:  # what farm view pages the sweep from (farm.sweep.kept)
-            from farm.sweep.kept import keep_index
-
             keep_index(self.details.path, report, self.details.offsets, self._stream.tell())
 
 
 __all__ = [
-    "INDEX_SUFFIX",
     "JOURNAL_DIR",
     "JournalDetails",
     "RunJournal",
-    "index_path",
     "journal_dir",
     "journal_for",
     "journal_path",
     "open_journal",
     "prune_journals",
-    "runs_at",
 ]

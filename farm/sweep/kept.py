@@ -36,13 +36,19 @@ from farm.models import CaseStats, SweepReport
 from farm.models.brief import CaseBrief
 from farm.stats import DEFAULT_MAX_RUN_DETAILS
 from farm.stats.accumulator import kept_details
-from farm.sweep.journal import index_path, runs_at
+from farm.sweep.journal_lines import runs_at
 
-__all__ = ["KeptSweep", "keep_index", "read_index"]
+__all__ = ["INDEX_SUFFIX", "KeptSweep", "index_path", "keep_index", "read_index"]
 
+INDEX_SUFFIX = ".index"
+"""A finished journal's index: ``<sweep id>.jsonl.index``, beside it."""
 FORMAT = 2
 _TAIL = 4096
 """Bytes read from the index's end to find its header (a few hundred)."""
+
+
+def index_path(journal: Path) -> Path:
+    return journal.with_name(journal.name + INDEX_SUFFIX)
 
 
 def keep_index(journal: Path, report: SweepReport, offsets: Mapping[str, array[int]], journal_bytes: int) -> None:

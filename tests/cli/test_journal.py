@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from farm.cli import main
-from farm.sweep.journal import index_path, journal_dir, prune_journals
+from farm.sweep.journal import journal_dir, prune_journals
+from farm.sweep.kept import index_path
 from tests.support.servers import ROOT
 
 AGENTS = ROOT / "tests" / "agents" / "basic.py"

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from farm.sweep.journal import index_path
-from farm.sweep.kept import read_index
+from farm.sweep.kept import index_path, read_index
 from farm.sweep.replay import report_from_journal
 from farm.view.paged import paged_kept, paged_sweep
 from farm.view.table import TableQuery
