@@ -72,12 +72,13 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = Fa
 
     The run's marker is set as it begins (``SweepStore.begin_run``: its lease, for the
     reconciler, starts then) and cleared by the step that settles it; every delivery asks first
-    whether its run is stored already. ``again`` (published again by the reconciler) is kept for
-    the messages that carry it. A copy that finds its run in flight on a live worker is dropped
-    (the holder settles it: paid once), except a RabbitMQ redelivery: RabbitMQ redelivers a killed
-    consumer's messages at once, while its heartbeat still looks alive. Redis's redelivery comes
-    after the visibility timeout, when a dead holder's heartbeat has expired (workers.crashes), so
-    a live holder there holds a message restored from its prefetch while it ran it."""
+    whether its run is stored already. ``again`` (the reconciler marked its copies so until
+    2026-11-28) is accepted and ignored: messages of older workers carry it. A copy that finds its
+    run in flight on a live worker is dropped (the holder settles it: paid once), except a
+    RabbitMQ redelivery: RabbitMQ redelivers a killed consumer's messages at once, while its
+    heartbeat still looks alive. Redis's redelivery comes after the visibility timeout, when a
+    dead holder's heartbeat has expired (workers.crashes), so a live holder there holds a message
+    restored from its prefetch while it ran it."""
     del again  # every copy is treated alike now; the argument stays for messages in queues
     try:
         store = _store(self)

@@ -88,32 +88,31 @@ def published_runs(slots: Sequence[CaseSlot], cursor: int, matrix: MatrixPlan | 
     return counts
 
 
-def _send(app: Any, producer: Any, sweep: SweepPlan, chunk: Sequence[tuple[CaseSlot, int]], queue: str,
-          again: bool = False) -> None:
-    """One pipelined batch of ``farm.run`` messages (flushed when the batch context exits);
-    ``again``: runs published again (their worker asks whether they are stored already)."""
+def _send(app: Any, producer: Any, sweep: SweepPlan, chunk: Sequence[tuple[CaseSlot, int]], queue: str) -> None:
+    """One pipelined batch of ``farm.run`` messages (flushed when the batch context exits); a
+    first publication and the reconciler's repair send the same message (every delivery asks
+    whether its run is stored: ``workers.runs``)."""
     from kombu.utils.uuid import uuid as task_id
 
     amqp, sid = app.amqp, sweep.sweep_id
     sent_event = bool(app.conf.task_send_sent_event)
-    kwargs = {"again": True} if again else {}
     with producer.batch(max_size=max(1, len(chunk))):
         for slot, n in chunk:
             timeout = slot.timeout_s
             message = amqp.create_task_message(
-                task_id(), "farm.run", (sid, slot.id, n), kwargs, time_limit=timeout + HARD_LIMIT_GRACE_S,
+                task_id(), "farm.run", (sid, slot.id, n), {}, time_limit=timeout + HARD_LIMIT_GRACE_S,
                 soft_time_limit=timeout + SOFT_LIMIT_GRACE_S, create_sent_event=sent_event, ignore_result=True)
             amqp.send_task_message(producer, "farm.run", message, queue=queue)
 
 
 def send_runs(app: Any, sweep: SweepPlan, runs: Iterable[tuple[CaseSlot, int]], queue: str, *,
-              batch: int = 500, again: bool = False) -> int:
+              batch: int = 500) -> int:
     """Publish ``farm.run`` for each (case, run) on one producer connection, ``batch`` a round trip;
-    returns the runs sent (``again``: published again, the reconciler's repair)."""
+    returns the runs sent."""
     items, sent = iter(runs), 0
     with app.producer_or_acquire() as producer:
         while chunk := list(itertools.islice(items, batch)):
-            _send(app, producer, sweep, chunk, queue, again)
+            _send(app, producer, sweep, chunk, queue)
             sent += len(chunk)
     return sent
 
@@ -159,9 +158,7 @@ def publish_from_cursor(app: Any, store: SweepStore, sweep: SweepPlan, cases: Se
                     break
                 # the cursor moves before the runs go (write-ahead): a publisher that dies between
                 # the two leaves runs published and unsent, which the reconciler's repair sends
-                # again (``again``: asked whether stored); the other order would let the next
-                # publisher send them a second time as first deliveries, whose agent call nobody
-                # checks against a stored run
+                # again; the other order would let the next publisher send them a second time
                 position, size = position + len(chunk), batch
                 store.advance_cursor(sid, position)
                 _send(app, producer, sweep, chunk, sweep.queue)

@@ -207,7 +207,7 @@ def _repair(store: SweepStore, app: Any, sid: str, cases: list[CaseSlot], delive
     if resend:
         fields = [keys.run_field(p.id, n) for p, n in resend]
         store.note_republished(sid, fields, now)
-        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch, again=True)
+        send_runs(app, sweep, resend, sweep.queue, batch=delivery.batch)
         store.touch(sid, now)
         log.warning("sweep %s: %d runs neither settled nor running within %gs: published again",
                     sid, len(resend), lost_after_s)

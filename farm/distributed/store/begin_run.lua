@@ -7,8 +7,9 @@
 -- Returns {stop reason or '' (also when not read), 1 when the run is stored already, deaths,
 -- 1 when duplicate, the sweep's runs in flight with this one: the running hash's markers, its
 -- sentinel left out}.
--- The common path is an EXISTS and one HSETNX: the marker is the run's lease (for the reconciler), its sign of
--- life (SweepStore.last_activity) and its crash record (workers.crashes); the running hash is
+-- The common path is an EXISTS and one HSETNX: the marker is the run's lease (for the
+-- reconciler), its sign of life (SweepStore.last_activity) and its crash record
+-- (workers.crashes); the running hash is
 -- made with the plan, with its TTL, and never empties (keys.SENTINEL), so no per-run EXPIRE. A
 -- marker already there is read: of a dead holder, the run was in flight when that process died
 -- (deaths + 1); of a live holder elsewhere within ARGV[6], a concurrent duplicate (left as it is:
