@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from farm.cli.run import run_command
+from farm.cli.run import run_command, warn
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.wording import plural
@@ -42,7 +42,8 @@ def _open(url: str | None) -> HistoryStore:
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
 
-    return HistoryStore.open(history_url(url), create=False)  # these commands read: a missing file stays missing
+    # these commands read: a missing file stays missing (unless a sweep waits in its inbox)
+    return HistoryStore.open(history_url(url), create=False, tell=warn)
 
 
 def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:
