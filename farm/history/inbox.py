@@ -48,7 +48,7 @@ _UNRECORDED = {"run_details"}
 def inbox_of(url: str) -> Path | None:
     """The inbox of the SQLite file ``url`` names; None for any other history (recorded directly)."""
     found = _SQLITE_FILE.fullmatch(url)
-    if found is None or found["path"] == ":memory:":
+    if found is None or found["path"] == ":memory:" or found["path"].endswith("/"):
         return None
     database = Path(found["path"])
     return database.with_name(database.name + INBOX_SUFFIX)
@@ -86,14 +86,26 @@ def deposit(inbox: Path, name: str, report: SweepReport) -> Path:
 
 
 def waiting(inbox: Path | None) -> list[Path]:
-    """The entries in ``inbox``, oldest sweep first (ids sort by time); none when it does not exist."""
+    """The entries in ``inbox`` in the order they were left (none when it does not exist).
+
+    That order is the order of recording, which breaks the tie of two sweeps started in the same
+    second (``HistoryStore.sweeps``: ``last`` is the one recorded last); their ids would not: they
+    end in a random part.
+    """
     if inbox is None:
         return []
+    found: list[tuple[int, str]] = []
     try:
-        names = os.listdir(inbox)
+        with os.scandir(inbox) as listing:
+            for item in listing:
+                if item.name.endswith(ENTRY_SUFFIX) and not item.name.startswith("."):
+                    try:
+                        found.append((item.stat().st_mtime_ns, item.name))
+                    except FileNotFoundError:  # another reader took it
+                        continue
     except OSError:
         return []
-    return [inbox / n for n in sorted(names) if n.endswith(ENTRY_SUFFIX) and not n.startswith(".")]
+    return [inbox / name for _, name in sorted(found)]
 
 
 def read_entry(entry: Path) -> SweepReport | None:

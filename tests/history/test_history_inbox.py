@@ -242,3 +242,29 @@ def test_an_entry_records_what_recording_directly_would_and_masks_its_secrets(tm
     entry = deposit(inbox, "s2.json", leaky)
     assert secret not in entry.read_text() and "bad key ***" in entry.read_text()
     assert json.loads(entry.read_text())["metadata"]["sweep_id"] == "s2"
+
+
+def test_only_a_plain_sqlite_file_has_an_inbox() -> None:
+    assert inbox_of("sqlite:////srv/farm/h.sqlite") == Path("/srv/farm/h.sqlite.inbox")
+    assert inbox_of("sqlite+pysqlite:///rel/h.db") == Path("rel/h.db.inbox")
+    for url in ("postgresql+psycopg://farm:pw@db/farm", "sqlite://", "sqlite:///:memory:", "sqlite:////",
+                "sqlite:///h.db?mode=ro", "sqlite:///a%20b.db", "sqlite:///~/h.db"):  # recorded directly
+        assert inbox_of(url) is None, url
+
+
+def test_sweeps_started_in_one_second_are_recorded_in_the_order_they_were_left(tmp_path: Path) -> None:
+    """``last`` is the sweep recorded last when two started in the same second; their ids end in a
+    random part, so the inbox is read in the order its entries were written, not by name."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    inbox = inbox_of(url)
+    assert inbox is not None
+    earlier = deposit(inbox, "20261101T020000-ffffff.json",
+                      make_report("20261101T020000-ffffff", "2026-11-01T02:00:00Z", {"a": (1, 1)}))
+    os.utime(earlier, ns=(earlier.stat().st_mtime_ns - 10**9,) * 2)  # left a second before the next one
+    deposit(inbox, "20261101T020000-000000.json",
+            make_report("20261101T020000-000000", "2026-11-01T02:00:00Z", {"a": (0, 1)}))
+    store = HistoryStore.open(url, create=False)
+    try:
+        assert [s.sweep_id for s in store.sweeps()] == ["20261101T020000-000000", "20261101T020000-ffffff"]
+    finally:
+        store.close()
