@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from farm.cli.history import history_option
+from farm.cli.history_flags import history_option
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.models.quarantine import today_utc
