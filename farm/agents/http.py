@@ -75,7 +75,10 @@ class HttpAgent:
         async with self.transport.attempt(self.id) as attempt:
             answer = await attempt.post_json(self.url, body, headers=self.headers, timeout_s=timeout_s, what=self._what)
             reply = self._read(answer, body)
-            reply.served = reply.served or served_of(None, answer.headers)  # the request id, where sent
+            if reply.served is None:  # the request id, where sent (most answers send none: nothing assigned)
+                served = served_of(None, answer.headers)
+                if served is not None:
+                    reply.served = served
             attempt.record_usage(reply.usage)
         return reply
 

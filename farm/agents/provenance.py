@@ -24,18 +24,25 @@ def _text(value: Any) -> str | None:
 def served_of(answer: Any, headers: Mapping[str, str] | None) -> Served | None:
     """The served model, fingerprint and request id of one answer; None when it reports none."""
     body = answer if isinstance(answer, dict) else {}
-    request_id = None
+    model, fingerprint = _text(body.get("model")), _text(body.get("system_fingerprint"))
+    request_id = _request_id(headers) if headers is not None else None
+    if not (model or fingerprint or request_id):  # the common case: no Served made for nothing
+        return None
+    return Served(model=model, system_fingerprint=fingerprint, request_id=request_id)
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    """The first of ``REQUEST_ID_HEADERS`` sent, whatever its case (aiohttp's headers are
+    case-insensitive, a dict is not: its names are lowered once, on the first name not found as is)."""
+    lowered: dict[str, str] | None = None
     for name in REQUEST_ID_HEADERS:
-        if headers is not None and (request_id := _text(_header(headers, name))):
-            break
-    served = Served(model=_text(body.get("model")), system_fingerprint=_text(body.get("system_fingerprint")),
-                    request_id=request_id)
-    return served if served.model or served.system_fingerprint or served.request_id else None
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header by name, whatever its case (aiohttp's headers are case-insensitive, a dict is not)."""
-    value = headers.get(name)
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == name), None)
-    return value
+        value = headers.get(name)
+        if value is None:
+            if lowered is None:
+                lowered = {}
+                for key, found in headers.items():
+                    lowered.setdefault(key.lower(), found)  # the first of a name wins, as sent
+            value = lowered.get(name)
+        if request_id := _text(value):
+            return request_id
+    return None

@@ -86,14 +86,21 @@ def calls_filter(case: Case) -> str | None:
     """``MAXIMAL`` when a check of ``case`` reads tool calls (``tool_called``, ``tool_result``, the
     trajectory checks): neuro-san sends its calls only with that chat filter, and a trajectory
     check needs every turn's. None: the agent's default."""
-    wanted = any(a.type in _TOOL_CHECKS for turn in case.turns for a in turn.assertions)
-    return "MAXIMAL" if wanted else None
+    for turn in case.turns:  # loops rather than any(generator): read on every run
+        for assertion in turn.assertions:
+            if assertion.type in _TOOL_CHECKS:
+                return "MAXIMAL"
+    return None
 
 
 def waiting_checks(turn: Turn) -> int:
     """How many checks of ``turn`` may wait on I/O; the others finish without ever suspending."""
-    waiting = sum(a.type in _WAITING_ASSERTIONS for a in turn.assertions)
-    return waiting + sum(t.test in _WAITING_STOCK_TESTS for t in turn.stock_tests)
+    waiting = 0  # loops rather than sum(generator): read twice on every run
+    for assertion in turn.assertions:
+        waiting += assertion.type in _WAITING_ASSERTIONS
+    for test in turn.stock_tests:
+        waiting += test.test in _WAITING_STOCK_TESTS
+    return waiting
 
 
 async def _safe(name: str, job: Awaitable[CheckOutcome], turn_index: int) -> CheckOutcome:

@@ -56,6 +56,10 @@ class UsageMeter:
         with self._lock:
             self._totals.setdefault(role, UsageTotals()).add(usage, cost_usd)
 
+    def used(self, role: str) -> bool:
+        """Whether a call under ``role`` was counted (most runs call no judge: no totals to copy)."""
+        return role in self._totals  # a dict's membership is read atomically: no lock
+
     def totals(self, role: str) -> UsageTotals:
         with self._lock:
             found = self._totals.get(role)

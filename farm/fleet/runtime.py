@@ -47,7 +47,7 @@ from farm.fleet.judge_cache import ARM_SCOPE, CachedJudge, MemoryVerdictCache, V
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
-from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
+from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus, run_status
 from farm.models.failure_class import classified
 from farm.models.usage import Usage
 from farm.plan.fleet import BudgetLimit, ReplayMode, agent_ref_key
@@ -243,13 +243,13 @@ class FleetRuntime:
 
     def _account(self, result: RunResult, planned: PlannedCase, meter: UsageMeter | None) -> RunResult:
         """``result`` with what it cost (the agent's calls at their price, the judges' calls)."""
-        if RunStatus(result.status) is RunStatus.SKIPPED:
+        if run_status(result.status) is RunStatus.SKIPPED:
             return result
         costs: dict[str, Any] = {}
         price = self.plan.price_of(self.plan.agent_keys.get(agent_ref_key(planned.agent), ""))
         if price is not None:
             costs["cost_usd"] = priced_cost(result, price)
-        judged = meter.totals(JUDGE) if meter is not None else None
+        judged = meter.totals(JUDGE) if meter is not None and meter.used(JUDGE) else None
         if judged is not None and judged.parts:
             costs |= {"judge_usage": judged.usage.to_dict(), "judge_cost_usd": judged.cost_usd}
         return result.model_copy(update=costs) if costs else result

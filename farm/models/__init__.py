@@ -25,6 +25,7 @@ from farm.models.base import JsonValue as JsonValue
 from farm.models.base import PerCaseModel as PerCaseModel
 from farm.models.base import RunStatus as RunStatus
 from farm.models.base import empty_list
+from farm.models.base import run_status as run_status
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
 from farm.models.envelope import FleetFacts as FleetFacts

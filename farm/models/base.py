@@ -210,3 +210,9 @@ class RunStatus(enum.StrEnum):
     ERROR = "error"
     TIMEOUT = "timeout"
     SKIPPED = "skipped"
+
+
+def run_status(value: RunStatus | str) -> RunStatus:
+    """``RunStatus(value)``, without the enum's call when ``value`` is one already (every counted
+    run's status is read a dozen times; a ``model_construct``'ed result may hold the plain string)."""
+    return value if type(value) is RunStatus else RunStatus(value)

@@ -33,7 +33,7 @@ The same run always gets the same class: the rules below read only the run's dat
 from __future__ import annotations
 
 from farm.errors import AGENT_BUILD_FAILED, FaultKind
-from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus
+from farm.models import CheckOutcome, ErrorInfo, RunResult, RunStatus, run_status
 
 __all__ = ["CHECKPOINT_PREFIX", "classified", "classify_check", "classify_error", "classify_run", "failure_message",
            "unreached"]
@@ -76,7 +76,7 @@ def classify_run(result: RunResult, current_turn: int | None = None) -> tuple[st
 
     ``current_turn`` is the turn in progress when the run ended (errors and timeouts happen in it).
     """
-    status = RunStatus(result.status)
+    status = run_status(result.status)
     turn = current_turn or (result.turns_completed + 1 if result.turns_completed else 1)
     if status in (RunStatus.PASSED, RunStatus.SKIPPED):
         return None, None

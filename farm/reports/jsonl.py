@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from farm.errors import InputError
-from farm.models import CaseStats, CheckOutcome, RunResult, RunStatus, SweepReport, own_case_id
+from farm.models import CaseStats, CheckOutcome, RunResult, SweepReport, own_case_id, run_status
 from farm.reports.json_report import yao_summary_aliases
 
 
@@ -60,7 +60,7 @@ def result_event(r: RunResult) -> dict[str, Any]:
         "type": "result",
         "id": r.case_id,
         "run": r.run,
-        "status": RunStatus(r.status).value,
+        "status": run_status(r.status).value,
         "duration_ms": r.duration_ms,
         "output": r.output,
         "failed_checks": [_check(c) for c in r.failed_checks],

@@ -24,6 +24,7 @@ from farm.models import (
     ServedCounts,
     TurnRecord,
     own_case_id,
+    run_status,
 )
 from farm.models.failure_class import classified, unreached
 from farm.stats.adaptive import Decision, runs_needed
@@ -106,7 +107,7 @@ class _Details:
 
     def offer(self, result: RunResult) -> None:
         """Keep ``result`` as a detail if there is room for it (built only then: it costs)."""
-        passing = RunStatus(result.status) is RunStatus.PASSED
+        passing = run_status(result.status) is RunStatus.PASSED
         if len(self.passing) + len(self.others) < self.cap:
             (self.passing if passing else self.others).append(self._packed(result))
             return
@@ -182,7 +183,7 @@ def kept_details(results: Iterable[RunResult], cap: int) -> list[RunDetail]:
     for result in results:
         if result.run not in seen:
             seen.add(result.run)
-            details.offer(_classed(result, RunStatus(result.status)))
+            details.offer(_classed(result, run_status(result.status)))
     return details.sorted()
 
 
@@ -240,7 +241,7 @@ class CaseAccumulator:
             raise ValueError(f"result of case {result.case_id!r} fed to the accumulator of {self.case_id!r}")
         if not self._claim(result.run):
             return False
-        status = RunStatus(result.status)  # tolerate model_construct'ed plain strings
+        status = run_status(result.status)
         result = _classed(result, status)
         self._counted += 1
         self._status[status] += 1

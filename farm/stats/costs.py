@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from farm.models import CaseStats, RunResult, RunStatus
+from farm.models import CaseStats, RunResult, RunStatus, run_status
 from farm.models.usage import Usage, UsageTotals
 from farm.stats.prices import cost_per_passing_run
 
@@ -37,7 +37,7 @@ class CostTotals:
 
     def add_run(self, result: RunResult) -> None:
         """A counted run (skipped runs made no call and add nothing)."""
-        if RunStatus(result.status) is not RunStatus.SKIPPED:
+        if run_status(result.status) is not RunStatus.SKIPPED:
             self._add(result.usage, result.cost_usd, result.judge_usage, result.judge_cost_usd)
 
     def add_case(self, stats: CaseStats) -> None:

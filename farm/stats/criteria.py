@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from farm.models import Assertion, Case, RunResult, RunStatus, StockTest
+from farm.models import Assertion, Case, RunResult, RunStatus, StockTest, run_status
 from farm.models.criteria import CriterionStats
 from farm.stats.judge_trust import disagree, flip_counts
 from farm.stats.measures import label_for, percent, wilson_percent
@@ -73,7 +73,7 @@ class CriteriaTally:
             self._turns.append([_Criterion(turn, n, check) for n, check in enumerate(checks, start=1)])
 
     def add(self, result: RunResult) -> None:
-        if not self._turns or RunStatus(result.status) is RunStatus.SKIPPED:
+        if not self._turns or run_status(result.status) is RunStatus.SKIPPED:
             return
         for turn, criteria in enumerate(self._turns[: result.turns_completed], start=1):
             checks = [c for c in result.checks if c.turn == turn]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from farm.models import CaseStats, InFlightCount, LoadBias, LoadBiasSummary, RunResult, RunStatus
+from farm.models import CaseStats, InFlightCount, LoadBias, LoadBiasSummary, RunResult, RunStatus, run_status
 from farm.stats.measures import percent
 from farm.stats.retry_bias import DEFAULT_ALPHA, fisher_p
 from farm.stats.significance import bh_q_values
@@ -36,11 +36,11 @@ class InFlightTally:
         self.counts: dict[int, list[int]] = {}  # in_flight -> [runs, passed]
 
     def add(self, result: RunResult) -> None:
-        if result.in_flight is None or RunStatus(result.status) is RunStatus.SKIPPED:
+        if result.in_flight is None or run_status(result.status) is RunStatus.SKIPPED:
             return
         count = self.counts.setdefault(result.in_flight, [0, 0])
         count[0] += 1
-        count[1] += RunStatus(result.status) is RunStatus.PASSED
+        count[1] += run_status(result.status) is RunStatus.PASSED
 
     def figures(self) -> LoadBias | None:
         """The case's ``load_bias`` before the sweep-wide split (None: no run knew its load)."""

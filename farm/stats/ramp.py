@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from farm.errors import SettingsError
-from farm.models import Ramp, RampLevel, RunResult, RunStatus
+from farm.models import Ramp, RampLevel, RunResult, RunStatus, run_status
 from farm.stats.measures import percent, wilson_percent
 
 RATE_LIMITED = frozenset({"infra:429", "infra:quota"})
@@ -92,7 +92,7 @@ class RampTally:
     def add(self, result: RunResult, case_runs: int) -> None:
         """Count ``result``, a run of a case planned ``case_runs`` runs."""
         level = self.level_of(result.run, case_runs)
-        status = RunStatus(result.status)
+        status = run_status(result.status)
         if status is RunStatus.SKIPPED:
             return
         self._durations[level].append(result.duration_ms)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from farm.models import FailureReason, RunResult, RunStatus
+from farm.models import FailureReason, RunResult, RunStatus, run_status
 from farm.models.failure_class import classify_check, classify_error
 
 MAX_REASON_CHARS = 160
@@ -44,7 +44,7 @@ def _compact(value: Any) -> str:
 def classed_reasons(result: RunResult) -> dict[str, str | None]:
     """The distinct reasons ``result`` failed, in check order, each with its failure class; empty
     for a passed or skipped run."""
-    status = RunStatus(result.status)
+    status = run_status(result.status)
     if status in (RunStatus.PASSED, RunStatus.SKIPPED):
         return {}
     if result.error is not None:

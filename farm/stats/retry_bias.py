@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from farm.models import CaseStats, RunResult, RunStatus
+from farm.models import CaseStats, RunResult, RunStatus, run_status
 from farm.models.envelope import RetryBiasSummary
 from farm.stats.measures import percent
 from farm.stats.significance import bh_q_values
@@ -35,7 +35,7 @@ class RetryTally:
         self.clean = [0, 0]
 
     def add(self, result: RunResult) -> None:
-        status = RunStatus(result.status)
+        status = run_status(result.status)
         if status is RunStatus.SKIPPED:
             return
         side = self.retried if result.retries > 0 else self.clean

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from farm.models import Divergence, RunResult, RunStatus, ToolCall, TrajectoryPath
+from farm.models import Divergence, RunResult, RunStatus, ToolCall, TrajectoryPath, run_status
 from farm.stats.measures import round_ratio_half_up
 from farm.stats.outputs import bounded, bounded_text
 
@@ -55,7 +55,7 @@ class TrajectoryTally:
         self._any_call = False
 
     def add(self, result: RunResult) -> None:
-        status = RunStatus(result.status)
+        status = run_status(result.status)
         if status is RunStatus.SKIPPED:
             return
         path = path_of(result.trajectory)

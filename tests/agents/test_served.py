@@ -210,3 +210,21 @@ def test_a_new_neuro_san_server_version_is_a_served_change() -> None:
     assert served_changed(old, new) is True and served_changed(old, old) is False
     assert served_changed(old, ServedCounts(models={"m": 3})) is None  # nothing both sides report
     assert new.text() == "neuro-san 0.7.16 ×3"
+
+
+def test_the_request_id_is_the_first_header_named_whatever_its_case() -> None:
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    from farm.agents.provenance import served_of
+
+    # a plain dict is case-sensitive: the first of the names in order wins, as sent
+    assert served_of(None, {"request-id": "second", "X-Request-Id": "first"}).request_id == "first"  # type: ignore[union-attr]
+    assert served_of(None, {"X-REQUEST-ID": "", "Request-Id": "next"}).request_id == "next"  # type: ignore[union-attr]
+    assert served_of(None, {"x-request-id": "a", "X-Request-Id": "b"}).request_id == "a"  # type: ignore[union-attr]
+    # aiohttp's headers are case-insensitive
+    headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "application/json", "X-Amzn-RequestId": "aws"}))
+    assert served_of(None, headers).request_id == "aws"  # type: ignore[union-attr]
+    # nothing reported: no Served at all
+    assert served_of(None, CIMultiDictProxy(CIMultiDict({"Content-Type": "application/json"}))) is None
+    assert served_of({"model": ""}, {}) is None
+    assert served_of({"model": "m-1"}, None).model == "m-1"  # type: ignore[union-attr]
