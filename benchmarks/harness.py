@@ -77,6 +77,9 @@ def bench_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(BENCH), str(AGENTS), env.get("PYTHONPATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
+    # an installed farm runs from compiled bytecode (pip compiles at install); where the session sets
+    # PYTHONDONTWRITEBYTECODE, a tree never compiled (a --before export) would recompile every run
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra)
     return env
 

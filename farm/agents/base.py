@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from farm.models import JsonValue, Reply
+from farm.models.base import empty_list
 
 
 class AgentContext(BaseModel):
@@ -70,7 +71,7 @@ class AgentRequest(BaseModel):
 
     messages: list[dict[str, JsonValue]]
     """The conversation so far plus this turn's messages, OpenAI-style dicts."""
-    new_messages: list[dict[str, JsonValue]] = Field(default_factory=list)
+    new_messages: list[dict[str, JsonValue]] = Field(default_factory=empty_list)
     """Only this turn's messages (stateful protocols such as neuro-san send just these)."""
     sly_data: dict[str, JsonValue] | None = None
     chat_filter: str | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from farm.models import FarmModel
+from farm.models.base import empty_list
 
 __all__ = ["Assessment", "CaseAssessment", "Failure", "FailureMode"]
 
@@ -22,7 +23,7 @@ class Failure(FarmModel):
     """What the run had to do (neuro-san's ``acceptance_criteria``): the failed check and its expectation."""
     sample: str
     """What the run did (neuro-san's ``text_sample``): the value the check saw, or the error."""
-    path: list[str] = Field(default_factory=list)
+    path: list[str] = Field(default_factory=empty_list)
     """The tool names the run called, in order (SPEC 21); ``[]``: none."""
 
 
@@ -45,7 +46,7 @@ class CaseAssessment(FarmModel):
     id: str
     runs: int
     passed: int
-    modes: list[FailureMode] = Field(default_factory=list)
+    modes: list[FailureMode] = Field(default_factory=empty_list)
     judge_calls: int = 0
     """One per group of failures (same class, same meaning of the sample; same sample without the
     ``[semantic]`` extra), never per run."""

@@ -15,7 +15,7 @@ from farm.assess import InMemoryModes, JsonFileModes, ModeMemory, default_modes_
 from farm.assess.html import render_assessment_html
 from farm.assess.render import render_assessment_json, render_assessment_markdown, render_assessment_text
 from farm.assess.run import AssessSettings, assess_failures
-from farm.cli.history import history_option
+from farm.cli.history_flags import history_option
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.errors import ExitCode, SettingsError

@@ -11,11 +11,13 @@ connectors directories (``FARM_AGENTS_ROOT`` / ``FARM_CONNECTORS_ROOT``, else ``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from farm.agents.resolve import find_manifest_upwards
 from farm.api import PreparedSweep, TestSettings
-from farm.bundles.pack import Bundle, pack
-from farm.bundles.roots import project_roots, refs_paths
+
+if TYPE_CHECKING:
+    from farm.bundles.pack import Bundle
 
 __all__ = ["sweep_bundle"]
 
@@ -25,6 +27,10 @@ def sweep_bundle(prepared: PreparedSweep, settings: TestSettings, max_bytes: int
     an in-process sweep, ``max_bytes`` None (``--no-bundle``), or a sweep that names no file."""
     if not prepared.specs.executor.broker or max_bytes is None:
         return None
+    # farm.bundles (tarfile, the project's walk) loads for a distributed sweep only: none in-process
+    from farm.bundles.pack import pack
+    from farm.bundles.roots import project_roots, refs_paths
+
     cwd = Path(settings.cwd)
     named: list[Path] = [*prepared.loaded.files]
     if prepared.loaded.root is not None:

@@ -2,7 +2,8 @@
 
 The work is in ``farm.history`` (store, references, trends), ``farm.stats.compare`` and
 ``farm.reports.comparison``/``history_html``; these print, write files and return exit codes:
-``farm compare`` 1 when a case regressed, else 0; 2 on bad input everywhere.
+``farm compare`` 1 when a case regressed, else 0; 2 on bad input everywhere. Their shared
+options and ``farm test``'s history flags: ``farm.cli.history_flags``.
 """
 
 from __future__ import annotations
@@ -10,29 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
+from farm.cli.history_flags import alpha_option, history_option, min_drop_option
 from farm.cli.run import run_command
-from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.wording import plural
 
 if TYPE_CHECKING:
     from farm.history.store import HistoryStore
-
-history_option = click.option(
-    "--history", "history", default=None, metavar="URL",
-    help="History database (SQLAlchemy URL). Env: FARM_HISTORY_URL; default "
-         "sqlite:///$FARM_DATA_DIR/history.sqlite (FARM_DATA_DIR: ~/.local/share/agent-farm).",
-)
-
-
-alpha_option = click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
-                            help="False discovery rate of the regression calls (BH q-value threshold).")
-min_drop_option = click.option("--min-drop", type=float, default=DEFAULT_MIN_DROP, show_default=True, metavar="POINTS",
-                               help="Smallest pass-rate change, in points, called a regression or improvement.")
 
 MAX_SHOWN = 1_000_000
 """``farm history --last`` at most (a larger number would overflow the database's integer)."""
@@ -55,34 +44,6 @@ def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:
             raise SettingsError(f"-o {output}: directory {path.parent} does not exist")
         checked.append((path, comparison_format(path)))
     return checked
-
-
-# ------------------------------------------------------------------------------------ farm test
-
-
-def history_flags(command: Any) -> Any:
-    """The history flags of ``farm test`` (read back by ``farm.history.session.HistoryOptions.from_flags``)."""
-    options = [
-        history_option,
-        click.option("--no-history", is_flag=True, help="Do not record this sweep in the history."),
-        click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
-                     help="Tag the recorded sweep (repeatable); `farm compare last:KEY=VALUE` finds it."),
-        click.option("--baseline", default=None, metavar="REF",
-                     help="Compare with REF (a sweep id, last, last:KEY=VALUE, a baseline name or a JSON "
-                          "report) and gate on regressions: exit 1 only when a case regressed (see --gate)."),
-        click.option("--gate", type=click.Choice(["regressions", "verdicts"]), default=None,
-                     help="With --baseline: `regressions` (default: the baseline accepts known failures) or "
-                          "`verdicts` (also fail on cases below their pass requirement)."),
-        click.option("--pass-k", "pass_k", type=click.IntRange(min=1), multiple=True, metavar="K",
-                     help="k of the pass@k and pass^k figures per case (repeatable; default 1 and 5)."),
-        click.option("--order", type=click.Choice(["file", "failing-first"]), default=None,
-                     help="`failing-first`: run the cases that failed or were flaky most recently first."),
-        alpha_option,
-        min_drop_option,
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
 
 
 # ------------------------------------------------------------------------------------ compare
@@ -276,7 +237,5 @@ __all__ = [
     "compare",
     "compare_sweeps",
     "history_command",
-    "history_flags",
-    "history_option",
     "show_history",
 ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from farm.agents.secrets import redact
-from farm.cli.history import history_option
+from farm.cli.history_flags import history_option
 from farm.cli.options import StrictCommand
 from farm.cli.run import run_command
 from farm.errors import ExitCode, FarmError, SettingsError

@@ -14,11 +14,11 @@ from typing import Any
 
 import click
 
-from farm.cli.history import history_option
+from farm.cli.history_flags import history_option
 from farm.cli.run import run_command
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.models.quarantine import today_utc
-from farm.quarantine.entries import FILE_NAME
+from farm.quarantine.files import FILE_NAME
 
 DEFAULT_SUGGEST_LAST = 10
 DEFAULT_REVIEW_LAST = 5
@@ -83,7 +83,8 @@ def _toml(found: list[Any], until: dt.date) -> str:
 
 
 def _entries(path: str | None, quarantine_file: str | None) -> list[Any]:
-    from farm.quarantine.entries import project_file, read_entries
+    from farm.quarantine.entries import read_entries
+    from farm.quarantine.files import project_file
 
     if quarantine_file:
         return read_entries(Path(quarantine_file))

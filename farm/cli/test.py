@@ -12,7 +12,7 @@ import click
 
 from farm import collector
 from farm.cli.fleet import fleet_flags
-from farm.cli.history import history_flags
+from farm.cli.history_flags import history_flags
 from farm.cli.options import RATE, StrictCommand
 from farm.cli.otel_flags import otel_flags
 from farm.cli.yao_flags import yao_flags

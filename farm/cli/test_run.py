@@ -166,11 +166,15 @@ def _submit_detached(executor: Submitter, prepared: PreparedSweep, history: Hist
 def _quarantined(prepared: PreparedSweep, quarantine: str | None, err: Console) -> PreparedSweep:
     """The sweep whose plan carries its quarantined cases' entries (a bad entry is exit 2 before
     anything runs; a typo is said)."""
-    from farm.quarantine.plan import quarantine_plan
+    from farm.quarantine.files import any_project_file
 
     loaded = prepared.loaded
-    held = quarantine_plan(((p.id, p.case.source) for p in prepared.plan.cases),
-                           [str(f) for f in loaded.files] or [str(loaded.root)], quarantine,
+    sources = [str(f) for f in loaded.files] or [str(loaded.root)]
+    if not quarantine and not any_project_file(sources):
+        return prepared  # no file: its reader and matching (farm.quarantine.plan) are not loaded
+    from farm.quarantine.plan import quarantine_plan
+
+    held = quarantine_plan(((p.id, p.case.source) for p in prepared.plan.cases), sources, quarantine,
                            lambda line: say(err, f"farm: warning: {line}"))
     return prepared.with_plan(prepared.plan.with_envelope(quarantine=held)) if held else prepared
 

@@ -25,7 +25,8 @@ Here, each part in its own module (none imports celery or redis):
                    scope, where a refused call is noted
     invocations    python and command agents held to their key's limits
     judge_cache    judge verdicts by (judge, criteria, input, normalised output), in memory
-    replay         --record / --replay of agent, judge and simulator calls
+    replay         --record / --replay of agent, judge and simulator calls (loaded for them only)
+    digests        digest_of: a JSON value's canonical sha256 (the runtime's and the recorder's)
     runtime        FleetRuntime: one sweep in one process; hooks, a scope per run, costs
 
 A run's clock of the time its calls queued is the run's (``farm.run.waiting``); usage is data

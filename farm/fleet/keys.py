@@ -9,7 +9,7 @@ its connector's), unless the connector declares its own. ``--budget`` needs a pr
 key (SPEC 13): an unpriced one is named with the fix.
 
 It lives with fleet control, not with the plan it fills: it opens the ``--record``/``--replay``
-directory (``farm.fleet.replay``) to refuse a bad one before anything runs.
+directory (``farm.fleet.replay``, loaded then only) to refuse a bad one before anything runs.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from farm.agents.ref import AgentRef
 from farm.agents.registry import AdapterSpec
 from farm.defaults import PRICES_ENV
 from farm.errors import SettingsError
-from farm.fleet.replay import ReplayStore
 from farm.plan.fleet import FleetPlan, FleetRequest, ReplaySpec, agent_ref_key
 from farm.plan.rate_specs import RateLimit, declared_limit
 from farm.stats.prices import Price, PriceTable
@@ -111,6 +110,8 @@ def plan_fleet(request: FleetRequest, agents: Mapping[AgentRef, Agent], specs: M
     """
     budget, replay = request.budget, request.replay
     if replay is not None:  # checked now (and the record directory made): exit 2 before any run
+        from farm.fleet.replay import ReplayStore  # --record/--replay only: a plain sweep loads no recorder
+
         store = ReplayStore.open(Path(options.cwd) / Path(replay.directory).expanduser(), replay.mode)
         replay = ReplaySpec(directory=str(store.directory.resolve()), mode=replay.mode)
     keys = _Keys(PriceTable.from_env())

@@ -21,7 +21,6 @@ made by ``execute`` right after, key by.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -35,6 +34,7 @@ from farm.agents.base import Agent, AgentRequest
 from farm.agents.secrets import redact, redact_reply, redact_value
 from farm.checks.base import JUDGE_REPEAT, Judge, JudgeVerdict
 from farm.errors import AgentError, FaultKind, FleetStop, SettingsError
+from farm.fleet.digests import digest_of
 from farm.models import JsonValue, Reply
 from farm.plan.fleet import ReplayMode
 from farm.plan.rate_specs import fleet_name
@@ -54,12 +54,6 @@ CHECKSUM_FIRST = b'{"checksum": '
 class ReplayIntegrityError(Exception):
     """A recording is not the call's (another call's key, an unknown version, an edited, truncated,
     deleted or malformed file): the run is an error of class ``harness:replay`` naming the file."""
-
-
-def digest_of(value: JsonValue) -> str:
-    """sha256 of a JSON value's canonical form (sorted keys), for config and history digests."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

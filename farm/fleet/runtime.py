@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.agents.base import Agent
 from farm.agents.hooks import AgentHooks
@@ -41,12 +41,12 @@ from farm.fleet.control import (
     UsageMeter,
     fleet_scope,
 )
+from farm.fleet.digests import digest_of
 from farm.fleet.invocations import LimitedAgent
 from farm.fleet.judge_cache import ARM_SCOPE, CachedJudge, MemoryVerdictCache, VerdictCache
 from farm.fleet.limiter import RateBackend, RateLimiter
 from farm.fleet.local_rates import LocalRateBackend
 from farm.fleet.ratestate import AdaptivePolicy
-from farm.fleet.replay import RecordReplayAgent, RecordReplayJudge, ReplayStore, digest_of
 from farm.models import BudgetFigures, ErrorInfo, RunResult, RunStatus
 from farm.models.failure_class import classified
 from farm.models.usage import Usage
@@ -55,6 +55,9 @@ from farm.plan.rate_specs import LimitTable
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.run.waiting import WaitListener, new_run_clock
 from farm.stats.prices import Price
+
+if TYPE_CHECKING:  # the recorder loads for a sweep with --record or --replay only (FleetRuntime)
+    from farm.fleet.replay import ReplayStore
 
 LEASE_MARGIN_S = 60.0
 """A concurrency lease outlives the longest case timeout by this much: a lease must outlive its call."""
@@ -128,7 +131,11 @@ class FleetRuntime:
         self.budget = (Budget(budgets, sweep.sweep_id, plan.budget, probe_ttl_s=policy.lease_ttl_s)
                        if plan.budget is not None else None)
         self.verdicts = verdicts if plan.judge_cache else None
-        self.replay = ReplayStore(Path(plan.replay.directory), plan.replay.mode) if plan.replay else None
+        self.replay: ReplayStore | None = None
+        if plan.replay:
+            from farm.fleet.replay import ReplayStore  # --record/--replay only: a plain sweep records nothing
+
+            self.replay = ReplayStore(Path(plan.replay.directory), plan.replay.mode)
         self.unmetered = frozenset(plan.unmetered)
         limited = any(not table.for_key(plan.agent_keys.get(ref, "")).empty for ref in self.unmetered)
         self._bare = plan.budget is None and not plan.metered and set(plan.agent_keys) <= self.unmetered
@@ -150,7 +157,11 @@ class FleetRuntime:
         key = self.plan.agent_keys.get(agent_ref_key(ref))
         if key is not None and agent_ref_key(ref) in self.unmetered and not self.table.for_key(key).empty:
             agent = LimitedAgent(agent, self.rates, key)
-        return RecordReplayAgent(agent, self.replay, _agent_config(ref)) if self.replay is not None else agent
+        if self.replay is None:
+            return agent
+        from farm.fleet.replay import RecordReplayAgent  # loaded already with the store (__init__)
+
+        return RecordReplayAgent(agent, self.replay, _agent_config(ref))
 
     def _wrap_judge(self, name: str, judge: Judge) -> Judge:
         judge_id = _judge_id(name, judge)
@@ -158,6 +169,8 @@ class FleetRuntime:
         if self.verdicts is not None and (self.replay is None or recording):  # a replay needs no cache
             judge = CachedJudge(judge, judge_id, self.verdicts)
         if self.replay is not None:
+            from farm.fleet.replay import RecordReplayJudge  # as in _wrap_agent
+
             judge = RecordReplayJudge(judge, self.replay, name, digest_of(judge_id))
         return JudgeRole(judge)
 

@@ -24,6 +24,7 @@ from farm.models.base import FarmModel as FarmModel
 from farm.models.base import JsonValue as JsonValue
 from farm.models.base import PerCaseModel as PerCaseModel
 from farm.models.base import RunStatus as RunStatus
+from farm.models.base import empty_list
 from farm.models.dynamic import *  # noqa: F403
 from farm.models.dynamic import CheckpointResult, DynamicSpec, TurnRecord
 from farm.models.envelope import FleetFacts as FleetFacts
@@ -76,7 +77,7 @@ class StockTest(FarmModel):
     """
 
     target: Literal["text", "sly_data", "structure"]
-    key: list[str] = Field(default_factory=list)
+    key: list[str] = Field(default_factory=empty_list)
     test: str
     """Lower-cased stock test name: ``value``, ``not_value``, ``less``, ``not_less``, ``greater``,
     ``not_greater``, ``keywords``, ``not_keywords``, ``gist``, ``not_gist``."""
@@ -105,8 +106,8 @@ class Turn(PerCaseModel):
     chat_filter: Literal["MINIMAL", "MAXIMAL"] | None = None
     continue_conversation: bool = True
     """False: the *next* turn starts a fresh conversation (neuro-san's rule)."""
-    assertions: list[Assertion] = Field(default_factory=list)
-    stock_tests: list[StockTest] = Field(default_factory=list)
+    assertions: list[Assertion] = Field(default_factory=empty_list)
+    stock_tests: list[StockTest] = Field(default_factory=empty_list)
 
 
 class Case(PerCaseModel):
@@ -171,7 +172,7 @@ class Reply(FarmModel):
     text: str | None = None
     structure: JsonValue = None
     sly_data: dict[str, JsonValue] | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=empty_list)
     usage: dict[str, JsonValue] | None = None
     """Tokens and cost where the agent reports them."""
     raw: JsonValue = None
@@ -239,7 +240,7 @@ class RunResult(FarmModel):
     duration_ms: float = 0.0
     output: JsonValue = None
     """Output of the last turn that answered."""
-    checks: list[CheckOutcome] = Field(default_factory=list)
+    checks: list[CheckOutcome] = Field(default_factory=empty_list)
     """Every check evaluated, passed or not."""
     error: ErrorInfo | None = None
     retries: int = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from farm.models.base import Assertion, FarmModel, JsonValue
+from farm.models.base import Assertion, FarmModel, JsonValue, empty_list
 
 DEFAULT_MAX_TURNS = 20
 """Yao's default ``max_turns``."""
@@ -33,7 +33,7 @@ class SimulatorSpec(FarmModel):
     """``options.connector``: the connector of a prompt-agent simulator."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     """``options.metadata``: ``persona``, ``goal`` and any extras, sent in the simulator's input."""
-    fixed_responses: list[SimulatorReply] = Field(default_factory=list)
+    fixed_responses: list[SimulatorReply] = Field(default_factory=empty_list)
     """Scripted replies played first, in order (a farm extension: deterministic simulated users)."""
 
 
@@ -42,9 +42,9 @@ class Checkpoint(FarmModel):
 
     id: str
     description: str | None = None
-    assertions: list[Assertion] = Field(default_factory=list)
+    assertions: list[Assertion] = Field(default_factory=empty_list)
     """Empty only under ``--yao-compat`` (Yao reaches such a checkpoint at once)."""
-    after: list[str] = Field(default_factory=list)
+    after: list[str] = Field(default_factory=empty_list)
     """Checkpoints that must be reached first."""
     required: bool = True
 
@@ -64,7 +64,7 @@ class TurnRecord(FarmModel):
     input: JsonValue = None
     """The user's message (the case's input on turn 1, else the simulator's)."""
     output: JsonValue = None
-    checkpoints_reached: list[str] = Field(default_factory=list)
+    checkpoints_reached: list[str] = Field(default_factory=empty_list)
     duration_ms: float = 0.0
 
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from farm.models.base import FarmModel, JsonValue
+from farm.models.base import FarmModel, JsonValue, empty_list
 
 Recorder = Literal["submitter", "worker", "off"]
 """Who records the sweep in the history (``metadata.history``): ``farm test`` itself, the worker
@@ -75,7 +75,7 @@ class HistoryRecord(EnvelopeSection):
     git: dict[str, JsonValue] | None = None
     suites: dict[str, JsonValue] = Field(default_factory=dict)
     settings: dict[str, JsonValue] = Field(default_factory=dict)
-    pass_k: list[int] = Field(default_factory=list)
+    pass_k: list[int] = Field(default_factory=empty_list)
     """The k values of the pass@k and pass^k figures (``--pass-k``)."""
     recorder: Recorder | None = None
     """Written as ``metadata.history``; None: the report does not say."""
@@ -89,7 +89,7 @@ class RetryBiasSummary(_SetOnly):
     cases: int
     """Cases with a retried run."""
     retried_runs: int
-    flagged: list[str] = Field(default_factory=list)
+    flagged: list[str] = Field(default_factory=empty_list)
     """Cases that pass at a different rate when retried."""
     line: str
     """The sweep's one line for people."""

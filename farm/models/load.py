@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from farm.models.base import FarmModel
+from farm.models.base import FarmModel, empty_list
 
 
 class InFlightCount(FarmModel):
@@ -31,7 +31,7 @@ class LoadBias(FarmModel):
     its ``--parallel``), the runs at the median count as high: the runs made while the sweep was
     filling up are the low ones."""
 
-    in_flight: list[InFlightCount] = Field(default_factory=list)
+    in_flight: list[InFlightCount] = Field(default_factory=empty_list)
     """The case's scored runs by ``in_flight``, lowest first (the sweep's median is known only
     once every case is in: the split below is made then)."""
     median_in_flight: float | None = None
@@ -63,7 +63,7 @@ class LoadBiasSummary(FarmModel):
     max_in_flight: int
     cases: int
     """Cases with runs on both sides of the median (tested)."""
-    flagged: list[str] = Field(default_factory=list)
+    flagged: list[str] = Field(default_factory=empty_list)
     """Ids of the flagged cases."""
     line: str
     """What the terminal prints."""

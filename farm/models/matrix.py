@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from farm.models.base import FarmModel, JsonValue
+from farm.models.base import FarmModel, JsonValue, empty_list
 
 ARM_SEPARATOR = "@"
 """Between a case id and its arm in a planned copy's id; arm names never hold it."""
@@ -117,9 +117,9 @@ class MatrixSection(FarmModel):
     """Per case (plan order), per arm (arm order)."""
     worse: dict[str, int] = Field(default_factory=dict)
     """Cases each arm is ``worse`` on; any above 0 is exit 1."""
-    pareto_cost: list[str] = Field(default_factory=list)
+    pareto_cost: list[str] = Field(default_factory=empty_list)
     """Arms no other arm beats on both pass rate (higher) and cost (lower); empty when a cost is unknown."""
-    pareto_latency: list[str] = Field(default_factory=list)
+    pareto_latency: list[str] = Field(default_factory=empty_list)
     """Arms no other arm beats on both pass rate and p95 latency."""
 
 

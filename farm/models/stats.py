@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializationInfo, field_serializer, model_validator
 
-from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus
+from farm.models.base import CheckOutcome, FarmModel, JsonValue, RunStatus, empty_list
 from farm.models.criteria import CriterionStats
 from farm.models.dynamic import CheckpointResult, CheckpointStats, TurnRecord
 from farm.models.envelope import SweepEnvelope
@@ -60,8 +60,8 @@ class RunDetail(FarmModel):
     """The exception's class name for an ``error`` run (``ErrorInfo.type``)."""
     traceback: str | None = None
     """Bounded traceback, kept once per distinct error of the case (the first run that had it)."""
-    failed_checks: list[CheckOutcome] = Field(default_factory=list)
-    judged_checks: list[CheckOutcome] = Field(default_factory=list)
+    failed_checks: list[CheckOutcome] = Field(default_factory=empty_list)
+    judged_checks: list[CheckOutcome] = Field(default_factory=empty_list)
     """Judge checks that passed, kept for their verdict and reason (failed ones are above)."""
     retries: int = 0
     failure_class: str | None = None
@@ -180,7 +180,7 @@ class CaseStats(FarmModel):
     semantic_estimated: bool = False
     """The case had more distinct answers than ``farm.stats.semantic.SEMANTIC_SAMPLE_CAP``: the
     semantic figures are over the sampled runs only."""
-    failure_reasons: list[FailureReason] = Field(default_factory=list)
+    failure_reasons: list[FailureReason] = Field(default_factory=empty_list)
     """The most frequent reasons runs failed, most frequent first (``farm.stats.reasons``)."""
     pass_at_k: dict[str, float | None] = Field(default_factory=dict)
     """Unbiased pass@k by k (as a string): the chance that at least one of k runs passes,
@@ -221,16 +221,16 @@ class CaseStats(FarmModel):
     content_hash: str | None = None
     """Digest of the case as written (turns, checks, input, settings; not its file or line):
     comparisons flag a case whose test changed (``farm.stats.fingerprint``)."""
-    run_details: list[RunDetail] = Field(default_factory=list)
+    run_details: list[RunDetail] = Field(default_factory=empty_list)
     run_details_truncated: int = 0
     """How many runs were counted but not kept in ``run_details``."""
     failure_classes: dict[str, FailureClassStats] = Field(default_factory=dict)
     """Failed runs by failure class (SPEC 14.2), most frequent first."""
-    checkpoints: list[CheckpointStats] = Field(default_factory=list)
+    checkpoints: list[CheckpointStats] = Field(default_factory=empty_list)
     """Dynamic cases: each checkpoint's reach rate over the runs, in the case's order."""
-    criteria: list[CriterionStats] = Field(default_factory=list)
+    criteria: list[CriterionStats] = Field(default_factory=empty_list)
     """Each check of each turn over the runs, in the case's order (SPEC 17; ``farm.stats.criteria``)."""
-    trajectories: list[TrajectoryPath] = Field(default_factory=list)
+    trajectories: list[TrajectoryPath] = Field(default_factory=empty_list)
     """Distinct tool-call paths of the scored runs, most common first (SPEC 21; the first
     ``farm.stats.trajectory.MAX_LISTED_PATHS``); empty when no run called a tool."""
     trajectory_consistency: float | None = None
@@ -309,7 +309,7 @@ class SweepSummary(FarmModel):
     ramp: Ramp | None = None
     """``farm test --ramp``: pass rate, latency, 429s and timeouts per concurrency (SPEC 25);
     null: no ramp."""
-    skipped_ids: list[str] = Field(default_factory=list)
+    skipped_ids: list[str] = Field(default_factory=empty_list)
     """Cases the suite skips (``skip: true``): counted in ``skipped_cases``, listed here, and given
     no result row, pass rate or stability class (SPEC 10)."""
 

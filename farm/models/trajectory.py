@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from farm.models.base import FarmModel, JsonValue
+from farm.models.base import FarmModel, JsonValue, empty_list
 
 __all__ = ["Divergence", "ToolCall", "TrajectoryPath"]
 
@@ -24,7 +24,7 @@ class ToolCall(FarmModel):
 class TrajectoryPath(FarmModel):
     """One distinct path of a case: the tool names its runs called, in order."""
 
-    path: list[str] = Field(default_factory=list)
+    path: list[str] = Field(default_factory=empty_list)
     """Tool names in call order; ``[]``: runs that called no tool."""
     count: int
     share: float
@@ -41,5 +41,5 @@ class Divergence(FarmModel):
     """1-based step (tool call) at which most failing runs first differ from ``path``."""
     count: int
     """Failing runs that first differ there."""
-    path: list[str] = Field(default_factory=list)
+    path: list[str] = Field(default_factory=empty_list)
     """The reference path."""

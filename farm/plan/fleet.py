@@ -24,6 +24,7 @@ from farm.agents.ref import AgentRef
 from farm.durations import parse_duration
 from farm.errors import SettingsError
 from farm.models import FarmModel, FleetFacts
+from farm.models.base import empty_list
 from farm.plan.rate_specs import LimitTable, RateLimit, parse_flag
 from farm.stats.adaptive import AdaptiveKind, AdaptiveRule, parse_sprt
 from farm.stats.prices import Price
@@ -170,10 +171,10 @@ class FleetPlan(FarmModel):
     """The price of each key the sweep can call that has one (USD per million tokens)."""
     agent_keys: dict[str, str] = Field(default_factory=dict)
     """Each agent (``agent_ref_key``) → the rate-limit key its calls go under: its runs are priced by it."""
-    unmetered: list[str] = Field(default_factory=list)
+    unmetered: list[str] = Field(default_factory=empty_list)
     """Agents (``agent_ref_key``) whose calls never pass the transport (python, command): a budget
     is charged with their runs' usage after each run, and checked before it."""
-    metered: list[str] = Field(default_factory=list)
+    metered: list[str] = Field(default_factory=empty_list)
     """Keys whose calls always pass the limiter (connectors and judges): their usage is metered and
     a 429 slows every caller; other keys only when limited or under a budget."""
     adaptive: AdaptiveRule | None = None

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import multiprocessing
-import multiprocessing.process
 import operator
 import os
 import sys
@@ -37,6 +35,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from queue import Empty
+from typing import TYPE_CHECKING
 
 from farm.errors import FarmRuntimeError
 from farm.models import Case
@@ -44,6 +43,10 @@ from farm.plan.batch import BatchPlan, BatchPlanner, PlanParts, ReadCounter
 from farm.settings import whole_number_env
 from farm.suites import CaseStream
 from farm.suites.stream import StreamBatch, skip_note
+
+if TYPE_CHECKING:
+    import multiprocessing
+    import multiprocessing.process
 
 PARALLEL_MIN_BYTES = 8 << 20
 """Suites smaller than this (~80,000 one-line cases) are read by one process."""
@@ -175,6 +178,8 @@ def _in_order(processes: int) -> Iterator[LoadedBatch]:
     """Every process's batches in suite order, each as soon as no earlier one can still come
     (each process sends its own in order: a batch is next once every process has sent a later
     one or finished). The taking overlaps the reading, so little is left when the last arrives."""
+    import multiprocessing  # forked readers only: a suite read in this process needs none of it
+
     context = multiprocessing.get_context("fork")
     queue: multiprocessing.Queue[tuple[int, LoadedBatch | _Failed | None]] = context.Queue()
     children = [context.Process(target=_send_part, args=(part, queue), daemon=True) for part in range(processes)]

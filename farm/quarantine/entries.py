@@ -20,8 +20,6 @@ from farm.errors import InputError
 from farm.plan.batch import matches_pattern as matches_like_k
 from farm.textfiles import read_utf8
 
-FILE_NAME = "farm-quarantine.toml"
-PROJECT_MARKER = "package.yao"
 KEYS = ("case", "owner", "reason", "until")
 REQUIRED = ("case", "owner", "until")
 _HEADER = re.compile(r"^\s*\[\[\s*quarantine\s*\]\]")
@@ -134,16 +132,6 @@ def parse_entries(text: str, path: Path) -> list[Entry]:
 
 def read_entries(path: Path) -> list[Entry]:
     return parse_entries(read_utf8(path, str(path), kind="a farm-quarantine.toml", noun="it"), path)
-
-
-def project_file(source: Path) -> Path:
-    """Where a suite's quarantine file is: beside the nearest ``package.yao`` above the suite,
-    else in the suite's own directory."""
-    start = source if source.is_dir() else source.parent
-    for directory in (start, *start.parents):
-        if (directory / PROJECT_MARKER).is_file():
-            return directory / FILE_NAME
-    return start / FILE_NAME
 
 
 class EntryIndex:

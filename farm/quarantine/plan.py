@@ -13,7 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from farm.quarantine.entries import Entry, EntryIndex, project_file, read_entries
+from farm.quarantine.entries import Entry, EntryIndex, read_entries
+from farm.quarantine.files import any_project_file, project_file
 
 _NONE = EntryIndex([])
 
@@ -38,7 +39,7 @@ def quarantine_plan(cases: Iterable[tuple[str, str]], sources: Sequence[str], qu
     _project_entries.cache_clear()  # a file edited between two sweeps of one process is read again
     given = EntryIndex(read_entries(Path(quarantine_file))) if quarantine_file else None
     found: dict[str, dict[str, Any]] = {}
-    if given is None and not any(project_file(Path(s)).is_file() for s in sources):
+    if given is None and not any_project_file(sources):
         return found  # no file: the cases are not decoded for nothing
     indexes: dict[int, EntryIndex] = {}
     matched: set[int] = set()

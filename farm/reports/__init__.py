@@ -1,6 +1,8 @@
 """Renderers: a ``SweepReport`` in, text out, chosen by format name or output file extension.
 
-``html`` lives in ``farm.reports.html`` and is imported only when asked for. ``write_rendered``
+JSON and JSONL load with the package (every sweep writes one); Markdown, JUnit, the summary and
+HTML (Jinja2) are imported only when asked for (``farm.reports.markdown``, ``junit``, ``summary``,
+``html``: a plain ``farm test`` pays none of them). ``write_rendered``
 streams a report to a file case by case; a report whose run details are kept elsewhere (an
 in-process sweep's journal, ``farm.reports.details``) gets them one case at a time.
 """
@@ -17,9 +19,6 @@ from farm.models import SweepReport
 from farm.reports.details import RunDetailsSource, details_source
 from farm.reports.json_report import parse_json_report, render_json, write_json
 from farm.reports.jsonl import JsonlWriter, read_jsonl_events, render_jsonl
-from farm.reports.junit import render_junit, write_junit
-from farm.reports.markdown import render_markdown, write_markdown
-from farm.reports.summary import render_summary
 
 BUILTIN_REPORTERS = {
     "report.json": "json",
@@ -41,8 +40,29 @@ EXTENSION_FORMATS = {
 """``-o`` extension → format."""
 
 
+# The formats below load when one is asked for: not every sweep writes them (the module docstring).
+
+
+def _render_markdown(report: SweepReport) -> str:
+    from farm.reports.markdown import render_markdown
+
+    return render_markdown(report)
+
+
+def _render_junit(report: SweepReport) -> str:
+    from farm.reports.junit import render_junit
+
+    return render_junit(report)
+
+
+def _render_summary(report: SweepReport) -> str:
+    from farm.reports.summary import render_summary
+
+    return render_summary(report)
+
+
 def _render_html(report: SweepReport) -> str:
-    from farm.reports.html import render_html  # another module, heavier (Jinja2): load on demand
+    from farm.reports.html import render_html  # heavier still (Jinja2)
 
     return render_html(report)
 
@@ -50,15 +70,27 @@ def _render_html(report: SweepReport) -> str:
 RENDERERS: dict[str, Callable[[SweepReport], str]] = {
     "jsonl": render_jsonl,
     "json": render_json,
-    "markdown": render_markdown,
+    "markdown": _render_markdown,
     "html": _render_html,
-    "junit": render_junit,
-    "summary": render_summary,
+    "junit": _render_junit,
+    "summary": _render_summary,
 }
 """Format name → renderer."""
 
 
 Writer = Callable[[SweepReport, TextIO, RunDetailsSource | None], None]
+
+
+def _write_markdown(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
+    from farm.reports.markdown import write_markdown
+
+    write_markdown(report, out, details)
+
+
+def _write_junit(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
+    from farm.reports.junit import write_junit
+
+    write_junit(report, out, details)
 
 
 def _write_html(report: SweepReport, out: TextIO, details: RunDetailsSource | None) -> None:
@@ -77,10 +109,10 @@ def _whole(render: Callable[[SweepReport], str]) -> Writer:
 WRITERS: dict[str, Writer] = {
     "jsonl": _whole(render_jsonl),
     "json": write_json,
-    "markdown": write_markdown,
+    "markdown": _write_markdown,
     "html": _write_html,
-    "junit": write_junit,
-    "summary": _whole(render_summary),
+    "junit": _write_junit,
+    "summary": _whole(_render_summary),
 }
 """Format name → streaming writer (the text ``RENDERERS`` make, written case by case)."""
 
@@ -131,10 +163,7 @@ __all__ = [
     "read_jsonl_events",
     "render_json",
     "render_jsonl",
-    "render_junit",
-    "render_markdown",
     "render_report",
-    "render_summary",
     "write_rendered",
     "writer_for",
 ]

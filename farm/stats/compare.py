@@ -29,6 +29,7 @@ from pydantic import Field
 
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.models import FarmModel, ServedCounts, SweepReport, SweepStatus
+from farm.models.base import empty_list
 from farm.stats.compare_criteria import CriterionCount, CriterionMove, counts_of, moved_criteria
 from farm.stats.compare_terms import check_thresholds, is_adaptive
 from farm.stats.path_change import PathCount, PathShift, path_p_value, path_shift, paths_of
@@ -50,9 +51,9 @@ class CaseSnapshot(FarmModel):
     label: str = ""
     case_passed: bool = True
     content_hash: str | None = None
-    failure_reasons: list[str] = Field(default_factory=list)
+    failure_reasons: list[str] = Field(default_factory=empty_list)
     adaptive: bool = False
-    criteria: list[CriterionCount] = Field(default_factory=list)
+    criteria: list[CriterionCount] = Field(default_factory=empty_list)
     semantic_consistency: float | None = None
     paths: list[PathCount] | None = None
     """Runs per tool-call path (SPEC 21); None: not known (a sweep recorded without them)."""
@@ -103,8 +104,8 @@ class CaseComparison(FarmModel):
     content_changed: bool = False
     adaptive: bool = False
     class_change: ClassChange | None = None
-    new_failure_reasons: list[str] = Field(default_factory=list)
-    criteria_moved: list[CriterionMove] = Field(default_factory=list)
+    new_failure_reasons: list[str] = Field(default_factory=empty_list)
+    criteria_moved: list[CriterionMove] = Field(default_factory=empty_list)
     """The criteria whose pass rate or label changed (``farm.stats.compare_criteria``)."""
     semantic_consistency: tuple[float | None, float | None] | None = None
     """(BASE, HEAD) semantic consistency (SPEC 16) when either side computed it."""

@@ -20,7 +20,6 @@ from farm.suites.discover import (
     open_message,
 )
 from farm.suites.dynamic import LoadOptions
-from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import load_jsonl
 from farm.suites.stream import CaseStream
 
@@ -31,7 +30,6 @@ __all__ = [
     "LoadedInput",
     "find_suite_files",
     "load_files",
-    "load_hocon",
     "load_input",
     "load_jsonl",
     "load_message",

@@ -16,7 +16,6 @@ from farm.errors import Problem, SuiteError
 from farm.models import Case
 from farm.suites.dynamic import LoadOptions
 from farm.suites.file_cases import PlainCase
-from farm.suites.hocon import load_hocon
 from farm.suites.jsonl import iter_jsonl, iter_listed
 
 HOCON_SUFFIXES = (".hocon", ".conf")
@@ -123,6 +122,8 @@ class CaseStream:
         for number, path in enumerate(self.files):
             name = suite_name(path, self.root, self._single)
             if path.suffix.lower() in HOCON_SUFFIXES:
+                from farm.suites.hocon import load_hocon  # a HOCON file only: a JSONL suite never needs it
+
                 loaded, found = load_hocon(path, case_id=name, suite=name, notes=self._file_notes,
                                            options=self._options)
                 self.problems += found
@@ -170,6 +171,8 @@ class CaseStream:
             name = suite_name(path, self.root, self._single)
             if path.suffix.lower() in HOCON_SUFFIXES:
                 if keep(number, 0):
+                    from farm.suites.hocon import load_hocon  # as in __iter__
+
                     notes: list[str] | None = None if self._file_notes is None else []
                     loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes, options=self._options)
                     yield StreamBatch(number, 0, loaded, problems, notes or [])

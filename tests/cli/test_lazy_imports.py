@@ -3,7 +3,8 @@
 A ``farm test`` against one agent imports neither Celery nor Redis at all, SQLAlchemy only to
 record the history once the sweep is over (none with ``--no-history``), and aiohttp without its
 import-time load of the system's CA bundles (aio-libs/aiohttp#9029: the contexts aiohttp builds
-at import load them when they first wrap a connection). Each sweep runs in a fresh process.
+at import load them when they first wrap a connection). Of the farm's own modules it loads none
+that only another kind of sweep uses (``NOT_FOR_A_PLAIN_SWEEP``). Each sweep runs in a fresh process.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if "aiohttp.connector" in sys.modules:
     connector = sys.modules["aiohttp.connector"]
     stats = [connector._SSL_CONTEXT_VERIFIED.cert_store_stats()["x509"],
              connector._SSL_CONTEXT_UNVERIFIED.cert_store_stats()["x509"]]
-print(json.dumps({{"after": roots, "default_context_certs": stats}}), file=sys.stderr)
+print(json.dumps({{"after": roots, "default_context_certs": stats, "modules": sorted(sys.modules)}}), file=sys.stderr)
 """
 
 AGENT = """
@@ -73,6 +74,27 @@ def test_an_http_agent_sweep_without_history_loads_only_aiohttp_and_no_ca_bundle
         probe = run_probe(tmp_path, "-n", served.url, "--no-history")
     assert probe["after"] == ["aiohttp"]
     assert probe["default_context_certs"] == [0, 0]  # aiohttp's own contexts: nothing loaded yet
+
+
+NOT_FOR_A_PLAIN_SWEEP = (
+    "farm.reports.junit", "farm.reports.markdown", "farm.reports.summary",  # -o report.xml / .md, -r report.summary
+    "farm.suites.hocon", "pyhocon",  # a .hocon or .conf suite
+    "farm.bundles", "tarfile",  # a distributed sweep's bundle
+    "farm.fleet.replay",  # --record / --replay
+    "farm.quarantine.entries", "farm.quarantine.plan",  # a farm-quarantine.toml, or --quarantine FILE
+    "farm.cli.history",  # farm compare / history / baseline (farm test's flags: farm.cli.history_flags)
+    "multiprocessing",  # a large suite read by forked processes
+)
+"""Modules (exact names) that only other sweeps or commands use, each loaded where it is used (issue 45)."""
+
+
+def test_a_plain_http_sweep_loads_no_module_of_another_kind_of_sweep(tmp_path: Path) -> None:
+    with json_agent_server() as served:
+        probe = run_probe(tmp_path, "-n", served.url, "--no-history", "-o", "out.json")
+    loaded = set(probe["modules"])  # type: ignore[arg-type]
+    assert (tmp_path / "out.json").is_file()
+    assert {"farm.reports.json_report", "farm.fleet.runtime", "farm.suites.jsonl", "aiohttp"} <= loaded  # seen
+    assert sorted(loaded.intersection(NOT_FOR_A_PLAIN_SWEEP)) == []
 
 
 def test_aiohttps_default_context_still_trusts_the_system_store_when_used() -> None:

@@ -16,7 +16,8 @@ from farm.agents.judge import ConnectorJudge
 from farm.agents.secrets import register_secret
 from farm.checks.base import Judge
 from farm.errors import SettingsError
-from farm.fleet.replay import CallKey, RecordReplayAgent, RecordReplayJudge, ReplayStore, digest_of
+from farm.fleet.digests import digest_of
+from farm.fleet.replay import CallKey, RecordReplayAgent, RecordReplayJudge, ReplayStore
 from farm.models import Assertion, Case, Message, RunResult, Turn
 from farm.plan.fleet import ReplayMode
 from farm.run.environment import RunEnvironment

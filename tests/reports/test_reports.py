@@ -15,11 +15,11 @@ from farm.reports import (
     format_for_path,
     render_json,
     render_jsonl,
-    render_junit,
-    render_markdown,
     render_report,
-    render_summary,
 )
+from farm.reports.junit import render_junit
+from farm.reports.markdown import render_markdown
+from farm.reports.summary import render_summary
 from farm.stats import CaseAccumulator, CasePlan, build_report
 
 
