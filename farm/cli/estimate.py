@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from farm.cli.estimate_power import power_lines
+from farm.cli.run import warn
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.durations import format_ms
 from farm.errors import ExitCode
@@ -43,7 +44,7 @@ def _from_history(prepared: PreparedSweep, history: HistoryOptions | None) -> tu
     try:
         if missing_sqlite_file(url):
             return None, None
-        store = HistoryStore.open(url)
+        store = HistoryStore.open(url, tell=warn)
     except FarmError:
         return None, None
     suites, agent = suite_hashes(prepared.loaded.files, prepared.loaded.root), prepared.plan.agent_label

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from farm.cli.history_flags import alpha_option, history_option, min_drop_option
-from farm.cli.run import run_command
+from farm.cli.run import run_command, warn
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.wording import plural
 
@@ -31,7 +31,8 @@ def _open(url: str | None) -> HistoryStore:
     from farm.history.location import history_url
     from farm.history.store import HistoryStore
 
-    return HistoryStore.open(history_url(url), create=False)  # these commands read: a missing file stays missing
+    # these commands read: a missing file stays missing (unless a sweep waits in its inbox)
+    return HistoryStore.open(history_url(url), create=False, tell=warn)
 
 
 def _check_outputs(outputs: Sequence[str]) -> list[tuple[Path, str]]:

@@ -10,7 +10,7 @@ import click
 from farm.agents.secrets import redact
 from farm.cli.history_flags import history_option
 from farm.cli.options import StrictCommand
-from farm.cli.run import run_command
+from farm.cli.run import run_command, warn
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.reports.outputs import write_document
 
@@ -92,7 +92,7 @@ def record_in_history(found: JudgeCheck, history: str | None) -> bool:
 
     url = history_url(history)
     try:
-        store = HistoryStore.open(url)
+        store = HistoryStore.open(url, tell=warn)
     except FarmError as exc:
         click.echo(f"farm: warning: judge check not recorded in the history: {exc.message}", err=True)
         return False

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from farm.cli.history_flags import history_option
-from farm.cli.run import run_command
+from farm.cli.run import run_command, warn
 from farm.errors import ExitCode, InputError, SettingsError
 from farm.models.quarantine import today_utc
 from farm.quarantine.files import FILE_NAME
@@ -38,7 +38,7 @@ def _evidence(history: str | None, last: int, tag: str | None) -> tuple[int, dic
     url = history_url(history)
     if missing_sqlite_file(url):
         return 0, {}
-    store = HistoryStore.open(url)
+    store = HistoryStore.open(url, tell=warn)
     try:
         window = list(reversed(store.sweeps(last=last, tag=tag_filter)))
         return len(window), gather(store.engine, window) if window else {}

@@ -29,6 +29,11 @@ def _print_error(exc: FarmError, *, verbose: bool) -> None:
     click.echo(f"{prefix}: {message}" if "\n" not in message else f"{prefix}:\n{message}", err=True)
 
 
+def warn(line: str) -> None:
+    """A warning on stderr (``farm: warning: …``): what a command goes on after."""
+    click.echo(f"farm: warning: {line}", err=True)
+
+
 def _refused_for_memory(exc: BaseException | None) -> bool:
     # by name: importing redis here would slow every command down
     for _ in range(10):

@@ -7,7 +7,7 @@ import os
 import click
 
 from farm.cli.options import StrictCommand
-from farm.cli.run import run_command
+from farm.cli.run import run_command, warn
 
 __all__ = ["view"]
 
@@ -23,8 +23,9 @@ def serve(address: str, port: int, history: str | None, broker: str | None) -> i
 
     credentials = credentials_for(address)  # before anything opens: a public address needs auth
     url = history_url(history)
-    HistoryStore.open(url).close()  # a history that cannot be opened is reported now (exit 2 or 3)
-    app = build_app(ViewData(url, broker), credentials=credentials, flower_url=os.environ.get("FARM_FLOWER_URL"))
+    HistoryStore.open(url, tell=warn).close()  # a history that cannot be opened is reported now (exit 2 or 3)
+    app = build_app(ViewData(url, broker, tell=warn), credentials=credentials,
+                    flower_url=os.environ.get("FARM_FLOWER_URL"))
     where = f"http://{address}:{port}/" if ":" not in address else f"http://[{address}]:{port}/"
     click.echo(f"farm view: {where} (history {safe_url(url)}"
                f"{f', sweeps in flight on {safe_url(broker)}' if broker else ''}); Ctrl-C stops it", err=True)

@@ -4,6 +4,7 @@
     tables.py     the schema (SQLAlchemy Core); migrations/ holds its Alembic revisions
     record.py     a finished SweepReport → rows, once per sweep id
     store.py      HistoryStore: record, find (last, tags, prefixes), baselines, kept comparisons
+    inbox.py      a SQLite history's inbox: farm test leaves its sweep there, every open records it
     trends.py     pass rates of cases over sweeps, sparklines, class changes
     facts.py      what a sweep records besides its report: git, suite hashes, tags, settings
     refs.py       BASE/HEAD of ``farm compare``: sweep id, last, last:k=v, baseline, JSON report

@@ -23,6 +23,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from farm.errors import FarmRuntimeError, SettingsError
 from farm.extras import install_hint
+from farm.history.inbox import inbox_of, waiting
 from farm.history.tables import SCHEMA_REVISION, VERSION_TABLE
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
@@ -83,11 +84,12 @@ def create_history_engine(url: str) -> Engine:
 
 
 def missing_sqlite_file(url: str) -> bool:
-    """``url`` names a SQLite file that does not exist (a read opens nothing there: opening would create it)."""
+    """``url`` names a SQLite file that does not exist and no sweep waits in its inbox (a read opens
+    nothing there: opening would create it)."""
     parsed = parse_url(url)
     database = parsed.database
     return (parsed.get_backend_name() == "sqlite" and bool(database) and database != ":memory:"
-            and not Path(str(database)).expanduser().exists())
+            and not Path(str(database)).expanduser().exists() and not waiting(inbox_of(url)))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -13,6 +13,11 @@ and cancellations keep their own exit codes either way.
 
 Recording never changes the exit code: a history database that cannot be written is a warning,
 and the reports are written all the same.
+
+Into a SQLite history, a session that opened no store (no baseline, no judge checks to read, no
+``--order failing-first``) leaves the finished report in the file's inbox instead
+(``farm.history.inbox``): the next reader of the history records it, and ``farm test`` never
+imports SQLAlchemy. A PostgreSQL history is recorded directly: other machines read it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import farm.collector as collector
 from farm.defaults import DEFAULT_ALPHA, DEFAULT_MIN_DROP
 from farm.errors import ExitCode, FarmError, SettingsError
 from farm.history.facts import HistoryFacts, parse_tags, sweep_facts
+from farm.history.inbox import deposit, entry_name, inbox_of
 from farm.history.location import given_history_url, history_url
 from farm.models import ARM_SEPARATOR, SweepReport, SweepStatus
 from farm.models.envelope import Recorder
@@ -124,12 +130,15 @@ class HistorySession:
         self.given = given_history_url(options.url) is not None
         self.base: Resolved | None = None
         self.comparison: Comparison | None = None
+        self.opened = False
+        """The session opened the store (SQLAlchemy is loaded): the sweep is recorded directly."""
 
     def _open(self) -> HistoryStore:
         with collector.paused():  # SQLAlchemy's modules: nothing to collect (farm.collector)
             from farm.history.store import HistoryStore
 
-        return HistoryStore.open(self.url)
+        self.opened = True
+        return HistoryStore.open(self.url, tell=lambda line: self.tell(f"warning: {line}"))
 
     def start(self, plan: SweepPlan, *, facts: HistoryFacts, files: Sequence[Path], root: Path | None,
               message_mode: bool) -> SweepPlan:
@@ -138,11 +147,12 @@ class HistorySession:
         opts = self.options
         tags = parse_tags(opts.tags)
         check_thresholds(opts.alpha, opts.min_drop)
-        if self.given and (opts.enabled or opts.baseline or opts.order == "failing-first"):
+        if self.given and (opts.enabled or opts.baseline or opts.order == "failing-first") and not inbox_of(self.url):
             from farm.history.engine import parse_url
 
             # a bad --history URL is bad input: exit 2 before anything runs. The default (the
-            # farm's own SQLite file) is not checked: SQLAlchemy would load before the first run
+            # farm's own SQLite file), or any plain SQLite file's, is not checked: SQLAlchemy
+            # would load before the first run
             parse_url(self.url)
         if opts.baseline and facts.detach:
             raise SettingsError("--baseline waits for the sweep to compare it: not with --detach")
@@ -191,7 +201,7 @@ class HistorySession:
                 baseline=self.options.baseline, compared_with=self.comparison.model_dump(mode="json"))})
             self.tell(compared_line(self.options.baseline or "", self.comparison))
         if report.envelope.recorder == "submitter":
-            self._record(report)
+            self._leave_or_record(report)
         return report
 
     def _mark_judge_noise(self, report: SweepReport) -> None:
@@ -213,6 +223,20 @@ class HistorySession:
             from farm.history.engine import error_reason
 
             self.tell(f"warning: judge checks not read from the history: {error_reason(exc)}")
+
+    def _leave_or_record(self, report: SweepReport) -> bool:
+        """Leave the sweep in a SQLite history's inbox when the session never opened the store (see the
+        module docstring), else record it."""
+        inbox, name = inbox_of(self.url), entry_name(report.envelope.sweep_id)
+        if self.opened or inbox is None or name is None:
+            return self._record(report)
+        try:
+            deposit(inbox, name, report)
+        except OSError as exc:  # as a database that cannot be written: the sweep's reports are written all the same
+            self.tell(f"warning: history not recorded in {self.url}: cannot write {inbox / name}: "
+                      f"{exc.strerror or exc}")
+            return False
+        return True
 
     def _record(self, report: SweepReport) -> bool:
         try:

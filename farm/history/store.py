@@ -1,30 +1,40 @@
 """The history store: record sweeps, find them, bless baselines, keep comparisons.
 
 ``HistoryStore.open(url)`` migrates the database to the newest schema first
-(``farm.history.engine``). Reads return plain dataclasses; a sweep as a comparison sees it is a
-``SweepSnapshot`` (``farm.stats.compare``), the same thing a JSON report file becomes.
+(``farm.history.engine``), then records the sweeps waiting in a SQLite file's inbox
+(``farm.history.inbox``), so every reader sees them. Reads return plain dataclasses; a sweep as
+a comparison sees it is a ``SweepSnapshot`` (``farm.stats.compare``), the same thing a JSON
+report file becomes.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, Select, and_, delete, func, or_, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from farm.errors import InputError
+from farm.history import inbox
 from farm.history.criteria import criteria_counts
-from farm.history.engine import open_engine
+from farm.history.engine import error_reason, open_engine
 from farm.history.record import Recorded, insert_or_ignore, now_utc, record_sweep
 from farm.history.sweep_info import SweepInfo, iso
 from farm.history.tables import baselines, case_results, comparisons, sweep_tags, sweeps
 from farm.matrix.split import arm_reports
 from farm.models import SweepReport
+from farm.wording import plural
 
 if TYPE_CHECKING:  # the comparison's models load where a sweep is read back, not to record one
     from farm.stats.compare import Comparison, SweepSnapshot
 
+
+log = logging.getLogger("farm.history")
 
 _INFO_COLUMNS = [sweeps.c[name] for name in SweepInfo.__dataclass_fields__ if name not in ("pk", "tags")]
 
@@ -43,10 +53,15 @@ class HistoryStore:
         self.engine = engine
 
     @classmethod
-    def open(cls, url: str, *, create: bool = True) -> HistoryStore:
-        """The store at ``url``, migrated to the newest schema (``create=False``: a missing SQLite file is
-        read as an empty history, not made)."""
-        return cls(open_engine(url, create=create))
+    def open(cls, url: str, *, create: bool = True, tell: Callable[[str], None] | None = None) -> HistoryStore:
+        """The store at ``url``, migrated to the newest schema, its inbox's sweeps recorded (``create=False``:
+        a missing SQLite file is read as an empty history, not made, unless sweeps wait in its inbox).
+        ``tell``: where a warning of the inbox goes (one line; default: the ``farm.history`` log)."""
+        waiting = inbox.waiting(inbox.inbox_of(url))
+        store = cls(open_engine(url, create=create or bool(waiting)))
+        if waiting:
+            store.take_inbox(waiting, tell or log.warning)
+        return store
 
     def close(self) -> None:
         self.engine.dispose()
@@ -56,6 +71,26 @@ class HistoryStore:
         ``MATRIX:ARM`` tagged ``matrix`` and ``arm`` (SPEC 22; the first arm's is returned)."""
         recorded = [record_sweep(self.engine, part) for part in arm_reports(report)]
         return recorded[0]
+
+    def take_inbox(self, entries: list[Path], tell: Callable[[str], None]) -> None:
+        """Record the inbox's ``entries`` and remove each one recorded; never raises. A database error
+        leaves them all for the next reader; an entry that is not a sweep report is set aside."""
+        for entry in entries:
+            try:
+                report = inbox.read_entry(entry)
+                if report is not None:
+                    self.record(report)
+            except (SQLAlchemyError, OSError) as exc:  # the database (or the disk): the next reader tries again
+                left = plural(len(inbox.waiting(entry.parent)), "finished sweep")
+                tell(f"history: {left} in {entry.parent} not recorded yet ({error_reason(exc)}); "
+                     "kept for the next reader")
+                return
+            except Exception as exc:  # not a sweep report (or one the store cannot take): never read again
+                bad = inbox.set_aside(entry)
+                if bad is not None:
+                    tell(f"history: {entry} is not a sweep report ({_first_line(exc)}); moved aside to {bad.name}")
+                continue
+            inbox.remove(entry)
 
     # ----------------------------------------------------------------------------- finding sweeps
 
@@ -187,3 +222,8 @@ class HistoryStore:
             rows = conn.execute(select(comparisons.c.kind, comparisons.c.document)
                                 .where(comparisons.c.head == head.pk)).all()
         return {r.kind: Comparison.model_validate(r.document) for r in rows}
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -70,13 +70,16 @@ class SweepPage:
 class ViewData:
     """The history at ``history_url`` and, when a broker is given, the sweeps in flight on it."""
 
-    def __init__(self, history_url: str, broker: str | None = None) -> None:
+    def __init__(self, history_url: str, broker: str | None = None,
+                 tell: Callable[[str], None] | None = None) -> None:
         self.history_url = history_url
         self.broker = broker
+        self.tell = tell
+        """Where a warning of the history's inbox goes (every read records the sweeps waiting there)."""
         self.pages = PagedSweeps()
 
     def _with_store(self, read: Callable[[HistoryStore], T]) -> T:
-        store = HistoryStore.open(self.history_url)
+        store = HistoryStore.open(self.history_url, tell=self.tell)
         try:
             return read(store)
         finally:

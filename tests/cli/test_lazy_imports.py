@@ -1,10 +1,10 @@
 """What a plain ``farm test`` imports, and when (issue 45): no timing, ``sys.modules`` itself.
 
-A ``farm test`` against one agent imports neither Celery nor Redis at all, SQLAlchemy only to
-record the history once the sweep is over (none with ``--no-history``), and aiohttp without its
-import-time load of the system's CA bundles (aio-libs/aiohttp#9029: the contexts aiohttp builds
-at import load them when they first wrap a connection). Of the farm's own modules it loads none
-that only another kind of sweep uses (``NOT_FOR_A_PLAIN_SWEEP``). Each sweep runs in a fresh process.
+A ``farm test`` against one agent imports neither Celery nor Redis at all, no SQLAlchemy to record
+a SQLite history (it leaves the sweep in the history's inbox: ``farm.history.inbox``), and aiohttp
+without its import-time load of the system's CA bundles (aio-libs/aiohttp#9029: the contexts aiohttp
+builds at import load them when they first wrap a connection). Of the farm's own modules it loads
+none that only another kind of sweep uses (``NOT_FOR_A_PLAIN_SWEEP``). Each sweep runs in a fresh process.
 """
 
 from __future__ import annotations
@@ -61,12 +61,38 @@ def run_probe(tmp_path: Path, *args: str) -> dict[str, object]:
     return dict(json.loads(last))
 
 
-def test_a_python_agent_sweep_loads_sqlalchemy_only_to_record_the_history(tmp_path: Path) -> None:
+def inbox_entries(tmp_path: Path, database: Path | None = None) -> list[str]:
+    inbox = (database or tmp_path / ".farm-data" / "history.sqlite").with_suffix(".sqlite.inbox")
+    assert not inbox.with_suffix("").exists()  # the database: untouched
+    return [p.suffix for p in inbox.iterdir()]
+
+
+def test_a_python_agent_sweep_leaves_the_history_to_its_next_reader_without_sqlalchemy(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
     probe = run_probe(tmp_path, "-n", "py:agent.py:respond")
     assert json.loads((tmp_path / "seen.json").read_text()) == []  # while the agent ran: none of them
-    assert probe["after"] == ["sqlalchemy"]  # the history was recorded after the sweep
-    assert (tmp_path / ".farm-data").exists()
+    assert probe["after"] == []  # nor after: the sweep waits in the history's inbox
+    assert inbox_entries(tmp_path) == [".json"]
+    given = tmp_path / "given.sqlite"  # a --history sqlite:/// file: its own inbox, no SQLAlchemy either
+    assert run_probe(tmp_path, "-n", "py:agent.py:respond", "--history", f"sqlite:///{given}")["after"] == []
+    assert inbox_entries(tmp_path, given) == [".json"]
+
+
+def test_an_http_agent_sweep_loads_only_aiohttp(tmp_path: Path) -> None:
+    """The row of issue 45: a 1-case, 1-run ``farm test`` of an HTTP agent, history recorded as by default."""
+    with json_agent_server() as served:
+        probe = run_probe(tmp_path, "-n", served.url)
+    assert probe["after"] == ["aiohttp"]
+    assert inbox_entries(tmp_path) == [".json"]
+
+
+def test_a_sweep_that_reads_the_history_records_it_directly(tmp_path: Path) -> None:
+    """``--order failing-first`` opens the store before the runs: the sweep is recorded there, not left."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    probe = run_probe(tmp_path, "-n", "py:agent.py:respond", "--order", "failing-first")
+    assert probe["after"] == ["sqlalchemy"]
+    assert (tmp_path / ".farm-data" / "history.sqlite").is_file()
+    assert not (tmp_path / ".farm-data" / "history.sqlite.inbox").exists()
 
 
 def test_an_http_agent_sweep_without_history_loads_only_aiohttp_and_no_ca_bundle(tmp_path: Path) -> None:

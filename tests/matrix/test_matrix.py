@@ -21,6 +21,7 @@ from farm.matrix.schedule import group_runs, interleaved, made_before, round_ord
 from farm.models import ArmReport, ArmSummary, SweepReport
 from farm.plan.fleet import FleetFlags
 from farm.stats import exit_code_for
+from tests.support.history_fixtures import take_inbox
 
 ARMS = Path(__file__).resolve().parents[1] / "agents" / "arms.py"
 
@@ -203,6 +204,7 @@ def test_every_format_shows_the_arms(tmp_path: Path, farm_cli: Any, sqlite_histo
     page = Path(outputs[3]).read_text()
     assert 'class="chart matrix-scatter"' in page and 'data-arm="bad"' in page and "(baseline)" in page
     sweep_id = document["metadata"]["sweep_id"]
+    take_inbox(sqlite_history_url)
     with sqlite3.connect(sqlite_history_url.removeprefix("sqlite:///")) as db:
         recorded = sorted(row[0] for row in db.execute("select sweep_id from farm_sweeps"))
     assert recorded == [f"{sweep_id}:bad", f"{sweep_id}:good"]

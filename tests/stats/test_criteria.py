@@ -22,6 +22,7 @@ from farm.stats import CaseAccumulator, plan_case
 from farm.stats.criteria import criterion_text
 from farm.sweep.replay import report_from_journal
 from tests.support.browser_fixtures import Opened, headless_chromium
+from tests.support.history_fixtures import take_inbox
 
 AGENT = "py:tests/agents/scorecard.py:respond"
 CASE = {"id": "three", "input": "where?", "assert": [
@@ -85,6 +86,7 @@ def test_history_compare_and_trends_name_the_criterion_that_moved(
         tmp_path: Path, farm_cli: Any, history_url: str) -> None:
     _sweep(farm_cli, tmp_path, history_url, "base.json")
     _sweep(farm_cli, tmp_path, history_url, "head.json", bye_runs=9)
+    take_inbox(history_url)
     engine = create_engine(history_url)
     try:
         with engine.connect() as conn:

@@ -82,3 +82,11 @@ def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
 def sqlite_history_url(tmp_path: Path) -> str:
     """A SQLite history file of this test's own (for tests that need no PostgreSQL twin)."""
     return f"sqlite:///{tmp_path / 'history.sqlite'}"
+
+
+def take_inbox(url: str) -> None:
+    """Record the sweeps ``farm test`` left in a SQLite history's inbox, as every reader of the history
+    does first (``farm.history.inbox``): for a test that reads the database itself."""
+    from farm.history.store import HistoryStore
+
+    HistoryStore.open(url).close()

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.browser_fixtures import headless_chromium
 from tests.support.farm_view import ViewServers, view_env
+from tests.support.history_fixtures import take_inbox
 from tests.support.servers import free_port
 
 HOSTILE_ID = '<img src=x onerror="window.__pwned=1">'
@@ -208,6 +209,7 @@ def test_no_file_is_read_but_a_recorded_sweeps_own_journal(project: Path, start_
     report = project / "r.json"
     _farm(project, "report", str(journals / f"{second}.jsonl"), "-o", str(report), env=_env(project / "data"))
     assert report.is_file()  # a JSON report on the server's disk (exit 1: the hostile case fails)
+    take_inbox(f"sqlite:///{project / 'data' / 'history.sqlite'}")
     with sqlite3.connect(project / "data" / "history.sqlite") as db:
         db.execute("UPDATE farm_sweeps SET journal = ? WHERE sweep_id = ?", (str(elsewhere / f"{first}.jsonl"), first))
     url = start_view()
