@@ -1,6 +1,7 @@
 """A million cases: the whole ``farm test --collect-only`` command on 100k and 1M generated cases.
 
     python benchmarks/bench_million.py [--repeat 3] [--sizes 100000,1000000] [--flag=--dry-run] [--json F]
+    python benchmarks/bench_million.py --before REV [--repeat 3] [--sizes 1000000] [--per-core-only]
     python benchmarks/bench_million.py --submit [--sizes 100000]
 
 Writes a Yao JSONL suite of N one-turn cases (an id, an input, one ``contains`` check: the shape
@@ -11,7 +12,8 @@ and checks that every id was listed. 100k is repeated ``--repeat`` times (median
 once (issue 16's targets: ≤ 20 s and ≤ 1.5 GB). Each size is read by a process per core (the
 default, ``farm.plan.load_processes``) and, beside it, by one (``FARM_LOAD_PROCESSES=1``).
 ``--flag=--dry-run`` measures an older checkout that has no ``--collect-only`` (run this
-script from it).
+script from it). ``--before REV``: that commit's farm beside this checkout's, alternating run by
+run, every size ``--repeat`` times (the load of a shared machine moves between runs, not within one).
 
 ``--submit``: the distributed side of issue 16's targets. ``farm test --detach`` of the suite to a
 private ``redis-server`` with no worker: the whole command's wall and peak RSS, the plan's store
@@ -42,9 +44,13 @@ def write_suite(path: Path, cases: int) -> Path:
     return path
 
 
-def collect(suite: Path, cases: int, flag: str, processes: str | None = None) -> harness.Measured:
-    """``processes``: ``FARM_LOAD_PROCESSES`` (None: the default, one per core)."""
+def collect(suite: Path, cases: int, flag: str, processes: str | None = None, code: Path | None = None
+            ) -> harness.Measured:
+    """``processes``: ``FARM_LOAD_PROCESSES`` (None: the default, one per core); ``code``: a
+    directory holding another commit's ``farm`` (``--before``)."""
     env = harness.bench_env() | ({"FARM_LOAD_PROCESSES": processes} if processes else {})
+    if code is not None:
+        env["PYTHONPATH"] = f"{code}:{env['PYTHONPATH']}"
     measured = harness.measure([*harness.FARM, "test", "-i", str(suite), "-n", AGENT, flag],
                                cwd=suite.parent, timeout=1800, env=env)
     listed = f"collected {cases} cases" in measured.stderr_tail or flag != "--collect-only"
@@ -117,6 +123,7 @@ def main() -> None:
     p.add_argument("--flag", default="--collect-only", help="the listing flag of farm test")
     p.add_argument("--per-core-only", action="store_true", help="skip the FARM_LOAD_PROCESSES=1 comparison")
     p.add_argument("--submit", action="store_true", help="measure `farm test --detach` to a private Redis instead")
+    p.add_argument("--before", default=None, metavar="REV", help="also measure this commit's farm, alternating")
     args = p.parse_args()
     if args.submit:
         main_submit([int(s) for s in args.sizes.split(",")])
@@ -124,17 +131,28 @@ def main() -> None:
     figures: dict[str, list[harness.Measured]] = {}
     rows = []
     with harness.workdir("million") as tmp:
+        codes: dict[str, Path | None] = {"": None}
+        if args.before:
+            from bench_compare_speed import export
+
+            (tmp / "before").mkdir()
+            codes[f" ({args.before})"] = export(args.before, tmp / "before")
         for size in (int(s) for s in args.sizes.split(",")):
             suite = write_suite(tmp / f"suite{size}.jsonl", size)
-            repeat = args.repeat if size < 1_000_000 else 1
+            repeat = args.repeat if size < 1_000_000 or args.before else 1
             for processes, label in ((None, "one per core"), ("1", "one (FARM_LOAD_PROCESSES=1)")):
                 if processes and args.per_core_only:
                     continue
-                runs = [collect(suite, size, args.flag, processes) for _ in range(repeat)]
-                figures[f"{size}/{processes or 'per-core'}"] = runs
-                rows.append([f"{size:,}", label, repeat, harness.spread([r.wall_s for r in runs]),
-                             harness.spread([r.cpu_s for r in runs]), harness.spread([r.peak_rss_mb for r in runs]),
-                             f"{harness.median([r.peak_rss_mb for r in runs]) * 2**20 / size:.0f}"])
+                measured: dict[str, list[harness.Measured]] = {name: [] for name in codes}
+                for _ in range(repeat):
+                    for name, code in codes.items():
+                        measured[name].append(collect(suite, size, args.flag, processes, code))
+                for name, runs in measured.items():
+                    figures[f"{size}/{processes or 'per-core'}{name}"] = runs
+                    rows.append([f"{size:,}", label + name, repeat, harness.spread([r.wall_s for r in runs]),
+                                 harness.spread([r.cpu_s for r in runs]),
+                                 harness.spread([r.peak_rss_mb for r in runs]),
+                                 f"{harness.median([r.peak_rss_mb for r in runs]) * 2**20 / size:.0f}"])
             suite.unlink()
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
     print(harness.table(["cases", "processes reading", "runs", "wall s", "CPU s", "peak tree RSS MB", "bytes/case"],

@@ -8,7 +8,8 @@ check specs when suites load; ``judges_needed`` tells which judges a sweep's che
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from farm.checks.base import CheckContext, Judge, JudgeResolver, JudgeVerdict
 from farm.checks.extract import JSON_TYPES, json_equal
@@ -65,9 +66,18 @@ async def evaluate_turn(turn: Turn, reply: Reply, ctx: CheckContext, turn_index:
     return [await job for job in jobs]
 
 
-def judges_needed(cases: Iterable[Case]) -> dict[str | None, Case]:
-    """Every judge the checks of ``cases`` ask for (None: the default ``--judge``), with a case that asks."""
-    uses: dict[str | None, Case] = {}
+class _Turned(Protocol):
+    @property
+    def turns(self) -> Sequence[Turn]: ...
+
+
+_T = TypeVar("_T", bound=_Turned)
+
+
+def judges_needed(cases: Iterable[_T]) -> dict[str | None, _T]:
+    """Every judge the checks of ``cases`` ask for (None: the default ``--judge``), with the first
+    case that asks (a ``Case``, or a listing's unbuilt ``PlainCase``)."""
+    uses: dict[str | None, _T] = {}
     last = None
     for case in cases:
         for turn in case.turns:

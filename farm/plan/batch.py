@@ -18,7 +18,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from farm.agents.options import AgentOptions
 from farm.agents.ref import AgentRef
@@ -35,6 +35,7 @@ from farm.run.simulators import check_simulators
 from farm.stats import CasePlan, plan_case
 from farm.stats.adaptive import AdaptiveRule
 from farm.stats.plan import ramp_plan
+from farm.suites.file_cases import PlainCase
 from farm.wording import plural
 
 
@@ -111,7 +112,23 @@ def exact_pattern(case_id: str) -> str:
     return "".join(escaped)
 
 
-def select_cases(cases: list[Case], patterns: tuple[str, ...]) -> list[Case]:
+class Listable(Protocol):
+    """What selection reads of a case: a ``Case``'s, or a listing's unbuilt ``PlainCase``'s."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def skip(self) -> bool: ...
+
+    @property
+    def skip_reason(self) -> str | None: ...
+
+
+_L = TypeVar("_L", bound=Listable)
+
+
+def select_cases(cases: list[_L], patterns: tuple[str, ...]) -> list[_L]:
     """``-k``: the cases whose id matches any pattern (substring, or glob when it has ``*?[``)."""
     if not patterns:
         return cases
@@ -248,7 +265,7 @@ class BatchPlanner:
         self._plain: CasePlan | None = None
         """The plan of a case neither skipped nor with a success ratio, once one is planned."""
 
-    def select(self, cases: list[Case]) -> tuple[list[Case], SelectionCounts]:
+    def select(self, cases: list[_L]) -> tuple[list[_L], SelectionCounts]:
         counts = SelectionCounts()
         if self.regex is not None:
             cases = [c for c in cases if self.regex.search(c.id)]
@@ -273,6 +290,36 @@ class BatchPlanner:
                 else self._plan_case
             for case in cases:
                 plan_one(case, batch)
+        except InputError as exc:
+            batch.refused = exc
+        return batch
+
+    def plan_listed(self, cases: list[Case | PlainCase]) -> BatchPlan:
+        """``plan`` of a listing's batch whose plain cases were never built (``StreamBatch.listed``):
+        the same plan, building only a case it names (a judge's first asker). A plain case plans
+        as its ``like`` (the same agent, plan and timeout), listed by its own id."""
+        if self.keeper is not None or self.spec.matrix is not None or self.spec.ramp_levels > 1:
+            return self.plan([c if isinstance(c, Case) else c.case() for c in cases])
+        batch = BatchPlan()
+        cases, batch.selection = self.select(cases)
+        try:
+            batch.judges = {use: c if isinstance(c, Case) else c.case() for use, c in judges_needed(cases).items()}
+            check_simulators([c for c in cases if isinstance(c, Case)], self.options)
+            ids, count = batch.ids, 0
+            # the like of the plain cases in a row (a batch's all share one: their file's first), its plan and agent
+            shared: tuple[Case, CasePlan, AgentRef] | None = None
+            for case in cases:
+                if not isinstance(case, PlainCase):
+                    self._list_case(case, batch)
+                    continue
+                if shared is None or case.like is not shared[0]:  # planned where the first is: its agent's error too
+                    if shared is not None:
+                        batch.totals.add_case(*shared, self.env, count)
+                    shared, count = (case.like, self._case_plan(case.like), self._agent(case.like, batch)), 0
+                ids.append(case.id)
+                count += 1
+            if shared is not None:
+                batch.totals.add_case(*shared, self.env, count)
         except InputError as exc:
             batch.refused = exc
         return batch
@@ -327,6 +374,6 @@ class BatchPlanner:
 
 
 __all__ = [
-    "BatchPlan", "BatchPlanner", "CaseKeeper", "CaseKeeping", "PlanParts", "PlanSpec", "ReadCounter", "SelectionCounts",
-    "case_keeper", "compile_run_pattern", "exact_pattern", "select_cases",
+    "BatchPlan", "BatchPlanner", "CaseKeeper", "CaseKeeping", "Listable", "PlanParts", "PlanSpec", "ReadCounter",
+    "SelectionCounts", "case_keeper", "compile_run_pattern", "exact_pattern", "select_cases",
 ]

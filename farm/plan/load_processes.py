@@ -6,7 +6,8 @@ or stored strings (a distributed submitter), what a batch leaves is small and ch
 back, so forked processes read the suite's batches (``CaseStream.read_batches``: file ``f``'s
 batch ``b`` goes to process ``(f + b) mod N``), plan them with a copy of the sweep's
 ``BatchPlanner``, and send each ``BatchPlan`` with the batch's ids, problems and notes over a
-queue as it is done. This process takes the batches in suite order as they come, exactly as
+queue as it is done (a listing's plain cases are never built: ``BatchPlanner.plan_listed``).
+This process takes the batches in suite order as they come, exactly as
 it would have read them: duplicate ids, the order of problems, the first error, the selection
 counts and totals come out the same. An in-process sweep keeps its ``PlannedCase`` objects
 (it runs them) and reads alone.
@@ -142,6 +143,11 @@ def _loaded(part: int) -> Iterator[LoadedBatch]:
     stream, planner, size, processes, first_done = _FORKED
     for batch in stream.read_batches(size, lambda f, b: (f + b) % processes == part
                                      and not (first_done and (f, b) == (0, 0))):
+        if batch.listed:  # a listing's: its plain cases stay unbuilt
+            listed, batch.listed = batch.listed, []
+            yield LoadedBatch(batch, list(map(_ID, listed)), list(map(_LINE, listed)),
+                              _skip_notes([c for c in listed if isinstance(c, Case)]), planner.plan_listed(listed))
+            continue
         cases, batch.cases = batch.cases, []
         yield LoadedBatch(batch, list(map(_ID, cases)), list(map(_LINE, cases)),
                           _skip_notes(cases), planner.plan(cases))

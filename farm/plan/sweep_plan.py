@@ -236,13 +236,14 @@ class PlanTotals:
     def add(self, planned: PlannedCase, env: RunEnvironment) -> None:
         self.add_case(planned.case, planned.plan, planned.agent, env)
 
-    def add_case(self, case: Case, plan: CasePlan, agent: AgentRef, env: RunEnvironment) -> None:
+    def add_case(self, case: Case, plan: CasePlan, agent: AgentRef, env: RunEnvironment, count: int = 1) -> None:
+        """``case`` planned ``plan`` against ``agent``; ``count``: the cases planned as it (a listing's plain ones)."""
         if agent is not self._last_agent:  # a batch's cases mostly share one agent: its label once
             self.labels.add(agent.label)
             self._last_agent = agent
-        self.cases += 1
-        self.runs += plan.runs
-        self.skipped_runs += plan.runs if case.skip else 0
+        self.cases += count
+        self.runs += plan.runs * count
+        self.skipped_runs += plan.runs * count if case.skip else 0
         self.most_runs = max(self.most_runs, plan.runs)
         self.longest_timeout_s = max(self.longest_timeout_s, env.case_timeout(case))
 

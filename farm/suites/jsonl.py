@@ -9,6 +9,9 @@ dynamic fields (``farm.suites.dynamic``), attachments in content parts
 (``farm.suites.attachments``), and the smaller shapes Yao accepts: a message's ``content`` as
 one part object, ``refusal`` on a history message, and the ``name`` Yao's own tests write.
 Any other key is refused: a typo would test nothing.
+
+``--collect-only`` read by several processes (``iter_listed``) leaves the commonest case unbuilt
+(``farm.suites.file_cases.PlainCase``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from io import BufferedReader
 from pathlib import Path
 from typing import Any, cast
@@ -30,10 +32,11 @@ from farm.errors import Problem
 from farm.models import Assertion, Case, Message, Turn
 from farm.suites.attachments import convert_part
 from farm.suites.dynamic import DYNAMIC_KEYS, LoadOptions, parse_dynamic
+from farm.suites.file_cases import FileCases, PlainCase, listed_turn, plain_case
 from farm.suites.hooks import check_hook
 from farm.suites.lines import SKIP_BLOCK, numbered
 
-__all__ = ["YAO_KEYS", "input_messages", "iter_jsonl", "load_jsonl"]
+__all__ = ["YAO_KEYS", "input_messages", "iter_jsonl", "iter_listed", "load_jsonl"]
 
 YAO_KEYS = (
     "id", "name", "input", "expected", "assert", "user", "team", "metadata", "options", "skip", "timeout",
@@ -77,31 +80,66 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
     it is reported with them, not after they are fixed.
     """
     options = options or LoadOptions()
-    source = str(path)
+    file = FileCases(str(path), suite, str(path.parent.resolve()))
     try:
-        with cast(BufferedReader, path.open("rb", buffering=SKIP_BLOCK)) as stream:
-            base_dir = str(path.parent.resolve())
-            file = FileCases(source, suite, base_dir)
-            for lineno, raw in numbered(stream, batches):
-                obj, problem = _decode_line(raw, lineno == 1)
-                surrogate = "" if _SURROGATE_ESCAPE.search(raw) is None else lone_surrogate(raw, obj)
-                if surrogate:
-                    problem = (f"holds {surrogate}, a lone UTF-16 surrogate escape: not text (no report or worker "
-                               "could carry it); write the character itself or a surrogate pair")
-                if problem:
-                    problems.append(Problem(source, lineno, "", problem))
-                    continue
-                if obj is None:
-                    continue
-                case, issues = parse_case(obj, options, lineno, file)
-                if case is not None:
-                    yield case
-                    continue
-                problems += [Problem(source, lineno, key, message) for key, message in issues]
-                if broken_id is not None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
-                    broken_id(obj["id"], lineno)
+        for lineno, obj in _case_objects(path, problems, batches):
+            case = _parsed(obj, options, lineno, file, problems, broken_id)
+            if case is not None:
+                yield case
     except OSError as exc:
-        problems.append(Problem(source, None, "", f"cannot read: {exc.strerror or exc}"))
+        problems.append(_unreadable(file.source, exc))
+
+
+def iter_listed(path: Path, suite: str, options: LoadOptions, problems: list[Problem], *,
+                batches: tuple[int, Callable[[int], bool | None]] | None = None) -> Iterator[Case | PlainCase]:
+    """``iter_jsonl`` of a listing (``LoadOptions.listing``): each plain case (``plain_case``) as
+    a ``PlainCase``, never built; every other case and every problem as ``iter_jsonl`` gives them."""
+    file = FileCases(str(path), suite, str(path.parent.resolve()))
+    try:
+        for lineno, obj in _case_objects(path, problems, batches):
+            plain = plain_case(obj, lineno, file)
+            if plain is not None:
+                yield plain
+                continue
+            case = _parsed(obj, options, lineno, file, problems, None)
+            if case is not None:
+                yield case
+    except OSError as exc:
+        problems.append(_unreadable(file.source, exc))
+
+
+def _case_objects(path: Path, problems: list[Problem], batches: tuple[int, Callable[[int], bool | None]] | None
+                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each line's object with its number; a problem for each line that is not one. Raises
+    OSError: the file cannot be read (the reader's ``_unreadable``, as when a case's own reading fails)."""
+    source = str(path)
+    with cast(BufferedReader, path.open("rb", buffering=SKIP_BLOCK)) as stream:
+        for lineno, raw in numbered(stream, batches):
+            obj, problem = _decode_line(raw, lineno == 1)
+            surrogate = "" if _SURROGATE_ESCAPE.search(raw) is None else lone_surrogate(raw, obj)
+            if surrogate:
+                problem = (f"holds {surrogate}, a lone UTF-16 surrogate escape: not text (no report or worker "
+                           "could carry it); write the character itself or a surrogate pair")
+            if problem:
+                problems.append(Problem(source, lineno, "", problem))
+            elif obj is not None:
+                yield lineno, obj
+
+
+def _unreadable(source: str, exc: OSError) -> Problem:
+    return Problem(source, None, "", f"cannot read: {exc.strerror or exc}")
+
+
+def _parsed(obj: dict[str, Any], options: LoadOptions, lineno: int, file: FileCases, problems: list[Problem],
+            broken_id: Callable[[str, int], object] | None) -> Case | None:
+    """The case of line ``lineno``, or None with its problems appended (and its id told to ``broken_id``)."""
+    case, issues = parse_case(obj, options, lineno, file)
+    if case is not None:
+        return case
+    problems += [Problem(file.source, lineno, key, message) for key, message in issues]
+    if broken_id is not None and isinstance(obj.get("id"), str):
+        broken_id(obj["id"], lineno)
+    return None
 
 
 def _decode_line(raw: bytes, first: bool) -> tuple[Any, str]:
@@ -150,17 +188,6 @@ def lone_surrogate(raw: bytes, value: Any) -> str:
     return ""
 
 
-@dataclass
-class FileCases:
-    """What the cases of one file share: where they are, and the first with each set of optional
-    fields (the others are copied from it: ``PerCaseModel.copied``)."""
-
-    source: str
-    suite: str
-    base_dir: str
-    first: dict[tuple[str, ...], Case] = field(default_factory=dict)
-
-
 def parse_case(obj: dict[str, Any], options: LoadOptions, line: int, file: FileCases
                ) -> tuple[Case | None, list[Issue]]:
     """Validate one Yao case object, of line ``line`` of ``file``."""
@@ -195,7 +222,7 @@ def parse_case(obj: dict[str, Any], options: LoadOptions, line: int, file: FileC
     given: dict[str, Any] = {k: v for k, v in fields.items() if v is not None and v is not False}
     if dynamic is not None:
         given["dynamic"] = dynamic
-    turn = _listed_turn(assertions) if options.listing else Turn.checked(messages=messages, assertions=assertions)
+    turn = listed_turn(assertions) if options.listing else Turn.checked(messages=messages, assertions=assertions)
     shape = tuple(given)
     first = file.first.get(shape)
     if first is not None:  # what ``Case.checked`` would build, copied from the first (every value its own)
@@ -204,26 +231,6 @@ def parse_case(obj: dict[str, Any], options: LoadOptions, line: int, file: FileC
                                             input=obj["input"], **given, source=file.source, line=line,
                                             suite=file.suite)
     return case, []
-
-
-_MAX_LISTED_TURNS = 1024
-"""Distinct check lists whose listed turn is kept; beyond, the cache starts again (memory bound)."""
-_LISTED_TURNS: dict[tuple[int, ...], Turn] = {}
-"""``LoadOptions.listing``: the one turn of the listed cases with the same checks, by the ids
-of its ``Assertion`` objects (``parse_assertions`` shares them; the turn keeps them alive, so
-an id is not reused while its turn is here)."""
-
-
-def _listed_turn(assertions: list[Assertion]) -> Turn:
-    """A listed case's turn: its checks, no messages (a listing plans the case, never sends it);
-    cases with the same ``Assertion`` objects share one (farm models are never assigned to)."""
-    key = tuple(map(id, assertions))
-    turn = _LISTED_TURNS.get(key)
-    if turn is None:
-        if len(_LISTED_TURNS) >= _MAX_LISTED_TURNS:
-            _LISTED_TURNS.clear()
-        turn = _LISTED_TURNS[key] = Turn.checked(messages=[], assertions=assertions)
-    return turn
 
 
 def _assertions(obj: dict[str, Any], base_dir: str, issues: list[Issue]) -> list[Assertion]:

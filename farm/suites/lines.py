@@ -44,13 +44,14 @@ def skip_lines(stream: BufferedReader, lines: int) -> None:
             stream.read(len(block))
             lines -= found
             continue
-        low, high = 0, len(block)  # the shortest start of block holding ``lines`` newlines
-        while low < high:
+        low, high, before = 0, len(block), 0  # the shortest start of block holding ``lines`` newlines
+        while low < high:  # ``before``: the newlines in block[:low], so each count reads only what is new
             middle = (low + high) // 2
-            if block.count(b"\n", 0, middle + 1) >= lines:
+            upto = before + block.count(b"\n", low, middle + 1)
+            if upto >= lines:
                 high = middle
             else:
-                low = middle + 1
+                low, before = middle + 1, upto
         stream.read(low + 1)
         return
 

@@ -9,13 +9,14 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from farm.checks.spec import forget_parsed_assertions
 from farm.errors import Problem, SuiteError
 from farm.models import Case
 from farm.suites.dynamic import LoadOptions
-from farm.suites.jsonl import iter_jsonl
+from farm.suites.file_cases import PlainCase
+from farm.suites.jsonl import iter_jsonl, iter_listed
 
 HOCON_SUFFIXES = (".hocon", ".conf")
 
@@ -31,6 +32,8 @@ class StreamBatch:
     cases: list[Case] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     file_notes: list[str] = field(default_factory=list)
+    listed: list[Case | PlainCase] = field(default_factory=list)
+    """A listing's JSONL cases (``LoadOptions.listing``), its plain ones never built: in place of ``cases``."""
 
 
 BatchFilter = Callable[[int, int], bool | None]
@@ -49,34 +52,44 @@ def _place(file: int, line: int | None) -> int:
     return (file << 32) | (line or 0)
 
 
-def _grouped(cases: Iterator[Case], problems: list[Problem], size: int, file: int,
-             keep: BatchFilter) -> Iterator[StreamBatch]:
-    """A JSONL file's cases and problems, read in line order, in their batches of ``size`` lines
-    (a batch of bad lines only is a batch too: the problems keep their order across batches)."""
+class _Lined(Protocol):
+    @property
+    def line(self) -> int | None: ...
+
+
+_C = TypeVar("_C", bound=_Lined)
+
+
+def _grouped(cases: Iterator[_C], problems: list[Problem], size: int, file: int,
+             keep: BatchFilter) -> Iterator[tuple[StreamBatch, list[_C]]]:
+    """A JSONL file's cases and problems, read in line order, in their batches of ``size`` lines,
+    each with its cases (a batch of bad lines only is a batch too: the problems keep their order
+    across batches)."""
 
     def batch_of(line: int | None) -> int:
         return (line - 1) // size if line else 0
 
-    def close(batch: StreamBatch, before: int | None) -> Iterator[StreamBatch]:
+    def close(batch: StreamBatch, held: list[_C], before: int | None) -> Iterator[tuple[StreamBatch, list[_C]]]:
         ready = [p for p in problems if before is None or batch_of(p.line) < before]
         problems[:] = [p for p in problems if before is not None and batch_of(p.line) >= before]
-        groups = {batch.number: batch} if batch.cases else {}
+        groups = {batch.number: (batch, held)} if held else {}
         for problem in ready:
             if problem.line is None and not keep(file, 0):
                 continue  # an unreadable file: the reader of its first batch reports it
             number = batch_of(problem.line)
-            groups.setdefault(number, StreamBatch(file, number)).problems.append(problem)
+            groups.setdefault(number, (StreamBatch(file, number), []))[0].problems.append(problem)
         yield from (groups[n] for n in sorted(groups))
 
     batch = StreamBatch(file, 0)
+    held: list[_C] = []
     for case in cases:
         line = case.line
         number = (line - 1) // size if line else 0  # batch_of, inline: once a case
         if number != batch.number:
-            yield from close(batch, number)
-            batch = StreamBatch(file, number)
-        batch.cases.append(case)
-    yield from close(batch, None)
+            yield from close(batch, held, number)
+            batch, held = StreamBatch(file, number), []
+        held.append(case)
+    yield from close(batch, held, None)
 
 
 class CaseStream:
@@ -148,7 +161,8 @@ class CaseStream:
         """The batches ``keep(file number, batch number)`` accepts (None: none after it in that
         file, so reading the file stops there), read apart from the others:
         ``size`` lines of a JSONL file, or a whole HOCON file (its batch 0). Each holds its cases
-        (duplicate ids not checked: ``take``/``take_ids`` do, where every batch meets), its problems and
+        (a listing's JSONL ones in ``listed``, its plain cases unbuilt: ``farm.suites.jsonl.iter_listed``;
+        duplicate ids not checked: ``take``/``take_ids`` do, where every batch meets), its problems and
         its notes. A process loading part of a suite reads its batches with this
         (``farm.plan.load_processes``); the lines of other batches are skipped unparsed."""
         forget_parsed_assertions()
@@ -166,16 +180,26 @@ class CaseStream:
             if keep(number, 0) is None:
                 continue
             found: list[Problem] = []
-            cases = iter_jsonl(path, name, self._options, found, batches=(size, functools.partial(keep, number)))
-            yield from _grouped(cases, found, size, number, keep)
+            lines = (size, functools.partial(keep, number))
+            if self._options is not None and self._options.listing:
+                for batch, listed in _grouped(iter_listed(path, name, self._options, found, batches=lines),
+                                              found, size, number, keep):
+                    batch.listed = listed
+                    yield batch
+                continue
+            for batch, cases in _grouped(iter_jsonl(path, name, self._options, found, batches=lines),
+                                         found, size, number, keep):
+                batch.cases = cases
+                yield batch
 
     def take(self, batch: StreamBatch) -> list[Case]:
         """A batch ``read_batches`` read in this process: its problems and notes join the
-        stream's, and its cases are checked for ids seen before; the new ones returned."""
+        stream's, and its cases (a listing's built) are checked for ids seen before; the new ones returned."""
         self.problems += batch.problems
         if self._file_notes is not None:
             self._file_notes += batch.file_notes
-        return [case for case in batch.cases if self._note_new(case, batch.file)]
+        cases = batch.cases or [c if isinstance(c, Case) else c.case() for c in batch.listed]
+        return [case for case in cases if self._note_new(case, batch.file)]
 
     def take_ids(self, batch: StreamBatch, ids: list[str], lines: list[int | None], skip_notes: list[str]) -> None:
         """As ``take``, for a batch whose cases stayed where they were read: their ids and lines."""

@@ -176,3 +176,82 @@ def test_a_distributed_submit_reads_with_at_most_two_processes_unless_asked(
     assert load_processes.load_processes(stream, most=load_processes.SUBMIT_READERS) == 2
     monkeypatch.setenv("FARM_LOAD_PROCESSES", "3")
     assert load_processes.load_processes(stream, most=load_processes.SUBMIT_READERS) == 3
+
+
+def every_field(tmp_path: Path) -> list[Any]:
+    """Cases with every optional field among plain ones (id, string input, at most ``assert``: a
+    listing's reader leaves these unbuilt, ``farm.suites.jsonl.PlainCase``)."""
+    (tmp_path / "hooks.py").write_text("def before(ctx):\n    pass\n\ndef after(ctx):\n    pass\n", encoding="utf-8")
+    check = {"type": "contains", "value": "pong"}
+    full = [
+        case(100, user="u", team="t", metadata={"m": 1}, name="N", timeout="2m", assert_=None),
+        case(101, skip=True, options={"connector": "c", "search": True}, expected="pong"),
+        case(102, before="hooks.py:before", after="hooks.py:after", assert_=None),
+        case(103, simulator={"fixed_responses": ["a"]}, checkpoints=[{"id": "c", "assert": check}], max_turns=2),
+        case(104, input=[{"role": "user", "content": "hi"}]),
+        case(105, skip=False, timeout=3, expected=None),
+    ]
+    full = [{("assert" if k == "assert_" else k): v for k, v in c.items() if v is not None or k != "assert_"}
+            for c in full]
+    plain = [case(i, **({"assert": check} if i % 3 else {})) for i in range(30)]
+    return [*plain[:10], *full[:4], *plain[10:20], *full[4:], *plain[20:]]
+
+
+@pytest.mark.parametrize("variant", ["valid", "bad at start", "bad in the middle", "bad at the end", "duplicates",
+                                     "a judge"])
+def test_a_listing_of_unbuilt_cases_gives_what_one_process_building_every_case_gives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str) -> None:
+    """``--collect-only`` read alone builds every case (``iter_jsonl``); read by processes, its
+    plain cases stay unbuilt (``iter_listed``, ``BatchPlanner.plan_listed``): the same ids, totals,
+    notes and judges, or the same problems in the same order."""
+    lines = every_field(tmp_path)
+    bad = ["{oops", case(900, timeout="soon"), {"id": "", "input": "x"}, case(901, assert_="contains")]
+    bad = [{("assert" if k == "assert_" else k): v for k, v in c.items()} if isinstance(c, dict) else c for c in bad]
+    where = {"bad at start": 0, "bad in the middle": len(lines) // 2, "bad at the end": len(lines)}.get(variant)
+    if where is not None:
+        lines[where:where] = bad
+    if variant == "duplicates":  # a plain case again, a full case's id on a plain one, a plain id on a full one
+        lines += [case(3), case(100), case(7, skip=True)]
+    if variant == "a judge":  # plain: the case named as the judge's first asker is built from its line
+        lines[22:22] = [case(i, **{"assert": [{"type": "agent", "value": "is kind", "use": "agents:critic"}]})
+                        for i in (106, 107)]
+    suite = write(tmp_path / "s.jsonl", *lines)
+    outcomes = []
+    for processes in (1, 2, 3):
+        try:
+            got = prepared(monkeypatch, processes, input=str(suite), collect_only=True)
+        except InputError as exc:
+            outcomes.append([str(p) for p in getattr(exc, "problems", [exc])])
+            continue
+        plan = got.plan
+        outcomes.append([got.listed, got.loaded.notes, plan.total_cases, plan.total_runs, plan.max_case_timeout_s,
+                         plan.agent_label, plan.skipped_runs])
+    assert outcomes[1] == outcomes[0] and outcomes[2] == outcomes[0]
+    if variant == "valid":
+        assert len(outcomes[0][0]) == 36 and "C101  (skipped: skip: true)" in outcomes[0][0]
+    elif variant == "a judge":  # the judge is refused, naming its first asker's line
+        assert len(outcomes[0]) == 1 and outcomes[0][0].startswith(f"{suite}:23: judge agents:critic: ")
+    else:
+        assert all(":" in problem for problem in outcomes[0]) and len(outcomes[0]) == (3 if variant == "duplicates"
+                                                                                       else len(bad))
+
+
+@pytest.mark.parametrize("bad_at", [0, 37_500, 75_000])
+def test_the_command_refuses_a_large_suite_the_same_with_processes(tmp_path: Path, bad_at: int) -> None:
+    """A bad line and a duplicate id in a suite over ``PARALLEL_MIN_BYTES``: exit 2 and the same
+    messages read alone (every case built) or by processes (plain cases unbuilt)."""
+    suite = tmp_path / "big.jsonl"
+    lines = [json.dumps({"id": f"C{i:05d}", "input": f"ping {i} {'x' * 100}",
+                         "assert": {"type": "contains", "value": "ping"}}) for i in range(75_000)]
+    lines[bad_at:bad_at] = ['{"id": "C00009", "input": "again"}', '{"id": "bad", "input": "x", "timeout": "soon"}',
+                            "[1]"]
+    suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = []
+    for processes in ("1", "2"):
+        env = {**os.environ, "FARM_LOAD_PROCESSES": processes}
+        proc = subprocess.run([sys.executable, "-m", "farm", "test", "-i", str(suite), "-n", AGENT, "--collect-only"],
+                              capture_output=True, text=True, env=env, cwd=Path(__file__).parents[2], timeout=300)
+        outputs.append((proc.returncode, proc.stdout, proc.stderr))
+    assert outputs[1] == outputs[0]
+    assert outputs[0][0] == 2 and f"{suite}:{bad_at + 2}: timeout: not a duration: 'soon'" in outputs[0][2]
+    assert "duplicate id 'C00009'" in outputs[0][2] and f"{suite}:{bad_at + 3}: " in outputs[0][2]

@@ -309,3 +309,81 @@ def test_a_listing_plans_each_case_as_the_general_planner_does(tmp_path: Path) -
         assert (listed.ids, listed.totals, listed.agents, str(listed.refused)) == \
                (general.ids, general.totals, general.agents, str(general.refused))
         assert any("(skipped: skip: true)" in i for i in listed.ids) if spec.runs else listed.refused is not None
+
+
+PLAIN = [  # the shape a listing leaves unbuilt (``PlainCase``): an id, a string input, at most ``assert``
+    {"id": "p1", "input": "x"},
+    {"id": "p2", "input": "", "assert": {"type": "contains", "value": "h"}},  # the checks of "plain": one turn
+    {"id": " p3 ", "input": "y", "assert": [{"type": "agent", "value": "is kind", "use": "agents:critic"}]},
+    {"id": "p4", "input": "z", "assert": {"type": "equals", "value": 1}},
+    {"id": "p5", "input": "z", "assert": {"type": "equals", "value": 1.0}},  # repr tells 1, 1.0 and true apart
+    {"id": "p6", "input": "z", "assert": {"type": "equals", "value": True}},
+    {"id": "p7", "input": "é\u2028", "assert": []},
+    {"assert": {"type": "contains", "value": "h"}, "input": "w", "id": "p8"},
+]
+
+
+@pytest.mark.parametrize("bad_at", [None, "start", "middle", "end"])
+def test_a_listing_leaves_plain_cases_unbuilt_and_builds_them_as_parse_case(tmp_path: Path, bad_at: str | None
+                                                                            ) -> None:
+    """``iter_listed`` gives what ``iter_jsonl`` gives a listing, line by line, but each plain
+    case after its file's first as a ``PlainCase``, whose ``case()`` is the case ``parse_case``
+    builds (equal, the same fields set and field order); the same problems, in order."""
+    from farm.errors import Problem
+    from farm.suites.dynamic import LoadOptions
+    from farm.suites.file_cases import PlainCase
+    from farm.suites.jsonl import iter_jsonl, iter_listed
+
+    good: list[Any] = [*PLAIN[:2], *LISTED_GOOD, *PLAIN, *PLAIN[1:4]]
+    good += [{**c, "id": f"{c['id']}-again"} for c in PLAIN]
+    at = {None: None, "start": 0, "middle": len(good) // 2, "end": len(good)}[bad_at]
+    lines = good if at is None else [*good[:at], *LISTED_BAD, *good[at:]]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8")
+    options = LoadOptions(listing=True)
+    built_problems: list[Problem] = []
+    listed_problems: list[Problem] = []
+    built = list(iter_jsonl(path, "s", options, built_problems))
+    listed = list(iter_listed(path, "s", options, listed_problems))
+    assert [str(p) for p in listed_problems] == [str(p) for p in built_problems]
+    assert bool(built_problems) == (at is not None)
+    plain = [c for c in listed if isinstance(c, PlainCase)]
+    shaped = sum(set(c) <= {"id", "input", "assert"} and isinstance(c["input"], str) for c in good)
+    shaped += at is not None  # LISTED_BAD's one good line of that shape: a duplicate id (a problem of the stream)
+    assert len(plain) == shaped - 1  # all but the first
+    assert len(listed) == len(built)
+    for entry, case in zip(listed, built, strict=True):
+        again = entry.case() if isinstance(entry, PlainCase) else entry
+        assert again == case and again.model_fields_set == case.model_fields_set
+        assert list(again.__dict__) == list(case.__dict__) and again.model_dump_json() == case.model_dump_json()
+        assert (entry.id, entry.line, entry.skip, entry.skip_reason) == \
+               (case.id, case.line, case.skip, case.skip_reason)
+
+
+def test_a_listing_plans_its_unbuilt_cases_as_the_built_ones(tmp_path: Path) -> None:
+    """``BatchPlanner.plan_listed`` of a batch with ``PlainCase`` entries gives what ``plan`` gives the
+    same cases built: ids (skips marked), selection counts, totals, agents, judges (the first case
+    asking, built) and the first refusal, under -k, --run, --runs and without an agent."""
+    from farm.agents.options import AgentOptions
+    from farm.plan.batch import BatchPlanner, PlanSpec
+    from farm.run.environment import RunEnvironment
+    from farm.suites.dynamic import LoadOptions
+    from farm.suites.file_cases import PlainCase
+    from farm.suites.jsonl import iter_listed
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in [*PLAIN, *LISTED_GOOD, *PLAIN[::-1]]), encoding="utf-8")
+    entries = list(iter_listed(path, "s", LoadOptions(listing=True), []))
+    built = [c.case() if isinstance(c, PlainCase) else c for c in entries]
+    options = AgentOptions.from_env(tmp_path)
+    agent = "py:tests/agents/distributed.py:by_run"
+    for spec in (PlanSpec(agent_name=agent, runs=2), PlanSpec(agent_name=agent, patterns=("p", "ju*")),
+                 PlanSpec(agent_name=agent, run_pattern="^p[2-5]$"), PlanSpec(agent_name=agent, patterns=("p3",)),
+                 PlanSpec()):
+        plans = [BatchPlanner(spec, keeper=None, env=RunEnvironment(timeout_s=7), options=options).plan(built),
+                 BatchPlanner(spec, keeper=None, env=RunEnvironment(timeout_s=7), options=options).plan_listed(entries)]
+        whole, listed = ({"ids": p.ids, "selection": p.selection, "totals": p.totals, "agents": p.agents,
+                          "judges": {use: (c.id, c.line, type(c).__name__) for use, c in p.judges.items()},
+                          "refused": str(p.refused)} for p in plans)
+        assert listed == whole, spec
+    assert whole["refused"] != "None"  # no agent: refused, as the built cases are
