@@ -242,12 +242,33 @@ def measure(cmd: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path 
 
 
 def _wait(proc: subprocess.Popen[Any], timeout: float, spy_out: Path | None) -> int:
-    if spy_out is None:
-        return proc.wait(timeout=timeout)
-    import spy
+    with contextlib.ExitStack() as stack:
+        if spy_out is not None:
+            import spy
 
-    with spy.recording(proc.pid, spy_out):
-        return proc.wait(timeout=timeout)
+            stack.enter_context(spy.recording(proc.pid, spy_out))
+        return _blocking_wait(proc, timeout)
+
+
+def _blocking_wait(proc: subprocess.Popen[Any], timeout: float) -> int:
+    """``proc.wait()`` blocking in waitpid, a timer ending it after ``timeout``: ``wait(timeout=…)``
+    polls, sleeping up to 50 ms between looks, which rounded a short command's wall up by as much."""
+    expired = threading.Event()
+
+    def end() -> None:
+        expired.set()
+        kill_tree(proc)
+
+    timer = threading.Timer(timeout, end)
+    timer.daemon = True
+    timer.start()
+    try:
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    return code
 
 
 def rss_mb(pid: int) -> float:
