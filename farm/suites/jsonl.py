@@ -91,9 +91,11 @@ def iter_jsonl(path: Path, suite: str, options: LoadOptions | None, problems: li
 
 
 def iter_listed(path: Path, suite: str, options: LoadOptions, problems: list[Problem], *,
-                batches: tuple[int, Callable[[int], bool | None]] | None = None) -> Iterator[Case | PlainCase]:
+                batches: tuple[int, Callable[[int], bool | None]] | None = None,
+                broken_id: Callable[[str, int], object] | None = None) -> Iterator[Case | PlainCase]:
     """``iter_jsonl`` of a listing (``LoadOptions.listing``): each plain case (``plain_case``) as
-    a ``PlainCase``, never built; every other case and every problem as ``iter_jsonl`` gives them."""
+    a ``PlainCase``, never built; every other case, every problem and every broken case's id
+    (``broken_id``) as ``iter_jsonl`` gives them."""
     file = FileCases(str(path), suite, str(path.parent.resolve()))
     try:
         for lineno, obj in _case_objects(path, problems, batches):
@@ -101,7 +103,7 @@ def iter_listed(path: Path, suite: str, options: LoadOptions, problems: list[Pro
             if plain is not None:
                 yield plain
                 continue
-            case = _parsed(obj, options, lineno, file, problems, None)
+            case = _parsed(obj, options, lineno, file, problems, broken_id)
             if case is not None:
                 yield case
     except OSError as exc:

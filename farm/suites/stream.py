@@ -34,6 +34,8 @@ class StreamBatch:
     file_notes: list[str] = field(default_factory=list)
     listed: list[Case | PlainCase] = field(default_factory=list)
     """A listing's JSONL cases (``LoadOptions.listing``), its plain ones never built: in place of ``cases``."""
+    claims: list[tuple[str, int | None]] = field(default_factory=list)
+    """The ids of its cases with problems, with their lines: each still claims its id (``CaseStream._claim``)."""
 
 
 BatchFilter = Callable[[int, int], bool | None]
@@ -60,11 +62,11 @@ class _Lined(Protocol):
 _C = TypeVar("_C", bound=_Lined)
 
 
-def _grouped(cases: Iterator[_C], problems: list[Problem], size: int, file: int,
-             keep: BatchFilter) -> Iterator[tuple[StreamBatch, list[_C]]]:
-    """A JSONL file's cases and problems, read in line order, in their batches of ``size`` lines,
-    each with its cases (a batch of bad lines only is a batch too: the problems keep their order
-    across batches)."""
+def _grouped(cases: Iterator[_C], problems: list[Problem], claims: list[tuple[str, int | None]], size: int,
+             file: int, keep: BatchFilter) -> Iterator[tuple[StreamBatch, list[_C]]]:
+    """A JSONL file's cases, problems and claimed ids (of its cases with problems), read in line
+    order, in their batches of ``size`` lines, each with its cases (a batch of bad lines only is a
+    batch too: the problems keep their order across batches)."""
 
     def batch_of(line: int | None) -> int:
         return (line - 1) // size if line else 0
@@ -78,6 +80,9 @@ def _grouped(cases: Iterator[_C], problems: list[Problem], size: int, file: int,
                 continue  # an unreadable file: the reader of its first batch reports it
             number = batch_of(problem.line)
             groups.setdefault(number, (StreamBatch(file, number), []))[0].problems.append(problem)
+        for claim in [c for c in claims if before is None or batch_of(c[1]) < before]:
+            groups.setdefault(batch_of(claim[1]), (StreamBatch(file, batch_of(claim[1])), []))[0].claims.append(claim)
+        claims[:] = [c for c in claims if before is not None and batch_of(c[1]) >= before]
         yield from (groups[n] for n in sorted(groups))
 
     batch = StreamBatch(file, 0)
@@ -90,6 +95,28 @@ def _grouped(cases: Iterator[_C], problems: list[Problem], size: int, file: int,
             batch, held = StreamBatch(file, number), []
         held.append(case)
     yield from close(batch, held, None)
+
+
+def _claiming(claimed: list[tuple[str, int | None]]) -> Callable[[str, int], None]:
+    """A reader's ``broken_id``: each broken case's id and line, kept for its batch."""
+    return lambda case_id, line: claimed.append((case_id, line))
+
+
+def _claims_before(claims: list[tuple[str, int | None]], lines: list[int | None]) -> list[list[tuple[str, int | None]]]:
+    """For each of a batch's cases (their ``lines``, in order), the claims of the broken lines read
+    before it; then one more list: the claims after the last case (a line that failed holds no case,
+    so no claim shares a case's line; a broken HOCON file's claim, line None, comes first)."""
+    ordered = iter(claims)
+    pending = next(ordered, None)
+    before: list[list[tuple[str, int | None]]] = []
+    for line in lines:
+        these: list[tuple[str, int | None]] = []
+        while pending is not None and (pending[1] or 0) < (line or 0):
+            these.append(pending)
+            pending = next(ordered, None)
+        before.append(these)
+    before.append(([pending] if pending is not None else []) + list(ordered))
+    return before
 
 
 class CaseStream:
@@ -175,20 +202,22 @@ class CaseStream:
 
                     notes: list[str] | None = None if self._file_notes is None else []
                     loaded, problems = load_hocon(path, case_id=name, suite=name, notes=notes, options=self._options)
-                    yield StreamBatch(number, 0, loaded, problems, notes or [])
+                    claims: list[tuple[str, int | None]] = [(name, None)] if problems else []  # as when iterated
+                    yield StreamBatch(number, 0, loaded, problems, notes or [], claims=claims)
                 continue
             if keep(number, 0) is None:
                 continue
             found: list[Problem] = []
-            lines = (size, functools.partial(keep, number))
+            claimed: list[tuple[str, int | None]] = []
+            lines, claim = (size, functools.partial(keep, number)), _claiming(claimed)
             if self._options is not None and self._options.listing:
-                for batch, listed in _grouped(iter_listed(path, name, self._options, found, batches=lines),
-                                              found, size, number, keep):
+                for batch, listed in _grouped(iter_listed(path, name, self._options, found, batches=lines,
+                                                          broken_id=claim), found, claimed, size, number, keep):
                     batch.listed = listed
                     yield batch
                 continue
-            for batch, cases in _grouped(iter_jsonl(path, name, self._options, found, batches=lines),
-                                         found, size, number, keep):
+            for batch, cases in _grouped(iter_jsonl(path, name, self._options, found, batches=lines, broken_id=claim),
+                                         found, claimed, size, number, keep):
                 batch.cases = cases
                 yield batch
 
@@ -199,7 +228,15 @@ class CaseStream:
         if self._file_notes is not None:
             self._file_notes += batch.file_notes
         cases = batch.cases or [c if isinstance(c, Case) else c.case() for c in batch.listed]
-        return [case for case in cases if self._note_new(case, batch.file)]
+        if not batch.claims:
+            return [case for case in cases if self._note_new(case, batch.file)]
+        new: list[Case] = []
+        for case, claims in zip([*cases, None], _claims_before(batch.claims, [c.line for c in cases]), strict=True):
+            for case_id, line in claims:
+                self._first_place(case_id, batch.file, line)
+            if case is not None and self._note_new(case, batch.file):
+                new.append(case)
+        return new
 
     def take_ids(self, batch: StreamBatch, ids: list[str], lines: list[int | None], skip_notes: list[str]) -> None:
         """As ``take``, for a batch whose cases stayed where they were read: their ids and lines."""
@@ -208,11 +245,15 @@ class CaseStream:
             self._file_notes += batch.file_notes
         number = _place(batch.file, 0)  # a million ids: the file's part once, the line or-ed in below
         places = dict(zip(ids, [number | (line or 0) for line in lines], strict=True))
-        if len(places) == len(ids) and self._first.keys().isdisjoint(places):
+        if not batch.claims and len(places) == len(ids) and self._first.keys().isdisjoint(places):
             self._first.update(places)  # no id seen before, none twice (most batches): all kept at once, in C
         else:
-            for case_id, line in zip(ids, lines, strict=True):
-                self._first_place(case_id, batch.file, line)
+            for case_id, line, claims in zip([*ids, None], [*lines, None], _claims_before(batch.claims, lines),
+                                             strict=True):
+                for claimed, at in claims:
+                    self._first_place(claimed, batch.file, at)
+                if case_id is not None:
+                    self._first_place(case_id, batch.file, line)
         self.notes += skip_notes
 
     def finish(self) -> None:

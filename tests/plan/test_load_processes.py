@@ -116,6 +116,30 @@ def test_a_duplicate_inside_one_batch_is_found_as_across_batches(tmp_path: Path,
                                           f"{suite}:6: id: duplicate id 'C000' (first at {suite}:1)"]
 
 
+@pytest.mark.parametrize("collect_only", [False, True])
+def test_a_case_with_problems_claims_its_id_as_when_one_process_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      collect_only: bool) -> None:
+    """A broken line or HOCON file still claims its id: its duplicate, before or after it, in its batch or
+    another, is reported as one process reports it (the readers used to drop the claim)."""
+    root = tmp_path / "suites"
+    root.mkdir()
+    lines: list[Any] = [case(i) for i in range(12)]
+    lines[1] = case(1, timeout="soon")  # broken, claims C001; line 10 repeats it (another batch)
+    lines[9] = case(1)
+    lines[7] = case(6, timeout="later")  # broken, its id first at line 7 (a case in the same batch)
+    lines[11] = {"id": "c", "input": "the broken HOCON file's id"}
+    write(root / "a.jsonl", *lines)
+    (root / "c.hocon").write_text("{ interactions: [", encoding="utf-8")
+    problems = [[str(p) for p in raised(monkeypatch, n, input=str(root), collect_only=collect_only).problems]  # type: ignore[attr-defined]
+                for n in (1, 2, 3)]
+    assert problems[1] == problems[0] and problems[2] == problems[0]
+    assert [p for p in problems[0] if "duplicate" in p] == [
+        f"{root / 'a.jsonl'}:8: id: duplicate id 'C006' (first at {root / 'a.jsonl'}:7)",
+        f"{root / 'a.jsonl'}:10: id: duplicate id 'C001' (first at {root / 'a.jsonl'}:2)",
+        f"{root / 'c.hocon'}: id: duplicate id 'c' (first at {root / 'a.jsonl'}:12)",
+    ]
+
+
 def test_selection_and_plan_errors_are_the_ones_one_process_gives(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     suite = write(tmp_path / "s.jsonl", *(case(i) for i in range(20)), case(20, success_ratio="5/3"),
