@@ -34,9 +34,10 @@ MAX_IDS_SHOWN = 10
 
 
 def say(console: Console, text: str, *, style: str | None = None) -> None:
-    """One line as it is (no markup, no highlighting), never wrapped: CI logs grep it. Secrets this
-    process registered are masked: a failure's example quotes what the agent answered."""
-    console.print(redact(text), style=style, markup=False, highlight=False, soft_wrap=True)
+    """One line as it is (no markup, no highlighting, no emoji codes made pictures: a case id
+    ``C:fire:`` stays that), never wrapped: CI logs grep it. Secrets this process registered are
+    masked: a failure's example quotes what the agent answered."""
+    console.print(redact(text), style=style, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 def _cut(text: str, limit: int) -> str:

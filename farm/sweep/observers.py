@@ -109,7 +109,8 @@ class StdoutPrinter:
 
     def on_result(self, result: RunResult) -> None:
         if result.status in (RunStatus.ERROR, RunStatus.TIMEOUT) and result.error:
-            self._err.print(f"{result.status.value}: {result.error.message}", markup=False, highlight=False)
+            self._err.print(f"{result.status.value}: {result.error.message}", markup=False, highlight=False,
+                            emoji=False, soft_wrap=True)  # as it is, one line (farm.cli.console.say)
             return
         out = result.output
         click.echo(out if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False))
