@@ -28,7 +28,7 @@ from typing import Any
 from farm.distributed.fleet.runtime import is_decided, mark_decided
 from farm.distributed.store.memory import until_writable
 from farm.distributed.store.sweep_store import Settled, SweepStore, Tally
-from farm.models import RunResult, RunStatus
+from farm.models import RunResult, RunStatus, run_status
 from farm.plan.sweep_plan import PlannedCase, SweepPlan
 from farm.stats import output_digest
 from farm.sweep.lifecycle import StopReason
@@ -81,7 +81,7 @@ def _record(sweep_id: str, case_id: str, run: int, **extra: Any) -> dict[str, An
 def _summary(result: RunResult, counted: bool) -> dict[str, Any]:
     """The small record a ``farm.run`` returns (Flower shows it; the full result is in Redis)."""
     output = None if result.status in (RunStatus.ERROR, RunStatus.TIMEOUT) else result.output
-    return _record(result.sweep_id or "", result.case_id, result.run, status=RunStatus(result.status).value,
+    return _record(result.sweep_id or "", result.case_id, result.run, status=run_status(result.status).value,
                    duration_ms=result.duration_ms, output_digest=output_digest(output), counted=counted)
 
 

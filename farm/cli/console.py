@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 
 from farm.agents.secrets import redact
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepStart, SweepSummary
+from farm.models import CaseStats, RunResult, SweepReport, SweepStart, SweepSummary, run_status
 from farm.reports.criteria import criteria_lines
 from farm.reports.failures import class_counts, failure_lines
 from farm.reports.fleet import BIASED_NOTE, fleet_line, stopped_early
@@ -228,7 +228,7 @@ class FailureDigest:
 
 def _example(result: RunResult) -> list[str]:
     """The first run that failed this way: what its check said, or its error and traceback."""
-    head = f"e.g. {result.case_id} run {result.run} ({RunStatus(result.status).value})"
+    head = f"e.g. {result.case_id} run {result.run} ({run_status(result.status).value})"
     if result.error is not None:
         lines = [f"{head}: {result.error.type}: {result.error.message}"]
         if result.error.traceback:

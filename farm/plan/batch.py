@@ -285,9 +285,7 @@ class BatchPlanner:
         try:
             batch.judges = judges_needed(cases)
             check_simulators(cases, self.options)
-            spec = self.spec
-            plan_one = self._list_case if self.keeper is None and spec.matrix is None and spec.ramp_levels <= 1 \
-                else self._plan_case
+            plan_one = self._list_case if self._lists_only else self._plan_case
             for case in cases:
                 plan_one(case, batch)
         except InputError as exc:
@@ -298,7 +296,7 @@ class BatchPlanner:
         """``plan`` of a listing's batch whose plain cases were never built (``StreamBatch.listed``):
         the same plan, building only a case it names (a judge's first asker). A plain case plans
         as its ``like`` (the same agent, plan and timeout), listed by its own id."""
-        if self.keeper is not None or self.spec.matrix is not None or self.spec.ramp_levels > 1:
+        if not self._lists_only:
             return self.plan([c if isinstance(c, Case) else c.case() for c in cases])
         batch = BatchPlan()
         cases, batch.selection = self.select(cases)
@@ -323,6 +321,11 @@ class BatchPlanner:
         except InputError as exc:
             batch.refused = exc
         return batch
+
+    @property
+    def _lists_only(self) -> bool:
+        """The plan lists ids and counts (``--collect-only``, no matrix, no ramp): ``_list_case``."""
+        return self.keeper is None and self.spec.matrix is None and self.spec.ramp_levels <= 1
 
     def _case_plan(self, case: Case) -> CasePlan:
         if case.skip or case.success_ratio is not None or self._plain is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from farm.errors import SettingsError
 from farm.extras import install_hint
-from farm.models import CaseStats, RunResult, RunStatus, SweepReport, SweepStart
+from farm.models import CaseStats, RunResult, SweepReport, SweepStart, run_status
 
 __all__ = ["ENDPOINT_VARIABLES", "OtelObserver", "RunSpan", "check_extra", "export_report", "requested"]
 
@@ -102,7 +102,7 @@ class OtelObserver:
 
     def on_result(self, result: RunResult) -> None:
         if self._runs is not None:
-            self._runs.append(RunSpan(result.case_id, result.run, RunStatus(result.status).value, result.started_at,
+            self._runs.append(RunSpan(result.case_id, result.run, run_status(result.status).value, result.started_at,
                                       result.duration_ms, result.failure_class))
 
     def on_case(self, stats: CaseStats) -> None:

@@ -41,7 +41,7 @@ from farm.distributed.store.lua import (
 from farm.distributed.store.plans import PlanStore
 from farm.distributed.store.progress import ProgressStore
 from farm.errors import BrokerError
-from farm.models import CaseStats, RunDetail, RunResult, RunStatus, SweepReport
+from farm.models import CaseStats, RunDetail, RunResult, RunStatus, SweepReport, run_status
 from farm.plan.case_codec import CaseCodec
 from farm.reports.details import attach_details
 from farm.settings import DEFAULT_RESULT_TTL_S, safe_url
@@ -126,7 +126,7 @@ class SweepStore(PlanStore, ProgressStore, LifetimeStore, DeliveryStore):
         (whether the case is aggregated is asked only once its ``runs`` settled; 0: always).
         """
         cid = result.case_id
-        passed = 1 if RunStatus(result.status) is RunStatus.PASSED else 0
+        passed = 1 if run_status(result.status) is RunStatus.PASSED else 0
         args: list[Any] = [result.model_dump_json(), self.ttl, cid, passed, result.run,
                            keys.run_field(cid, result.run), runs]
         names = [keys.run_key(sweep_id, cid, result.run), keys.cases_done_key(sweep_id),
