@@ -152,6 +152,12 @@ def migrate(engine: Engine) -> None:
             if attempt == MIGRATE_ATTEMPTS:
                 raise FarmRuntimeError(f"history {safe_url(engine.url)}: cannot open: {error_reason(exc)}") from exc
             time.sleep(0.25 * attempt)
+        except SettingsError:
+            # SQLite: a new file another process is migrating holds its first tables before the
+            # version table (each CREATE commits); look again before calling it another program's
+            if engine.dialect.name != "sqlite" or attempt == MIGRATE_ATTEMPTS:
+                raise
+            time.sleep(0.25 * attempt)
 
 
 def _upgrade(engine: Engine) -> None:
