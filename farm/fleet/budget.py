@@ -31,6 +31,9 @@ from farm.run.waiting import QueueWaitError
 class Reservation:
     usd: float
     tokens: int
+    probe: str | None = None
+    """The limit key whose cost this call probes (it reserved $0, its cost unknown): until it
+    settles, a report counts it at the key's dearest call (its process may die with it paid)."""
 
 
 @dataclass
@@ -52,8 +55,10 @@ class BudgetState:
 class BudgetBackend(Protocol):
     """Where sweeps' budgets live: this process, or Redis for a distributed sweep."""
 
-    async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
-        """Take the reservation, or refuse it (and mark the budget exhausted)."""
+    async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int,
+                      probe: str | None = None) -> bool:
+        """Take the reservation, or refuse it (and mark the budget exhausted); ``probe``: the
+        limit key whose cost the call probes (``Reservation.probe``)."""
         ...
 
     async def settle(self, sweep_id: str, reservation: Reservation, usd: float, tokens: int) -> None:
@@ -87,8 +92,9 @@ class LocalBudgetBackend:
         self._dearest: dict[tuple[str, str], float] = {}
         self._probing: dict[tuple[str, str], str] = {}
 
-    async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int) -> bool:
-        with self._lock:
+    async def reserve(self, sweep_id: str, limit: BudgetLimit, usd: float, tokens: int,
+                      probe: str | None = None) -> bool:
+        with self._lock:  # one process: a probe cannot die unsettled without the sweep (no count kept)
             state = self._states.setdefault(sweep_id, BudgetState())
             if state.exhausted or not state.admits(limit, usd, tokens):
                 state.exhausted = True
@@ -201,14 +207,14 @@ class Budget:
                 self._dearest[key] = max(usd, self._dearest.get(key, 0.0))
         await self.backend.learn(self.sweep_id, key, usd, probe_token)
 
-    async def reserve(self, usd: float, tokens: int) -> Reservation:
-        """Reserve a call's most.
+    async def reserve(self, usd: float, tokens: int, *, probe: str | None = None) -> Reservation:
+        """Reserve a call's most (``probe``: the key whose cost this call probes).
 
         Raises:
             BudgetExhaustedError: the reservation would pass the budget (or one already did).
         """
-        reservation = Reservation(max(0.0, usd), max(0, tokens))
-        if not await self.backend.reserve(self.sweep_id, self.limit, reservation.usd, reservation.tokens):
+        reservation = Reservation(max(0.0, usd), max(0, tokens), probe)
+        if not await self.backend.reserve(self.sweep_id, self.limit, reservation.usd, reservation.tokens, probe):
             raise BudgetExhaustedError(
                 f"budget of {self.limit.describe()} reached: the next call could exceed it "
                 f"(it reserves ${reservation.usd:.6f}, {reservation.tokens} tokens); no new calls"

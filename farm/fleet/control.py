@@ -220,7 +220,8 @@ class FleetLimiter:
                         estimated, lease.probe_token = await scope.budget.estimate_probe(
                             key, probe=not tokens, max_wait_s=wait_s)
                         most = max(most, estimated)
-                    lease.reservation = await scope.budget.reserve(most, tokens)
+                    lease.reservation = await scope.budget.reserve(
+                        most, tokens, probe=key if lease.probe_token is not None else None)
                 if self.rates is not None:
                     lease.rate_lease = await self.rates.acquire(key, tokens=tokens)
         except FleetStop as error:

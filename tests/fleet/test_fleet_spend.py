@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.distributed.fleet.budget import RedisBudgetBackend
+from farm.distributed.fleet.budget import RedisBudgetBackend, paid_usd
+from farm.distributed.store import keys
 from farm.fleet.budget import Budget
 from farm.plan.fleet import BudgetLimit
 from farm.run.waiting import QueueWaitError
@@ -49,6 +50,38 @@ def test_one_call_probes_a_keys_cost_for_the_whole_fleet(redis_server, redis_cli
                 await second.estimate("agent", max_wait_s=0.3)
             await first.learn("agent", 0.01)
             assert await second.estimate("agent") == 0.01
+        finally:
+            for backend in backends:
+                await backend.aclose()
+
+    asyncio.run(two_worker_processes())
+
+
+@pytest.mark.parametrize("died", ["in flight", "between learning and settling"])
+def test_a_probe_whose_process_died_counts_in_the_spend_at_its_keys_cost(redis_server, redis_client, died) -> None:
+    """A key's probe reserves $0 (its cost is not known yet). Its process SIGKILLed with the probe
+    in flight, or after the answer taught the fleet its cost but before it settled (two round
+    trips), left a paid call the report counted at $0: CI saw a fleet sweep's spend one call
+    short. Until it settles, a probe counts at its key's dearest call."""
+
+    async def two_worker_processes() -> None:
+        limit = BudgetLimit(max_usd=5.0)
+        backends = [RedisBudgetBackend(redis_server) for _ in range(2)]
+        dying = Budget(backends[0], "died", limit, probe_ttl_s=0.2)
+        survivor = Budget(backends[1], "died", limit)
+        try:
+            estimate, token = await dying.estimate_probe("agent")
+            assert (estimate, token is not None) == (0.0, True)
+            await dying.reserve(estimate, 0, probe="agent")  # sent; the answer dies with its process
+            if died == "between learning and settling":
+                await dying.learn("agent", 0.01, token)
+            else:  # the claim lapses (probe_ttl_s): another process probes again
+                estimate, token = await survivor.estimate_probe("agent", max_wait_s=30)
+                reservation = await survivor.reserve(estimate, 0, probe="agent")
+                await survivor.learn("agent", 0.01, token)
+                await survivor.settle(reservation, 0.01, 10)
+            paid_calls = 2 if died == "in flight" else 1
+            assert paid_usd(redis_client.hgetall(keys.budget_key("died")))[0] == pytest.approx(0.01 * paid_calls)
         finally:
             for backend in backends:
                 await backend.aclose()

@@ -1,6 +1,7 @@
 -- A budget reservation checked and taken at once (two workers never both take the last of it).
 -- KEYS: the budget hash.
--- ARGV: USD, tokens, max USD ('' none), max tokens ('' none), TTL.
+-- ARGV: USD, tokens, max USD ('' none), max tokens ('' none), TTL, the probing field of the key
+--   whose cost the call probes ('' none: it is no probe).
 -- Returns 1 when reserved, 0 when refused (the budget is then marked exhausted).
 local s = redis.call('HMGET', KEYS[1], 'spent_usd', 'reserved_usd', 'spent_tokens', 'reserved_tokens', 'exhausted')
 if s[5] then return 0 end
@@ -15,5 +16,6 @@ if over_usd or over_tokens then
 end
 redis.call('HINCRBYFLOAT', KEYS[1], 'reserved_usd', ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'reserved_tokens', tokens)
+if ARGV[6] ~= '' then redis.call('HINCRBY', KEYS[1], ARGV[6], 1) end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from farm.distributed.fleet.budget import RedisBudgetBackend
+from farm.distributed.fleet.budget import RedisBudgetBackend, paid_usd
 from farm.distributed.fleet.client import LoopClients
 from farm.distributed.fleet.judge_cache import RedisVerdictCache
 from farm.distributed.fleet.rates import RedisRateBackend
@@ -64,15 +64,12 @@ def budget_figures(store: SweepStore, sweep: SweepPlan) -> BudgetFigures | None:
     call whose answer died with its worker (SIGKILL, OOM) reserved its most and never settled; a
     report is built once no run is in flight (or when a stopped sweep is closed: then a call still
     out counts too), so what is still reserved then was spent, at its reservation's price (SPEC 26:
-    reported spend counts every paid call, a killed worker's too)."""
+    reported spend counts every paid call, a killed worker's too); a probe not settled counts at
+    its key's dearest call (``paid_usd``)."""
     limit = sweep.fleet.budget
     if limit is None:
         return None
-    found = store.client.hgetall(keys.budget_key(sweep.sweep_id))
-    unsettled_usd = max(0.0, float(found.get("reserved_usd", 0)))
-    unsettled_tokens = max(0, int(found.get("reserved_tokens", 0)))
-    spent_usd = float(found.get("spent_usd", 0)) + unsettled_usd
-    return budget_report(limit, spent_usd, int(found.get("spent_tokens", 0)) + unsettled_tokens)
+    return budget_report(limit, *paid_usd(store.client.hgetall(keys.budget_key(sweep.sweep_id))))
 
 
 __all__ = ["budget_figures", "is_decided", "mark_decided", "redis_runtime"]
