@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -37,6 +38,11 @@ INBOX_SUFFIX = ".inbox"
 ENTRY_SUFFIX = ".json"
 BAD_SUFFIX = ".bad"
 """An entry that is not a sweep report is renamed ``….json.bad``: kept for a person, never read again."""
+
+TEMPORARY_SUFFIX = ".tmp"
+STALE_TEMPORARY_S = 3600
+"""A temporary entry this old was left by a ``farm test`` killed while writing it (a write takes
+milliseconds): the next reader removes it."""
 
 _SQLITE_FILE = re.compile(r"sqlite(?:\+pysqlite)?:///(?P<path>[^?#%~][^?#%]*)")
 """A plain SQLite file URL: no query, no escapes, no ``~`` (anything else is recorded directly)."""
@@ -72,22 +78,32 @@ def deposit(inbox: Path, name: str, report: SweepReport) -> Path:
         text = json.dumps(redact_value(json.loads(text)))
     inbox.mkdir(parents=True, exist_ok=True)
     entry = inbox / name
-    temporary = inbox / f".{name}.{os.getpid()}.tmp"  # a dot name: never taken for an entry
+    temporary = inbox / f".{name}.{os.getpid()}{TEMPORARY_SUFFIX}"  # a dot name: never taken for an entry
     try:
         with open(temporary, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())  # the rename may reach the disk before the data otherwise
         os.replace(temporary, entry)
+        _sync_directory(inbox)  # the rename itself reaches the disk: a power cut keeps the entry
     except OSError:
         temporary.unlink(missing_ok=True)
         raise
     return entry
 
 
+def _sync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def waiting(inbox: Path | None) -> list[Path]:
     """The entries in ``inbox`` in the order they were left (none when it does not exist).
 
+    A temporary file a killed write left (``STALE_TEMPORARY_S`` old) is removed on the way.
     That order is the order of recording, which breaks the tie of two sweeps started in the same
     second (``HistoryStore.sweeps``: ``last`` is the one recorded last); their ids would not: they
     end in a random part.
@@ -95,14 +111,18 @@ def waiting(inbox: Path | None) -> list[Path]:
     if inbox is None:
         return []
     found: list[tuple[int, str]] = []
+    stale_before_ns = time.time_ns() - STALE_TEMPORARY_S * 1_000_000_000
     try:
         with os.scandir(inbox) as listing:
             for item in listing:
-                if item.name.endswith(ENTRY_SUFFIX) and not item.name.startswith("."):
-                    try:
+                try:
+                    if item.name.endswith(ENTRY_SUFFIX) and not item.name.startswith("."):
                         found.append((item.stat().st_mtime_ns, item.name))
-                    except FileNotFoundError:  # another reader took it
-                        continue
+                    elif item.name.startswith(".") and item.name.endswith(TEMPORARY_SUFFIX) \
+                            and item.stat().st_mtime_ns < stale_before_ns:
+                        os.unlink(item.path)  # a write killed before its rename left it
+                except FileNotFoundError:  # another reader took it
+                    continue
     except OSError:
         return []
     return [inbox / name for _, name in sorted(found)]

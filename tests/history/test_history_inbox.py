@@ -130,6 +130,21 @@ def test_an_entry_that_is_not_a_report_is_moved_aside_with_a_warning(tmp_path: P
     assert listed(data) == ([good], "")  # never read again
 
 
+def test_a_temporary_entry_a_killed_write_left_is_removed_once_stale(tmp_path: Path) -> None:
+    """A ``farm test`` killed between writing its entry and renaming it left ``.NAME.PID.tmp`` for good;
+    the next reader removes it once it is an hour old (a write in progress is milliseconds old)."""
+    data = tmp_path / "data"
+    good = sweep(data)
+    inbox = data / "history.sqlite.inbox"
+    stale, fresh = inbox / f".{good[:-1]}x.json.41.tmp", inbox / f".{good[:-1]}y.json.42.tmp"
+    for temporary in (stale, fresh):
+        temporary.write_text('{"summary": ')
+    hours_ago = stale.stat().st_mtime - 3 * 3600
+    os.utime(stale, (hours_ago, hours_ago))
+    assert listed(data) == ([good], "")
+    assert entries(data) == [fresh.name]  # the recent one may be a write in progress: kept
+
+
 def test_a_database_that_refuses_the_sweep_leaves_it_for_the_next_reader(tmp_path: Path) -> None:
     data = tmp_path / "data"
     first = sweep(data)
