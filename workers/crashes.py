@@ -94,4 +94,10 @@ def _heartbeat_ttl() -> int:
     return heartbeat_ttl(FarmSettings.from_env().visibility_timeout_s)
 
 
-__all__ = ["ISOLATE_AFTER_DEATHS", "Heartbeat", "heartbeat_ttl", "holder"]
+def holder_lapse_s() -> float:
+    """How long a dead holder's heartbeat may still look alive: its TTL (the fleet's, as this
+    process's), and a beat's round trip."""
+    return _heartbeat_ttl() + 1.0
+
+
+__all__ = ["ISOLATE_AFTER_DEATHS", "Heartbeat", "heartbeat_ttl", "holder", "holder_lapse_s"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,9 @@ from workers.crashes import ISOLATE_AFTER_DEATHS, holder
 from workers.isolated import run_isolated
 
 log = logging.getLogger("farm.worker")
+
+HOLDER_POLL_S = 0.5
+"""How often a redelivered copy waiting on a live holder (``await_holder_s``) looks again."""
 
 Fire = Callable[[str, str, str], None]
 """Enqueue ``farm.aggregate(sweep_id, case_id)`` on a queue: (sweep id, case id, queue)."""
@@ -87,7 +91,7 @@ def _summary(result: RunResult, counted: bool) -> dict[str, Any]:
 
 def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
             *, interrupts: tuple[type[BaseException], ...] = (), fire: Fire = _no_fire,
-            held_s: Callable[[SweepPlan], float] | None = None) -> dict[str, Any]:
+            held_s: Callable[[SweepPlan], float] | None = None, await_holder_s: float = 0.0) -> dict[str, Any]:
     """``farm.run``: run (case, run) unless stopped or already stored; store it once; fire the barrier.
 
     While Redis refuses writes for memory, it waits and starts over (``farm.distributed.store.memory``): the
@@ -95,13 +99,16 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
     Every delivery asks whether its run is stored already (a first one too: ``begin_run``).
     ``held_s``: how long a live worker's run of the sweep stays in flight (``Delivery.held_s``);
     a copy that finds the run in flight on a live worker within it is dropped, the holder settles
-    it. None (RabbitMQ's redelivery, which comes at once, before a killed consumer's heartbeat
-    expires): not dropped for another process's run. A copy reaching the process that is making
-    the run is always dropped (``InFlightHere``).
+    it. ``await_holder_s`` (RabbitMQ's redelivery, which comes at once, before a killed consumer's
+    heartbeat expires): such a copy first waits that long (a heartbeat's TTL) for the holder's
+    heartbeat to lapse (it died: the copy runs) or the run to be stored; a holder still beating
+    after it is alive (its connection dropped, not its process) and settles the run: paid once.
+    A copy reaching the process that is making the run is always dropped (``InFlightHere``).
     """
 
     def attempt() -> dict[str, Any]:
-        return _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire, held_s=held_s)
+        return _run_one(store, sweep_id, case_id, run, interrupts=interrupts, fire=fire, held_s=held_s,
+                        await_holder_s=await_holder_s)
 
     if not IN_FLIGHT_HERE.take(sweep_id, case_id, run):
         return _record(sweep_id, case_id, run, status="dropped", reason="in flight in this worker")
@@ -112,13 +119,18 @@ def run_one(store: SweepStore, sweep_id: str, case_id: str, run: int,
 
 
 def _run_one(store: SweepStore, sweep_id: str, case_id: str, run: int, *, interrupts: tuple[type[BaseException], ...],
-             fire: Fire, held_s: Callable[[SweepPlan], float] | None) -> dict[str, Any]:
+             fire: Fire, held_s: Callable[[SweepPlan], float] | None, await_holder_s: float) -> dict[str, Any]:
     sweep = CACHE.sweep(store, sweep_id)
     planned = CACHE.case(store, sweep_id, case_id) if sweep is not None else None
     if sweep is None or planned is None:
         return _record(sweep_id, case_id, run, status="dropped", reason="sweep or case not found (expired?)")
     runs = planned.plan.runs
-    begun = store.begin_run(sweep_id, case_id, run, holder(store), held_s=None if held_s is None else held_s(sweep))
+    held = None if held_s is None else held_s(sweep)
+    begun = store.begin_run(sweep_id, case_id, run, holder(store), held_s=held)
+    give_up = time.monotonic() + await_holder_s
+    while begun.duplicate and time.monotonic() < give_up:  # alive, or died a moment ago: its heartbeat tells
+        time.sleep(HOLDER_POLL_S)
+        begun = store.begin_run(sweep_id, case_id, run, holder(store), held_s=held)
     if begun.duplicate and held_s is not None:  # a live worker has this run in flight: it settles it (paid once)
         return _record(sweep_id, case_id, run, status="dropped", reason="in flight on another worker")
     stop = begun.stop

@@ -45,6 +45,7 @@ from farm.plan.sweep_plan import SweepPlan
 from farm.settings import is_amqp_url
 from workers.app import SETTINGS, app
 from workers.context import CACHE, get_store
+from workers.crashes import holder_lapse_s
 from workers.finish import aggregate_case, report_sweep
 from workers.nightly import start_nightly
 from workers.runs import run_one
@@ -74,18 +75,20 @@ def run_task(self: Task, sweep_id: str, case_id: str, run: int, again: bool = Fa
     reconciler, starts then) and cleared by the step that settles it; every delivery asks first
     whether its run is stored already. ``again`` (the reconciler marked its copies so until
     2026-11-28) is accepted and ignored: messages of older workers carry it. A copy that finds its
-    run in flight on a live worker is dropped (the holder settles it: paid once), except a
-    RabbitMQ redelivery: RabbitMQ redelivers a killed consumer's messages at once, while its
-    heartbeat still looks alive. Redis's redelivery comes after the visibility timeout, when a
-    dead holder's heartbeat has expired (workers.crashes), so a live holder there holds a message
-    restored from its prefetch while it ran it."""
+    run in flight on a live worker is dropped (the holder settles it: paid once). RabbitMQ
+    redelivers a consumer's messages at once when its connection closes: its process killed (its
+    heartbeat still looks alive for a few seconds) or only its connection lost (the process runs
+    on and settles the run). Such a copy waits for the holder's heartbeat to lapse (a death: it
+    runs) before it is dropped (``holder_lapse_s``). Redis's redelivery comes after the
+    visibility timeout, when a dead holder's heartbeat has expired (workers.crashes), so a live
+    holder there holds a message restored from its prefetch while it ran it."""
     del again  # every copy is treated alike now; the argument stays for messages in queues
     try:
         store = _store(self)
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         at_once = redelivered and is_amqp_url(self.app.conf.broker_url)
         outcome = run_one(store, sweep_id, case_id, run, interrupts=(SoftTimeLimitExceeded,),
-                          fire=_fire_aggregate, held_s=None if at_once else _held_s)
+                          fire=_fire_aggregate, held_s=_held_s, await_holder_s=holder_lapse_s() if at_once else 0.0)
         _top_up(self, store, sweep_id, int(outcome.get("sweep_settled", 0)))
         return outcome
     except _TRANSIENT as exc:

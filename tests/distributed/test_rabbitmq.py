@@ -9,9 +9,11 @@ and a busy worker killed mid-sweep loses no run and counts none twice.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -84,6 +86,42 @@ def test_sigkilled_worker_on_rabbitmq_loses_no_run_and_counts_each_once(tmp_path
     assert set(seen) == {(f"k{i}", n) for i in range(cases) for n in range(1, runs + 1)}
     # RabbitMQ gave the killed worker's unacknowledged runs to the new one, yet each counted once.
     assert any(seen[run] >= 2 for run in in_flight), (in_flight, seen)
+
+
+def _connections(vhost: str) -> set[str]:
+    listed = subprocess.run(["rabbitmqctl", "list_connections", "-q", "--no-table-headers", "-p", vhost, "pid"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    return {line.strip() for line in listed.stdout.splitlines() if line.strip()}
+
+
+def test_a_run_redelivered_while_its_worker_still_runs_it_is_paid_once(tmp_path, redis_client, redis_server,
+                                                                       amqp_url, farm_worker, farm_cli):
+    """RabbitMQ redelivers a consumer's unacknowledged messages at once when its connection closes,
+    whether its process died or only the connection did (a network cut, a missed AMQP heartbeat):
+    the copy went to another worker, which ran the run beside its live holder (the agent called
+    twice). A copy now waits for the holder's heartbeat to lapse; it did not: the holder stores the
+    run and the copy is dropped."""
+    calls = tmp_path / "calls"
+    env = {"FARM_STORE_URL": redis_server, "FARM_TEST_SLEEP": "8", "FARM_TEST_CALLS": str(calls)}
+    suite = write_suite(tmp_path / "c.jsonl", [{"id": "c0", "input": "x"}])
+    holder = farm_worker(broker=amqp_url, queue="cut", concurrency=1, env=env)
+    submitted = farm_cli.run("test", "-i", str(suite), "-n", f"{AGENTS}:slow", "--runs", "1", "--queue", "cut",
+                             "--detach", "--broker", amqp_url, env=env)
+    assert submitted.returncode == 0, submitted.stderr
+    wait_for(lambda: sum(_calls(calls).values()) >= 1, 90, "the holder to be mid-run")
+    vhost = unquote(amqp_url.rsplit("/", 1)[1])
+    holders = _connections(vhost)  # the submitter detached: every connection is the holder's
+    farm_worker(broker=amqp_url, queue="cut", concurrency=1, env=env)
+    for pid in holders:
+        subprocess.run(["rabbitmqctl", "close_connection", pid, "cut by the test"],
+                       capture_output=True, text=True, timeout=60, check=True)
+    out = tmp_path / "c.json"
+    done = farm_cli.run("results", submitted.stdout.strip(), "-o", str(out), "--broker", amqp_url, timeout=180,
+                        env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["summary"]["total_runs"] == 1
+    assert holder.process.poll() is None  # its process lived on: the run was its to settle
+    assert _calls(calls) == Counter({("c0", 1): 1})
 
 
 def test_status_cancel_and_results_on_rabbitmq(tmp_path, redis_client, redis_server, amqp_url, farm_worker,
