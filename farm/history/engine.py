@@ -7,12 +7,16 @@ under the farm's data directory). SQLite and PostgreSQL (``postgresql+psycopg://
 Opening migrates an empty or older database to the newest schema with Alembic, run
 programmatically on the open connection. A database already at ``SCHEMA_REVISION`` costs one
 query and no Alembic import. Two processes opening an empty database at once: PostgreSQL
-serialises them with an advisory lock; on SQLite the loser finds the schema made and goes on.
+serialises them with an advisory lock, SQLite with an exclusive ``flock`` of a file beside the
+database (``FILE.migrating``); either way the second finds the schema made and goes on.
 """
 
 from __future__ import annotations
 
+import fcntl
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,8 @@ SQLITE_BUSY_TIMEOUT_S = 30.0
 PG_CONNECT_TIMEOUT_S = 10
 """Seconds to reach a PostgreSQL server, unless the URL says otherwise (``?connect_timeout=``)."""
 MIGRATE_ATTEMPTS = 3
+MIGRATION_LOCK_SUFFIX = ".migrating"
+"""Beside a SQLite history ``history.sqlite``: ``history.sqlite.migrating``, locked while it is migrated."""
 _PG_MIGRATION_LOCK = 0x6661726D  # "farm": the advisory lock key that serialises migrations
 
 
@@ -142,22 +148,36 @@ def migrate(engine: Engine) -> None:
     database that is not the farm's or is newer than this farm."""
     for attempt in range(1, MIGRATE_ATTEMPTS + 1):
         try:
-            revision = current_revision(engine)
-            if revision != SCHEMA_REVISION:
-                check_is_farm_history(engine, revision)
-                _upgrade(engine)
+            if current_revision(engine) == SCHEMA_REVISION:
+                return
+            with _migrating(engine):  # looked at again once no other process migrates the file
+                revision = current_revision(engine)
+                if revision != SCHEMA_REVISION:
+                    check_is_farm_history(engine, revision)
+                    _upgrade(engine)
             return
         except DBAPIError as exc:
-            # SQLite: another process may be migrating the same new file (busy, or "already exists").
+            # SQLite: busy beyond its timeout (a writer of another farm that takes no migration lock)
             if attempt == MIGRATE_ATTEMPTS:
                 raise FarmRuntimeError(f"history {safe_url(engine.url)}: cannot open: {error_reason(exc)}") from exc
             time.sleep(0.25 * attempt)
-        except SettingsError:
-            # SQLite: a new file another process is migrating holds its first tables before the
-            # version table (each CREATE commits); look again before calling it another program's
-            if engine.dialect.name != "sqlite" or attempt == MIGRATE_ATTEMPTS:
-                raise
-            time.sleep(0.25 * attempt)
+
+
+@contextmanager
+def _migrating(engine: Engine) -> Iterator[None]:
+    """SQLite: hold ``FILE.migrating`` (an exclusive ``flock``) while the file is looked at and migrated.
+    Each CREATE commits on its own, so a new file another process migrates holds its first tables
+    before the version table: read then, it looked like another program's database (exit 2; three
+    readers of a new history at once in CI). PostgreSQL's DDL is transactional and ``_upgrade``
+    takes an advisory lock there."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    lock = Path(database).expanduser()
+    with open(lock.with_name(lock.name + MIGRATION_LOCK_SUFFIX), "a+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # released when the file closes (or its process dies)
+        yield
 
 
 def _upgrade(engine: Engine) -> None:

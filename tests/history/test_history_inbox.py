@@ -4,6 +4,8 @@ history is recorded directly)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import sqlite3
@@ -283,3 +285,27 @@ def test_sweeps_started_in_one_second_are_recorded_in_the_order_they_were_left(t
         assert [s.sweep_id for s in store.sweeps()] == ["20261101T020000-000000", "20261101T020000-ffffff"]
     finally:
         store.close()
+
+
+def test_a_reader_that_finds_a_new_history_half_made_waits_for_its_migration(tmp_path: Path) -> None:
+    """SQLite commits each CREATE of a migration on its own: a reader that opened a new history while
+    another process migrated it found farm tables without the version table, called the file another
+    program's and exited 2 (three readers at once in CI). It now waits on ``FILE.migrating``.
+    The migrating process is this test: it holds the lock with a half-made schema, then lets go."""
+    data = tmp_path / "data"
+    data.mkdir()
+    database = data / "history.sqlite"
+    with open(data / "history.sqlite.migrating", "a+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        with sqlite3.connect(database) as db:
+            db.execute("CREATE TABLE farm_sweeps (id INTEGER PRIMARY KEY)")  # the migration's first step
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(data)}
+        reader = subprocess.Popen([sys.executable, "-m", "farm", "history", "--json"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            reader.wait(timeout=10)  # long enough to have given up before (three looks over 0.75 s)
+        with sqlite3.connect(database) as db:  # the other migration, undone: the reader makes it
+            db.execute("DROP TABLE farm_sweeps")
+    out, err = reader.communicate(timeout=300)
+    assert reader.returncode == 0, err
+    assert json.loads(out)["sweeps"] == [] and err == ""
