@@ -22,6 +22,7 @@ sweep here never loads it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -93,11 +94,13 @@ def deposit(inbox: Path, name: str, report: SweepReport) -> Path:
 
 
 def _sync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    """Best effort: the entry is in place whatever this says (some file systems refuse a directory's fsync)."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def waiting(inbox: Path | None) -> list[Path]:
@@ -120,7 +123,8 @@ def waiting(inbox: Path | None) -> list[Path]:
                         found.append((item.stat().st_mtime_ns, item.name))
                     elif item.name.startswith(".") and item.name.endswith(TEMPORARY_SUFFIX) \
                             and item.stat().st_mtime_ns < stale_before_ns:
-                        os.unlink(item.path)  # a write killed before its rename left it
+                        with contextlib.suppress(OSError):  # not ours to remove: it stays, harmless
+                            os.unlink(item.path)  # a write killed before its rename left it
                 except FileNotFoundError:  # another reader took it
                     continue
     except OSError:
