@@ -9,7 +9,6 @@ and a busy worker killed mid-sweep loses no run and counts none twice.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.support.broker_servers import rabbitmq_vhost
+from tests.support.broker_servers import rabbitmq_vhost, rabbitmqctl
 from tests.support.distributed_sweeps import AGENTS, PARITY_CASES, assert_parity, write_suite
 from tests.support.waiting import wait_for
 
@@ -89,8 +88,8 @@ def test_sigkilled_worker_on_rabbitmq_loses_no_run_and_counts_each_once(tmp_path
 
 
 def _connections(vhost: str) -> set[str]:
-    listed = subprocess.run(["rabbitmqctl", "list_connections", "-q", "--no-table-headers", "-p", vhost, "pid"],
-                            capture_output=True, text=True, timeout=60, check=True)
+    listed = rabbitmqctl("list_connections", "-q", "--no-table-headers", "-p", vhost, "pid")
+    assert listed.returncode == 0, listed.stderr
     return {line.strip() for line in listed.stdout.splitlines() if line.strip()}
 
 
@@ -113,8 +112,8 @@ def test_a_run_redelivered_while_its_worker_still_runs_it_is_paid_once(tmp_path,
     holders = _connections(vhost)  # the submitter detached: every connection is the holder's
     farm_worker(broker=amqp_url, queue="cut", concurrency=1, env=env)
     for pid in holders:
-        subprocess.run(["rabbitmqctl", "close_connection", pid, "cut by the test"],
-                       capture_output=True, text=True, timeout=60, check=True)
+        closed = rabbitmqctl("close_connection", pid, "cut by the test")
+        assert closed.returncode == 0, closed.stderr
     out = tmp_path / "c.json"
     done = farm_cli.run("results", submitted.stdout.strip(), "-o", str(out), "--broker", amqp_url, timeout=180,
                         env=env)

@@ -36,7 +36,8 @@ def _reachable(host: str, port: int) -> bool:
     return False
 
 
-def _rabbitmqctl(ctl: str, *args: str) -> subprocess.CompletedProcess[str]:
+def rabbitmqctl(*args: str, ctl: str = "rabbitmqctl") -> subprocess.CompletedProcess[str]:
+    """``rabbitmqctl ARGS`` on the local server, its output captured (the caller reads the return code)."""
     return subprocess.run([ctl, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -49,15 +50,15 @@ def rabbitmq_vhost() -> Iterator[str]:
     if ctl is None:
         pytest.skip("RabbitMQ: no rabbitmqctl on PATH to create a vhost with")
     vhost = f"farm-test-{uuid.uuid4().hex[:12]}"
-    made = _rabbitmqctl(ctl, "add_vhost", vhost)
+    made = rabbitmqctl("add_vhost", vhost, ctl=ctl)
     if made.returncode != 0:
         pytest.skip(f"RabbitMQ: rabbitmqctl add_vhost failed: {(made.stderr or made.stdout).strip()[:300]}")
     try:
-        allowed = _rabbitmqctl(ctl, "set_permissions", "-p", vhost, RABBITMQ_USER, ".*", ".*", ".*")
+        allowed = rabbitmqctl("set_permissions", "-p", vhost, RABBITMQ_USER, ".*", ".*", ".*", ctl=ctl)
         assert allowed.returncode == 0, allowed.stderr
         yield f"amqp://{RABBITMQ_USER}:guest@{RABBITMQ_HOST}:{RABBITMQ_PORT}/{quote(vhost, safe='')}"
     finally:
-        _rabbitmqctl(ctl, "delete_vhost", vhost)
+        rabbitmqctl("delete_vhost", vhost, ctl=ctl)
 
 
 @dataclass(frozen=True)
