@@ -2,7 +2,7 @@
 
 Why not sentence-transformers: importing it (torch, transformers, scikit-learn) costs about 5 s of
 CPU in every process that aggregates a case, more than embedding a thousand answers; this file
-needs only numpy, the ``tokenizers`` wheel and the weights file. The figures match
+needs only numpy (no scipy: ``_gelu``), the ``tokenizers`` wheel and the weights file. The figures match
 sentence-transformers' (issue 46's printed similarities to two decimals: ``tests/semantic/test_semantic_model.py``).
 """
 
@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import erf
 
 MAX_TOKENS = 256
 """The model's ``max_seq_length``: longer texts are cut (about 1,000 characters of English)."""
@@ -28,6 +27,12 @@ _LAYERS = 6
 _EPS = 1e-12
 
 Matrix = NDArray[np.float32]
+
+_CHUNK = 1 << 16
+_K = np.float32(2 * math.sqrt(2.0))
+_Q = [np.float32(c) for c in (0.1540775261, -0.7304439932, 1.272931681, -0.8500042517, 0.04598466309,
+                              -0.06523541742, 0.05698336283, 0.3820172989, 0.9991628013, -1.958620797)]
+"""``_gelu``'s polynomial in t, highest power first: log(Φ(−|x|)/t) + x²/2 for |x| ≤ 16."""
 
 
 def _load_safetensors(path: Path) -> dict[str, Matrix]:
@@ -52,8 +57,38 @@ def _load_safetensors(path: Path) -> dict[str, Matrix]:
 
 
 def _gelu(x: Matrix) -> Matrix:
-    # BERT's GELU is the erf one; scipy's erf is a ufunc (a numpy polynomial took a fifth of the time)
-    return np.asarray(0.5 * x * (1.0 + erf(x * np.float32(1 / math.sqrt(2.0)))), dtype=np.float32)
+    """BERT's exact (erf) GELU, x·Φ(x), in place: max(x, 0) − |x|·Φ(−|x|), with Φ(−|x|) =
+    t·exp(Q(t) − x²/2) and t = K/(K + |x|) (erfc's form in Numerical Recipes; ``_Q``: a degree-9
+    Chebyshev least-squares fit, relative error 6e-8 up to |x| = 16, past which Φ(−|x|) underflows).
+
+    Not scipy's ``erf``: importing ``scipy.special`` cost 0.35 s of CPU in every process that
+    embeds (0.14 s without it), and its ``erf`` on float32 is slow. 64k floats at a time, so the
+    ~30 passes stay in the cache: 3-5x faster than it, embeddings 6-23 % faster (1 to 200 texts).
+    Every float32 in [-10, 10] gives scipy's value to an ulp (≤ 4.8e-7; 2.4e-7 from the exact
+    value, scipy's 4.5e-7); the embeddings move ≤ 2e-7, as much as padding a text in another
+    batch does."""
+    flat = x.reshape(-1)
+    buffers = [np.empty(min(flat.size, _CHUNK), dtype=np.float32) for _ in range(4)]
+    for start in range(0, flat.size, _CHUNK):
+        v = flat[start:start + _CHUNK]
+        a, t, p, w = (b[:v.size] for b in buffers)
+        np.absolute(v, out=a)
+        np.add(a, _K, out=t)
+        np.divide(_K, t, out=t)
+        np.multiply(t, _Q[0], out=p)
+        for c in _Q[1:-1]:
+            np.add(p, c, out=p)
+            np.multiply(p, t, out=p)
+        np.add(p, _Q[-1], out=p)
+        np.multiply(v, v, out=w)
+        np.multiply(w, np.float32(0.5), out=w)
+        np.subtract(p, w, out=p)
+        np.exp(p, out=p)
+        np.multiply(p, t, out=p)
+        np.multiply(p, a, out=p)
+        np.maximum(v, np.float32(0.0), out=v)
+        np.subtract(v, p, out=v)
+    return flat.reshape(x.shape)
 
 
 def _layer_norm(x: Matrix, weight: Matrix, bias: Matrix) -> Matrix:

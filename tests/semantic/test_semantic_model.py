@@ -33,3 +33,20 @@ def test_similarities_match_the_reference_models_to_two_decimals() -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)  # unit length, as sentence-transformers'
     similarities = vectors[:2] @ vectors.T
     assert np.abs(similarities - np.array(REFERENCE)).max() <= 0.005 + 1e-6, np.round(similarities, 3)
+
+
+def test_the_gelu_is_the_exact_erf_one_to_float32_precision() -> None:
+    """``_gelu`` (numpy only, no scipy) against x·Φ(x) in float64 from ``math.erf``: over a dense grid
+    of the activations' range, the tails, and a strided (non-contiguous) input."""
+    import math
+
+    from farm.semantic.minilm import _gelu
+
+    grid = np.concatenate([np.linspace(-30, 30, 200_001), [0.0, -0.0, 1e-30, -1e-30, 16.0, -16.0, 40.0, -40.0]])
+    values = grid.astype(np.float32)
+    exact = np.array([v * 0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in values.astype(np.float64)])
+    got = _gelu(values.copy())
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, exact, rtol=3e-7, atol=3e-7)
+    strided = np.stack([values, values])[:, ::3]
+    np.testing.assert_allclose(_gelu(strided), np.stack([exact, exact])[:, ::3], rtol=3e-7, atol=3e-7)
