@@ -7,6 +7,8 @@ installed here (the ``[semantic]`` extra never brings it), so the reference is t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,22 @@ def test_the_gelu_is_the_exact_erf_one_to_float32_precision() -> None:
     np.testing.assert_allclose(got, exact, rtol=3e-7, atol=3e-7)
     strided = np.stack([values, values])[:, ::3]
     np.testing.assert_allclose(_gelu(strided), np.stack([exact, exact])[:, ::3], rtol=3e-7, atol=3e-7)
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_weights_are_views_of_the_file_unless_it_holds_them_unaligned(tmp_path: Path, padding: int) -> None:
+    """A layer's matrix is used in place from the mapped file (no copy a process); one the file holds
+    unaligned is copied (numpy multiplies an unaligned array without BLAS), with the same values."""
+    import json
+
+    from farm.semantic.minilm import _load_safetensors
+
+    matrix = np.arange(12, dtype="<f4").reshape(3, 4)
+    header = json.dumps({"layer.weight": {"dtype": "F32", "shape": [3, 4], "data_offsets": [padding, padding + 48]}})
+    header += " " * (-(8 + len(header)) % 8)  # the data starts 8-aligned; `padding` bytes more shift the matrix
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header.encode() + b"\0" * padding + matrix.tobytes())
+    loaded = _load_safetensors(path)["layer.weight"]
+    np.testing.assert_array_equal(loaded, matrix)
+    assert loaded.flags.aligned
+    assert loaded.flags.writeable is (padding == 1)  # a copy is writeable, a view of the mapped file is not
