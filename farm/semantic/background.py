@@ -82,9 +82,10 @@ class BackgroundEmbeddings:
 def _half(batch: list[str], count: bool = True) -> Matrix:
     """Embeddings kept in float16 until the case is clustered: half the memory (768 bytes an
     answer), and cosine similarities move by less than 1e-3."""
+    vectors = embed(batch, count=count)  # numpy is imported there first (``farm.semantic.blas``)
     import numpy as np
 
-    return embed(batch, count=count).astype(np.float16)
+    return vectors.astype(np.float16)
 
 
 def _completed(vectors: Matrix) -> Future[Matrix]:

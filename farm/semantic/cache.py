@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from farm.semantic.blas import import_numpy
 from farm.semantic.store import DiskStore, disk_store
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class EmbeddingCache:
         """Embeddings of ``texts`` (a row each, in order): known ones from the cache (or the disk),
         the others from ``compute`` (called once, with each new text once, and not at all when
         none is new). ``count=False``: texts already counted as reused (``known``) are not again."""
+        import_numpy()
         import numpy as np
 
         keys = [text_key(t) for t in texts]

@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from farm.extras import install_hint
+from farm.semantic.blas import one_blas_thread
 from farm.semantic.cache import embedding_cache
 from farm.semantic.weights import model_folder
 
@@ -45,18 +46,9 @@ def _loaded() -> MiniLM:
             folder = model_folder()
             if folder is None:
                 raise RuntimeError(f"the semantic model is not installed: {INSTALL_HINT}")
-            _one_blas_thread()
+            one_blas_thread()
             _encoder = MiniLM(folder)
         return _encoder
-
-
-def _one_blas_thread() -> None:
-    """BLAS on one thread in this process: OpenBLAS's threads spin while they wait, and on a
-    machine whose cores also serve the sweep (its event loop, its workers) that spinning cost a
-    100-run sweep 5x its wall instead of 1.6x. The embeddings run on their own thread anyway."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
 
 
 def embed(texts: list[str], *, count: bool = True) -> Matrix:
