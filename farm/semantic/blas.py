@@ -1,12 +1,13 @@
-"""numpy's BLAS on one thread in a process that embeds, from numpy's import on.
+"""BLAS on one thread in a process that embeds, from the moment its library is loaded.
 
-numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins waiting for work
-before it sleeps: on 2 cores ~0.07 s of CPU that a sweep's first embedding paid outside its own
-thread (the "by difference" share of ``benchmarks/semantic_share.py`` against its "inside" one),
-for products that run on one thread anyway (``one_blas_thread``). So the semantic step imports
-numpy through ``import_numpy``: OpenBLAS is asked for one thread (``OPENBLAS_NUM_THREADS``, unless
-the user set it) and the environment is put back once numpy is loaded. A process that another
-thread starts in those ~0.04 s inherits the setting (its own BLAS on one thread as well).
+numpy's OpenBLAS (and scipy's own copy) starts a thread per CPU when it is loaded, and each spins
+waiting for work before it sleeps: ~0.035 s of CPU on 2 cores, on another thread than the one that
+embeds (the semantic step's "by difference" share in ``benchmarks/semantic_share.py`` was twice
+its "inside" one), for products that run on one thread anyway (``one_blas_thread``). OpenBLAS
+counts the CPUs its loading thread may run on, so the semantic step loads numpy and scipy with
+that thread pinned to one CPU (``loading_blas``), then unpins it. Affinity belongs to a thread: the
+environment, the sweep's other threads and the agents they start are untouched (an
+``OPENBLAS_NUM_THREADS`` set around the import reached agents started meanwhile).
 """
 
 from __future__ import annotations
@@ -14,21 +15,48 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-_ENV = "OPENBLAS_NUM_THREADS"
 _lock = threading.Lock()
 
 
-def import_numpy() -> None:
-    """Loads numpy, its BLAS with one thread, unless it is loaded already or the user chose."""
+def _new_lock() -> None:
+    global _lock
+    _lock = threading.Lock()  # a fork while another thread held it must not leave the child locked
+
+
+os.register_at_fork(after_in_child=_new_lock)
+
+
+@contextmanager
+def loading_blas() -> Iterator[None]:
+    """Imports in this block that load a BLAS library start no BLAS threads (Linux; elsewhere, or
+    where the affinity cannot be set, they load as usual)."""
     with _lock:
-        if "numpy" in sys.modules or _ENV in os.environ:
-            return
-        os.environ[_ENV] = "1"
+        allowed = _pin_to_one_cpu()
         try:
-            import numpy  # noqa: F401
+            yield
         finally:
-            os.environ.pop(_ENV, None)
+            if allowed is not None:
+                os.sched_setaffinity(0, allowed)
+
+
+def _pin_to_one_cpu() -> set[int] | None:
+    """This thread on the first CPU it may use; the CPUs it may use before, or None if unpinned."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(allowed)})
+    except (AttributeError, OSError):
+        return None
+    return allowed
+
+
+def import_numpy() -> None:
+    """Loads numpy, its BLAS without threads, unless it is loaded already."""
+    if "numpy" not in sys.modules:
+        with loading_blas():
+            import numpy  # noqa: F401
 
 
 def one_blas_thread() -> None:

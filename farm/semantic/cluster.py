@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from farm.semantic.blas import loading_blas
 from farm.semantic.cache import answers_key, embedding_cache
 from farm.semantic.embedder import embed
 
@@ -127,8 +128,9 @@ def meaning_labels(vectors: Matrix, threshold: float = SIMILARITY_THRESHOLD, rel
         return [1, 1] if distance[0, 1] <= cut + 1e-9 else [1, 2]
     # scipy.cluster is imported only here: by a case with three distinct answers or more, never by
     # `farm test`'s start-up
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
+    with loading_blas():  # scipy's own OpenBLAS: no threads spinning either
+        from scipy.cluster.hierarchy import fcluster, linkage
+        from scipy.spatial.distance import squareform
 
     tree = linkage(squareform(distance, checks=False), method="average")
     return [int(label) for label in fcluster(tree, cut + 1e-9, criterion="distance")]

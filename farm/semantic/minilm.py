@@ -2,8 +2,9 @@
 
 Why not sentence-transformers: importing it (torch, transformers, scikit-learn) costs about 5 s of
 CPU in every process that aggregates a case, more than embedding a thousand answers; this file
-needs only numpy (no scipy: ``_gelu``), the ``tokenizers`` wheel and the weights file. The figures match
-sentence-transformers' (issue 46's printed similarities to two decimals: ``tests/semantic/test_semantic_model.py``).
+needs only numpy (no scipy: ``_gelu``), the ``tokenizers`` wheel and the weights file. The figures
+match sentence-transformers' (issue 46's printed similarities to two decimals:
+``tests/semantic/test_semantic_model.py``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ _EPS = 1e-12
 Matrix = NDArray[np.float32]
 
 _CHUNK = 1 << 16
-_K = np.float32(2 * math.sqrt(2.0))
-_Q = [np.float32(c) for c in (0.1540775261, -0.7304439932, 1.272931681, -0.8500042517, 0.04598466309,
-                              -0.06523541742, 0.05698336283, 0.3820172989, 0.9991628013, -1.958620797)]
+_K = np.float32(2 * math.sqrt(2.0))  # erfc's t = 1/(1 + z/2) at z = |x|/√2 is K/(K + |x|)
+_Q = tuple(np.float32(c) for c in (0.1540775261, -0.7304439932, 1.272931681, -0.8500042517, 0.04598466309,
+                                   -0.06523541742, 0.05698336283, 0.3820172989, 0.9991628013, -1.958620797))
 """``_gelu``'s polynomial in t, highest power first: log(Φ(−|x|)/t) + x²/2 for |x| ≤ 16."""
 
 
@@ -53,22 +54,21 @@ def _load_safetensors(path: Path) -> dict[str, Matrix]:
         # numpy multiplies an unaligned array without BLAS (50x slower): a layer's matrix that a
         # file holds unaligned is copied (the packaged file's are all aligned); the embeddings are
         # only indexed.
-        aligned = tensor.flags.aligned or "embeddings" in name
-        tensors[name] = tensor if aligned else np.array(tensor, dtype=np.float32)
+        as_view = tensor.flags.aligned or "embeddings" in name
+        tensors[name] = tensor if as_view else np.array(tensor, dtype=np.float32)
     return tensors
 
 
 def _gelu(x: Matrix) -> Matrix:
-    """BERT's exact (erf) GELU, x·Φ(x), in place: max(x, 0) − |x|·Φ(−|x|), with Φ(−|x|) =
+    """BERT's exact (erf) GELU, x·Φ(x), as max(x, 0) − |x|·Φ(−|x|), with Φ(−|x|) =
     t·exp(Q(t) − x²/2) and t = K/(K + |x|) (erfc's form in Numerical Recipes; ``_Q``: a degree-9
     Chebyshev least-squares fit, relative error 6e-8 up to |x| = 16, past which Φ(−|x|) underflows).
 
-    Not scipy's ``erf``: importing ``scipy.special`` cost 0.35 s of CPU in every process that
-    embeds (0.14 s without it), and its ``erf`` on float32 is slow. 64k floats at a time, so the
-    ~30 passes stay in the cache: 3-5x faster than it, embeddings 6-23 % faster (1 to 200 texts).
-    Every float32 in [-10, 10] gives scipy's value to an ulp (≤ 4.8e-7; 2.4e-7 from the exact
-    value, scipy's 4.5e-7); the embeddings move ≤ 2e-7, as much as padding a text in another
-    batch does."""
+    Not scipy's ``erf``: importing ``scipy.special`` cost more CPU than the model's load in every
+    process that embeds, and its float32 ``erf`` is slower. 64k floats at a time, in place, so the
+    ~30 passes stay in the cache. Within 4.8e-7 of scipy's values, 2.4e-7 of the exact ones
+    (``benchmarks/README.md``, "The first process's load"). Overwrites ``x`` when it is contiguous:
+    use the result."""
     flat = x.reshape(-1)
     buffers = [np.empty(min(flat.size, _CHUNK), dtype=np.float32) for _ in range(4)]
     for start in range(0, flat.size, _CHUNK):

@@ -1,10 +1,10 @@
 """Embeddings and a case's clusters kept on disk, across processes (issue 45).
 
 A ``farm test`` is a fresh process: without this it loads the model (numpy, tokenizers, the
-weights and a forward pass: ~0.08 s of CPU, 0.4 s before the GELU was numpy's) to embed "good" and
-"bad" again, though the last sweep embedded them already. Two append-only files in
-``$FARM_DATA_DIR/semantic/``, named by a version of the model's weights file and of the
-clustering's constants (another model or another cut reads other files):
+weights and a forward pass: ~0.08 s of CPU) to embed "good" and "bad" again, though the last
+sweep embedded them already. Two append-only files in ``$FARM_DATA_DIR/semantic/``, named by a
+version of the model's weights file and of the clustering's constants (another model or another
+cut reads other files):
 
 - ``embeddings-<version>.bin``: records of a mark (4 bytes), a text's key (16 bytes), its 384
   float32 (the model's very output: a row read back is equal to a row computed) and a CRC-32 of
