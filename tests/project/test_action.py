@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -120,6 +121,22 @@ def test_the_summary_and_the_reports_are_written_and_failed_cases_fail_the_step(
     code, _ = run_action(broken, suite="suite.jsonl", agent="py:agent.py:respond", runs="5")
     assert code == 1
     assert "heads-up" in (broken / "summary.md").read_text()
+
+
+def test_the_history_file_a_workflow_keeps_holds_the_sweep_of_a_run_without_a_baseline(project: Path) -> None:
+    """The README's workflow caches ``$FARM_DATA_DIR/history.sqlite*`` between runs; a sweep
+    ``farm test`` left in the history's inbox (no baseline read the history) is in the file itself
+    by the end of the action, so a cache of the file alone keeps it too."""
+    code, _ = run_action(project, suite="suite.jsonl", agent="py:agent.py:respond", runs="5")
+    assert code == 0
+    restored = project / "next-run"
+    restored.mkdir()
+    shutil.copy(project / "data" / "history.sqlite", restored / "history.sqlite")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")} | {
+        "PYTHONPATH": str(ROOT), "FARM_DATA_DIR": str(restored)}
+    blessed = subprocess.run([sys.executable, "-m", "farm", "baseline", "set", "main", "last"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert blessed.returncode == 0, blessed.stderr
 
 
 def test_a_regression_against_a_json_baseline_fails_and_is_compared_in_the_summary(project: Path) -> None:
