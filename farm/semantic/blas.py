@@ -12,6 +12,7 @@ environment, the sweep's other threads and the agents they start are untouched (
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -39,7 +40,8 @@ def loading_blas() -> Iterator[None]:
             yield
         finally:
             if allowed is not None:
-                os.sched_setaffinity(0, allowed)
+                with contextlib.suppress(OSError):  # CPUs taken away meanwhile: slower, not wrong
+                    os.sched_setaffinity(0, allowed)
 
 
 def _pin_to_one_cpu() -> set[int] | None:
