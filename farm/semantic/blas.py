@@ -17,7 +17,6 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 _lock = threading.Lock()
 
@@ -30,7 +29,7 @@ def _new_lock() -> None:
 os.register_at_fork(after_in_child=_new_lock)
 
 
-@contextmanager
+@contextlib.contextmanager
 def loading_blas() -> Iterator[None]:
     """Imports in this block that load a BLAS library start no BLAS threads (Linux; elsewhere, or
     where the affinity cannot be set, they load as usual)."""
