@@ -301,3 +301,32 @@ def _this_farm() -> dict[str, str]:
     from pathlib import Path
 
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def test_chat_ids_are_new_for_every_run_across_reads_and_forks() -> None:
+    """Chat ids are read from the OS in blocks: every run's differs from the others' past a block's
+    end, and a forked child (a prefork worker) gives none of the ids its parent would give next."""
+    import os
+    import re
+
+    agent = RecordingAgent()
+    for index in range(300):  # more than a block of ids
+        run(case(turn("hi")), agent, run_index=index + 1)
+    ids = [r.context.chat_id for r in agent.requests]
+    assert len(set(ids)) == 300 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child's next ids, to the parent
+        os.close(read)
+        from farm.run.execute import _new_chat_id
+
+        os.write(write, " ".join(_new_chat_id() for _ in range(10)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        from_child = set(pipe.read().split())
+    os.waitpid(child, 0)
+    for index in range(10):
+        run(case(turn("hi")), agent, run_index=index + 1)
+    from_parent = {r.context.chat_id for r in agent.requests[300:]}
+    assert len(from_child) == 10 and len(from_parent) == 10 and not from_child & from_parent
