@@ -68,3 +68,21 @@ def test_weights_are_views_of_the_file_unless_it_holds_them_unaligned(tmp_path: 
     np.testing.assert_array_equal(loaded, matrix)
     assert loaded.flags.aligned
     assert loaded.flags.writeable is (padding == 1)  # a copy is writeable, a view of the mapped file is not
+
+
+@needs_model
+def test_a_text_embeds_the_same_alone_and_in_a_padded_batch() -> None:
+    """Each layer multiplies every token of a batch in one product: a text's embedding must not depend
+    on the batch around it (its neighbours' lengths, its padding, which of two batches it falls in)."""
+    from farm.semantic.embedder import model_folder
+    from farm.semantic.minilm import BATCH, MiniLM
+
+    folder = model_folder()
+    assert folder is not None
+    encoder = MiniLM(folder)
+    texts = [" ".join(ANSWERS[: 1 + i % len(ANSWERS)]) + f" Case {i}." for i in range(BATCH + 3)]
+    together = encoder.embed(texts)
+    alone = np.stack([encoder.embed([text])[0] for text in texts])
+    assert together.shape == (BATCH + 3, 384)
+    np.testing.assert_allclose(together, alone, atol=2e-6)
+    assert np.abs(together @ together.T - alone @ alone.T).max() < 1e-5
