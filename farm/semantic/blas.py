@@ -19,6 +19,8 @@ import threading
 from collections.abc import Iterator
 
 _lock = threading.Lock()
+_numpy_pinned = False
+"""Whether ``import_numpy`` loaded this process's numpy pinned: its BLAS has no threads to limit."""
 
 
 def _new_lock() -> None:
@@ -30,13 +32,13 @@ os.register_at_fork(after_in_child=_new_lock)
 
 
 @contextlib.contextmanager
-def loading_blas() -> Iterator[None]:
+def loading_blas() -> Iterator[bool]:
     """Imports in this block that load a BLAS library start no BLAS threads (Linux; elsewhere, or
-    where the affinity cannot be set, they load as usual)."""
+    where the affinity cannot be set, they load as usual: the block is given False)."""
     with _lock:
         allowed = _pin_to_one_cpu()
         try:
-            yield
+            yield allowed is not None
         finally:
             if allowed is not None:
                 with contextlib.suppress(OSError):  # CPUs taken away meanwhile: slower, not wrong
@@ -55,16 +57,22 @@ def _pin_to_one_cpu() -> set[int] | None:
 
 def import_numpy() -> None:
     """Loads numpy, its BLAS without threads, unless it is loaded already."""
+    global _numpy_pinned
     if "numpy" not in sys.modules:
-        with loading_blas():
+        with loading_blas() as pinned:
             import numpy  # noqa: F401
+
+            _numpy_pinned = pinned
 
 
 def one_blas_thread() -> None:
     """BLAS on one thread in this process, numpy loaded before the farm or not: OpenBLAS's threads
     spin while they wait, and on a machine whose cores also serve the sweep (its event loop, its
     workers) that spinning cost a 100-run sweep 5x its wall instead of 1.6x. The embeddings run on
-    their own thread anyway."""
+    their own thread anyway. Nothing to do when ``import_numpy`` loaded numpy pinned (threadpoolctl's
+    import and its scan of the loaded libraries: ~5 ms of a first process)."""
+    if _numpy_pinned:
+        return
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
