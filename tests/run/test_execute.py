@@ -316,12 +316,13 @@ def test_chat_ids_are_new_for_every_run_across_reads_and_forks() -> None:
     assert len(set(ids)) == 300 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
     read, write = os.pipe()
     child = os.fork()
-    if child == 0:  # the child's next ids, to the parent
-        os.close(read)
-        from farm.run.execute import _new_chat_id
+    if child == 0:  # the child's next ids, to the parent; it never goes back into pytest
+        try:
+            from farm.run.execute import _new_chat_id
 
-        os.write(write, " ".join(_new_chat_id() for _ in range(10)).encode())
-        os._exit(0)
+            os.write(write, " ".join(_new_chat_id() for _ in range(10)).encode())
+        finally:
+            os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
         from_child = set(pipe.read().split())
