@@ -74,8 +74,8 @@ def test_weights_are_views_of_the_file_unless_it_holds_them_unaligned(tmp_path: 
 def test_a_text_embeds_the_same_alone_and_in_a_padded_batch() -> None:
     """Each layer multiplies every token of a batch in one product: a text's embedding must not depend
     on the batch around it (its neighbours' lengths, its padding, which of two batches it falls in)."""
-    from farm.semantic.embedder import model_folder
     from farm.semantic.minilm import BATCH, MiniLM
+    from farm.semantic.weights import model_folder
 
     folder = model_folder()
     assert folder is not None
